@@ -1,0 +1,149 @@
+/**
+ * Lookups over the B+-tree, written once as generators that yield the page numbers they need and receive the
+ * decoded pages: `runSync` drives them from a synchronous page cache (the local fast path), `runAsync` from an async
+ * one (HTTP). Every descent checks levels, page bounds and subtree counts against the parent, so a damaged or
+ * hostile index ends in SHARDKIT_ERR_CORRUPT_INDEX, never in a loop or a wrong answer from a consistent-looking path.
+ */
+import { ErrorCodes, ShardkitError } from './errors.js';
+import type { IndexEntry } from './index-entry.js';
+import type { IndexHeader } from './index-layout.js';
+import type { BranchPage, LeafPage, Page } from './index-page.js';
+import { compareKeys } from './key-order.js';
+
+export type PageOp<T> = Generator<number, T, Page>;
+
+export interface TreeInfo {
+  header: IndexHeader;
+  file: string;
+}
+
+export function runSync<T>(op: PageOp<T>, load: (pageNo: number) => Page): T {
+  let step = op.next();
+  while (!step.done) step = op.next(load(step.value));
+  return step.value;
+}
+
+export async function runAsync<T>(op: PageOp<T>, load: (pageNo: number) => Page | Promise<Page>): Promise<T> {
+  let step = op.next();
+  while (!step.done) step = op.next(await load(step.value));
+  return step.value;
+}
+
+function corrupt(t: TreeInfo, pageNo: number, why: string): never {
+  throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${t.file}: page ${pageNo} ${why}; run \`shardkit reindex\``, { file: t.file });
+}
+
+/** Where a descent stands: a page, the number of samples before its subtree, and what its parent promised. */
+interface Step {
+  pageNo: number;
+  level: number;
+  base: number;
+  count: number;
+}
+
+function* fetchChecked(t: TreeInfo, step: Step): PageOp<Page> {
+  if (step.pageNo < 1 || step.pageNo >= t.header.pageCount) corrupt(t, step.pageNo, 'is outside the index');
+  const page = yield step.pageNo;
+  if (step.level === 0) {
+    if (page.type !== 'leaf') corrupt(t, step.pageNo, 'should be a leaf');
+    if (page.entries.length !== step.count) corrupt(t, step.pageNo, `holds ${page.entries.length} samples, its parent says ${step.count}`);
+  } else {
+    if (page.type !== 'branch' || page.level !== step.level) corrupt(t, step.pageNo, `should be a branch at level ${step.level}`);
+    const total = page.starts[page.starts.length - 1] as number;
+    if (total !== step.count) corrupt(t, step.pageNo, `holds ${total} samples, its parent says ${step.count}`);
+  }
+  return page;
+}
+
+function rootStep(t: TreeInfo): Step {
+  return { pageNo: t.header.rootPage, level: t.header.height - 1, base: 0, count: t.header.entryCount };
+}
+
+function childStep(branch: BranchPage, step: Step, i: number): Step {
+  const start = branch.starts[i] as number;
+  return { pageNo: branch.children[i] as number, level: step.level - 1, base: step.base + start, count: (branch.starts[i + 1] as number) - start };
+}
+
+/** Index of the last element of `keys` <= key, or -1. */
+function lastAtMost(keys: readonly string[], key: string): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compareKeys(keys[mid] as string, key) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
+}
+
+/** Index of the first element of `keys` >= key (keys.length when none). */
+function firstAtLeast(keys: readonly string[], key: string): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compareKeys(keys[mid] as string, key) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export interface LeafHit {
+  leaf: LeafPage;
+  /** Position of the leaf's first sample. */
+  base: number;
+  /** Index inside the leaf. */
+  index: number;
+}
+
+/** Descends to the leaf that would hold `key`; `index` is the first record >= key. */
+export function* seekKey(t: TreeInfo, key: string): PageOp<LeafHit | undefined> {
+  if (t.header.entryCount === 0) return undefined;
+  let step = rootStep(t);
+  for (;;) {
+    const page = yield* fetchChecked(t, step);
+    if (page.type === 'leaf') return { leaf: page, base: step.base, index: firstAtLeast(page.keys, key) };
+    step = childStep(page, step, Math.max(0, lastAtMost(page.keys, key)));
+  }
+}
+
+/** The entry for `key` and its position, or undefined. */
+export function* findKey(t: TreeInfo, key: string): PageOp<{ entry: IndexEntry; position: number } | undefined> {
+  const hit = yield* seekKey(t, key);
+  if (hit === undefined) return undefined;
+  const entry = hit.leaf.entries[hit.index];
+  if (entry === undefined || entry.key !== key) return undefined;
+  return { entry, position: hit.base + hit.index };
+}
+
+/** Position of the first key >= `key` (entryCount when none): the start of a range scan. */
+export function* lowerBound(t: TreeInfo, key: string): PageOp<number> {
+  const hit = yield* seekKey(t, key);
+  return hit === undefined ? 0 : hit.base + hit.index;
+}
+
+/** The leaf holding `position` (0 <= position < entryCount) and the index inside it. */
+export function* seekPosition(t: TreeInfo, position: number): PageOp<LeafHit> {
+  if (!Number.isInteger(position) || position < 0 || position >= t.header.entryCount) {
+    throw new ShardkitError(ErrorCodes.OUT_OF_RANGE, `position ${position} is outside [0, ${t.header.entryCount})`, { file: t.file });
+  }
+  let step = rootStep(t);
+  for (;;) {
+    const page = yield* fetchChecked(t, step);
+    if (page.type === 'leaf') return { leaf: page, base: step.base, index: position - step.base };
+    const rel = position - step.base;
+    let lo = 0;
+    let hi = page.children.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if ((page.starts[mid] as number) <= rel) lo = mid;
+      else hi = mid - 1;
+    }
+    step = childStep(page, step, lo);
+  }
+}
+
+export function* entryAt(t: TreeInfo, position: number): PageOp<IndexEntry> {
+  const hit = yield* seekPosition(t, position);
+  return hit.leaf.entries[hit.index] as IndexEntry;
+}

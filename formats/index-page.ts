@@ -1,0 +1,225 @@
+/**
+ * B+-tree pages: a 16-byte header, then records packed from byte 16, zero-filled to the page size.
+ * Layouts are in formats/SPEC.md ("Pages"); the constants here follow its tables.
+ */
+import { ByteReader, ByteWriter, unzigzag, utf8Decoder, utf8Encoder, zigzag } from './bytes.js';
+import { crc32c } from './checksum.js';
+import { ErrorCodes, ShardkitError } from './errors.js';
+import { compareKeys } from './key-order.js';
+import { Codec, type CodecId, type IndexEntry, type MemberEntry } from './index-entry.js';
+
+export const PAGE_HEADER_BYTES = 16;
+export const PAGE_TYPE = 0; //   u8   PageType
+export const PAGE_FLAGS = 1; //  u8   zero
+export const PAGE_COUNT = 2; //  u16  records in the page
+export const PAGE_CRC = 4; //    u32  CRC32C of bytes [8, pageSize)
+export const PAGE_NO = 8; //     u32  the page's own number: a page read from the wrong place fails
+export const PAGE_LINK = 12; //  u32  leaf: next leaf (0 = last); branch: level (1 = children are leaves)
+
+export const PageType = { branch: 1, leaf: 2 } as const;
+
+/** Member flag bits (low nibble is the codec). */
+export const MEMBER_CODEC_MASK = 0x0f;
+/** The member's extension equals the extension of the member at the same index in the previous record. */
+export const MEMBER_EXT_SAME = 0x10;
+const MEMBER_KNOWN_FLAGS = MEMBER_CODEC_MASK | MEMBER_EXT_SAME;
+
+/** Bytes of a branch record beyond its key: varint key length (<= 3), u32 child, varint count (<= 8). */
+const BRANCH_RECORD_OVERHEAD = 3 + 4 + 8;
+
+/** The longest key (UTF-8 bytes) a page size allows: two branch records must fit a page. */
+export function maxKeyBytes(pageSize: number): number {
+  return Math.floor((pageSize - PAGE_HEADER_BYTES) / 2) - BRANCH_RECORD_OVERHEAD;
+}
+
+export interface LeafPage {
+  type: 'leaf';
+  pageNo: number;
+  next: number;
+  keys: string[];
+  entries: IndexEntry[];
+}
+
+export interface BranchPage {
+  type: 'branch';
+  pageNo: number;
+  level: number;
+  /** First key of each child's subtree. */
+  keys: string[];
+  children: Uint32Array;
+  /** starts[i] = samples in children before i; starts[length] = samples under this page. */
+  starts: Float64Array;
+}
+
+export type Page = LeafPage | BranchPage;
+
+function corrupt(file: string, pageNo: number, why: string): never {
+  throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${file}: page ${pageNo} ${why}; run \`shardkit reindex\``, { file });
+}
+
+/** Writes the page header and checksum into a full page buffer whose records are already in place. */
+export function sealPage(page: Uint8Array, type: number, count: number, pageNo: number, link: number): void {
+  const v = new DataView(page.buffer, page.byteOffset, page.byteLength);
+  v.setUint8(PAGE_TYPE, type);
+  v.setUint8(PAGE_FLAGS, 0);
+  v.setUint16(PAGE_COUNT, count, true);
+  v.setUint32(PAGE_NO, pageNo, true);
+  v.setUint32(PAGE_LINK, link, true);
+  v.setUint32(PAGE_CRC, crc32c(page.subarray(PAGE_NO)), true);
+}
+
+/** Encodes leaf records, each relative to the previous record of the same page. */
+export class LeafRecordEncoder {
+  private prevKey: Uint8Array | undefined;
+  private prev: IndexEntry | undefined;
+  private readonly w = new ByteWriter(512);
+
+  /** Forget the previous record: the next one opens a page. */
+  reset(): void {
+    this.prevKey = undefined;
+    this.prev = undefined;
+  }
+
+  /** The record for `entry` (a view valid until the next call); `keyBytes` is the key's UTF-8. */
+  encode(entry: IndexEntry, keyBytes: Uint8Array): Uint8Array {
+    const w = this.w;
+    w.reset();
+    const prev = this.prev;
+    const prevKey = this.prevKey;
+    let shared = 0;
+    if (prevKey !== undefined) {
+      const n = Math.min(prevKey.length, keyBytes.length);
+      while (shared < n && prevKey[shared] === keyBytes[shared]) shared++;
+    }
+    w.varint(shared).varint(keyBytes.length - shared).bytes(keyBytes.subarray(shared));
+    w.varint(entry.shard);
+    if (prev === undefined || prev.shard !== entry.shard) w.varint(entry.offset);
+    else w.varint(zigzag(entry.offset - (prev.offset + prev.length)));
+    w.varint(entry.members.length);
+    let memberEnd = 0;
+    entry.members.forEach((m, i) => {
+      const sameExt = prev?.members[i]?.ext === m.ext;
+      w.u8(m.codec | (sameExt ? MEMBER_EXT_SAME : 0));
+      if (!sameExt) {
+        const ext = utf8Encoder.encode(m.ext);
+        w.varint(ext.length).bytes(ext);
+      }
+      w.varint(m.offset - memberEnd).varint(m.size);
+      if (m.codec !== Codec.none) w.varint(m.storedSize);
+      w.u32(m.crc32c);
+      memberEnd = m.offset + m.storedSize;
+    });
+    this.prev = entry;
+    this.prevKey = keyBytes;
+    return w.view_();
+  }
+}
+
+export function encodeBranchRecord(key: Uint8Array, child: number, count: number, w: ByteWriter): Uint8Array {
+  w.reset();
+  w.varint(key.length).bytes(key).u32(child).varint(count);
+  return w.view_();
+}
+
+/** Checks a page's checksum, number and type, then decodes its records. */
+export function decodePage(page: Uint8Array, expectedPageNo: number, file: string): Page {
+  if (page.length < PAGE_HEADER_BYTES) corrupt(file, expectedPageNo, 'is truncated');
+  const v = new DataView(page.buffer, page.byteOffset, page.byteLength);
+  if (crc32c(page.subarray(PAGE_NO)) !== v.getUint32(PAGE_CRC, true)) corrupt(file, expectedPageNo, 'fails its checksum');
+  const pageNo = v.getUint32(PAGE_NO, true);
+  if (pageNo !== expectedPageNo) corrupt(file, expectedPageNo, `says it is page ${pageNo}`);
+  const type = v.getUint8(PAGE_TYPE);
+  const count = v.getUint16(PAGE_COUNT, true);
+  const link = v.getUint32(PAGE_LINK, true);
+  const r = new ByteReader(page, ErrorCodes.CORRUPT_INDEX, `${file}: page ${pageNo}`, PAGE_HEADER_BYTES);
+  if (count === 0) corrupt(file, pageNo, 'has no records');
+  if (type === PageType.leaf) return decodeLeaf(r, pageNo, link, count);
+  if (type === PageType.branch) return decodeBranch(r, pageNo, link, count);
+  return corrupt(file, pageNo, `has unknown type ${type}`);
+}
+
+function decodeLeaf(r: ByteReader, pageNo: number, next: number, count: number): LeafPage {
+  if (next !== 0 && next <= pageNo) r.fail(`links to earlier page ${next}`);
+  const keys: string[] = new Array(count);
+  const entries: IndexEntry[] = new Array(count);
+  const state: LeafRecordState = { prevKey: new Uint8Array(0), prev: undefined };
+  for (let i = 0; i < count; i++) {
+    const entry = decodeLeafRecord(r, state, i);
+    if (i > 0 && compareKeys(keys[i - 1] as string, entry.key) >= 0) r.fail(`record ${i} is out of key order`);
+    keys[i] = entry.key;
+    entries[i] = entry;
+  }
+  return { type: 'leaf', pageNo, next, keys, entries };
+}
+
+/** What a leaf record is relative to: the previous record of its page (none for the first). */
+export interface LeafRecordState {
+  prevKey: Uint8Array;
+  prev: IndexEntry | undefined;
+}
+
+/** Decodes one leaf record at the reader's position and advances `state`. */
+export function decodeLeafRecord(r: ByteReader, state: LeafRecordState, i: number): IndexEntry {
+  const { prevKey, prev } = state;
+  const shared = r.varint();
+  const suffixLength = r.varint();
+  if (shared > prevKey.length) r.fail(`record ${i} shares more key bytes than the previous key has`);
+  const keyBytes = new Uint8Array(shared + suffixLength);
+  keyBytes.set(prevKey.subarray(0, shared));
+  keyBytes.set(r.bytesView(suffixLength), shared);
+  let key: string;
+  try {
+    key = utf8Decoder.decode(keyBytes);
+  } catch {
+    return r.fail(`record ${i} has a key that is not UTF-8`);
+  }
+  const shard = r.varint();
+  const offsetField = r.varint();
+  const offset = prev === undefined || prev.shard !== shard ? offsetField : prev.offset + prev.length + unzigzag(offsetField);
+  if (!Number.isSafeInteger(offset) || offset < 0) r.fail(`record ${i} has a negative offset`);
+  const memberCount = r.varint();
+  if (memberCount === 0) r.fail(`record ${i} has no members`);
+  const members: MemberEntry[] = new Array(memberCount);
+  let memberEnd = 0;
+  for (let m = 0; m < memberCount; m++) {
+    const flags = r.u8();
+    if ((flags & ~MEMBER_KNOWN_FLAGS) !== 0) r.fail(`record ${i} member ${m} has unknown flags ${flags}`);
+    const codec = (flags & MEMBER_CODEC_MASK) as CodecId;
+    if (codec !== Codec.none && codec !== Codec.lz4) r.fail(`record ${i} member ${m} has unknown codec ${codec}`);
+    let ext: string;
+    if (flags & MEMBER_EXT_SAME) {
+      const same = prev?.members[m];
+      if (same === undefined) r.fail(`record ${i} member ${m} reuses a missing extension`);
+      ext = same.ext;
+    } else {
+      ext = r.utf8(r.varint());
+    }
+    const memberOffset = memberEnd + r.varint();
+    const size = r.varint();
+    const storedSize = codec === Codec.none ? size : r.varint();
+    members[m] = { ext, offset: memberOffset, size, storedSize, codec, crc32c: r.u32() };
+    memberEnd = memberOffset + storedSize;
+  }
+  if ((members[0] as MemberEntry).offset !== 0) r.fail(`record ${i} span does not start at its first member`);
+  const entry: IndexEntry = { key, shard, offset, length: memberEnd, members };
+  state.prevKey = keyBytes;
+  state.prev = entry;
+  return entry;
+}
+
+function decodeBranch(r: ByteReader, pageNo: number, level: number, count: number): BranchPage {
+  if (level === 0) r.fail('is a branch at level 0');
+  const keys: string[] = new Array(count);
+  const children = new Uint32Array(count);
+  const starts = new Float64Array(count + 1);
+  for (let i = 0; i < count; i++) {
+    keys[i] = r.utf8(r.varint());
+    if (i > 0 && compareKeys(keys[i - 1] as string, keys[i] as string) >= 0) r.fail(`record ${i} is out of key order`);
+    const child = r.u32();
+    children[i] = child;
+    const n = r.varint();
+    if (n === 0) r.fail(`record ${i} has an empty subtree`);
+    starts[i + 1] = (starts[i] as number) + n;
+  }
+  return { type: 'branch', pageNo, level, keys, children, starts };
+}

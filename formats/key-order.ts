@@ -1,0 +1,31 @@
+/**
+ * Keys are ordered by their UTF-8 bytes (what `sort` under LC_ALL=C and Python's bytes comparison give).
+ * JavaScript's `<` compares UTF-16 code units, which disagrees for characters above U+FFFF against U+E000-U+FFFF;
+ * this comparator fixes exactly that case, without encoding either string.
+ */
+export function compareKeys(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return utf8Rank(x) - utf8Rank(y);
+  }
+  return a.length - b.length;
+}
+
+/** Maps a UTF-16 code unit so that surrogates (astral code points) sort after U+E000-U+FFFF, as in UTF-8. */
+function utf8Rank(unit: number): number {
+  if (unit >= 0xe000) return unit - 0x800;
+  if (unit >= 0xd800) return unit + 0x2000;
+  return unit;
+}
+
+/** Byte-wise comparison of two byte strings (lexicographic, shorter prefix first). */
+export function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const d = (a[i] as number) - (b[i] as number);
+    if (d !== 0) return d;
+  }
+  return a.length - b.length;
+}

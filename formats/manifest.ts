@@ -1,0 +1,115 @@
+/**
+ * manifest.json: the dataset's commit point, written last. A directory without it is never opened as a dataset.
+ * Deterministic: the same input and options give the same manifest bytes (no timestamps, no host names); how long
+ * a pack took lives in pack-report.json beside it. Schema in formats/SPEC.md ("Manifest").
+ */
+import { ErrorCodes, ShardkitError } from './errors.js';
+import type { Layout } from './index-layout.js';
+
+export const MANIFEST_FILE = 'manifest.json';
+export const MANIFEST_FORMAT = 'shardkit-dataset';
+export const MANIFEST_VERSION = 1;
+
+export interface ManifestShard {
+  file: string;
+  bytes: number;
+  samples: number;
+  /** CRC32C of the whole shard file, 8 hex digits. */
+  crc32c: string;
+}
+
+export interface ManifestPass {
+  name: string;
+  params: Record<string, unknown>;
+}
+
+export interface Manifest {
+  format: typeof MANIFEST_FORMAT;
+  formatVersion: number;
+  tool: { name: 'shardkit'; version: string };
+  layout: Layout;
+  compress: 'none' | 'lz4';
+  index: { file: string; bytes: number; pageSize: number; crc32c: string };
+  shards: ManifestShard[];
+  totals: {
+    samples: number;
+    members: number;
+    /** Original member bytes (what the samples hold). */
+    bytes: number;
+    /** Member bytes as stored (after compression). */
+    storedBytes: number;
+    /** Shard files on disk, headers and padding included. */
+    shardBytes: number;
+  };
+  /** The passes that made the data, in order. */
+  passes: ManifestPass[];
+  /** Extra files in the dataset directory (e.g. classes.txt from tag=dirname). */
+  files: string[];
+  /** Samples left out by `--on-error skip`, with why. */
+  skipped: { path: string; reason: string }[];
+  /** Fields contributed by passes (e.g. `classes`). */
+  extra: Record<string, unknown>;
+}
+
+const HEX8 = /^[0-9a-f]{8}$/;
+/** Shard and extra file names: plain relative names inside the dataset directory. */
+const SAFE_NAME = /^(?!\.{1,2}$)[^/\\\0]+$/;
+
+/** Parses and checks manifest.json; any deviation is BAD_MANIFEST (or UNSUPPORTED_VERSION) naming the field. */
+export function parseManifest(text: string, file: string): Manifest {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (cause) {
+    throw new ShardkitError(ErrorCodes.BAD_MANIFEST, `${file}: not valid JSON`, { file, cause });
+  }
+  const bad = (field: string, why: string): never => {
+    throw new ShardkitError(ErrorCodes.BAD_MANIFEST, `${file}: ${field} ${why}`, { file });
+  };
+  if (!isObject(doc)) return bad('document', 'is not an object');
+  if (doc.format !== MANIFEST_FORMAT) bad('format', `is not "${MANIFEST_FORMAT}"`);
+  const version = doc.formatVersion;
+  if (!isCount(version) || version < 1) return bad('formatVersion', 'is not a positive integer');
+  if (version > MANIFEST_VERSION) {
+    throw new ShardkitError(ErrorCodes.UNSUPPORTED_VERSION, `${file}: dataset format version ${version} is newer than this shardkit reads (${MANIFEST_VERSION}); upgrade shardkit`, { file });
+  }
+  if (doc.layout !== 'tar' && doc.layout !== 'packed') bad('layout', 'is not "tar" or "packed"');
+  if (doc.compress !== 'none' && doc.compress !== 'lz4') bad('compress', 'is not "none" or "lz4"');
+  const tool = doc.tool;
+  if (!isObject(tool) || tool.name !== 'shardkit' || typeof tool.version !== 'string') bad('tool', 'is malformed');
+  const index = doc.index;
+  if (!isObject(index) || typeof index.file !== 'string' || !SAFE_NAME.test(index.file) || !isCount(index.bytes) || !isCount(index.pageSize) || typeof index.crc32c !== 'string' || !HEX8.test(index.crc32c)) {
+    bad('index', 'is malformed');
+  }
+  if (!Array.isArray(doc.shards)) return bad('shards', 'is not an array');
+  doc.shards.forEach((s: unknown, i: number) => {
+    if (!isObject(s) || typeof s.file !== 'string' || !SAFE_NAME.test(s.file) || !isCount(s.bytes) || !isCount(s.samples) || typeof s.crc32c !== 'string' || !HEX8.test(s.crc32c)) {
+      bad(`shards[${i}]`, 'is malformed');
+    }
+  });
+  const totals = doc.totals;
+  if (!isObject(totals) || !['samples', 'members', 'bytes', 'storedBytes', 'shardBytes'].every((k) => isCount(totals[k]))) bad('totals', 'is malformed');
+  const shards = doc.shards as ManifestShard[];
+  const t = totals as Manifest['totals'];
+  if (shards.reduce((n, s) => n + s.samples, 0) !== t.samples) bad('totals.samples', 'does not equal the sum over shards');
+  if (shards.reduce((n, s) => n + s.bytes, 0) !== t.shardBytes) bad('totals.shardBytes', 'does not equal the sum over shards');
+  if (new Set(shards.map((s) => s.file)).size !== shards.length) bad('shards', 'names a file twice');
+  if (!Array.isArray(doc.passes) || !doc.passes.every((p: unknown) => isObject(p) && typeof p.name === 'string' && isObject(p.params))) bad('passes', 'is malformed');
+  if (!Array.isArray(doc.files) || !doc.files.every((f: unknown) => typeof f === 'string' && SAFE_NAME.test(f))) bad('files', 'is malformed');
+  if (!Array.isArray(doc.skipped) || !doc.skipped.every((s: unknown) => isObject(s) && typeof s.path === 'string' && typeof s.reason === 'string')) bad('skipped', 'is malformed');
+  if (!isObject(doc.extra)) bad('extra', 'is not an object');
+  return doc as unknown as Manifest;
+}
+
+/** Stable serialization: the writer's key order, two-space indent, trailing newline. */
+export function serializeManifest(m: Manifest): string {
+  return `${JSON.stringify(m, null, 2)}\n`;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function isCount(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+}

@@ -1,0 +1,81 @@
+/**
+ * How one sample's members become shard bytes in each layout, and the index entry that locates them.
+ * Pure: the writer appends `parts` at some shard offset and adds that offset to `spanStart`.
+ */
+import { crc32c } from './checksum.js';
+import { ErrorCodes, ShardkitError } from './errors.js';
+import { Codec, type CodecId, type MemberEntry } from './index-entry.js';
+import type { Layout } from './index-layout.js';
+import { compareKeys } from './key-order.js';
+import { lz4CompressMember } from './lz4.js';
+import { memberPath, type Sample } from './sample.js';
+import { encodeFileHeader, tarPadding } from './tar-header.js';
+
+export const LZ4_NAME_SUFFIX = '.lz4';
+
+export interface EncodedSample {
+  /** Bytes to append to the shard, in order. */
+  parts: Uint8Array[];
+  bytes: number;
+  /** Offset of the span (first member's stored bytes) from the start of `parts`. */
+  spanStart: number;
+  members: MemberEntry[];
+  /** Original bytes over all members. */
+  originalBytes: number;
+}
+
+/**
+ * Checks that a key can name files safely: relative, `/`-separated, no empty, `.` or `..` segments, no NUL or
+ * backslash; and that extensions contain no `/`.
+ */
+export function checkSampleNames(sample: Sample): void {
+  const { key } = sample;
+  const bad = (why: string): never => {
+    throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `sample key ${JSON.stringify(key)} ${why}`, { key });
+  };
+  if (key.length === 0) bad('is empty');
+  if (key.includes('\0') || key.includes('\\')) bad('contains NUL or a backslash');
+  if (key.split('/').some((seg) => seg === '' || seg === '.' || seg === '..')) bad('has an empty, "." or ".." path segment');
+  const exts = Object.keys(sample.members);
+  if (exts.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample ${JSON.stringify(key)} has no members`, { key });
+  for (const ext of exts) if (ext.includes('/') || ext.includes('\0')) bad(`has a member extension ${JSON.stringify(ext)} with "/" or NUL`);
+}
+
+/** Members in stored order: by extension, byte-wise (so tar members follow sorted paths). */
+export function orderedMembers(sample: Sample): [string, Uint8Array][] {
+  return Object.entries(sample.members).sort((a, b) => compareKeys(a[0], b[0]));
+}
+
+export function encodeSample(sample: Sample, layout: Layout, codec: CodecId): EncodedSample {
+  checkSampleNames(sample);
+  const parts: Uint8Array[] = [];
+  const members: MemberEntry[] = [];
+  let pos = 0;
+  let spanStart = -1;
+  let originalBytes = 0;
+  for (const [ext, data] of orderedMembers(sample)) {
+    // LZ4 only where it pays: an incompressible member (JPEG, PNG) is stored as is, under its own name.
+    const compressed = codec === Codec.lz4 ? lz4CompressMember(data) : undefined;
+    const memberCodec: CodecId = compressed !== undefined && compressed.length < data.length ? Codec.lz4 : Codec.none;
+    const stored = memberCodec === Codec.lz4 ? (compressed as Uint8Array) : data;
+    if (layout === 'tar') {
+      const name = memberPath(sample.key, ext) + (memberCodec === Codec.lz4 ? LZ4_NAME_SUFFIX : '');
+      const header = encodeFileHeader(name, stored.length);
+      parts.push(header);
+      pos += header.length;
+    }
+    if (spanStart < 0) spanStart = pos;
+    members.push({ ext, offset: pos - spanStart, size: data.length, storedSize: stored.length, codec: memberCodec, crc32c: crc32c(data) });
+    parts.push(stored);
+    pos += stored.length;
+    originalBytes += data.length;
+    if (layout === 'tar') {
+      const pad = tarPadding(stored.length);
+      if (pad > 0) {
+        parts.push(new Uint8Array(pad));
+        pos += pad;
+      }
+    }
+  }
+  return { parts, bytes: pos, spanStart, members, originalBytes };
+}

@@ -1,0 +1,28 @@
+/**
+ * Samples and WebDataset keys. A sample is the group of files that share a key; each file is a member named by
+ * its extension. key = relative path up to the first dot of the basename; ext = the rest
+ * (`a/b.seg.png` -> key `a/b`, ext `seg.png`), exactly as WebDataset's tar reader groups members.
+ */
+export interface Sample {
+  key: string;
+  /** Member bytes by extension, in stored order. */
+  members: Record<string, Uint8Array>;
+}
+
+export interface KeyAndExt {
+  key: string;
+  ext: string;
+}
+
+/** Splits a `/`-separated relative path into its WebDataset key and member extension. */
+export function splitKey(relativePath: string): KeyAndExt {
+  const slash = relativePath.lastIndexOf('/');
+  const dot = relativePath.indexOf('.', slash + 1);
+  if (dot < 0) return { key: relativePath, ext: '' };
+  return { key: relativePath.slice(0, dot), ext: relativePath.slice(dot + 1) };
+}
+
+/** The member's original relative path: the inverse of {@link splitKey}. */
+export function memberPath(key: string, ext: string): string {
+  return ext === '' ? key : `${key}.${ext}`;
+}

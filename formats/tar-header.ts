@@ -1,0 +1,272 @@
+/**
+ * POSIX tar (ustar) headers, with a pax extended header only when a field does not fit: a path that cannot be
+ * split into ustar's 155-byte prefix and 100-byte name, or a size of 8 GiB or more. Encoding is pure and fixed
+ * (mode 0644, uid/gid 0, mtime 0, empty user/group names) so the same members give the same bytes.
+ * Field offsets follow formats/SPEC.md ("Tar layout").
+ */
+import { utf8Decoder, utf8Encoder } from './bytes.js';
+import { ErrorCodes, ShardkitError } from './errors.js';
+
+export const TAR_BLOCK = 512;
+/** Two zero blocks end an archive. */
+export const TAR_END_BYTES = 2 * TAR_BLOCK;
+
+// ustar header fields: [offset, length]
+export const F_NAME = [0, 100] as const;
+export const F_MODE = [100, 8] as const;
+export const F_UID = [108, 8] as const;
+export const F_GID = [116, 8] as const;
+export const F_SIZE = [124, 12] as const;
+export const F_MTIME = [136, 12] as const;
+export const F_CHKSUM = [148, 8] as const;
+export const F_TYPEFLAG = [156, 1] as const;
+export const F_LINKNAME = [157, 100] as const;
+export const F_MAGIC = [257, 6] as const;
+export const F_VERSION = [263, 2] as const;
+export const F_UNAME = [265, 32] as const;
+export const F_GNAME = [297, 32] as const;
+export const F_DEVMAJOR = [329, 8] as const;
+export const F_DEVMINOR = [337, 8] as const;
+export const F_PREFIX = [345, 155] as const;
+
+/** Largest size an 11-digit octal field holds (8 GiB - 1). */
+export const USTAR_MAX_SIZE = 0o77777777777;
+export const PAX_HEADER_NAME = '././@PaxHeader';
+const FILE_MODE = 0o644;
+
+export const TarType = {
+  file: '0',
+  oldFile: '\0',
+  hardLink: '1',
+  symlink: '2',
+  charDevice: '3',
+  blockDevice: '4',
+  directory: '5',
+  fifo: '6',
+  contiguous: '7',
+  paxExtended: 'x',
+  paxGlobal: 'g',
+  gnuLongName: 'L',
+  gnuLongLink: 'K',
+} as const;
+
+/** Bytes after `size` data bytes up to the next block boundary. */
+export function tarPadding(size: number): number {
+  const rem = size % TAR_BLOCK;
+  return rem === 0 ? 0 : TAR_BLOCK - rem;
+}
+
+function writeOctal(block: Uint8Array, [off, len]: readonly [number, number], value: number): void {
+  const digits = value.toString(8).padStart(len - 1, '0');
+  if (digits.length > len - 1) throw new RangeError(`value ${value} does not fit a ${len}-byte octal field`);
+  for (let i = 0; i < len - 1; i++) block[off + i] = digits.charCodeAt(i);
+  block[off + len - 1] = 0;
+}
+
+function writeBytes(block: Uint8Array, [off, len]: readonly [number, number], bytes: Uint8Array): void {
+  block.set(bytes.subarray(0, len), off);
+}
+
+/** Sum of the header bytes with the checksum field read as spaces. */
+export function headerChecksum(block: Uint8Array): number {
+  let sum = 0;
+  for (let i = 0; i < TAR_BLOCK; i++) sum += i >= F_CHKSUM[0] && i < F_CHKSUM[0] + F_CHKSUM[1] ? 0x20 : (block[i] as number);
+  return sum;
+}
+
+function ustarBlock(nameField: Uint8Array, prefixField: Uint8Array, size: number, type: string): Uint8Array {
+  const block = new Uint8Array(TAR_BLOCK);
+  writeBytes(block, F_NAME, nameField);
+  writeOctal(block, F_MODE, FILE_MODE);
+  writeOctal(block, F_UID, 0);
+  writeOctal(block, F_GID, 0);
+  writeOctal(block, F_SIZE, size);
+  writeOctal(block, F_MTIME, 0);
+  block[F_TYPEFLAG[0]] = type.charCodeAt(0);
+  writeBytes(block, F_MAGIC, utf8Encoder.encode('ustar\0'));
+  writeBytes(block, F_VERSION, utf8Encoder.encode('00'));
+  writeOctal(block, F_DEVMAJOR, 0);
+  writeOctal(block, F_DEVMINOR, 0);
+  const sum = headerChecksum(block);
+  const chk = sum.toString(8).padStart(6, '0');
+  for (let i = 0; i < 6; i++) block[F_CHKSUM[0] + i] = chk.charCodeAt(i);
+  block[F_CHKSUM[0] + 6] = 0;
+  block[F_CHKSUM[0] + 7] = 0x20;
+  return block;
+}
+
+/** Splits a path into ustar prefix and name fields, or undefined when it cannot be split. */
+function splitUstarPath(path: Uint8Array): { prefix: Uint8Array; name: Uint8Array } | undefined {
+  if (path.length <= F_NAME[1]) return { prefix: new Uint8Array(0), name: path };
+  for (let i = Math.min(path.length - 1, F_PREFIX[1]); i > 0; i--) {
+    if (path[i] !== 0x2f) continue;
+    const name = path.subarray(i + 1);
+    if (name.length === 0 || name.length > F_NAME[1]) return undefined;
+    return { prefix: path.subarray(0, i), name };
+  }
+  return undefined;
+}
+
+/** One pax record: "<len> <key>=<value>\n", where <len> counts the whole record including its own digits. */
+export function paxRecord(key: string, value: string): string {
+  const body = ` ${key}=${value}\n`;
+  const bodyBytes = utf8Encoder.encode(body).length;
+  let len = bodyBytes + 1;
+  while (String(len).length + bodyBytes !== len) len = String(len).length + bodyBytes;
+  return `${len}${body}`;
+}
+
+/**
+ * The header blocks that precede a regular file's data: one ustar block, preceded by a pax header and its data
+ * blocks when the path or size does not fit ustar. The file data follows, padded with {@link tarPadding}.
+ */
+export function encodeFileHeader(path: string, size: number): Uint8Array {
+  if (!Number.isSafeInteger(size) || size < 0) throw new RangeError(`invalid member size ${size}`);
+  const pathBytes = utf8Encoder.encode(path);
+  if (pathBytes.length === 0 || pathBytes.includes(0)) throw new ShardkitError(ErrorCodes.INVALID_ARG, `invalid member name ${JSON.stringify(path)}`);
+  const split = splitUstarPath(pathBytes);
+  const bigSize = size > USTAR_MAX_SIZE;
+  // An unsplittable path keeps a truncated copy in ustar for old readers; the pax `path` is authoritative.
+  const mainBlock = ustarBlock(split?.name ?? truncateUtf8(pathBytes, F_NAME[1]), split?.prefix ?? new Uint8Array(0), bigSize ? 0 : size, TarType.file);
+  let records = '';
+  if (split === undefined) records += paxRecord('path', path);
+  if (bigSize) records += paxRecord('size', String(size));
+  if (records === '') return mainBlock;
+  const data = utf8Encoder.encode(records);
+  const pax = ustarBlock(utf8Encoder.encode(PAX_HEADER_NAME), new Uint8Array(0), data.length, TarType.paxExtended);
+  const out = new Uint8Array(TAR_BLOCK + data.length + tarPadding(data.length) + TAR_BLOCK);
+  out.set(pax, 0);
+  out.set(data, TAR_BLOCK);
+  out.set(mainBlock, out.length - TAR_BLOCK);
+  return out;
+}
+
+/** The longest prefix of `bytes` of at most `max` bytes that ends on a UTF-8 character boundary. */
+function truncateUtf8(bytes: Uint8Array, max: number): Uint8Array {
+  if (bytes.length <= max) return bytes;
+  let end = max;
+  while (end > 0 && ((bytes[end] as number) & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end);
+}
+
+export interface TarHeader {
+  /** Path from the name (and prefix) fields; pax `path` and GNU long names are applied by the scanner. */
+  name: string;
+  /** The raw name bytes, for names that are not UTF-8. */
+  nameBytes: Uint8Array;
+  size: number;
+  type: string;
+  linkname: string;
+  mode: number;
+  mtime: number;
+  /** 'ustar' (POSIX), 'gnu' (GNU tar's old magic) or 'v7' (none). */
+  format: 'ustar' | 'gnu' | 'v7';
+}
+
+function fieldEnd(block: Uint8Array, off: number, len: number): number {
+  let end = off;
+  while (end < off + len && block[end] !== 0) end++;
+  return end;
+}
+
+/** Parses an octal field, or GNU's base-256 (high bit set) for big values; NaN when malformed. */
+export function parseNumericField(block: Uint8Array, [off, len]: readonly [number, number]): number {
+  const first = block[off] as number;
+  if (first & 0x80) {
+    if (first === 0xff) return Number.NaN; // negative base-256
+    let v = first & 0x7f;
+    for (let i = 1; i < len; i++) v = v * 256 + (block[off + i] as number);
+    return Number.isSafeInteger(v) ? v : Number.NaN;
+  }
+  let v = 0;
+  let i = off;
+  const end = off + len;
+  while (i < end && (block[i] === 0x20 || block[i] === 0)) i++;
+  let digits = 0;
+  for (; i < end; i++) {
+    const c = block[i] as number;
+    if (c === 0 || c === 0x20) break;
+    if (c < 0x30 || c > 0x37) return Number.NaN;
+    v = v * 8 + (c - 0x30);
+    digits++;
+  }
+  return digits === 0 ? 0 : v;
+}
+
+/** True when the block is all zeros (end of archive). */
+export function isZeroBlock(block: Uint8Array): boolean {
+  for (let i = 0; i < TAR_BLOCK; i++) if (block[i] !== 0) return false;
+  return true;
+}
+
+function decodeName(bytes: Uint8Array): string {
+  try {
+    return utf8Decoder.decode(bytes);
+  } catch {
+    return new TextDecoder('latin1').decode(bytes);
+  }
+}
+
+/**
+ * Decodes one header block. Returns undefined for a zero block; throws CORRUPT_SHARD when the checksum or a
+ * numeric field is wrong. Accepts the unsigned and the historical signed checksum.
+ */
+export function decodeTarHeader(block: Uint8Array, where: string): TarHeader | undefined {
+  if (block.length < TAR_BLOCK) throw new ShardkitError(ErrorCodes.TRUNCATED, `${where}: tar header cut short`);
+  if (isZeroBlock(block)) return undefined;
+  const stored = parseNumericField(block, F_CHKSUM);
+  const unsigned = headerChecksum(block);
+  let signed = 0;
+  for (let i = 0; i < TAR_BLOCK; i++) signed += i >= F_CHKSUM[0] && i < F_CHKSUM[0] + F_CHKSUM[1] ? 0x20 : ((block[i] as number) << 24) >> 24;
+  if (stored !== unsigned && stored !== signed) throw new ShardkitError(ErrorCodes.CORRUPT_SHARD, `${where}: tar header checksum mismatch`);
+  const size = parseNumericField(block, F_SIZE);
+  const mode = parseNumericField(block, F_MODE);
+  const mtime = parseNumericField(block, F_MTIME);
+  if (Number.isNaN(size) || Number.isNaN(mode)) throw new ShardkitError(ErrorCodes.CORRUPT_SHARD, `${where}: tar header has a malformed number`);
+  const magic = utf8Decoder.decode(block.subarray(F_MAGIC[0], F_MAGIC[0] + 6));
+  const version = utf8Decoder.decode(block.subarray(F_VERSION[0], F_VERSION[0] + 2));
+  const format = magic === 'ustar\0' ? 'ustar' : magic === 'ustar ' && version === ' \0' ? 'gnu' : 'v7';
+  const nameBytes0 = block.subarray(F_NAME[0], fieldEnd(block, F_NAME[0], F_NAME[1]));
+  let nameBytes: Uint8Array = nameBytes0;
+  if (format === 'ustar') {
+    const prefix = block.subarray(F_PREFIX[0], fieldEnd(block, F_PREFIX[0], F_PREFIX[1]));
+    if (prefix.length > 0) {
+      nameBytes = new Uint8Array(prefix.length + 1 + nameBytes0.length);
+      nameBytes.set(prefix, 0);
+      nameBytes[prefix.length] = 0x2f;
+      nameBytes.set(nameBytes0, prefix.length + 1);
+    }
+  }
+  const typeByte = block[F_TYPEFLAG[0]] as number;
+  return {
+    name: decodeName(nameBytes),
+    nameBytes: nameBytes.slice(),
+    size,
+    type: String.fromCharCode(typeByte),
+    linkname: decodeName(block.subarray(F_LINKNAME[0], fieldEnd(block, F_LINKNAME[0], F_LINKNAME[1]))),
+    mode,
+    mtime: Number.isNaN(mtime) ? 0 : mtime,
+    format,
+  };
+}
+
+/** Parses pax records; malformed records throw CORRUPT_SHARD. */
+export function parsePaxRecords(data: Uint8Array, where: string): Map<string, string> {
+  const out = new Map<string, string>();
+  let pos = 0;
+  while (pos < data.length) {
+    if (data[pos] === 0) break; // trailing NUL padding some writers leave
+    let sp = pos;
+    while (sp < data.length && data[sp] !== 0x20) sp++;
+    const len = Number(utf8Decoder.decode(data.subarray(pos, sp)));
+    if (!Number.isInteger(len) || len <= sp - pos + 1 || pos + len > data.length || data[pos + len - 1] !== 0x0a) {
+      throw new ShardkitError(ErrorCodes.CORRUPT_SHARD, `${where}: malformed pax record at byte ${pos}`);
+    }
+    const record = data.subarray(sp + 1, pos + len - 1);
+    const eq = record.indexOf(0x3d);
+    if (eq < 0) throw new ShardkitError(ErrorCodes.CORRUPT_SHARD, `${where}: pax record without '='`);
+    out.set(decodeName(record.subarray(0, eq)), decodeName(record.subarray(eq + 1)));
+    pos += len;
+  }
+  return out;
+}

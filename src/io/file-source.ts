@@ -1,0 +1,298 @@
+import fs from 'node:fs';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import type { SyncByteSource } from './byte-source.js';
+import { expectByteRange, expectIntegerInRange } from './io-options.js';
+import type { IoStats } from './io-stats.js';
+
+/**
+ * Reads up to this many bytes inside `read()` with a synchronous pread instead of a libuv thread-pool round trip.
+ * Measured on a warm page cache (Node 20, 2 cores, 20,000 random reads in a 256 MiB file): readSync costs
+ * ~3 us for 1 KiB, ~8-12 us for 10 KiB, ~35-44 us for 100 KiB, while FileHandle.read costs ~21/30-35/72-80 us
+ * one at a time and ~16/20/30-40 us per read with 16 in flight. Below ~64 KiB the synchronous call wins even
+ * against a full pool; above it the pool's parallelism catches up, and a cold or remote disk would block the
+ * event loop for a whole device latency, so large reads go to the pool.
+ */
+export const DEFAULT_SYNC_READ_MAX_BYTES = 64 * 1024;
+
+/** Linux and macOS both cap one read(2) near 2 GiB; the read loops continue past short reads anyway. */
+const MAX_SYNC_READ_OPTION = 2 ** 31 - 1;
+
+export interface FileSourceOptions {
+  /** Counters to add opens, closes, reads, bytes and fstat calls to. */
+  stats?: IoStats;
+  /**
+   * `read()`/`readInto()` serve requests of at most this many bytes with a synchronous pread (fast on a warm page
+   * cache) and larger ones through the libuv thread pool. 0 sends every async read to the pool: use it for cold
+   * caches and network file systems, where one pread can take milliseconds. Default 65536.
+   */
+  syncReadMaxBytes?: number;
+}
+
+/**
+ * One local file on one file descriptor, read only with positional reads (pread), so any number of reads may be
+ * in flight at once. `readSync`/`readIntoSync` are the fast path for `getSync`; `read`/`readInto` follow
+ * {@link FileSourceOptions.syncReadMaxBytes}. Closing while thread-pool reads are in flight defers the actual
+ * close(2) until they finish, so a descriptor number is never reused under a pending read.
+ *
+ * @example
+ * const src = FileSource.openSync('/data/ds/shard-00000.tar', { stats });
+ * const header = src.readSync(0, 512);
+ * src.closeSync();
+ */
+export class FileSource implements SyncByteSource {
+  readonly name: string;
+  private readonly fd: number;
+  private readonly stats: IoStats | undefined;
+  private readonly syncReadMaxBytes: number;
+  private cachedSize = -1;
+  private closed = false;
+  private inFlight = 0;
+  private fdClosed = false;
+
+  private constructor(path: string, fd: number, options: FileSourceOptions) {
+    this.name = path;
+    this.fd = fd;
+    this.stats = options.stats;
+    this.syncReadMaxBytes = options.syncReadMaxBytes ?? DEFAULT_SYNC_READ_MAX_BYTES;
+    if (this.stats !== undefined) this.stats.opens++;
+  }
+
+  /** Opens `path` read-only. Missing file: SHARDKIT_ERR_SHARD_MISSING; any other failure: SHARDKIT_ERR_IO. */
+  static openSync(path: string, options: FileSourceOptions = {}): FileSource {
+    checkOptions(options);
+    let fd: number;
+    try {
+      fd = fs.openSync(path, 'r');
+    } catch (err) {
+      throw openError(path, err);
+    }
+    return new FileSource(path, fd, options);
+  }
+
+  /** Like {@link FileSource.openSync}, but open(2) runs on the thread pool (slow metadata servers do not stall). */
+  static open(path: string, options: FileSourceOptions = {}): Promise<FileSource> {
+    try {
+      checkOptions(options);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return new Promise((resolve, reject) => {
+      fs.open(path, 'r', (err, fd) => {
+        if (err !== null) reject(openError(path, err));
+        else resolve(new FileSource(path, fd, options));
+      });
+    });
+  }
+
+  /** The file size from one fstat, cached: shards are immutable while a dataset is open. */
+  sizeSync(): number {
+    this.assertOpen();
+    if (this.cachedSize < 0) {
+      if (this.stats !== undefined) this.stats.stats++;
+      try {
+        this.cachedSize = fs.fstatSync(this.fd).size;
+      } catch (err) {
+        throw new ShardkitError(ErrorCodes.IO, `Cannot stat ${this.name}: ${errorText(err)}`, {
+          file: this.name,
+          cause: err,
+        });
+      }
+    }
+    return this.cachedSize;
+  }
+
+  size(): Promise<number> {
+    try {
+      return Promise.resolve(this.sizeSync());
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /** Reads exactly `length` bytes at `offset` into a new buffer (a view that may share a pooled slab: mind byteOffset). */
+  readSync(offset: number, length: number): Uint8Array {
+    expectByteRange(this.name, offset, length);
+    const buffer = Buffer.allocUnsafe(length);
+    this.readIntoSync(buffer, 0, length, offset);
+    return buffer;
+  }
+
+  /**
+   * Reads exactly `length` bytes at file position `position` into `buffer` starting at `bufferOffset`: the
+   * zero-copy path for callers that reuse pooled buffers. Fails with SHARDKIT_ERR_TRUNCATED if the file ends first.
+   */
+  readIntoSync(buffer: Uint8Array, bufferOffset: number, length: number, position: number): void {
+    this.assertOpen();
+    checkTarget(this.name, buffer, bufferOffset, length, position);
+    let done = 0;
+    while (done < length) {
+      let n: number;
+      try {
+        n = fs.readSync(this.fd, buffer, bufferOffset + done, length - done, position + done);
+      } catch (err) {
+        throw this.readError(position + done, err);
+      }
+      this.countRead(n);
+      if (n === 0) break;
+      done += n;
+    }
+    if (done < length) throw this.truncated(position, length, done);
+  }
+
+  read(offset: number, length: number): Promise<Uint8Array> {
+    try {
+      expectByteRange(this.name, offset, length);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const buffer = Buffer.allocUnsafe(length);
+    return this.readInto(buffer, 0, length, offset).then(() => buffer);
+  }
+
+  /** Async twin of {@link FileSource.readIntoSync}; small reads are served synchronously (see syncReadMaxBytes). */
+  readInto(buffer: Uint8Array, bufferOffset: number, length: number, position: number): Promise<void> {
+    if (length <= this.syncReadMaxBytes) {
+      try {
+        this.readIntoSync(buffer, bufferOffset, length, position);
+        return Promise.resolve();
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
+    try {
+      this.assertOpen();
+      checkTarget(this.name, buffer, bufferOffset, length, position);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    this.inFlight++;
+    return new Promise<void>((resolve, reject) => {
+      let done = 0;
+      const step = (): void => {
+        fs.read(this.fd, buffer, bufferOffset + done, length - done, position + done, (err, n) => {
+          if (err !== null) return finish(this.readError(position + done, err));
+          this.countRead(n);
+          if (n === 0) return finish(this.truncated(position, length, done));
+          done += n;
+          if (done < length) step();
+          else finish(undefined);
+        });
+      };
+      const finish = (err: ShardkitError | undefined): void => {
+        this.inFlight--;
+        if (this.closed && this.inFlight === 0) {
+          try {
+            this.closeFd();
+          } catch {
+            // Nobody awaits a deferred close; Linux releases the descriptor even when close(2) reports EIO.
+          }
+        }
+        if (err === undefined) resolve();
+        else reject(err);
+      };
+      step();
+    });
+  }
+
+  /** Closes the descriptor now, or when the last thread-pool read finishes. Idempotent. */
+  closeSync(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.inFlight === 0) this.closeFd();
+  }
+
+  close(): Promise<void> {
+    try {
+      this.closeSync();
+      return Promise.resolve();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /** True once close()/closeSync() was called. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  private closeFd(): void {
+    if (this.fdClosed) return;
+    this.fdClosed = true;
+    if (this.stats !== undefined) this.stats.closes++;
+    try {
+      fs.closeSync(this.fd);
+    } catch (err) {
+      throw new ShardkitError(ErrorCodes.IO, `Cannot close ${this.name}: ${errorText(err)}`, {
+        file: this.name,
+        cause: err,
+      });
+    }
+  }
+
+  private countRead(n: number): void {
+    if (this.stats !== undefined) {
+      this.stats.reads++;
+      this.stats.bytesRead += n;
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.closed) {
+      throw new ShardkitError(ErrorCodes.CLOSED, `${this.name} was closed; open it again to read`, {
+        file: this.name,
+      });
+    }
+  }
+
+  private truncated(position: number, length: number, got: number): ShardkitError {
+    return new ShardkitError(
+      ErrorCodes.TRUNCATED,
+      `${this.name} is truncated: needed ${length} bytes at offset ${position} but the file ends at ` +
+        `${position + got}; restore the file or re-pack the dataset`,
+      { file: this.name, offset: position },
+    );
+  }
+
+  private readError(position: number, err: unknown): ShardkitError {
+    return new ShardkitError(ErrorCodes.IO, `Cannot read ${this.name} at offset ${position}: ${errorText(err)}`, {
+      file: this.name,
+      offset: position,
+      cause: err,
+    });
+  }
+}
+
+function checkOptions(options: FileSourceOptions): void {
+  if (options.syncReadMaxBytes !== undefined) {
+    expectIntegerInRange('syncReadMaxBytes', options.syncReadMaxBytes, 0, MAX_SYNC_READ_OPTION);
+  }
+}
+
+function checkTarget(name: string, buffer: Uint8Array, bufferOffset: number, length: number, position: number): void {
+  expectByteRange(name, position, length);
+  if (!Number.isSafeInteger(bufferOffset) || bufferOffset < 0 || bufferOffset + length > buffer.byteLength) {
+    throw new ShardkitError(
+      ErrorCodes.INVALID_ARG,
+      `Expected bufferOffset + length within the ${buffer.byteLength}-byte buffer but received ` +
+        `${String(bufferOffset)} + ${length} (${name})`,
+      { file: name },
+    );
+  }
+}
+
+function openError(path: string, err: unknown): ShardkitError {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  if (code === 'ENOENT' || code === 'ENOTDIR') {
+    return new ShardkitError(
+      ErrorCodes.SHARD_MISSING,
+      `${path} does not exist (${code}); restore the missing file or re-pack the dataset`,
+      { file: path, cause: err },
+    );
+  }
+  const hint = code === 'EMFILE' || code === 'ENFILE' ? '; lower maxOpen or raise ulimit -n' : '';
+  return new ShardkitError(ErrorCodes.IO, `Cannot open ${path}: ${errorText(err)}${hint}`, { file: path, cause: err });
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,281 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { IncomingMessage } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { expectIntegerInRange } from './io-options.js';
+import type { IoStats } from './io-stats.js';
+import { redactLocation } from './location.js';
+
+export const DEFAULT_HTTP_RETRIES = 4;
+export const DEFAULT_HTTP_TIMEOUT_MS = 30_000;
+export const DEFAULT_HTTP_BACKOFF_MS = 100;
+export const DEFAULT_HTTP_MAX_BACKOFF_MS = 10_000;
+export const DEFAULT_HTTP_MAX_SOCKETS = 16;
+
+export interface HttpClientOptions {
+  /** Sockets per host kept alive and reused (node Agent maxSockets). Default 16. */
+  maxSockets?: number;
+  /** Retries after a 5xx/408/429, a reset or refused connection, a timeout, or a cut-off body. Default 4. */
+  retries?: number;
+  /** An attempt fails when no byte arrives for this long (connect, headers or body). Default 30000. */
+  timeoutMs?: number;
+  /** First retry waits about this long; each further retry doubles it, with jitter. Default 100. */
+  backoffMs?: number;
+  /** Cap on one backoff wait (and on a server's Retry-After). Default 10000. */
+  maxBackoffMs?: number;
+  /** Extra request headers (e.g. Authorization). */
+  headers?: Record<string, string>;
+  /** Counters for requests sent and retries. */
+  stats?: IoStats;
+}
+
+/** What the client did, beyond IoStats: how many TCP/TLS connections it had to open (keep-alive misses). */
+export interface HttpClientCounters {
+  connections: number;
+}
+
+/** Network errors worth another attempt: the server or the path may come back. */
+const TRANSIENT_NETWORK_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'ENETDOWN',
+  'UND_ERR_SOCKET',
+]);
+
+/** A failure that another attempt may fix; the retry loop turns the last one into SHARDKIT_ERR_HTTP. */
+class TransientError extends Error {
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, options: { cause?: unknown; retryAfterMs?: number } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.retryAfterMs = options.retryAfterMs;
+  }
+}
+
+/** How to handle a response head: read a body (of exactly/at most n bytes) or fail with an error. */
+export type BodyPlan =
+  | { readonly read: 'exact'; readonly length: number }
+  | { readonly read: 'upTo'; readonly maxBytes: number }
+  | { readonly fail: Error };
+
+export interface HttpExchange {
+  readonly response: IncomingMessage;
+  readonly body: Buffer;
+}
+
+/**
+ * Keep-alive HTTP(S) with retries: one pair of pooled agents shared by all sources of a dataset, so 10,000 shards
+ * on one host reuse a handful of connections. Sources decide what a response means (see {@link HttpSource});
+ * the client sends, times out, retries with exponential backoff and jitter, and counts.
+ */
+export class HttpClient {
+  readonly counters: HttpClientCounters = { connections: 0 };
+  private readonly retries: number;
+  private readonly timeoutMs: number;
+  private readonly backoffMs: number;
+  private readonly maxBackoffMs: number;
+  private readonly headers: Record<string, string>;
+  /** The counters this client adds requests and retries to (sources add their reads). */
+  readonly stats: IoStats | undefined;
+  private readonly httpAgent: http.Agent;
+  private readonly httpsAgent: https.Agent;
+  private readonly seenSockets = new WeakSet<object>();
+
+  constructor(options: HttpClientOptions = {}) {
+    const maxSockets = expectIntegerInRange('maxSockets', options.maxSockets ?? DEFAULT_HTTP_MAX_SOCKETS, 1, 4096);
+    this.retries = expectIntegerInRange('retries', options.retries ?? DEFAULT_HTTP_RETRIES, 0, 100);
+    this.timeoutMs = expectIntegerInRange('timeoutMs', options.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS, 1, 3_600_000);
+    this.backoffMs = expectIntegerInRange('backoffMs', options.backoffMs ?? DEFAULT_HTTP_BACKOFF_MS, 0, 3_600_000);
+    this.maxBackoffMs = expectIntegerInRange(
+      'maxBackoffMs',
+      options.maxBackoffMs ?? DEFAULT_HTTP_MAX_BACKOFF_MS,
+      0,
+      3_600_000,
+    );
+    this.headers = { ...options.headers };
+    this.stats = options.stats;
+    // LIFO reuses the most recently used socket, so few sockets stay warm and idle ones age out.
+    this.httpAgent = new http.Agent({ keepAlive: true, maxSockets, scheduling: 'lifo' });
+    this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets, scheduling: 'lifo' });
+  }
+
+  /**
+   * Sends `method url` with `headers`, asks `plan` what the response head means, and returns the body it asked
+   * for; retries transient failures. `plan` may return a {@link HttpClient.transient} error to retry.
+   */
+  async exchange(
+    url: string,
+    method: 'GET' | 'HEAD',
+    headers: Record<string, string>,
+    plan: (response: IncomingMessage) => BodyPlan,
+  ): Promise<HttpExchange> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.exchangeOnce(url, method, headers, plan);
+      } catch (err) {
+        if (!(err instanceof TransientError)) throw err;
+        if (attempt >= this.retries) {
+          throw new ShardkitError(
+            ErrorCodes.HTTP,
+            `${method} ${redactLocation(url)} failed after ${attempt + 1} attempt(s): ${err.message}`,
+            { file: redactLocation(url), cause: err.cause ?? err },
+          );
+        }
+        if (this.stats !== undefined) this.stats.retries++;
+        await sleep(this.backoffDelay(attempt, err.retryAfterMs));
+      }
+    }
+  }
+
+  /** An error for `plan` to return when another attempt may succeed (5xx, 429, a short body). */
+  static transient(message: string, retryAfterMs?: number): Error {
+    return new TransientError(message, retryAfterMs === undefined ? {} : { retryAfterMs });
+  }
+
+  /** Closes every pooled socket; requests still in flight fail. */
+  close(): void {
+    this.httpAgent.destroy();
+    this.httpsAgent.destroy();
+  }
+
+  /** Exponential backoff with "equal jitter": half the step fixed, half random, so retries of many readers spread. */
+  private backoffDelay(attempt: number, retryAfterMs: number | undefined): number {
+    const step = Math.min(this.maxBackoffMs, this.backoffMs * 2 ** attempt);
+    const jittered = step / 2 + Math.random() * (step / 2);
+    return retryAfterMs === undefined ? jittered : Math.min(this.maxBackoffMs, Math.max(jittered, retryAfterMs));
+  }
+
+  private exchangeOnce(
+    url: string,
+    method: 'GET' | 'HEAD',
+    headers: Record<string, string>,
+    plan: (response: IncomingMessage) => BodyPlan,
+  ): Promise<HttpExchange> {
+    return new Promise<HttpExchange>((resolve, reject) => {
+      let settled = false;
+      let timedOut = false;
+      const settle = (err: Error | undefined, value?: HttpExchange): void => {
+        if (settled) return;
+        settled = true;
+        if (err !== undefined) reject(err);
+        else resolve(value as HttpExchange);
+      };
+      const fail = (err: unknown): void => {
+        if (timedOut) settle(new TransientError(`no data for ${this.timeoutMs} ms (timeoutMs)`));
+        else settle(classifyNetworkError(err, `${method} ${redactLocation(url)}`));
+      };
+
+      let request: http.ClientRequest;
+      try {
+        const isHttps = url.slice(0, 6).toLowerCase() === 'https:';
+        const options = { method, headers: { ...this.headers, ...headers }, agent: isHttps ? this.httpsAgent : this.httpAgent };
+        request = isHttps ? https.request(url, options) : http.request(url, options);
+      } catch (err) {
+        settle(new ShardkitError(ErrorCodes.INVALID_ARG, `Cannot request ${redactLocation(url)}: ${errorText(err)}`, { cause: err }));
+        return;
+      }
+      if (this.stats !== undefined) this.stats.httpRequests++;
+      request.on('socket', (socket) => {
+        if (!this.seenSockets.has(socket)) {
+          this.seenSockets.add(socket);
+          this.counters.connections++;
+        }
+      });
+      request.setTimeout(this.timeoutMs, () => {
+        timedOut = true;
+        request.destroy();
+      });
+      request.on('error', fail);
+      request.on('response', (response) => {
+        let bodyPlan: BodyPlan;
+        try {
+          bodyPlan = plan(response);
+        } catch (err) {
+          bodyPlan = { fail: err instanceof Error ? err : new Error(String(err)) };
+        }
+        if ('fail' in bodyPlan) {
+          // Dropping the socket is cheaper than draining an unwanted body (a whole shard, for a 200).
+          response.destroy();
+          settle(bodyPlan.fail);
+          return;
+        }
+        const collector = new BodyCollector(bodyPlan, redactLocation(url));
+        response.on('data', (chunk: Buffer) => {
+          const err = collector.add(chunk);
+          if (err !== undefined) {
+            response.destroy();
+            settle(err);
+          }
+        });
+        response.on('error', fail);
+        response.on('end', () => {
+          const result = collector.finish();
+          if (result instanceof Error) settle(result);
+          else settle(undefined, { response, body: result });
+        });
+        response.on('close', () => {
+          if (!response.complete) fail(new TransientError(`connection closed after ${collector.received} body bytes`));
+        });
+      });
+      request.end();
+    });
+  }
+}
+
+/** Collects a response body into one buffer, enforcing the length the plan expects. */
+class BodyCollector {
+  received = 0;
+  private readonly exact: Buffer | undefined;
+  private readonly chunks: Buffer[] = [];
+
+  constructor(
+    private readonly plan: { read: 'exact'; length: number } | { read: 'upTo'; maxBytes: number },
+    private readonly name: string,
+  ) {
+    this.exact = plan.read === 'exact' ? Buffer.allocUnsafe(plan.length) : undefined;
+  }
+
+  add(chunk: Buffer): Error | undefined {
+    const limit = this.plan.read === 'exact' ? this.plan.length : this.plan.maxBytes;
+    if (this.received + chunk.length > limit) {
+      return this.plan.read === 'exact'
+        ? new ShardkitError(ErrorCodes.HTTP, `${this.name} sent more than the ${limit} bytes its headers announced`, {
+            file: this.name,
+          })
+        : new ShardkitError(ErrorCodes.TOO_LARGE, `${this.name} is larger than the ${limit}-byte limit for this read`, {
+            file: this.name,
+          });
+    }
+    if (this.exact !== undefined) chunk.copy(this.exact, this.received);
+    else this.chunks.push(chunk);
+    this.received += chunk.length;
+    return undefined;
+  }
+
+  finish(): Buffer | Error {
+    if (this.exact === undefined) return Buffer.concat(this.chunks, this.received);
+    if (this.received < this.exact.length) {
+      return new TransientError(`body ended after ${this.received} of ${this.exact.length} bytes`);
+    }
+    return this.exact;
+  }
+}
+
+function classifyNetworkError(err: unknown, what: string): Error {
+  if (err instanceof TransientError || err instanceof ShardkitError) return err;
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  if (code !== undefined && TRANSIENT_NETWORK_CODES.has(code)) return new TransientError(errorText(err), { cause: err });
+  return new ShardkitError(ErrorCodes.HTTP, `${what} failed: ${errorText(err)}`, { cause: err });
+}
+
+function errorText(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const code = (err as NodeJS.ErrnoException).code;
+  return code !== undefined && !err.message.includes(code) ? `${code}: ${err.message}` : err.message;
+}

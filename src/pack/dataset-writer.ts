@@ -1,0 +1,344 @@
+/**
+ * DatasetWriter: takes samples, writes shards split at a byte budget (a sample never spans two shards), then the
+ * index and, last, the manifest: the commit point. Identical input gives byte-identical output. Everything is
+ * written under temporary names; an interrupted writer leaves no manifest, and `resume: true` continues from the
+ * last finished shard with the same result as an uninterrupted run.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { crc32cHex } from '../../formats/checksum.js';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { Codec, spanLength } from '../../formats/index-entry.js';
+import { DEFAULT_PAGE_SIZE, validatePageSize, type Layout, type ShardRecord } from '../../formats/index-layout.js';
+import { MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION, serializeManifest, type Manifest, type ManifestPass } from '../../formats/manifest.js';
+import { encodePackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
+import type { Sample } from '../../formats/sample.js';
+import { encodeSample } from '../../formats/sample-layout.js';
+import { TAR_END_BYTES } from '../../formats/tar-header.js';
+import { VERSION } from '../version.js';
+import { EntrySorter } from './entry-runs.js';
+import { fsCall } from './fs-errors.js';
+import { writeIndexFile } from './index-file.js';
+import { JournalWriter, WORK_DIR, readJournal, type JournalShard } from './journal.js';
+import { ShardFile } from './shard-file.js';
+
+export const INDEX_FILE = 'index.skidx';
+export const DEFAULT_SHARD_BYTES = 1024 ** 3;
+const SHARD_EXTENSIONS: Record<Layout, string> = { tar: '.tar', packed: '.pack' };
+
+export interface DatasetWriterOptions {
+  /** Output directory (created when missing). */
+  dir: string;
+  layout?: Layout;
+  compress?: 'none' | 'lz4';
+  /** Shard byte budget; a shard exceeds it only when one sample alone does. Default 1 GiB. */
+  shardBytes?: number;
+  /** Index page size, a power of two in [1 KiB, 64 KiB]. Default 4 KiB. */
+  pageSize?: number;
+  /** Shard file name prefix (default `shard-`); parts of a partitioned pack use their own. */
+  shardPrefix?: string;
+  /** Passes recorded in the manifest. */
+  passes?: ManifestPass[];
+  /** Continue an interrupted write in `dir` (same options required). */
+  resume?: boolean;
+  /** Replace a dataset or interrupted write already in `dir`. */
+  force?: boolean;
+  /** fsync shards and index before the manifest is written (survives power loss, costs time). */
+  sync?: boolean;
+  /** Index entries held in memory before spilling a sorted run (bounds memory). */
+  runEntries?: number;
+  onShard?: (shard: ShardRecord) => void;
+}
+
+export interface WriterStats {
+  samples: number;
+  members: number;
+  originalBytes: number;
+  storedBytes: number;
+  shards: number;
+  /** Samples larger than the shard budget, each written alone in its own shard. */
+  oversizeSamples: number;
+}
+
+interface OpenShard {
+  file: ShardFile;
+  name: string;
+}
+
+export class DatasetWriter {
+  readonly dir: string;
+  readonly layout: Layout;
+  readonly compress: 'none' | 'lz4';
+  readonly shardBytes: number;
+  readonly pageSize: number;
+  /** Input samples already consumed by the interrupted write this one resumes (0 for a fresh write). */
+  readonly resumedCursor: number;
+  private readonly prefix: string;
+  private readonly passes: ManifestPass[];
+  private readonly sync: boolean;
+  private readonly workDir: string;
+  private readonly journal: JournalWriter;
+  private readonly sorter: EntrySorter;
+  private readonly shards: ShardRecord[] = [];
+  private readonly skipped: { path: string; reason: string }[] = [];
+  private skippedJournaled = 0;
+  private readonly files = new Map<string, Uint8Array>();
+  private readonly extra: Record<string, unknown> = {};
+  private current: OpenShard | undefined;
+  private cursor: number;
+  private finished = false;
+  private readonly onShard: ((shard: ShardRecord) => void) | undefined;
+  /** Totals already recorded in the journal (the journal stores per-shard differences). */
+  private journaled = { originalBytes: 0, storedBytes: 0, members: 0 };
+  readonly stats: WriterStats = { samples: 0, members: 0, originalBytes: 0, storedBytes: 0, shards: 0, oversizeSamples: 0 };
+
+  constructor(options: DatasetWriterOptions) {
+    const o = validateOptions(options);
+    this.dir = path.resolve(o.dir);
+    this.layout = o.layout;
+    this.compress = o.compress;
+    this.shardBytes = o.shardBytes;
+    this.pageSize = o.pageSize;
+    this.prefix = o.shardPrefix;
+    this.passes = o.passes;
+    this.sync = o.sync;
+    this.onShard = options.onShard;
+    this.workDir = path.join(this.dir, WORK_DIR);
+    this.journal = new JournalWriter(this.dir);
+    const decisive = { layout: this.layout, compress: this.compress, shardBytes: this.shardBytes, pageSize: this.pageSize, shardPrefix: this.prefix, passes: this.passes };
+    const resumed = prepareDirectory(this.dir, this.workDir, options.resume === true, options.force === true, decisive);
+    let runs = 0;
+    this.cursor = 0;
+    if (resumed !== undefined) {
+      for (const line of resumed) {
+        this.shards.push(line.shard);
+        this.skipped.push(...line.skipped);
+        this.stats.samples += line.shard.samples;
+        this.stats.members += line.members;
+        this.stats.originalBytes += line.originalBytes;
+        this.stats.storedBytes += line.storedBytes;
+        runs = line.runs;
+        this.cursor = line.cursor;
+      }
+      this.stats.shards = this.shards.length;
+      this.journaled = { originalBytes: this.stats.originalBytes, storedBytes: this.stats.storedBytes, members: this.stats.members };
+      this.skippedJournaled = this.skipped.length;
+      removeStaleRuns(this.workDir, runs);
+      this.journal.rewrite({ options: decisive, shards: resumed });
+    } else {
+      this.journal.begin(decisive);
+    }
+    this.resumedCursor = this.cursor;
+    this.sorter = new EntrySorter(this.workDir, runs, o.runEntries);
+  }
+
+  /** Appends a sample to the current shard (opening the next shard when the budget would be exceeded). */
+  add(sample: Sample): void {
+    this.assertOpen();
+    const encoded = encodeSample(sample, this.layout, this.compress === 'lz4' ? Codec.lz4 : Codec.none);
+    const trailer = this.layout === 'tar' ? TAR_END_BYTES : 0;
+    if (this.current !== undefined && this.current.file.samples > 0 && this.current.file.bytes + encoded.bytes + trailer > this.shardBytes) {
+      this.closeShard();
+    }
+    const shard = this.current ?? this.openShard();
+    if (shard.file.samples === 0 && shard.file.bytes + encoded.bytes + trailer > this.shardBytes) this.stats.oversizeSamples++;
+    const base = shard.file.bytes;
+    for (const part of encoded.parts) shard.file.write(part);
+    shard.file.samples++;
+    this.sorter.add({ key: sample.key, shard: this.shards.length, offset: base + encoded.spanStart, length: spanLength(encoded.members), members: encoded.members });
+    this.stats.samples++;
+    this.stats.members += encoded.members.length;
+    this.stats.originalBytes += encoded.originalBytes;
+    for (const m of encoded.members) this.stats.storedBytes += m.storedSize;
+    this.cursor++;
+  }
+
+  /** Records an input sample left out (`--on-error skip`): listed in the manifest, and counted for resume. */
+  skip(sourcePath: string, reason: string): void {
+    this.assertOpen();
+    this.skipped.push({ path: sourcePath, reason });
+    this.cursor++;
+  }
+
+  /** A file for the dataset directory (e.g. classes.txt), written before the manifest and listed in it. */
+  addFile(name: string, bytes: Uint8Array): void {
+    if (!/^[^/\\\0]+$/.test(name) || name === MANIFEST_FILE || name === INDEX_FILE || name.startsWith('.')) {
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, `cannot add dataset file ${JSON.stringify(name)}`);
+    }
+    this.files.set(name, bytes);
+  }
+
+  /** A field for the manifest's `extra` object (e.g. the class list). */
+  setExtra(key: string, value: unknown): void {
+    this.extra[key] = value;
+  }
+
+  /** Writes the last shard, the index, extra files and the manifest; removes the work directory. */
+  async finish(): Promise<Manifest> {
+    this.assertOpen();
+    if (this.current !== undefined) this.closeShard();
+    this.finished = true;
+    const index = writeIndexFile(path.join(this.dir, INDEX_FILE), this.sorter.sorted(), this.shards, this.layout, this.pageSize, this.sync);
+    for (const [name, bytes] of [...this.files].sort((a, b) => (a[0] < b[0] ? -1 : 1))) writeAtomically(path.join(this.dir, name), bytes);
+    const manifest: Manifest = {
+      format: MANIFEST_FORMAT,
+      formatVersion: MANIFEST_VERSION,
+      tool: { name: 'shardkit', version: VERSION },
+      layout: this.layout,
+      compress: this.compress,
+      index: { file: INDEX_FILE, bytes: index.bytes, pageSize: this.pageSize, crc32c: crc32cHex(index.headerCrc) },
+      shards: this.shards.map((s) => ({ file: s.file, bytes: s.bytes, samples: s.samples, crc32c: crc32cHex(s.crc32c) })),
+      totals: {
+        samples: index.entryCount,
+        members: index.memberCount,
+        bytes: this.stats.originalBytes,
+        storedBytes: this.stats.storedBytes,
+        shardBytes: this.shards.reduce((n, s) => n + s.bytes, 0),
+      },
+      passes: this.passes,
+      files: [...this.files.keys()].sort(),
+      skipped: this.skipped,
+      extra: this.extra,
+    };
+    writeAtomically(path.join(this.dir, MANIFEST_FILE), new TextEncoder().encode(serializeManifest(manifest)));
+    fs.rmSync(this.workDir, { recursive: true, force: true });
+    return manifest;
+  }
+
+  /** Stops without a manifest, deleting the shard being written; finished shards stay for `--resume`. */
+  abort(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.current?.file.discard();
+    this.current = undefined;
+  }
+
+  private assertOpen(): void {
+    if (this.finished) throw new ShardkitError(ErrorCodes.CLOSED, `writer for ${this.dir} is already finished`);
+  }
+
+  private openShard(): OpenShard {
+    const name = `${this.prefix}${String(this.shards.length).padStart(6, '0')}${SHARD_EXTENSIONS[this.layout]}`;
+    const finalPath = path.join(this.dir, name);
+    const file = new ShardFile(`${finalPath}.tmp`, finalPath);
+    if (this.layout === 'packed') file.write(encodePackedHeader());
+    this.current = { file, name };
+    return this.current;
+  }
+
+  private closeShard(): void {
+    const shard = this.current as OpenShard;
+    this.current = undefined;
+    if (this.layout === 'tar') shard.file.zeros(TAR_END_BYTES);
+    const { crc32c, fingerprint } = shard.file.commit(this.sync);
+    const record: ShardRecord = { file: shard.name, bytes: shard.file.bytes, samples: shard.file.samples, crc32c, fingerprint };
+    this.shards.push(record);
+    this.stats.shards = this.shards.length;
+    this.sorter.flush();
+    this.journal.append({
+      type: 'shard',
+      shard: record,
+      runs: this.sorter.runCount,
+      cursor: this.cursor,
+      skipped: this.skipped.slice(this.skippedJournaled),
+      originalBytes: this.stats.originalBytes - this.journaled.originalBytes,
+      storedBytes: this.stats.storedBytes - this.journaled.storedBytes,
+      members: this.stats.members - this.journaled.members,
+    });
+    this.journaled = { originalBytes: this.stats.originalBytes, storedBytes: this.stats.storedBytes, members: this.stats.members };
+    this.skippedJournaled = this.skipped.length;
+    this.onShard?.(record);
+  }
+}
+
+function writeAtomically(file: string, bytes: Uint8Array): void {
+  const tmp = `${file}.tmp`;
+  fsCall('write', tmp, () => fs.writeFileSync(tmp, bytes));
+  fsCall('rename', tmp, () => fs.renameSync(tmp, file));
+}
+
+interface ValidOptions {
+  dir: string;
+  layout: Layout;
+  compress: 'none' | 'lz4';
+  shardBytes: number;
+  pageSize: number;
+  shardPrefix: string;
+  passes: ManifestPass[];
+  sync: boolean;
+  runEntries: number;
+}
+
+function validateOptions(o: DatasetWriterOptions): ValidOptions {
+  const bad = (what: string, expected: string, got: unknown): never => {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected ${expected} for ${what} but received ${JSON.stringify(got)} of type ${typeof got}`);
+  };
+  if (typeof o.dir !== 'string' || o.dir === '') bad('dir', 'a directory path', o.dir);
+  const layout = o.layout ?? 'tar';
+  if (layout !== 'tar' && layout !== 'packed') bad('layout', '"tar" or "packed"', layout);
+  const compress = o.compress ?? 'none';
+  if (compress !== 'none' && compress !== 'lz4') bad('compress', '"none" or "lz4"', compress);
+  const minShard = (layout === 'tar' ? TAR_END_BYTES : PACKED_HEADER_BYTES) + 1;
+  const shardBytes = o.shardBytes ?? DEFAULT_SHARD_BYTES;
+  if (!Number.isSafeInteger(shardBytes) || shardBytes < minShard) bad('shardBytes', `an integer of at least ${minShard}`, shardBytes);
+  const pageSize = o.pageSize ?? DEFAULT_PAGE_SIZE;
+  validatePageSize(pageSize);
+  const shardPrefix = o.shardPrefix ?? 'shard-';
+  if (!/^[A-Za-z0-9._-]*$/.test(shardPrefix)) bad('shardPrefix', 'letters, digits, ".", "_" or "-"', shardPrefix);
+  const runEntries = o.runEntries ?? 100_000;
+  if (!Number.isSafeInteger(runEntries) || runEntries < 1) bad('runEntries', 'a positive integer', runEntries);
+  return { dir: o.dir, layout, compress, shardBytes, pageSize, shardPrefix, passes: o.passes ?? [], sync: o.sync ?? false, runEntries };
+}
+
+/**
+ * Makes `dir` ready: refuses to overwrite a dataset or an interrupted write unless told to, and on resume
+ * returns the journal lines whose shards are intact.
+ */
+function prepareDirectory(dir: string, workDir: string, resume: boolean, force: boolean, options: Record<string, unknown>): JournalShard[] | undefined {
+  fsCall('create', dir, () => fs.mkdirSync(dir, { recursive: true }));
+  const hasManifest = fs.existsSync(path.join(dir, MANIFEST_FILE));
+  const journal = fs.existsSync(workDir) ? readJournal(dir) : undefined;
+  if (force) {
+    // the manifest goes first, so the directory never looks like a dataset with half its files gone
+    const owned = ownedFiles(dir);
+    fs.rmSync(path.join(dir, MANIFEST_FILE), { force: true });
+    for (const name of fs.readdirSync(dir)) {
+      if (name === WORK_DIR || owned.has(name) || /^[A-Za-z0-9._-]*\d{6}\.(tar|pack)(\.tmp)?$/.test(name)) fs.rmSync(path.join(dir, name), { recursive: true, force: true });
+    }
+  } else if (hasManifest) {
+    throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} already holds a finished dataset; use --force to replace it`, { file: dir });
+  } else if (journal !== undefined && !resume) {
+    throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} holds an interrupted pack; use --resume to finish it or --force to start over`, { file: dir });
+  }
+  fsCall('create', workDir, () => fs.mkdirSync(workDir, { recursive: true }));
+  for (const name of fs.readdirSync(dir)) if (name.endsWith('.tmp')) fs.rmSync(path.join(dir, name), { force: true });
+  if (!resume || force || journal === undefined) return undefined;
+  if (JSON.stringify(journal.options) !== JSON.stringify(options)) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `--resume needs the options of the interrupted pack in ${dir} (${JSON.stringify(journal.options)})`, { file: dir });
+  }
+  const intact: JournalShard[] = [];
+  for (const line of journal.shards) {
+    const file = path.join(dir, line.shard.file);
+    const size = fs.existsSync(file) ? fs.statSync(file).size : -1;
+    if (size !== line.shard.bytes) break;
+    intact.push(line);
+  }
+  return intact;
+}
+
+/** Files an existing manifest says belong to its dataset. */
+function ownedFiles(dir: string): Set<string> {
+  try {
+    const m = JSON.parse(fs.readFileSync(path.join(dir, MANIFEST_FILE), 'utf8')) as Partial<Manifest>;
+    return new Set([INDEX_FILE, ...(m.shards ?? []).map((s) => s.file), ...(m.files ?? [])].filter((f) => typeof f === 'string' && !f.includes('/')));
+  } catch {
+    return new Set([INDEX_FILE]);
+  }
+}
+
+function removeStaleRuns(workDir: string, keep: number): void {
+  for (const name of fs.readdirSync(workDir)) {
+    const m = /^run-(\d+)\.bin$/.exec(name);
+    if (m && Number(m[1]) >= keep) fs.rmSync(path.join(workDir, name), { force: true });
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * External sort of index entries in bounded memory. Entries are buffered up to `runEntries`, sorted by key and
+ * spilled to numbered run files; `sorted()` merges the runs with a heap, reading each through a small window.
+ * Input that arrives in key order (a pack walks sorted paths) costs one sequential write and read per entry.
+ * Run files also carry the entries of finished shards across a `--resume`.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { ByteReader, ByteWriter, utf8Encoder } from '../../formats/bytes.js';
+import { ErrorCodes } from '../../formats/errors.js';
+import type { IndexEntry } from '../../formats/index-entry.js';
+import { MAX_PAGE_SIZE } from '../../formats/index-layout.js';
+import { LeafRecordEncoder, decodeLeafRecord } from '../../formats/index-page.js';
+import { compareKeys } from '../../formats/key-order.js';
+import { ShardkitError } from '../../formats/errors.js';
+import { fsCall } from './fs-errors.js';
+
+const READ_WINDOW_BYTES = 1 << 20;
+
+export function runFileName(n: number): string {
+  return `run-${String(n).padStart(6, '0')}.bin`;
+}
+
+export class EntrySorter {
+  private buffer: IndexEntry[] = [];
+  private readonly encoder = new LeafRecordEncoder();
+  private readonly out = new ByteWriter(1 << 16);
+
+  /** `runs`: run files already on disk in `dir` (a resumed writer keeps the runs of finished shards). */
+  constructor(
+    private readonly dir: string,
+    private runs = 0,
+    private readonly runEntries = 100_000,
+  ) {}
+
+  get runCount(): number {
+    return this.runs;
+  }
+
+  add(entry: IndexEntry): void {
+    this.buffer.push(entry);
+    if (this.buffer.length >= this.runEntries) this.flush();
+  }
+
+  /** Sorts and writes the buffered entries as a new run (nothing when empty). */
+  flush(): void {
+    if (this.buffer.length === 0) return;
+    this.buffer.sort((a, b) => compareKeys(a.key, b.key));
+    const file = path.join(this.dir, runFileName(this.runs));
+    const fd = fsCall('create', file, () => fs.openSync(file, 'w'));
+    try {
+      for (const entry of this.buffer) {
+        this.encoder.reset();
+        const record = this.encoder.encode(entry, utf8Encoder.encode(entry.key));
+        if (record.length > MAX_PAGE_SIZE) {
+          throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample "${entry.key}" needs ${record.length} index bytes, more than the largest page (${MAX_PAGE_SIZE})`, { key: entry.key });
+        }
+        this.out.varint(record.length).bytes(record);
+        if (this.out.length >= READ_WINDOW_BYTES) this.drain(fd, file);
+      }
+      this.drain(fd, file);
+    } finally {
+      fs.closeSync(fd);
+    }
+    this.buffer = [];
+    this.runs++;
+  }
+
+  private drain(fd: number, file: string): void {
+    const bytes = this.out.view_();
+    let off = 0;
+    while (off < bytes.length) off += fsCall('write', file, () => fs.writeSync(fd, bytes, off, bytes.length - off));
+    this.out.reset();
+  }
+
+  /** All entries in key order: flushes the buffer, then merges every run. */
+  *sorted(): Generator<IndexEntry> {
+    this.flush();
+    const readers: RunReader[] = [];
+    for (let i = 0; i < this.runs; i++) readers.push(new RunReader(path.join(this.dir, runFileName(i))));
+    const heap = new EntryHeap();
+    try {
+      for (const r of readers) {
+        const first = r.next();
+        if (first) heap.push(first, r);
+      }
+      while (heap.size > 0) {
+        const { entry, reader } = heap.pop();
+        yield entry;
+        const next = reader.next();
+        if (next) heap.push(next, reader);
+      }
+    } finally {
+      for (const r of readers) r.close();
+    }
+  }
+}
+
+/** Reads one run file's records through a sliding window. */
+class RunReader {
+  private readonly fd: number;
+  private window = new Uint8Array(0);
+  private pos = 0;
+  private fileOffset = 0;
+  private eof = false;
+
+  constructor(private readonly file: string) {
+    this.fd = fsCall('open', file, () => fs.openSync(file, 'r'));
+  }
+
+  private fill(): void {
+    const rest = this.window.subarray(this.pos);
+    const chunk = Buffer.allocUnsafe(READ_WINDOW_BYTES);
+    const n = fsCall('read', this.file, () => fs.readSync(this.fd, chunk, 0, chunk.length, this.fileOffset));
+    this.fileOffset += n;
+    if (n === 0) this.eof = true;
+    const next = new Uint8Array(rest.length + n);
+    next.set(rest, 0);
+    next.set(chunk.subarray(0, n), rest.length);
+    this.window = next;
+    this.pos = 0;
+  }
+
+  next(): IndexEntry | undefined {
+    // a record is at most MAX_PAGE_SIZE + a varint: refill until one whole record is in the window
+    while (!this.eof && this.window.length - this.pos < MAX_PAGE_SIZE + 8) this.fill();
+    if (this.pos >= this.window.length) return undefined;
+    const r = new ByteReader(this.window, ErrorCodes.CORRUPT_INDEX, `${this.file}`, this.pos);
+    const length = r.varint();
+    const record = new ByteReader(this.window, ErrorCodes.CORRUPT_INDEX, `${this.file}`, r.pos, r.pos + length);
+    const entry = decodeLeafRecord(record, { prevKey: new Uint8Array(0), prev: undefined }, 0);
+    this.pos = r.pos + length;
+    return entry;
+  }
+
+  close(): void {
+    fs.closeSync(this.fd);
+  }
+}
+
+/** Binary min-heap of the current head entry of each run. */
+class EntryHeap {
+  private readonly items: { entry: IndexEntry; reader: RunReader }[] = [];
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  push(entry: IndexEntry, reader: RunReader): void {
+    const items = this.items;
+    items.push({ entry, reader });
+    let i = items.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (compareKeys((items[parent] as { entry: IndexEntry }).entry.key, entry.key) <= 0) break;
+      [items[i], items[parent]] = [items[parent]!, items[i]!];
+      i = parent;
+    }
+  }
+
+  pop(): { entry: IndexEntry; reader: RunReader } {
+    const items = this.items;
+    const top = items[0]!;
+    const last = items.pop()!;
+    if (items.length > 0) {
+      items[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < items.length && compareKeys(items[l]!.entry.key, items[m]!.entry.key) < 0) m = l;
+        if (r < items.length && compareKeys(items[r]!.entry.key, items[m]!.entry.key) < 0) m = r;
+        if (m === i) break;
+        [items[i], items[m]] = [items[m]!, items[i]!];
+        i = m;
+      }
+    }
+    return top;
+  }
+}

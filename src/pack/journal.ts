@@ -1,0 +1,84 @@
+/**
+ * The resume journal: one JSON line per finished shard, appended after the shard was renamed into place and its
+ * index entries spilled to a run file. A pack killed at any moment leaves at most a partial last line, which is
+ * ignored; `--resume` keeps every shard the journal lists and redoes the rest.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import type { ShardRecord } from '../../formats/index-layout.js';
+import { fsCall } from './fs-errors.js';
+
+export const WORK_DIR = '.shardkit-work';
+export const JOURNAL_FILE = 'journal.jsonl';
+
+export interface JournalBegin {
+  type: 'begin';
+  /** The options that decide the bytes: a resume must use the same. */
+  options: Record<string, unknown>;
+}
+
+export interface JournalShard {
+  type: 'shard';
+  shard: ShardRecord;
+  /** Run files holding the index entries of this and earlier shards. */
+  runs: number;
+  /** Input samples consumed (added or skipped) when this shard was finished. */
+  cursor: number;
+  /** Skips recorded since the previous line. */
+  skipped: { path: string; reason: string }[];
+  originalBytes: number;
+  storedBytes: number;
+  members: number;
+}
+
+export interface JournalState {
+  options: Record<string, unknown>;
+  shards: JournalShard[];
+}
+
+export function journalPath(outDir: string): string {
+  return path.join(outDir, WORK_DIR, JOURNAL_FILE);
+}
+
+export function readJournal(outDir: string): JournalState | undefined {
+  const file = journalPath(outDir);
+  if (!fs.existsSync(file)) return undefined;
+  const lines = fsCall('read', file, () => fs.readFileSync(file, 'utf8')).split('\n');
+  const parsed: (JournalBegin | JournalShard)[] = [];
+  for (const line of lines) {
+    if (line.trim() === '') continue;
+    try {
+      parsed.push(JSON.parse(line) as JournalBegin | JournalShard);
+    } catch {
+      break; // a line cut short by a kill: everything before it stands
+    }
+  }
+  const begin = parsed[0];
+  if (begin?.type !== 'begin') {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `${file}: resume journal is damaged; start over with --force`, { file });
+  }
+  return { options: begin.options, shards: parsed.slice(1).filter((l): l is JournalShard => l.type === 'shard') };
+}
+
+export class JournalWriter {
+  private readonly file: string;
+
+  constructor(outDir: string) {
+    this.file = journalPath(outDir);
+  }
+
+  begin(options: Record<string, unknown>): void {
+    fsCall('write', this.file, () => fs.writeFileSync(this.file, `${JSON.stringify({ type: 'begin', options } satisfies JournalBegin)}\n`));
+  }
+
+  /** Rewrites the journal to exactly `state` (a resume drops what followed the last good line). */
+  rewrite(state: JournalState): void {
+    const lines = [{ type: 'begin', options: state.options }, ...state.shards].map((l) => JSON.stringify(l)).join('\n');
+    fsCall('write', this.file, () => fs.writeFileSync(this.file, `${lines}\n`));
+  }
+
+  append(line: JournalShard): void {
+    fsCall('write', this.file, () => fs.appendFileSync(this.file, `${JSON.stringify(line)}\n`));
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * Writes one shard file under a temporary name with large buffered writes, computing as it goes the CRC32C of the
+ * whole file and the fingerprint (CRC32C of its first FINGERPRINT_BYTES); `commit()` renames it into place.
+ */
+import fs from 'node:fs';
+import { crc32c } from '../../formats/checksum.js';
+import { FINGERPRINT_BYTES } from '../../formats/index-layout.js';
+import { fsCall } from './fs-errors.js';
+
+const WRITE_BUFFER_BYTES = 4 << 20;
+
+export class ShardFile {
+  private readonly fd: number;
+  private readonly buf = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
+  private buffered = 0;
+  private crc = 0;
+  private readonly head = new Uint8Array(FINGERPRINT_BYTES);
+  private headBytes = 0;
+  /** Bytes written so far (buffered included). */
+  bytes = 0;
+  samples = 0;
+
+  constructor(
+    readonly tmpPath: string,
+    readonly finalPath: string,
+  ) {
+    this.fd = fsCall('create', tmpPath, () => fs.openSync(tmpPath, 'w'));
+  }
+
+  write(data: Uint8Array): void {
+    if (this.headBytes < FINGERPRINT_BYTES) {
+      const take = Math.min(FINGERPRINT_BYTES - this.headBytes, data.length);
+      this.head.set(data.subarray(0, take), this.headBytes);
+      this.headBytes += take;
+    }
+    this.crc = crc32c(data, this.crc);
+    this.bytes += data.length;
+    if (data.length >= WRITE_BUFFER_BYTES) {
+      this.flush();
+      this.writeFully(data);
+      return;
+    }
+    if (this.buffered + data.length > WRITE_BUFFER_BYTES) this.flush();
+    this.buf.set(data, this.buffered);
+    this.buffered += data.length;
+  }
+
+  /** Writes `n` zero bytes (tar padding). */
+  zeros(n: number): void {
+    if (n > 0) this.write(new Uint8Array(n));
+  }
+
+  private flush(): void {
+    if (this.buffered === 0) return;
+    this.writeFully(this.buf.subarray(0, this.buffered));
+    this.buffered = 0;
+  }
+
+  private writeFully(data: Uint8Array): void {
+    let off = 0;
+    while (off < data.length) off += fsCall('write', this.tmpPath, () => fs.writeSync(this.fd, data, off, data.length - off));
+  }
+
+  /** Flushes, optionally fsyncs, closes and renames into place. Returns the checksums. */
+  commit(sync: boolean): { crc32c: number; fingerprint: number } {
+    this.flush();
+    if (sync) fsCall('sync', this.tmpPath, () => fs.fsyncSync(this.fd));
+    fsCall('close', this.tmpPath, () => fs.closeSync(this.fd));
+    fsCall('rename', this.tmpPath, () => fs.renameSync(this.tmpPath, this.finalPath));
+    return { crc32c: this.crc >>> 0, fingerprint: crc32c(this.head.subarray(0, this.headBytes)) };
+  }
+
+  /** Closes and deletes the temporary file (after a failure). */
+  discard(): void {
+    try {
+      fs.closeSync(this.fd);
+    } catch {
+      // already closed
+    }
+    fs.rmSync(this.tmpPath, { force: true });
+  }
+}

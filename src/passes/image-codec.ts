@@ -1,0 +1,117 @@
+/**
+ * Decoding and re-encoding image members with sharp, the same way in every pass so output is deterministic:
+ * EXIF orientation applied, metadata stripped (sharp's default: no timestamps or camera data leak into shards),
+ * fixed encoder settings.
+ */
+import sharp, { type Sharp } from 'sharp';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+
+export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'gif' | 'tiff' | 'avif';
+
+/** Image formats by the last component of a member's extension (`seg.png` -> png), lower-cased. */
+const FORMAT_BY_EXT: ReadonlyMap<string, ImageFormat> = new Map([
+  ['jpg', 'jpeg'],
+  ['jpeg', 'jpeg'],
+  ['png', 'png'],
+  ['webp', 'webp'],
+  ['gif', 'gif'],
+  ['tif', 'tiff'],
+  ['tiff', 'tiff'],
+  ['avif', 'avif'],
+]);
+
+/** The image format a member's extension names, or undefined for members image passes leave alone. */
+export function imageFormatOfExt(ext: string): ImageFormat | undefined {
+  return FORMAT_BY_EXT.get(lastExtComponent(ext).toLowerCase());
+}
+
+function lastExtComponent(ext: string): string {
+  return ext.slice(ext.lastIndexOf('.') + 1);
+}
+
+/** Replaces the last component of an extension: (`seg.png`, `npy`) -> `seg.npy`. */
+export function replaceLastExt(ext: string, next: string): string {
+  const dot = ext.lastIndexOf('.');
+  return dot < 0 ? next : `${ext.slice(0, dot + 1)}${next}`;
+}
+
+/**
+ * Opens image bytes for processing. `failOn: 'error'` rejects truncated and corrupt data but tolerates benign
+ * decoder warnings (some real JPEG collections carry "extraneous bytes" warnings on perfectly viewable files).
+ */
+export function openImage(bytes: Uint8Array): Sharp {
+  return sharp(bytes, { failOn: 'error', autoOrient: true });
+}
+
+/**
+ * Encoder settings used when a pass keeps the member's format. Quality 90 rather than sharp's 80 because a later
+ * pass or the training augmentation may re-encode again; PNG stays lossless.
+ */
+export function encodeAs(image: Sharp, format: ImageFormat, quality?: number): Sharp {
+  switch (format) {
+    case 'jpeg':
+      return image.jpeg({ quality: quality ?? 90 });
+    case 'webp':
+      return image.webp({ quality: quality ?? 90 });
+    case 'png':
+      return image.png();
+    case 'gif':
+      return image.gif();
+    case 'tiff':
+      return image.tiff({ quality: quality ?? 90 });
+    case 'avif':
+      return image.avif(quality === undefined ? {} : { quality });
+  }
+}
+
+/** Runs a sharp pipeline, turning decoder failures into ShardkitError INPUT naming the sample and member. */
+export async function runImage<T>(key: string, ext: string, pass: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof ShardkitError) throw err;
+    // libvips repeats its message over several lines; the first says what is wrong.
+    const reason = (err instanceof Error ? err.message : String(err)).split('\n')[0];
+    throw new ShardkitError(ErrorCodes.INPUT, `Cannot decode image member ${ext} of sample ${key} in pass ${pass}: ${reason}`, {
+      key,
+      cause: err,
+    });
+  }
+}
+
+/**
+ * Rebuilds a members record with one member renamed and/or replaced, keeping every member's position.
+ * @throws ShardkitError DUPLICATE_KEY when the new name is taken by another member (`a.png` and `a.jpg` both
+ *   converted to jpg).
+ */
+export function replaceMember(key: string, members: Record<string, Uint8Array>, ext: string, nextExt: string, bytes: Uint8Array): Record<string, Uint8Array> {
+  if (nextExt !== ext && Object.hasOwn(members, nextExt)) {
+    throw new ShardkitError(ErrorCodes.DUPLICATE_KEY, `Sample ${key} would get member ${nextExt} twice (from ${ext} and the existing ${nextExt})`, { key });
+  }
+  const out: Record<string, Uint8Array> = {};
+  for (const [name, value] of Object.entries(members)) {
+    if (name === ext) out[nextExt] = bytes;
+    else out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * Applies `transform` to every image member of a sample (one after another, in member order), leaving other
+ * members as they are. `transform` returns the new extension and bytes.
+ */
+export async function mapImageMembers(
+  key: string,
+  members: Record<string, Uint8Array>,
+  pass: string,
+  transform: (bytes: Uint8Array, format: ImageFormat, ext: string) => Promise<{ ext: string; bytes: Uint8Array }>,
+): Promise<Record<string, Uint8Array>> {
+  let out = members;
+  for (const [ext, bytes] of Object.entries(members)) {
+    const format = imageFormatOfExt(ext);
+    if (format === undefined) continue;
+    const result = await runImage(key, ext, pass, () => transform(bytes, format, ext));
+    out = replaceMember(key, out, ext, result.ext, result.bytes);
+  }
+  return out;
+}

@@ -1,0 +1,84 @@
+/** `tag=dirname`: the class of a sample is the name of the directory it sits in (ImageNet-style folders). */
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { compareKeys } from '../../formats/key-order.js';
+import type { Pass } from './pass.js';
+
+const encoder = new TextEncoder();
+
+/** The parent directory name of a key (`train/cat/001` -> `cat`), or undefined for a key at the root. */
+export function parentDirName(key: string): string | undefined {
+  const slash = key.lastIndexOf('/');
+  if (slash < 0) return undefined;
+  const parent = key.slice(0, slash);
+  return parent.slice(parent.lastIndexOf('/') + 1);
+}
+
+export interface TagDirnameOptions {
+  /** The class names in index order; when absent, prepare() collects them from the keys. */
+  classes?: readonly string[];
+}
+
+/**
+ * A pass that adds member `cls` holding the class index in decimal ASCII (WebDataset's convention, e.g. `3`).
+ * Classes are the sorted (byte order) unique parent directory names of all keys, collected by prepare(); the
+ * class of `a/cat/001` is `cat`, the immediate parent (torchvision's ImageFolder takes the first level below the
+ * root instead: the two agree for the usual `root/class/file` layout). An existing `cls` member is replaced.
+ * Samples at the root have no directory: they pass through untouched and are counted in stats().untagged.
+ * outputs() gives `classes.txt` (one name per line, line i = class i) and the manifest field `classes`.
+ */
+export function tagDirnamePass(options: TagDirnameOptions = {}): Pass {
+  let classes: string[] | undefined = options.classes === undefined ? undefined : [...options.classes];
+  let indexOf = classes === undefined ? undefined : indexClasses(classes);
+  let tagged = 0;
+  let untagged = 0;
+  return {
+    name: 'tag',
+    params: { source: 'dirname' },
+    async prepare(keys) {
+      const names = new Set<string>();
+      for await (const key of keys) {
+        const name = parentDirName(key);
+        if (name !== undefined) names.add(name);
+      }
+      classes = [...names].sort(compareKeys);
+      indexOf = indexClasses(classes);
+    },
+    async run(sample) {
+      if (indexOf === undefined) {
+        throw new ShardkitError(ErrorCodes.INVALID_ARG, 'tag=dirname needs its class list: call prepare() with all keys, or pass classes');
+      }
+      const name = parentDirName(sample.key);
+      if (name === undefined) {
+        untagged++;
+        return sample;
+      }
+      const index = indexOf.get(name);
+      if (index === undefined) {
+        throw new ShardkitError(ErrorCodes.INPUT, `Sample ${sample.key} is in directory ${name}, which is not in the class list (keys changed since prepare()?)`, { key: sample.key });
+      }
+      tagged++;
+      return { key: sample.key, members: { ...sample.members, cls: encoder.encode(String(index)) } };
+    },
+    outputs() {
+      const list = classes ?? [];
+      return { files: { 'classes.txt': encodeClassList(list) }, manifest: { classes: list } };
+    },
+    stats() {
+      return { tagged, untagged };
+    },
+  };
+}
+
+function indexClasses(classes: readonly string[]): Map<string, number> {
+  return new Map(classes.map((name, i) => [name, i]));
+}
+
+/** `classes.txt`: one class name per line, line i (from 0) = class index i, newline-terminated. */
+export function encodeClassList(classes: readonly string[]): Uint8Array {
+  for (const name of classes) {
+    if (/[\r\n]/.test(name)) {
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, `Class name ${JSON.stringify(name)} contains a line break and cannot be written to classes.txt`);
+    }
+  }
+  return encoder.encode(classes.map((c) => `${c}\n`).join(''));
+}

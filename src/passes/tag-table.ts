@@ -1,0 +1,91 @@
+/** `tag=FILE.csv|FILE.json`: labels or metadata from a table, see label-table.ts for the table rules. */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { memberPath } from '../../formats/sample.js';
+import { parseCsvLabelTable, parseJsonLabelTable, type LabelTable } from './label-table.js';
+import type { Pass } from './pass.js';
+import { encodeClassList } from './tag-dirname.js';
+
+const encoder = new TextEncoder();
+
+/**
+ * A pass that adds member `cls` (cls mode) or `json` (json mode) from the table row of each sample, replacing a
+ * member of that name if the sample has one. A sample's row is the one whose id equals, in this order: its key;
+ * a member's source relative path (`ctx.paths`, so rows keyed `cat/001.jpg` still match after `format=webp`);
+ * a member's current path `key.ext`. A sample without a row passes through untouched and is counted in
+ * stats().untagged; rows no sample used are counted in stats().unusedRows.
+ * In cls mode with class names, outputs() gives `classes.txt` and the manifest field `classes`.
+ * @param params recorded in the manifest (e.g. the table's file name and SHA-256).
+ */
+export function tagTablePass(table: LabelTable, params: Record<string, unknown> = {}): Pass {
+  let tagged = 0;
+  let untagged = 0;
+  const used = new Set<string>();
+  return {
+    name: 'tag',
+    params: { ...params, mode: table.mode, rows: table.rows.size },
+    async run(sample, ctx) {
+      const id = findRow(table, sample.key, Object.keys(sample.members), ctx.paths);
+      if (id === undefined) {
+        untagged++;
+        return sample;
+      }
+      tagged++;
+      used.add(id);
+      const bytes =
+        table.mode === 'cls'
+          ? encoder.encode(String(table.classIndex?.get(id)))
+          : encoder.encode(JSON.stringify(table.rows.get(id)));
+      const ext = table.mode === 'cls' ? 'cls' : 'json';
+      return { key: sample.key, members: { ...sample.members, [ext]: bytes } };
+    },
+    outputs() {
+      if (table.classes === undefined) return {};
+      return { files: { 'classes.txt': encodeClassList(table.classes) }, manifest: { classes: table.classes } };
+    },
+    stats() {
+      return { tagged, untagged, unusedRows: table.rows.size - used.size };
+    },
+  };
+}
+
+function findRow(table: LabelTable, key: string, exts: string[], paths: Record<string, string> | undefined): string | undefined {
+  if (table.rows.has(key)) return key;
+  for (const path of Object.values(paths ?? {})) if (table.rows.has(path)) return path;
+  for (const ext of exts) {
+    const path = memberPath(key, ext);
+    if (table.rows.has(path)) return path;
+  }
+  return undefined;
+}
+
+/**
+ * Reads a `.csv` or `.json` label table now (so a bad table fails before packing starts) and returns its pass.
+ * The manifest records the file name as given and its SHA-256, never the absolute path.
+ * @param file path as the user wrote it, resolved against `cwd`.
+ * @throws ShardkitError INVALID_ARG when the file cannot be read, has another extension or breaks the table rules.
+ */
+export function tagFilePass(file: string, cwd: string): Pass {
+  const lower = file.toLowerCase();
+  const kind = lower.endsWith('.csv') ? 'csv' : lower.endsWith('.json') ? 'json' : undefined;
+  if (kind === undefined) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected dirname, FILE.csv or FILE.json for tag but received ${JSON.stringify(file)}`);
+  }
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(resolve(cwd, file));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Cannot read label table ${file} (${code}); check the path given to tag=`, { file, cause: err });
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch (err) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Label table ${file} is not UTF-8 text`, { file, cause: err });
+  }
+  const table = kind === 'csv' ? parseCsvLabelTable(text, file) : parseJsonLabelTable(text, file);
+  return tagTablePass(table, { source: file, sha256: createHash('sha256').update(bytes).digest('hex') });
+}

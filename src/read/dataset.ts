@@ -1,0 +1,332 @@
+/**
+ * Dataset: random access to a shardkit dataset in a directory or behind an http(s) URL. Opening costs three
+ * reads whatever the dataset's size (manifest, index header, shard table); a lookup costs O(log n) page reads
+ * through a bounded page cache; a sample costs one positional read of its span. Each shard is opened at most once
+ * while in use, under a bounded handle budget (LRU).
+ */
+import { crc32c, crc32cHex } from '../../formats/checksum.js';
+import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
+import type { IndexEntry } from '../../formats/index-entry.js';
+import { FINGERPRINT_BYTES, type ShardRecord } from '../../formats/index-layout.js';
+import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
+import { checkPackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
+import type { Sample } from '../../formats/sample.js';
+import type { ByteSource, SyncByteSource } from '../io/byte-source.js';
+import { FileSource } from '../io/file-source.js';
+import { HandlePool, DEFAULT_MAX_OPEN } from '../io/handle-pool.js';
+import { HttpClient, type HttpClientOptions } from '../io/http-client.js';
+import { HttpSource } from '../io/http-source.js';
+import { IoStats } from '../io/io-stats.js';
+import { isRemote, redactLocation, resolveLocation } from '../io/location.js';
+import { openByteSource, readAll } from '../io/open-source.js';
+import { DEFAULT_PAGE_CACHE_BYTES, IndexReader } from './index-reader.js';
+import { decodeSpan } from './sample-decode.js';
+
+export interface OpenDatasetOptions {
+  /** Check every member's CRC32C on get/at (default true). */
+  verify?: boolean;
+  /** Shard handles open at once (default 64); a 10,000-shard dataset works without raising ulimit. */
+  maxOpenShards?: number;
+  /** Memory for decoded index pages, in bytes of page (default 64 MiB: a 1M-sample index stays cached). */
+  pageCacheBytes?: number;
+  /**
+   * What to check when a shard is first opened: 'size' (one fstat) or 'fingerprint' (also the CRC32C of its first
+   * 4 KiB, one read per shard per dataset lifetime; default). Either detects a shard replaced under the index.
+   */
+  checkShards?: 'size' | 'fingerprint';
+  /** Refuse members larger than this (default 1 GiB): a guard against damaged or hostile indexes. */
+  maxMemberBytes?: number;
+  /** HTTP options for remote datasets (sockets, retries, timeouts, headers). */
+  http?: HttpClientOptions;
+  /** Counters to add this dataset's operations to (default: its own, see stats()). */
+  ioStats?: IoStats;
+}
+
+export interface KeyRange {
+  /** First key (inclusive). */
+  start?: string;
+  /** Last key (exclusive). */
+  end?: string;
+  limit?: number;
+  reverse?: boolean;
+}
+
+export interface DatasetStats {
+  io: ReturnType<IoStats['snapshot']>;
+  shardHandles: HandlePool<ByteSource>['counters'];
+  pageCache: { hits: number; misses: number; pages: number };
+}
+
+const DEFAULT_MAX_MEMBER_BYTES = 1 << 30;
+
+export class Dataset {
+  readonly location: string;
+  readonly manifest: Manifest;
+  readonly verify: boolean;
+  readonly io: IoStats;
+  /** @internal */
+  readonly index: IndexReader;
+  private readonly pool: HandlePool<ByteSource>;
+  private readonly shardLocations: string[];
+  private readonly shardByLocation = new Map<string, number>();
+  private readonly checked = new Set<number>();
+  private readonly checkShards: 'size' | 'fingerprint';
+  private readonly maxMemberBytes: number;
+  private readonly client: HttpClient | undefined;
+  private closed = false;
+
+  private constructor(location: string, manifest: Manifest, index: IndexReader, options: OpenDatasetOptions, io: IoStats, client: HttpClient | undefined) {
+    this.location = location;
+    this.manifest = manifest;
+    this.index = index;
+    this.io = io;
+    this.client = client;
+    this.verify = options.verify ?? true;
+    this.checkShards = options.checkShards ?? 'fingerprint';
+    this.maxMemberBytes = options.maxMemberBytes ?? DEFAULT_MAX_MEMBER_BYTES;
+    this.shardLocations = index.shards.map((s) => resolveLocation(location, s.file));
+    this.shardLocations.forEach((loc, i) => this.shardByLocation.set(loc, i));
+    const sourceOptions = { stats: io };
+    this.pool = new HandlePool<ByteSource>({
+      maxOpen: options.maxOpenShards ?? DEFAULT_MAX_OPEN,
+      open: (loc) =>
+        isRemote(loc)
+          ? Promise.resolve(new HttpSource(loc, { client: client as HttpClient, size: this.shardRecord(loc).bytes }))
+          : FileSource.open(loc, sourceOptions),
+      openSync: (loc) => FileSource.openSync(loc, sourceOptions),
+      onOpen: (source, loc) => this.checkShard(source, loc),
+    });
+  }
+
+  /** Opens the dataset at a directory path or an http(s) URL. */
+  static async open(location: string, options: OpenDatasetOptions = {}): Promise<Dataset> {
+    const io = options.ioStats ?? new IoStats();
+    const client = isRemote(location) ? new HttpClient({ ...options.http, stats: io }) : undefined;
+    const manifestLocation = resolveLocation(location, MANIFEST_FILE);
+    let text: string;
+    try {
+      const bytes = await readAll(manifestLocation, client === undefined ? { stats: io } : { stats: io, client });
+      text = new TextDecoder().decode(bytes);
+    } catch (err) {
+      if (isShardkitError(err, ErrorCodes.SHARD_MISSING)) {
+        throw new ShardkitError(ErrorCodes.NOT_A_DATASET, `${redactLocation(location)} is not a shardkit dataset (no ${MANIFEST_FILE}; an unfinished pack has none: finish it with --resume)`, { file: redactLocation(location), cause: err });
+      }
+      throw err;
+    }
+    const manifest = parseManifest(text, redactLocation(manifestLocation));
+    const indexLocation = resolveLocation(location, manifest.index.file);
+    const indexSource = isRemote(indexLocation)
+      ? new HttpSource(indexLocation, { client: client as HttpClient, size: manifest.index.bytes })
+      : await openByteSource(indexLocation, { stats: io }).catch((err: unknown) => {
+          if (isShardkitError(err, ErrorCodes.SHARD_MISSING)) {
+            throw new ShardkitError(ErrorCodes.TRUNCATED, `${indexLocation}: the index file is missing; rebuild it with \`shardkit reindex\``, { file: indexLocation, cause: err });
+          }
+          throw err;
+        });
+    let index: IndexReader;
+    try {
+      index = await IndexReader.open(indexSource, options.pageCacheBytes ?? DEFAULT_PAGE_CACHE_BYTES);
+      checkIndexMatchesManifest(index, manifest, redactLocation(location));
+    } catch (err) {
+      await indexSource.close();
+      throw err;
+    }
+    return new Dataset(location, manifest, index, options, io, client);
+  }
+
+  /** Number of samples. */
+  get size(): number {
+    return this.index.size;
+  }
+
+  /** The sample with `key`; SHARDKIT_ERR_KEY_NOT_FOUND when there is none. */
+  async get(key: string): Promise<Sample> {
+    this.assertOpen();
+    return this.read(await this.locate(key));
+  }
+
+  /** Synchronous `get` for local datasets: the fast path (no promise, no thread-pool round trip). */
+  getSync(key: string): Sample {
+    this.assertOpen();
+    const entry = this.index.findSync(key);
+    if (entry === undefined) throw this.notFound(key);
+    return this.readSync(entry);
+  }
+
+  async has(key: string): Promise<boolean> {
+    this.assertOpen();
+    return (await this.index.find(key)) !== undefined;
+  }
+
+  hasSync(key: string): boolean {
+    this.assertOpen();
+    return this.index.findSync(key) !== undefined;
+  }
+
+  /** The i-th sample in key order (0 <= i < size). */
+  async at(position: number): Promise<Sample> {
+    this.assertOpen();
+    return this.read(await this.index.at(position));
+  }
+
+  atSync(position: number): Sample {
+    this.assertOpen();
+    return this.readSync(this.index.atSync(position));
+  }
+
+  /** Where a sample is: its index entry (shard, span, members). */
+  async locate(key: string): Promise<IndexEntry> {
+    const entry = await this.index.find(key);
+    if (entry === undefined) throw this.notFound(key);
+    return entry;
+  }
+
+  /** Index entries in key order within `range`, lazily, leaf page by leaf page. */
+  async *entries(range: KeyRange = {}): AsyncGenerator<IndexEntry & { position: number }> {
+    this.assertOpen();
+    const lo = range.start === undefined ? 0 : await this.index.lowerBound(range.start);
+    const hi = range.end === undefined ? this.size : await this.index.lowerBound(range.end);
+    let remaining = range.limit ?? Number.POSITIVE_INFINITY;
+    if (!range.reverse) {
+      let pos = lo;
+      while (pos < hi && remaining > 0) {
+        const { leaf, base, index } = await this.index.leafAt(pos);
+        const stop = Math.min(leaf.entries.length, hi - base);
+        for (let i = index; i < stop && remaining > 0; i++, remaining--) yield { ...(leaf.entries[i] as IndexEntry), position: base + i };
+        pos = base + stop;
+      }
+      return;
+    }
+    let pos = hi - 1;
+    while (pos >= lo && remaining > 0) {
+      const { leaf, base, index } = await this.index.leafAt(pos);
+      const from = Math.max(0, lo - base);
+      for (let i = index; i >= from && remaining > 0; i--, remaining--) yield { ...(leaf.entries[i] as IndexEntry), position: base + i };
+      pos = base + from - 1;
+    }
+  }
+
+  /** Keys in order within `range` (lazy). */
+  async *keys(range: KeyRange = {}): AsyncGenerator<string> {
+    for await (const e of this.entries(range)) yield e.key;
+  }
+
+  /** Reads and decodes the sample an index entry locates (one positional read). */
+  async read(entry: IndexEntry): Promise<Sample> {
+    this.checkEntry(entry);
+    const loc = this.shardLocations[entry.shard] as string;
+    const span = await this.pool.use(loc, (src) => (entry.length === 0 ? new Uint8Array(0) : src.read(entry.offset, entry.length)));
+    return decodeSpan(entry, span, { dataset: redactLocation(this.location), shard: this.shardName(entry.shard), verify: this.verify });
+  }
+
+  readSync(entry: IndexEntry): Sample {
+    this.checkEntry(entry);
+    const loc = this.shardLocations[entry.shard] as string;
+    const span = this.pool.useSync(loc, (src) => (entry.length === 0 ? new Uint8Array(0) : (src as SyncByteSource).readSync(entry.offset, entry.length)));
+    return decodeSpan(entry, span, { dataset: this.location, shard: this.shardName(entry.shard), verify: this.verify });
+  }
+
+  /** Operation counters: files opened, reads, bytes, page cache hits. */
+  stats(): DatasetStats {
+    return {
+      io: this.io.snapshot(),
+      shardHandles: { ...this.pool.counters },
+      pageCache: { hits: this.index.cache.hits, misses: this.index.cache.misses, pages: this.index.cache.size },
+    };
+  }
+
+  /** Shard records from the index (file, bytes, samples, checksums). */
+  get shards(): readonly ShardRecord[] {
+    return this.index.shards;
+  }
+
+  shardName(shard: number): string {
+    return this.index.shards[shard]?.file ?? `#${shard}`;
+  }
+
+  shardLocation(shard: number): string {
+    return this.shardLocations[shard] as string;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.close();
+    await this.index.close();
+    this.client?.close();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new ShardkitError(ErrorCodes.CLOSED, `dataset ${redactLocation(this.location)} is closed`);
+  }
+
+  private notFound(key: string): ShardkitError {
+    return new ShardkitError(ErrorCodes.KEY_NOT_FOUND, `no sample with key ${JSON.stringify(key)} in ${redactLocation(this.location)}`, { key, file: redactLocation(this.location) });
+  }
+
+  private checkEntry(entry: IndexEntry): void {
+    const shard = this.index.shards[entry.shard];
+    if (shard === undefined || entry.offset + entry.length > shard.bytes) {
+      throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${this.index.tree.file}: sample "${entry.key}" points outside its shard; run \`shardkit reindex\``, { key: entry.key });
+    }
+    for (const m of entry.members) {
+      if (m.size > this.maxMemberBytes) {
+        throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample "${entry.key}" member "${m.ext}" is ${m.size} bytes, over maxMemberBytes ${this.maxMemberBytes}`, { key: entry.key });
+      }
+    }
+  }
+
+  private shardRecord(loc: string): ShardRecord {
+    return this.index.shards[this.shardByLocation.get(loc) as number] as ShardRecord;
+  }
+
+  /** Runs once per shard per dataset: size (and fingerprint) against the index's shard table. */
+  private checkShard(source: ByteSource, loc: string): void | Promise<void> {
+    const shard = this.shardByLocation.get(loc) as number;
+    if (this.checked.has(shard)) return;
+    const record = this.shardRecord(loc);
+    const mismatch = (what: string): ShardkitError =>
+      new ShardkitError(ErrorCodes.SHARD_MISMATCH, `${source.name}: ${what} differs from what the index recorded; the shard was replaced or damaged (run \`shardkit verify\`)`, { file: source.name, shard: record.file });
+    const head = Math.min(record.bytes, FINGERPRINT_BYTES);
+    const checkHead = (bytes: Uint8Array): void => {
+      if (crc32c(bytes) !== record.fingerprint) throw mismatch('its fingerprint');
+      if (this.manifest.layout === 'packed' && record.bytes >= PACKED_HEADER_BYTES) checkPackedHeader(bytes, source.name);
+      this.checked.add(shard);
+    };
+    const sync = source as SyncByteSource;
+    if (typeof sync.sizeSync === 'function') {
+      const size = sync.sizeSync();
+      if (size !== record.bytes) throw size < record.bytes ? new ShardkitError(ErrorCodes.TRUNCATED, `${source.name}: shard is ${size} bytes, the index says ${record.bytes}`, { file: source.name }) : mismatch(`its size (${size} bytes)`);
+      if (this.checkShards === 'size') {
+        this.checked.add(shard);
+        return;
+      }
+      checkHead(sync.readSync(0, head));
+      return;
+    }
+    if (this.checkShards === 'size') {
+      this.checked.add(shard);
+      return;
+    }
+    return source.read(0, head).then(checkHead);
+  }
+}
+
+function checkIndexMatchesManifest(index: IndexReader, manifest: Manifest, location: string): void {
+  const mismatch = (why: string): never => {
+    throw new ShardkitError(ErrorCodes.INDEX_MISMATCH, `${location}: the index does not belong to this manifest (${why}); run \`shardkit reindex\``, { file: location });
+  };
+  if (crc32cHex(index.header.crc) !== manifest.index.crc32c) mismatch('header checksum differs');
+  if (index.header.layout !== manifest.layout) mismatch('layout differs');
+  if (index.header.entryCount !== manifest.totals.samples) mismatch('sample count differs');
+  if (index.shards.length !== manifest.shards.length) mismatch('shard count differs');
+  index.shards.forEach((s, i) => {
+    const m = manifest.shards[i];
+    if (m === undefined || m.file !== s.file || m.bytes !== s.bytes || m.samples !== s.samples || m.crc32c !== crc32cHex(s.crc32c)) mismatch(`shard ${i} differs`);
+  });
+}
+
+/** Opens a dataset directory or http(s) URL. See {@link Dataset}. */
+export function openDataset(location: string, options: OpenDatasetOptions = {}): Promise<Dataset> {
+  return Dataset.open(location, options);
+}

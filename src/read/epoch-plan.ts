@@ -1,0 +1,331 @@
+/**
+ * One rank's share of one epoch: which samples it reads, in which order, from where it resumes.
+ *
+ * The epoch's order is `shuffles[shuffle](shardSizes, seed, epoch, shuffleOptions)` and never depends on the
+ * number of ranks. What is left of it (everything, or the suffix after a resume cursor) is dealt to the ranks
+ * like cards: rank r takes remaining indices r, r+W, r+2W, ... so the ranks advance through the order together
+ * and a checkpoint taken when every rank yielded k samples is exactly "the first k*W remaining indices".
+ * Because the deal is recomputed from the cursor, a job can resume on a different number of ranks.
+ */
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import type { EpochCursor, EpochState, OrderIdentity, RankState } from './epoch-state.js';
+import {
+  badState,
+  EPOCH_STATE_VERSION,
+  expectCursor,
+  expectIdentityShape,
+  expectRankStateShape,
+  expectSameIdentity,
+  hashShardSizes,
+} from './epoch-state.js';
+import { expectShuffleName, resolveBlockOptions, shuffles } from './shuffle/index.js';
+import type { Seed, ShuffleName, ShuffleOptions } from './shuffle/index.js';
+import {
+  expectEpoch,
+  expectInteger,
+  expectSeed,
+  expectShardSizes,
+  invalidArg,
+} from './shuffle/shuffle-args.js';
+
+/**
+ * How the remaining samples are split when they do not divide evenly by the number of ranks.
+ * - `pad` (default, like PyTorch's DistributedSampler): every rank gets ceil(R/W) samples; the shortfall is
+ *   filled by repeating the epoch's order from its start (wrapping when N < W), so every sample is seen at
+ *   least once and fewer than W repeats are added in total.
+ * - `drop`: every rank gets floor(R/W); the last R mod W samples of the order are not read this epoch.
+ */
+export type Partition = 'pad' | 'drop';
+
+export interface EpochPlanOptions {
+  /** Samples per shard; shard s holds the positions right after shard s-1's. */
+  shardSizes: ArrayLike<number>;
+  /** Safe integer or string; the same seed gives the same orders on every machine. */
+  seed: Seed;
+  /** Non-negative integer; each epoch has its own order. */
+  epoch: number;
+  /** Algorithm name from the shuffle registry. */
+  shuffle: ShuffleName;
+  shuffleOptions?: ShuffleOptions;
+  /** This process's rank, 0 <= rank < worldSize. Default 0. */
+  rank?: number;
+  /** Number of ranks sharing the epoch. Default 1. */
+  worldSize?: number;
+  /** Default 'pad'. */
+  partition?: Partition;
+  /** Samples per batch, for `batches` and `dropLast`. Default 1. */
+  batchSize?: number;
+  /** Drop this rank's last batch when it is shorter than batchSize. Default false. */
+  dropLast?: boolean;
+  /**
+   * Continue an epoch: an EpochState (from `mergeRankStates`), or, when the job had one rank, that rank's
+   * RankState as returned by `plan.state()`. The plan then yields only what the state says was not yielded.
+   */
+  resumeFrom?: EpochState | RankState;
+}
+
+/** How many samples each rank reads, given R remaining samples; what `planEpoch` uses, exposed for loaders. */
+export interface RankCounts {
+  /** Samples dealt to each rank (every rank gets the same number). */
+  perRank: number;
+  /** Samples a rank yields: perRank, minus the short last batch when dropLast. */
+  length: number;
+  /** Batches a rank yields (the last one may be short unless dropLast). */
+  batches: number;
+  /** Repeated samples added over all ranks to even out the deal ('pad' only; < worldSize). */
+  padding: number;
+}
+
+/** The per-rank counts for R remaining samples over `worldSize` ranks. Arguments must be valid integers. */
+export function rankCounts(
+  remaining: number,
+  worldSize: number,
+  partition: Partition,
+  batchSize = 1,
+  dropLast = false,
+): RankCounts {
+  const perRank = partition === 'pad' ? Math.ceil(remaining / worldSize) : Math.floor(remaining / worldSize);
+  const batches = dropLast ? Math.floor(perRank / batchSize) : Math.ceil(perRank / batchSize);
+  const length = dropLast ? batches * batchSize : perRank;
+  return { perRank, length, batches, padding: partition === 'pad' ? perRank * worldSize - remaining : 0 };
+}
+
+export interface EpochPlan {
+  readonly epoch: number;
+  readonly rank: number;
+  readonly worldSize: number;
+  /** The epoch's order (same on every rank and world size). Shared: do not modify it. */
+  readonly order: Uint32Array;
+  /** Order indices not yet yielded by any rank when this plan started (R). */
+  readonly remaining: number;
+  /** Samples this rank yields (its whole share from the resume point, after partition and dropLast). */
+  readonly length: number;
+  /** Batches of batchSize this rank yields; the last is short unless dropLast. */
+  readonly batches: number;
+  /** Repeats added over all ranks by 'pad'. */
+  readonly padding: number;
+  /** The sample position (key order, what `Dataset.at` takes) of this rank's i-th sample, 0 <= i < length. */
+  at(i: number): number;
+  /** This rank's sample positions from its `from`-th sample to the end, computed lazily. */
+  samples(from?: number): IterableIterator<number>;
+  /** The JSON state after this rank yielded its first `yielded` samples (0 <= yielded <= length). */
+  state(yielded: number): RankState;
+}
+
+function resolveShuffleOptions(name: ShuffleName, options: ShuffleOptions | undefined): { windowShards?: number } {
+  if (name === 'block') return resolveBlockOptions(options);
+  if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
+    throw invalidArg('object', 'shuffleOptions', options);
+  }
+  return {};
+}
+
+/** Validates options and builds the identity of the epoch's order. */
+function resolveIdentity(options: EpochPlanOptions): OrderIdentity {
+  const samples = expectShardSizes(options.shardSizes);
+  const shuffle = expectShuffleName(options.shuffle);
+  return {
+    version: EPOCH_STATE_VERSION,
+    seed: expectSeed(options.seed),
+    epoch: expectEpoch(options.epoch),
+    shuffle,
+    shuffleOptions: resolveShuffleOptions(shuffle, options.shuffleOptions),
+    samples,
+    shards: options.shardSizes.length,
+    shardSizesHash: hashShardSizes(options.shardSizes),
+  };
+}
+
+/** The cursor to start from: the beginning, or what `resumeFrom` says (checked against the identity). */
+function resolveStart(resumeFrom: unknown, identity: OrderIdentity): EpochCursor {
+  if (resumeFrom === undefined) return { consumed: 0, skip: [] };
+  if (typeof resumeFrom !== 'object' || resumeFrom === null || Array.isArray(resumeFrom)) {
+    throw badState(`Expected a loader state object for resumeFrom but received ${String(resumeFrom)}`);
+  }
+  const state = resumeFrom as Record<string, unknown>;
+  if (state['kind'] === 'rank') {
+    if (state['worldSize'] !== 1) {
+      throw badState(
+        `resumeFrom is the state of rank ${String(state['rank'])} of ${String(state['worldSize'])}: ` +
+          'merge the states of all ranks with mergeRankStates() and resume from the result',
+      );
+    }
+    const merged = mergeRankStates([state as unknown as RankState]);
+    expectSameIdentity(merged as unknown as Record<string, unknown>, identity, 'resumeFrom');
+    return { consumed: merged.consumed, skip: merged.skip };
+  }
+  if (state['kind'] !== 'epoch') {
+    throw badState(`resumeFrom.kind must be "epoch" or "rank" but is ${JSON.stringify(state['kind'])}`);
+  }
+  expectSameIdentity(state, identity, 'resumeFrom');
+  return expectCursor(state, identity.samples, 'resumeFrom');
+}
+
+/**
+ * Maps "the q-th order index not yet yielded" to the order index, for a cursor. Without a skip list that is
+ * consumed + q; with one, a binary search over `skip[t] - consumed - t` (how many unyielded indices precede
+ * skip[t]), which never decreases.
+ */
+function remainingToOrderIndex(cursor: EpochCursor): (q: number) => number {
+  const { consumed, skip } = cursor;
+  if (skip.length === 0) return (q) => consumed + q;
+  const before = skip.map((index, t) => index - consumed - t);
+  return (q) => {
+    let lo = 0;
+    let hi = before.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((before[mid] as number) <= q) lo = mid + 1;
+      else hi = mid;
+    }
+    return consumed + q + lo;
+  };
+}
+
+/**
+ * Plans one rank's share of one epoch. Computes the epoch's order (O(N) time, 4 bytes per sample) and
+ * returns an object that yields this rank's sample positions lazily from any point.
+ *
+ * @example
+ * const plan = planEpoch({ shardSizes, seed: 42, epoch: 0, shuffle: 'block', rank, worldSize });
+ * for (const position of plan.samples()) await ds.at(position);
+ * // checkpoint at a step boundary: collect plan.state(k) from every rank, then
+ * const state = mergeRankStates(allRankStates);           // JSON, small
+ * const next = planEpoch({ ...sameOptions, worldSize: 8, resumeFrom: state }); // any world size
+ */
+export function planEpoch(options: EpochPlanOptions): EpochPlan {
+  if (typeof options !== 'object' || options === null) throw invalidArg('object', 'options', options);
+  const identity = resolveIdentity(options);
+  const worldSize = expectInteger(options.worldSize ?? 1, 1, 2 ** 31 - 1, 'worldSize');
+  const rank = expectInteger(options.rank ?? 0, 0, worldSize - 1, 'rank');
+  const partition = options.partition ?? 'pad';
+  if (partition !== 'pad' && partition !== 'drop') throw invalidArg('one of pad, drop', 'partition', partition);
+  const batchSize = expectInteger(options.batchSize ?? 1, 1, 2 ** 31 - 1, 'batchSize');
+  const dropLast = options.dropLast ?? false;
+  if (typeof dropLast !== 'boolean') throw invalidArg('boolean', 'dropLast', dropLast);
+  const start = resolveStart(options.resumeFrom, identity);
+
+  const order = shuffles[identity.shuffle](
+    options.shardSizes,
+    identity.seed,
+    identity.epoch,
+    identity.shuffleOptions,
+  );
+  const samples = identity.samples;
+  const remaining = samples - start.consumed - start.skip.length;
+  const counts = rankCounts(remaining, worldSize, partition, batchSize, dropLast);
+  const toOrderIndex = remainingToOrderIndex(start);
+
+  const at = (i: number): number => {
+    if (!Number.isInteger(i) || i < 0 || i >= counts.length) {
+      throw new ShardkitError(
+        ErrorCodes.OUT_OF_RANGE,
+        `Expected integer between 0 and ${counts.length - 1} for sample index but received ${i}`,
+      );
+    }
+    const q = rank + i * worldSize;
+    // Past the remaining indices: padding, which repeats the order from its start.
+    const index = q < remaining ? toOrderIndex(q) : (q - remaining) % samples;
+    return order[index] as number;
+  };
+
+  return {
+    epoch: identity.epoch,
+    rank,
+    worldSize,
+    order,
+    remaining,
+    length: counts.length,
+    batches: counts.batches,
+    padding: counts.padding,
+    at,
+    *samples(from = 0) {
+      expectInteger(from, 0, counts.length, 'from');
+      for (let i = from; i < counts.length; i++) yield at(i);
+    },
+    state(yielded: number): RankState {
+      expectInteger(yielded, 0, counts.length, 'yielded');
+      return {
+        ...identity,
+        shuffleOptions: { ...identity.shuffleOptions },
+        kind: 'rank',
+        rank,
+        worldSize,
+        start: { consumed: start.consumed, skip: start.skip.slice() },
+        length: counts.length,
+        yielded,
+      };
+    },
+  };
+}
+
+/**
+ * Merges the states of all W ranks of one job (any order, each rank exactly once) into the job's EpochState.
+ *
+ * Semantics when ranks yielded different counts (a checkpoint not at a step boundary): nothing is repeated
+ * and nothing is lost. The new `consumed` is the first remaining index no rank yielded (min over ranks r of
+ * r + k_r*W in the deal), and the indices beyond it that faster ranks already yielded are listed in `skip`
+ * (at most W * (max k - min k) of them; none when every rank yielded the same count). Padding repeats never
+ * count as consumed. Throws BAD_STATE when states are missing, duplicated, or from different plans.
+ */
+export function mergeRankStates(states: readonly RankState[]): EpochState {
+  if (!Array.isArray(states) || states.length === 0) {
+    throw badState('mergeRankStates needs the states of all ranks but received none');
+  }
+  const first = expectRankStateShape(states[0], 'states[0]');
+  // Version first, so a state from a newer shardkit says so rather than failing on a renamed field.
+  expectSameIdentity(first as unknown as Record<string, unknown>, first, 'states[0]');
+  const identity = expectIdentityShape(first as unknown as Record<string, unknown>, 'states[0]');
+  const worldSize = first.worldSize;
+  const start = expectCursor(first.start, identity.samples, 'states[0].start');
+  const startJson = JSON.stringify(start);
+  if (states.length !== worldSize) {
+    throw badState(`mergeRankStates needs all ${worldSize} rank states but received ${states.length}`);
+  }
+  const yieldedByRank: number[] = new Array<number>(worldSize).fill(-1);
+  states.forEach((raw, i) => {
+    const state = expectRankStateShape(raw, `states[${i}]`);
+    expectSameIdentity(state as unknown as Record<string, unknown>, identity, `states[${i}]`);
+    if (state.worldSize !== worldSize) {
+      throw badState(`states[${i}] has worldSize ${state.worldSize} but states[0] has ${worldSize}`);
+    }
+    if (JSON.stringify(state.start) !== startJson) {
+      throw badState(`states[${i}] started from another cursor than states[0]: they are not from one plan`);
+    }
+    if (yieldedByRank[state.rank] !== -1) throw badState(`mergeRankStates received rank ${state.rank} twice`);
+    yieldedByRank[state.rank] = state.yielded;
+  });
+
+  const remaining = identity.samples - start.consumed - start.skip.length;
+  const toOrderIndex = remainingToOrderIndex(start);
+  // First remaining index (in deal order) that no rank yielded.
+  let firstUnyielded = Infinity;
+  yieldedByRank.forEach((k, r) => {
+    firstUnyielded = Math.min(firstUnyielded, r + k * worldSize);
+  });
+  const consumed = firstUnyielded < remaining ? toOrderIndex(firstUnyielded) : identity.samples;
+  const skip = start.skip.filter((index) => index >= consumed);
+  yieldedByRank.forEach((k, r) => {
+    // Rank r yielded remaining indices r + i*W for i < k; those past firstUnyielded are ahead of the cursor.
+    const firstAhead = Math.max(0, Math.ceil((firstUnyielded + 1 - r) / worldSize));
+    for (let i = firstAhead; i < k; i++) {
+      const q = r + i * worldSize;
+      if (q >= remaining) break; // padding
+      void q;
+    }
+  });
+  skip.sort((a, b) => a - b);
+  return {
+    version: EPOCH_STATE_VERSION,
+    seed: identity.seed,
+    epoch: identity.epoch,
+    shuffle: identity.shuffle,
+    shuffleOptions: { ...identity.shuffleOptions },
+    samples: identity.samples,
+    shards: identity.shards,
+    shardSizesHash: identity.shardSizesHash,
+    kind: 'epoch',
+    consumed,
+    skip,
+  };
+}

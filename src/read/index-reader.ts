@@ -1,0 +1,100 @@
+/**
+ * Opens an index file with three reads at most (header, shard table; pages on demand) and answers lookups
+ * through a bounded cache of decoded pages, synchronously for local files and asynchronously for any source.
+ */
+import { entryAt, findKey, lowerBound, runAsync, runSync, seekPosition, type LeafHit, type PageOp, type TreeInfo } from '../../formats/btree-reader.js';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import type { IndexEntry } from '../../formats/index-entry.js';
+import { HEADER_BYTES, decodeIndexHeader, decodeShardTable, type IndexHeader, type ShardRecord } from '../../formats/index-layout.js';
+import { decodePage, type Page } from '../../formats/index-page.js';
+import type { ByteSource, SyncByteSource } from '../io/byte-source.js';
+import { PageCache } from './page-cache.js';
+
+export const DEFAULT_PAGE_CACHE_BYTES = 64 << 20;
+
+export class IndexReader {
+  readonly tree: TreeInfo;
+  readonly cache: PageCache;
+
+  private constructor(
+    private readonly source: ByteSource,
+    readonly header: IndexHeader,
+    readonly shards: ShardRecord[],
+    cacheBytes: number,
+  ) {
+    this.tree = { header, file: source.name };
+    this.cache = new PageCache(Math.max(16, Math.floor(cacheBytes / header.pageSize)));
+  }
+
+  static async open(source: ByteSource, cacheBytes = DEFAULT_PAGE_CACHE_BYTES): Promise<IndexReader> {
+    const size = await source.size();
+    if (size < HEADER_BYTES) {
+      throw new ShardkitError(ErrorCodes.TRUNCATED, `${source.name}: index is ${size} bytes, shorter than its header`, { file: source.name });
+    }
+    const header = decodeIndexHeader(await source.read(0, HEADER_BYTES), source.name, size);
+    const table = await source.read(header.tableOffset, header.tableLength);
+    return new IndexReader(source, header, decodeShardTable(table, header, source.name), cacheBytes);
+  }
+
+  get size(): number {
+    return this.header.entryCount;
+  }
+
+  private loadSync = (pageNo: number): Page => {
+    const cached = this.cache.get(pageNo);
+    if (cached !== undefined) return cached;
+    const src = this.source as SyncByteSource;
+    if (typeof src.readSync !== 'function') {
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, `${this.source.name}: synchronous reads need a local dataset; use the async API`);
+    }
+    const page = decodePage(src.readSync(pageNo * this.header.pageSize, this.header.pageSize), pageNo, this.source.name);
+    this.cache.set(pageNo, page);
+    return page;
+  };
+
+  private loadAsync = (pageNo: number): Page | Promise<Page> => {
+    const cached = this.cache.get(pageNo);
+    if (cached !== undefined) return cached;
+    return this.source.read(pageNo * this.header.pageSize, this.header.pageSize).then((bytes) => {
+      const page = decodePage(bytes, pageNo, this.source.name);
+      this.cache.set(pageNo, page);
+      return page;
+    });
+  };
+
+  runSync<T>(op: PageOp<T>): T {
+    return runSync(op, this.loadSync);
+  }
+
+  runAsync<T>(op: PageOp<T>): Promise<T> {
+    return runAsync(op, this.loadAsync);
+  }
+
+  findSync(key: string): IndexEntry | undefined {
+    return this.runSync(findKey(this.tree, key))?.entry;
+  }
+
+  find(key: string): Promise<IndexEntry | undefined> {
+    return this.runAsync(findKey(this.tree, key)).then((hit) => hit?.entry);
+  }
+
+  atSync(position: number): IndexEntry {
+    return this.runSync(entryAt(this.tree, position));
+  }
+
+  at(position: number): Promise<IndexEntry> {
+    return this.runAsync(entryAt(this.tree, position));
+  }
+
+  lowerBound(key: string): Promise<number> {
+    return this.runAsync(lowerBound(this.tree, key));
+  }
+
+  leafAt(position: number): Promise<LeafHit> {
+    return this.runAsync(seekPosition(this.tree, position));
+  }
+
+  close(): Promise<void> {
+    return this.source.close();
+  }
+}

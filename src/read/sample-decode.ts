@@ -1,0 +1,36 @@
+/** Turns the bytes of one sample span into a Sample: slice members, decompress, verify checksums. */
+import { crc32c } from '../../formats/checksum.js';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { Codec, type IndexEntry } from '../../formats/index-entry.js';
+import { lz4DecompressMember } from '../../formats/lz4.js';
+import type { Sample } from '../../formats/sample.js';
+
+export interface DecodeContext {
+  /** Dataset location, for messages. */
+  dataset: string;
+  shard: string;
+  verify: boolean;
+}
+
+/**
+ * Members of an uncompressed sample are views into `span` (no copy); compressed ones are fresh buffers.
+ * With `verify`, a CRC32C mismatch throws SHARDKIT_ERR_CHECKSUM naming dataset, shard, key and offset.
+ */
+export function decodeSpan(entry: IndexEntry, span: Uint8Array, ctx: DecodeContext): Sample {
+  const members: Record<string, Uint8Array> = {};
+  for (const m of entry.members) {
+    const where = `${ctx.dataset}: sample "${entry.key}" member "${m.ext}" (shard ${ctx.shard}, offset ${entry.offset + m.offset})`;
+    const stored = span.subarray(m.offset, m.offset + m.storedSize);
+    const bytes = m.codec === Codec.lz4 ? lz4DecompressMember(stored, m.size, where) : stored;
+    if (ctx.verify && crc32c(bytes) !== m.crc32c) {
+      throw new ShardkitError(ErrorCodes.CHECKSUM, `${where}: checksum mismatch, the stored bytes are damaged; run \`shardkit verify\``, {
+        file: ctx.dataset,
+        shard: ctx.shard,
+        key: entry.key,
+        offset: entry.offset + m.offset,
+      });
+    }
+    members[m.ext] = bytes;
+  }
+  return { key: entry.key, members };
+}

@@ -1,0 +1,202 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+/**
+ * A real nginx on 127.0.0.1 for HTTP source tests: a non-daemon child in its own process group, with its own
+ * prefix, config, pid, temp and log files in a temp dir, serving one root directory.
+ *
+ * Locations (all serve `root`):
+ * - `/`            static files, byte ranges on (nginx's default);
+ * - `/norange/`    the same files with `max_ranges 0`: nginx ignores Range and answers 200 with the whole file;
+ * - `/fail503/`    always 503;  `/missing/` always 404;  `/forbidden/` always 403.
+ * The access log records `$connection $connection_requests $status $request_method $request_uri $http_range`, so
+ * tests can count TCP connections (keep-alive reuse) and requests exactly.
+ */
+
+export const NGINX_BIN = process.env.NGINX_BIN ?? '/usr/sbin/nginx';
+
+/**
+ * Why the nginx tests are skipped, or undefined when they run. Missing nginx skips locally (install the Debian
+ * package `nginx`); in CI (process.env.CI set) it never skips, so a missing nginx fails loudly in startNginx.
+ */
+export const nginxSkipReason: string | undefined =
+  fs.existsSync(NGINX_BIN) || process.env.CI ? undefined : `nginx not found at ${NGINX_BIN} (apt-get install nginx, or set NGINX_BIN)`;
+
+export interface AccessLogEntry {
+  connection: number;
+  connectionRequests: number;
+  status: number;
+  method: string;
+  uri: string;
+  /** The Range header, or '-' when none was sent. */
+  range: string;
+}
+
+export interface NginxServer {
+  /** `http://127.0.0.1:PORT` (no trailing slash). */
+  url: string;
+  port: number;
+  /** Parsed access log lines so far (nginx writes each line at request end, unbuffered). */
+  accessLog(): Promise<AccessLogEntry[]>;
+  /** Stops nginx (SIGTERM to its process group, SIGKILL after 3 s) and removes the temp dir. Idempotent. */
+  stop(): Promise<void>;
+}
+
+const START_ATTEMPTS = 5;
+const READY_TIMEOUT_MS = 5_000;
+
+export async function startNginx(root: string): Promise<NginxServer> {
+  if (!fs.existsSync(NGINX_BIN)) {
+    throw new Error(`nginx not found at ${NGINX_BIN}: install the Debian package nginx (required when CI is set)`);
+  }
+  let lastError: unknown;
+  // The free port is found by binding port 0 and letting go; another process may grab it first, so retry.
+  for (let attempt = 0; attempt < START_ATTEMPTS; attempt++) {
+    const port = await freePort();
+    const prefix = await fsp.mkdtemp(path.join(os.tmpdir(), 'shardkit-nginx-'));
+    try {
+      return await startOnPort(path.resolve(root), prefix, port);
+    } catch (err) {
+      lastError = err;
+      await fsp.rm(prefix, { recursive: true, force: true });
+    }
+  }
+  throw new Error(`nginx did not start after ${START_ATTEMPTS} attempts: ${String(lastError)}`);
+}
+
+async function startOnPort(root: string, prefix: string, port: number): Promise<NginxServer> {
+  const conf = path.join(prefix, 'nginx.conf');
+  const accessLogPath = path.join(prefix, 'access.log');
+  const errorLogPath = path.join(prefix, 'error.log');
+  await fsp.writeFile(conf, nginxConf(root, prefix, port, accessLogPath, errorLogPath));
+  const child = spawn(NGINX_BIN, ['-p', `${prefix}/`, '-c', conf, '-e', errorLogPath], {
+    detached: true, // own process group: stop() signals the group, so nothing is orphaned
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const killOnExit = (): void => killGroup(child, 'SIGKILL');
+  process.once('exit', killOnExit);
+
+  const ready = await Promise.race([waitForPort(port, READY_TIMEOUT_MS).then(() => true), exited.then(() => false)]);
+  if (!ready) {
+    process.removeListener('exit', killOnExit);
+    const log = await fsp.readFile(errorLogPath, 'utf8').catch(() => '');
+    throw new Error(`nginx exited on port ${port}: ${stderr}${log}`.trim());
+  }
+
+  let stopped: Promise<void> | undefined;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    accessLog: async () => parseAccessLog(await fsp.readFile(accessLogPath, 'utf8').catch(() => '')),
+    stop: () => {
+      stopped ??= (async () => {
+        killGroup(child, 'SIGTERM');
+        const timer = setTimeout(() => killGroup(child, 'SIGKILL'), 3_000);
+        if (child.exitCode === null && child.signalCode === null) await exited;
+        clearTimeout(timer);
+        process.removeListener('exit', killOnExit);
+        await fsp.rm(prefix, { recursive: true, force: true });
+      })();
+      return stopped;
+    },
+  };
+}
+
+function nginxConf(root: string, prefix: string, port: number, accessLog: string, errorLog: string): string {
+  // master_process off: one process running as the caller, so no worker drops privileges to a user who could
+  // not read the (0700) temp dirs, and there is exactly one pid to stop.
+  return `daemon off;
+master_process off;
+worker_processes 1;
+pid ${prefix}/nginx.pid;
+error_log ${errorLog} warn;
+events { worker_connections 512; }
+http {
+  default_type application/octet-stream;
+  client_body_temp_path ${prefix}/client_body;
+  proxy_temp_path ${prefix}/proxy;
+  fastcgi_temp_path ${prefix}/fastcgi;
+  uwsgi_temp_path ${prefix}/uwsgi;
+  scgi_temp_path ${prefix}/scgi;
+  log_format shardkit '$connection $connection_requests $status $request_method $request_uri "$http_range"';
+  access_log ${accessLog} shardkit;
+  sendfile on;
+  keepalive_timeout 60s;
+  keepalive_requests 100000;
+  server {
+    listen 127.0.0.1:${port};
+    root ${root};
+    location / { }
+    location /norange/ { alias ${root}/; max_ranges 0; }
+    location /fail503/ { return 503; }
+    location /missing/ { return 404; }
+    location /forbidden/ { return 403; }
+  }
+}
+`;
+}
+
+function parseAccessLog(text: string): AccessLogEntry[] {
+  const entries: AccessLogEntry[] = [];
+  for (const line of text.split('\n')) {
+    const match = /^(\d+) (\d+) (\d+) (\S+) (\S+) "(.*)"$/.exec(line);
+    if (match === null) continue;
+    entries.push({
+      connection: Number(match[1]),
+      connectionRequests: Number(match[2]),
+      status: Number(match[3]),
+      method: match[4] ?? '',
+      uri: match[5] ?? '',
+      range: match[6] ?? '',
+    });
+  }
+  return entries;
+}
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`nothing listening on 127.0.0.1:${port} after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -1,0 +1,29 @@
+/** Builds source trees of small files in a temp directory for walk and pack tests. */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+
+/** A fresh empty temp directory; remove it with {@link removeTree}. */
+export async function makeTempDir(prefix = 'shardkit-test-'): Promise<string> {
+  return mkdtemp(join(tmpdir(), prefix));
+}
+
+/** Writes `files` (relative path -> content) under `root`, creating directories. */
+export async function writeTree(root: string, files: Record<string, string | Uint8Array>): Promise<void> {
+  for (const [relPath, content] of Object.entries(files)) {
+    const abs = join(root, relPath);
+    await mkdir(dirname(abs), { recursive: true });
+    await writeFile(abs, content);
+  }
+}
+
+export async function removeTree(root: string): Promise<void> {
+  await rm(root, { recursive: true, force: true });
+}
+
+/** Collects an async iterable into an array. */
+export async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}

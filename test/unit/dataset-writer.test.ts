@@ -1,0 +1,123 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ErrorCodes } from '../../formats/errors.js';
+import { DatasetWriter } from '../../src/pack/dataset-writer.js';
+import { openDataset } from '../../src/read/dataset.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+const enc = new TextEncoder();
+
+function sample(i: number, size = 100): { key: string; members: Record<string, Uint8Array> } {
+  const body = new Uint8Array(size).map((_, j) => (i * 31 + j) & 0xff);
+  return { key: `k/${String(i).padStart(5, '0')}`, members: { bin: body, cls: enc.encode(String(i % 7)) } };
+}
+
+async function writeDataset(dir: string, n: number, opts: Partial<ConstructorParameters<typeof DatasetWriter>[0]> = {}) {
+  const w = new DatasetWriter({ dir, shardBytes: 64 * 1024, ...opts });
+  for (let i = 0; i < n; i++) w.add(sample(i, 100 + (i % 50) * 40));
+  return w.finish();
+}
+
+describe('DatasetWriter', () => {
+  for (const layout of ['tar', 'packed'] as const) {
+    for (const compress of ['none', 'lz4'] as const) {
+      it(`round-trips samples through ${layout}/${compress}`, async () => {
+        const dir = tmpDir();
+        const manifest = await writeDataset(dir, 500, { layout, compress });
+        expect(manifest.totals.samples).toBe(500);
+        expect(manifest.shards.length).toBeGreaterThan(1);
+        for (const s of manifest.shards) expect(s.bytes).toBeLessThanOrEqual(64 * 1024);
+        const ds = await openDataset(dir);
+        expect(ds.size).toBe(500);
+        for (const i of [0, 1, 250, 499]) {
+          const want = sample(i, 100 + (i % 50) * 40);
+          const got = await ds.get(want.key);
+          expect(Buffer.from(got.members.bin!).equals(Buffer.from(want.members.bin))).toBe(true);
+          expect(new TextDecoder().decode(got.members.cls)).toBe(String(i % 7));
+          expect(ds.getSync(want.key).key).toBe(want.key);
+          expect((await ds.at(i)).key).toBe(want.key);
+          expect(ds.atSync(i).key).toBe(want.key);
+        }
+        const keys: string[] = [];
+        for await (const k of ds.keys()) keys.push(k);
+        expect(keys).toEqual(Array.from({ length: 500 }, (_, i) => sample(i).key));
+        await expect(ds.get('nope')).rejects.toMatchObject({ code: ErrorCodes.KEY_NOT_FOUND });
+        await ds.close();
+      });
+    }
+  }
+
+  it('writes byte-identical output for identical input', async () => {
+    const a = tmpDir();
+    const b = tmpDir();
+    await writeDataset(a, 300);
+    await writeDataset(b, 300);
+    const names = fs.readdirSync(a).sort();
+    expect(fs.readdirSync(b).sort()).toEqual(names);
+    for (const n of names) expect(fs.readFileSync(path.join(a, n)).equals(fs.readFileSync(path.join(b, n)))).toBe(true);
+  });
+
+  it('sorts keys that arrive out of order, spilling runs', async () => {
+    const dir = tmpDir();
+    const w = new DatasetWriter({ dir, shardBytes: 32 * 1024, runEntries: 17 });
+    const order = Array.from({ length: 200 }, (_, i) => (i * 37) % 200);
+    for (const i of order) w.add(sample(i));
+    await w.finish();
+    const ds = await openDataset(dir);
+    const keys: string[] = [];
+    for await (const k of ds.keys()) keys.push(k);
+    expect(keys).toEqual([...keys].sort());
+    expect(keys.length).toBe(200);
+    for (const i of [0, 5, 199]) expect((await ds.get(sample(i).key)).members.bin!.length).toBe(100);
+    await ds.close();
+  });
+
+  it('refuses duplicate keys', async () => {
+    const dir = tmpDir();
+    const w = new DatasetWriter({ dir });
+    w.add(sample(1));
+    w.add(sample(1));
+    await expect(w.finish()).rejects.toMatchObject({ code: ErrorCodes.DUPLICATE_KEY });
+    expect(fs.existsSync(path.join(dir, 'manifest.json'))).toBe(false);
+  });
+
+  it('gives a sample larger than the budget a shard of its own', async () => {
+    const dir = tmpDir();
+    const w = new DatasetWriter({ dir, shardBytes: 4096 });
+    w.add(sample(0, 100));
+    w.add(sample(1, 10_000));
+    w.add(sample(2, 100));
+    const m = await w.finish();
+    expect(m.shards.map((s) => s.samples)).toEqual([1, 1, 1]);
+    expect(w.stats.oversizeSamples).toBe(1);
+  });
+
+  it('refuses to overwrite a finished dataset without force', async () => {
+    const dir = tmpDir();
+    await writeDataset(dir, 10);
+    expect(() => new DatasetWriter({ dir })).toThrow(expect.objectContaining({ code: ErrorCodes.OUTPUT_EXISTS }));
+    const m = await writeDataset(dir, 5, { force: true });
+    expect(m.totals.samples).toBe(5);
+  });
+
+  it('resumes after the last finished shard with byte-identical output', async () => {
+    const full = tmpDir();
+    await writeDataset(full, 400);
+    const dir = tmpDir();
+    const w = new DatasetWriter({ dir, shardBytes: 64 * 1024 });
+    for (let i = 0; i < 250; i++) w.add(sample(i, 100 + (i % 50) * 40));
+    w.abort(); // as if killed: finished shards and the journal stay, no manifest
+    expect(fs.existsSync(path.join(dir, 'manifest.json'))).toBe(false);
+    await expect(openDataset(dir)).rejects.toMatchObject({ code: ErrorCodes.NOT_A_DATASET });
+    expect(() => new DatasetWriter({ dir, shardBytes: 64 * 1024 })).toThrow(expect.objectContaining({ code: ErrorCodes.OUTPUT_EXISTS }));
+    const r = new DatasetWriter({ dir, shardBytes: 64 * 1024, resume: true });
+    expect(r.resumedCursor).toBeGreaterThan(0);
+    expect(r.resumedCursor).toBeLessThan(250);
+    for (let i = r.resumedCursor; i < 400; i++) r.add(sample(i, 100 + (i % 50) * 40));
+    await r.finish();
+    const names = fs.readdirSync(full).sort();
+    expect(fs.readdirSync(dir).sort()).toEqual(names);
+    for (const n of names) expect(fs.readFileSync(path.join(dir, n)).equals(fs.readFileSync(path.join(full, n))), n).toBe(true);
+  });
+});
