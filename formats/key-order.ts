@@ -29,3 +29,17 @@ export function compareBytes(a: Uint8Array, b: Uint8Array): number {
   }
   return a.length - b.length;
 }
+
+/**
+ * The smallest key greater than every key that starts with `prefix` (undefined when there is none): keys in
+ * [prefix, prefixEnd(prefix)) are exactly those with the prefix, in UTF-8 byte order.
+ */
+export function prefixEnd(prefix: string): string | undefined {
+  const cps = Array.from(prefix, (c) => c.codePointAt(0) as number);
+  while (cps.length > 0) {
+    let last = (cps.pop() as number) + 1;
+    if (last === 0xd800) last = 0xe000; // no key holds a lone surrogate
+    if (last <= 0x10ffff) return String.fromCodePoint(...cps, last);
+  }
+  return undefined;
+}

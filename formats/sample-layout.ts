@@ -12,6 +12,7 @@ import { memberPath, type Sample } from './sample.js';
 import { encodeFileHeader, tarPadding } from './tar-header.js';
 
 export const LZ4_NAME_SUFFIX = '.lz4';
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export interface EncodedSample {
   /** Bytes to append to the shard, in order. */
@@ -35,6 +36,7 @@ export function checkSampleNames(sample: Sample): void {
   };
   if (key.length === 0) bad('is empty');
   if (key.includes('\0') || key.includes('\\')) bad('contains NUL or a backslash');
+  if (LONE_SURROGATE.test(key)) bad('is not valid Unicode (lone surrogate)');
   if (key.split('/').some((seg) => seg === '' || seg === '.' || seg === '..')) bad('has an empty, "." or ".." path segment');
   const exts = Object.keys(sample.members);
   if (exts.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample ${JSON.stringify(key)} has no members`, { key });

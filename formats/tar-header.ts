@@ -77,6 +77,7 @@ export function headerChecksum(block: Uint8Array): number {
 function ustarBlock(nameField: Uint8Array, prefixField: Uint8Array, size: number, type: string): Uint8Array {
   const block = new Uint8Array(TAR_BLOCK);
   writeBytes(block, F_NAME, nameField);
+  writeBytes(block, F_PREFIX, prefixField);
   writeOctal(block, F_MODE, FILE_MODE);
   writeOctal(block, F_UID, 0);
   writeOctal(block, F_GID, 0);

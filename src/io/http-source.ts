@@ -125,6 +125,10 @@ export class HttpSource implements ByteSource {
       if (total !== undefined) this.knownSize = total;
       return { fail: this.truncated(offset, length, total) };
     }
+    if (status === 200 && isEmptyBody(res)) {
+      this.knownSize = 0; // nginx answers an empty file's Range requests with 200 and no body
+      return { fail: this.truncated(offset, length, 0) };
+    }
     if (status === 200) {
       return {
         fail: this.httpError(
@@ -151,6 +155,10 @@ export class HttpSource implements ByteSource {
         // Only an empty file cannot satisfy bytes=0-0.
         total = parseUnsatisfiedTotal(res.headers['content-range']) ?? 0;
         return { read: 'upTo', maxBytes: 64 * 1024 };
+      }
+      if (status === 200 && isEmptyBody(res)) {
+        total = 0;
+        return { read: 'upTo', maxBytes: 0 };
       }
       if (status === 200) {
         return { fail: this.httpError('answered 200 to a Range request: the server ignores Range and cannot serve shards') };
@@ -237,6 +245,10 @@ function checkEncoding(res: IncomingMessage): string | undefined {
   const encoding = res.headers['content-encoding'];
   if (encoding === undefined || encoding === 'identity') return undefined;
   return `answered with Content-Encoding ${encoding}; shards must be served without compression`;
+}
+
+function isEmptyBody(res: IncomingMessage): boolean {
+  return res.headers['content-length'] === '0';
 }
 
 function retryAfterMs(header: string | undefined): number | undefined {

@@ -7,6 +7,7 @@
 import { crc32c, crc32cHex } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
+import { compareKeys, prefixEnd } from '../../formats/key-order.js';
 import { FINGERPRINT_BYTES, type ShardRecord } from '../../formats/index-layout.js';
 import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
 import { checkPackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
@@ -47,6 +48,8 @@ export interface KeyRange {
   start?: string;
   /** Last key (exclusive). */
   end?: string;
+  /** Only keys that start with this (combines with start/end). */
+  prefix?: string;
   limit?: number;
   reverse?: boolean;
 }
@@ -184,8 +187,10 @@ export class Dataset {
   /** Index entries in key order within `range`, lazily, leaf page by leaf page. */
   async *entries(range: KeyRange = {}): AsyncGenerator<IndexEntry & { position: number }> {
     this.assertOpen();
-    const lo = range.start === undefined ? 0 : await this.index.lowerBound(range.start);
-    const hi = range.end === undefined ? this.size : await this.index.lowerBound(range.end);
+    const start = maxKey(range.start, range.prefix);
+    const lo = start === undefined ? 0 : await this.index.lowerBound(start);
+    const end = minKey(range.end, range.prefix === undefined ? undefined : prefixEnd(range.prefix));
+    const hi = end === undefined ? this.size : await this.index.lowerBound(end);
     let remaining = range.limit ?? Number.POSITIVE_INFINITY;
     if (!range.reverse) {
       let pos = lo;
@@ -310,6 +315,18 @@ export class Dataset {
     }
     return source.read(0, head).then(checkHead);
   }
+}
+
+function maxKey(a: string | undefined, b: string | undefined): string | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return compareKeys(a, b) >= 0 ? a : b;
+}
+
+function minKey(a: string | undefined, b: string | undefined): string | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return compareKeys(a, b) <= 0 ? a : b;
 }
 
 function checkIndexMatchesManifest(index: IndexReader, manifest: Manifest, location: string): void {

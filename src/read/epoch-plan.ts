@@ -239,9 +239,11 @@ export function planEpoch(options: EpochPlanOptions): EpochPlan {
     batches: counts.batches,
     padding: counts.padding,
     at,
-    *samples(from = 0) {
-      expectInteger(from, 0, counts.length, 'from');
-      for (let i = from; i < counts.length; i++) yield at(i);
+    samples(from = 0) {
+      expectInteger(from, 0, counts.length, 'from'); // eagerly, not on the first next()
+      return (function* () {
+        for (let i = from; i < counts.length; i++) yield at(i);
+      })();
     },
     state(yielded: number): RankState {
       expectInteger(yielded, 0, counts.length, 'yielded');
@@ -311,7 +313,7 @@ export function mergeRankStates(states: readonly RankState[]): EpochState {
     for (let i = firstAhead; i < k; i++) {
       const q = r + i * worldSize;
       if (q >= remaining) break; // padding
-      void q;
+      skip.push(toOrderIndex(q));
     }
   });
   skip.sort((a, b) => a - b);

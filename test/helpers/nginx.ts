@@ -47,6 +47,7 @@ export interface NginxServer {
   stop(): Promise<void>;
 }
 
+const SETPRIV_BIN = '/usr/bin/setpriv';
 const START_ATTEMPTS = 5;
 const READY_TIMEOUT_MS = 5_000;
 
@@ -74,7 +75,11 @@ async function startOnPort(root: string, prefix: string, port: number): Promise<
   const accessLogPath = path.join(prefix, 'access.log');
   const errorLogPath = path.join(prefix, 'error.log');
   await fsp.writeFile(conf, nginxConf(root, prefix, port, accessLogPath, errorLogPath));
-  const child = spawn(NGINX_BIN, ['-p', `${prefix}/`, '-c', conf, '-e', errorLogPath], {
+  const nginxArgs = [NGINX_BIN, '-p', `${prefix}/`, '-c', conf, '-e', errorLogPath];
+  // setpriv --pdeathsig: the kernel kills nginx if this process dies without calling stop() (e.g. SIGKILL of a
+  // vitest worker), which no exit handler can catch.
+  const [command, ...args] = fs.existsSync(SETPRIV_BIN) ? [SETPRIV_BIN, '--pdeathsig', 'KILL', '--', ...nginxArgs] : nginxArgs;
+  const child = spawn(command ?? NGINX_BIN, args, {
     detached: true, // own process group: stop() signals the group, so nothing is orphaned
     stdio: ['ignore', 'ignore', 'pipe'],
   });

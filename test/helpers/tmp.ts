@@ -1,17 +1,17 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach } from 'vitest';
+import { afterAll } from 'vitest';
 
 const made: string[] = [];
 
-/** A fresh temporary directory, removed after the current test. */
+/** A fresh temporary directory, removed when the test file finishes. */
 export function tmpDir(prefix = 'shardkit-test-'): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   made.push(dir);
   return dir;
 }
 
-afterEach(() => {
+afterAll(() => {
   for (const dir of made.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
 });

@@ -19,7 +19,7 @@ const baseArb = fc.record({
   epoch: fc.nat({ max: 50 }),
   shuffle: shuffleArb,
 });
-type Base = Pick<EpochPlanOptions, 'seed' | 'epoch' | 'shuffle'> & { shardSizes: number[] };
+type Base = Pick<EpochPlanOptions, 'seed' | 'epoch' | 'shuffle'> & { shardSizes: readonly number[] };
 
 function total(sizes: readonly number[]): number {
   return sizes.reduce((a, b) => a + b, 0);
@@ -158,7 +158,7 @@ describe('resume', () => {
           expect(JSON.stringify(state).length).toBeLessThan(600 + 12 * state.skip.length);
         }
         // A last single-rank phase reads whatever is left.
-        const last = planEpoch({ ...base, partition: 'drop', resumeFrom: state });
+        const last = planEpoch({ ...base, partition: 'drop', resumeFrom: state! });
         seen.push(...last.samples());
         expect(sorted(seen)).toEqual(range(n));
         expect(remainingInEpoch(mergeRankStates([last.state(last.length)]))).toBe(0);

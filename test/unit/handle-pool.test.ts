@@ -104,7 +104,7 @@ describe('HandlePool', () => {
     expect([sa.isClosed, sb.isClosed]).toEqual([false, false]);
     expect(pool.openCount).toBe(3);
     expect(pool.counters.overflows).toBe(1);
-    expect(sc.readSync(0, 4)).toEqual(Uint8Array.from([12, 13, 14, 15]));
+    expect(Array.from(sc.readSync(0, 4))).toEqual([12, 13, 14, 15]);
     pool.release(sc);
     expect(sc.isClosed).toBe(true); // over budget: closed at release, not kept idle
     expect(pool.openCount).toBe(2);
@@ -121,7 +121,7 @@ describe('HandlePool', () => {
     const sd = await pending;
     expect(sb.isClosed).toBe(true);
     expect(sa.isClosed).toBe(false);
-    expect(await sd.read(0, 2)).toEqual(Uint8Array.from([13, 14]));
+    expect(Array.from(await sd.read(0, 2))).toEqual([13, 14]);
     pool.release(sa);
     pool.release(sd);
     expect(pool.counters.peakOpen).toBe(3);
@@ -131,14 +131,15 @@ describe('HandlePool', () => {
 
   it('reads 1,000 files in random order, 32 at a time, with maxOpen 8 and at most 8 descriptors', async () => {
     const stats = new IoStats();
+    const baseline = openFdsInDir(); // descriptors an earlier failed test may have left open
     let maxFds = 0;
     const pool = filePool(8, stats, {
       onOpen: () => {
-        maxFds = Math.max(maxFds, openFdsInDir());
+        maxFds = Math.max(maxFds, openFdsInDir() - baseline);
       },
     });
     const order = fc.sample(fc.shuffledSubarray([...Array(1000).keys()], { minLength: 1000 }), { numRuns: 1, seed: 7 })[0] ?? [];
-    const requests = [...order, ...order.slice(0, 300)]; // repeats hit the cache sometimes
+    const requests = order.flatMap((i) => (i % 3 === 0 ? [i, i] : [i])); // adjacent repeats share an open
     let next = 0;
     const workers = Array.from({ length: 32 }, async () => {
       while (next < requests.length) {
@@ -160,17 +161,18 @@ describe('HandlePool', () => {
     expect(stats.reads).toBe(requests.length);
     await pool.close();
     expect(stats.closes).toBe(stats.opens);
-    expect(openFdsInDir()).toBe(0);
+    expect(openFdsInDir()).toBe(baseline);
   });
 
   it('an epoch over 10,000 shards with maxOpen 64 on the sync path keeps at most 64 descriptors', () => {
     const stats = new IoStats();
+    const baseline = openFdsInDir();
     let maxFds = 0;
     let opens = 0;
     const pool = filePool(64, stats, {
       onOpen: (source) => {
         opens++;
-        if (opens % 500 === 0) maxFds = Math.max(maxFds, openFdsInDir());
+        if (opens % 500 === 0) maxFds = Math.max(maxFds, openFdsInDir() - baseline);
         expect(source.sizeSync()).toBe(FILE_BYTES);
       },
     });

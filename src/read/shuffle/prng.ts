@@ -148,22 +148,21 @@ export class Xoshiro128StarStar {
   nextBelow(n: number): number {
     if (n > U32) return this.nextBelowWide(n);
     if (n === U32) return this.nextUint32();
+    // x * n split as x * nHigh * 2^16 + x * nLow: both partial products are below 2^48, so exact in
+    // doubles, and the high word is floor((x*nHigh + floor(x*nLow / 2^16)) / 2^16). Only powers of two
+    // divide here: V8's `%` on non-int32 doubles is a slow fmod call.
     const nHigh = n >>> 16;
     const nLow = n & 0xffff;
     let x = this.nextUint32();
-    let a = x * nHigh; // < 2^48: exact
-    let mid = (a % 65536) * 65536 + x * nLow; // < 2^49: exact
-    let low = mid % U32;
+    let low = Math.imul(x, n) >>> 0; // the low word of x * n
     if (low < n) {
-      const threshold = (U32 - n) % n; // 2^32 mod n: how many low values would bias the result
+      const threshold = (U32 - n) % n; // 2^32 mod n: how many low words would bias the result
       while (low < threshold) {
         x = this.nextUint32();
-        a = x * nHigh;
-        mid = (a % 65536) * 65536 + x * nLow;
-        low = mid % U32;
+        low = Math.imul(x, n) >>> 0;
       }
     }
-    return Math.floor(a / 65536) + Math.floor(mid / U32);
+    return Math.floor((x * nHigh + Math.floor((x * nLow) / 65536)) / 65536);
   }
 
   private nextBelowWide(n: number): number {

@@ -1,0 +1,26 @@
+import type { Command } from 'commander';
+import { openDataset } from '../../src/read/dataset.js';
+import { memberBytes, saveFile } from '../../src/read/inspect.js';
+import { runAction } from '../run-action.js';
+
+export function registerGet(program: Command): void {
+  program
+    .command('get')
+    .description("write one member of a sample to stdout or a file (checksum verified)")
+    .argument('<dataset>', 'dataset directory or http(s) URL')
+    .argument('<key>', 'sample key')
+    .option('--ext <ext>', 'member extension (required when the sample has several members)')
+    .option('--out <file>', 'write to FILE instead of stdout')
+    .action(
+      runAction(async (location: string, key: string, opts: { ext?: string; out?: string }) => {
+        const ds = await openDataset(location);
+        try {
+          const { bytes } = await memberBytes(ds, key, opts.ext);
+          if (opts.out !== undefined) saveFile(opts.out, bytes);
+          else await new Promise<void>((resolve, reject) => process.stdout.write(bytes, (err) => (err ? reject(err) : resolve())));
+        } finally {
+          await ds.close();
+        }
+      }),
+    );
+}

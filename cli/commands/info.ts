@@ -1,0 +1,37 @@
+import type { Command } from 'commander';
+import { openDataset } from '../../src/read/dataset.js';
+import { datasetInfo } from '../../src/read/inspect.js';
+import { humanBytes, percent, table } from '../format.js';
+import { printJson, runAction } from '../run-action.js';
+
+export function registerInfo(program: Command): void {
+  program
+    .command('info')
+    .description('summarize a dataset: layout, samples, shards, sizes, index, passes')
+    .argument('<dataset>', 'dataset directory or http(s) URL')
+    .option('--json', 'print JSON')
+    .action(
+      runAction(async (location: string, opts: { json?: boolean }) => {
+        const ds = await openDataset(location);
+        try {
+          const info = datasetInfo(ds);
+          if (opts.json) return printJson(info);
+          const rows = [
+            ['dataset', info.location],
+            ['layout', `${info.layout}${info.compress === 'none' ? '' : ` + ${info.compress}`}`],
+            ['samples', `${info.samples} (${info.members} members)`],
+            ['shards', `${info.shards} (${humanBytes(info.bytes.shards)})`],
+            ['members', `${humanBytes(info.bytes.members)} original, ${humanBytes(info.bytes.stored)} stored`],
+            ['index', `${humanBytes(info.bytes.index)}, ${info.index.pages} pages of ${info.index.pageSize} B, height ${info.index.height}, ${info.index.bytesPerSample.toFixed(1)} B/sample`],
+            ['overhead', `${percent(info.overhead)} (shards + index vs member bytes)`],
+            ['passes', info.passes.length === 0 ? 'none' : info.passes.map((p) => `${p.name}${Object.keys(p.params).length ? ` ${JSON.stringify(p.params)}` : ''}`).join(', ')],
+            ['skipped', String(info.skipped)],
+            ['written by', info.tool],
+          ];
+          process.stdout.write(`${table(rows)}\n`);
+        } finally {
+          await ds.close();
+        }
+      }),
+    );
+}

@@ -1,0 +1,40 @@
+import type { Command } from 'commander';
+import { openDataset } from '../../src/read/dataset.js';
+import { describeEntry } from '../../src/read/inspect.js';
+import { runAction } from '../run-action.js';
+import { parseCount } from '../args.js';
+
+export function registerLs(program: Command): void {
+  program
+    .command('ls')
+    .description('list sample keys in key order')
+    .argument('<dataset>', 'dataset directory or http(s) URL')
+    .option('--long', 'also show shard, offset, span length and members (ext:size)')
+    .option('--prefix <p>', 'only keys starting with P')
+    .option('--limit <n>', 'at most N keys')
+    .option('--json', 'print JSON lines, one sample per line')
+    .action(
+      runAction(async (location: string, opts: { long?: boolean; prefix?: string; limit?: string; json?: boolean }) => {
+        const limit = opts.limit === undefined ? undefined : parseCount(opts.limit, '--limit');
+        const ds = await openDataset(location);
+        try {
+          const out: string[] = [];
+          const flush = (): void => {
+            if (out.length > 0) process.stdout.write(`${out.join('\n')}\n`);
+            out.length = 0;
+          };
+          for await (const e of ds.entries({ ...(opts.prefix === undefined ? {} : { prefix: opts.prefix }), ...(limit === undefined ? {} : { limit }) })) {
+            if (opts.json) out.push(JSON.stringify(describeEntry(ds, e)));
+            else if (opts.long) {
+              const d = describeEntry(ds, e);
+              out.push([d.key, d.shard, d.offset, d.length, d.members.map((m) => `${m.ext}:${m.size}${m.codec === 'none' ? '' : `(${m.codec} ${m.storedSize})`}`).join(',')].join('\t'));
+            } else out.push(e.key);
+            if (out.length >= 4096) flush();
+          }
+          flush();
+        } finally {
+          await ds.close();
+        }
+      }),
+    );
+}

@@ -1,0 +1,189 @@
+/**
+ * Builds a {@link BenchReport} from what the bench runner measured: every derived figure (medians, rates,
+ * percentiles, ratios, break-even, projections) is computed here, once, so report.json, report.md and report.html
+ * can never disagree.
+ */
+import { projectEpoch } from './profiles.js';
+import type { EpochOperationCounts, StorageProfile } from './profiles.js';
+import { BENCH_REPORT_VERSION } from './report.js';
+import type {
+  BenchOptions,
+  BenchReport,
+  Comparison,
+  DatasetFacts,
+  EpochCounters,
+  LatencySummary,
+  MachineInfo,
+  Projections,
+  SideName,
+  SideResult,
+  StraceCheck,
+} from './report.js';
+import { downsampledCdf, median, percentileSorted } from './report-stats.js';
+
+/** What the runner measured for one side. */
+export interface SideMeasurement {
+  side: SideName;
+  label: string;
+  /** Wall seconds of each timed epoch. */
+  epochSeconds: number[];
+  /** Every per-sample latency of every timed epoch, in seconds. */
+  latenciesSeconds: number[];
+  latencyWhat?: string;
+  /** In-process counters of each epoch (syscallsPerSample is derived). */
+  counters: Omit<EpochCounters, 'syscallsPerSample'>[];
+  /** `strace -c` call counts for one epoch, or null when strace was not available. */
+  straceCalls: Record<string, number> | null;
+  peakRssBytes: number;
+}
+
+export interface BenchMeasurements {
+  command: string[];
+  machine: MachineInfo;
+  options: BenchOptions;
+  dataset: Omit<DatasetFacts, 'overhead'>;
+  raw: SideMeasurement;
+  shards: SideMeasurement;
+  lmdb?: SideMeasurement;
+  profiles: readonly StorageProfile[];
+  notes?: string[];
+  /** Defaults to now. */
+  createdAt?: Date;
+}
+
+/** Syscalls that count as sample I/O when cross-checking with strace. */
+export const STRACE_IO_CALLS = ['open', 'openat', 'openat2', 'read', 'pread64', 'readv', 'preadv', 'preadv2', 'stat', 'lstat', 'fstat', 'newfstatat', 'statx', 'close'] as const;
+
+/** a / b, or null when b is zero: JSON has no Infinity, and 'no ratio' is the honest answer. */
+const ratio = (a: number, b: number): number | null => (b === 0 ? null : a / b);
+
+export function summarizeLatency(seconds: readonly number[], what = 'sample fetch (request to bytes ready)'): LatencySummary {
+  if (seconds.length === 0) return { what, count: 0, p50: 0, p99: 0, mean: 0, max: 0, cdf: [] };
+  const sorted = [...seconds].sort((a, b) => a - b);
+  const sum = sorted.reduce((s, v) => s + v, 0);
+  return {
+    what,
+    count: sorted.length,
+    p50: percentileSorted(sorted, 0.5),
+    p99: percentileSorted(sorted, 0.99),
+    mean: sum / sorted.length,
+    max: sorted[sorted.length - 1]!,
+    cdf: downsampledCdf(sorted),
+  };
+}
+
+function withSyscallsPerSample(c: Omit<EpochCounters, 'syscallsPerSample'>): EpochCounters {
+  return { ...c, syscallsPerSample: c.samples === 0 ? 0 : (c.opens + c.reads + c.stats + c.closes) / c.samples };
+}
+
+/** Per-field median of a side's epoch counters: the operation counts projections price. */
+export function medianCounts(counters: readonly EpochCounters[]): EpochOperationCounts {
+  const m = (f: (c: EpochCounters) => number): number => (counters.length === 0 ? 0 : median(counters.map(f)));
+  return { opens: m((c) => c.opens), stats: m((c) => c.stats), reads: m((c) => c.reads), closes: m((c) => c.closes), bytes: m((c) => c.bytesRead), samples: m((c) => c.samples) };
+}
+
+function straceCheck(calls: Record<string, number> | null, counters: readonly EpochCounters[]): StraceCheck | null {
+  if (calls === null) return null;
+  const totalCalls = Object.values(calls).reduce((s, v) => s + v, 0);
+  const io = STRACE_IO_CALLS.reduce((s, name) => s + (calls[name] ?? 0), 0);
+  const samples = counters[0]?.samples ?? 0;
+  const ioCallsPerSample = samples === 0 ? 0 : io / samples;
+  const inProcess = counters[0]?.syscallsPerSample ?? 0;
+  return { calls: { ...calls }, totalCalls, ioCallsPerSample, agreement: ratio(ioCallsPerSample, inProcess) };
+}
+
+export function summarizeSide(m: SideMeasurement): SideResult {
+  if (m.epochSeconds.length === 0) throw new RangeError(`${m.side}: no timed epochs`);
+  const counters = m.counters.map(withSyscallsPerSample);
+  const medianSeconds = median(m.epochSeconds);
+  const counts = medianCounts(counters);
+  return {
+    side: m.side,
+    label: m.label,
+    epochSeconds: [...m.epochSeconds],
+    medianSeconds,
+    minSeconds: Math.min(...m.epochSeconds),
+    maxSeconds: Math.max(...m.epochSeconds),
+    samplesPerSecond: counts.samples / medianSeconds,
+    megabytesPerSecond: counts.bytes / medianSeconds / 1e6,
+    latency: summarizeLatency(m.latenciesSeconds, m.latencyWhat),
+    counters,
+    strace: straceCheck(m.straceCalls, counters),
+    peakRssBytes: m.peakRssBytes,
+  };
+}
+
+export function withOverhead(d: Omit<DatasetFacts, 'overhead'>): DatasetFacts {
+  return {
+    ...d,
+    overhead: {
+      rawAllocatedVsRaw: ratio(d.rawAllocatedBytes, d.rawBytes),
+      shardsVsRaw: ratio(d.shardBytes, d.rawBytes),
+      indexVsRaw: ratio(d.indexBytes, d.rawBytes),
+      totalVsRaw: ratio(d.shardBytes + d.indexBytes, d.rawBytes),
+    },
+  };
+}
+
+/** Epochs after which packing has paid for itself; null when it never does or pack time is unknown. */
+export function breakEvenEpochs(packSeconds: number | null, rawEpochSeconds: number, shardEpochSeconds: number): number | null {
+  if (packSeconds === null) return null;
+  const saved = rawEpochSeconds - shardEpochSeconds;
+  return saved > 0 ? packSeconds / saved : null;
+}
+
+export function compareSides(raw: SideResult, shards: SideResult, packSeconds: number | null, lmdb?: SideResult): Comparison {
+  const opensPerEpoch = (s: SideResult): number => medianCounts(s.counters).opens;
+  const syscalls = (s: SideResult): number => (s.counters.length === 0 ? 0 : median(s.counters.map((c) => c.syscallsPerSample)));
+  return {
+    speedup: ratio(raw.medianSeconds, shards.medianSeconds),
+    throughputRatio: ratio(shards.samplesPerSecond, raw.samplesPerSecond),
+    syscallsPerSampleRatio: ratio(syscalls(shards), syscalls(raw)),
+    opensRatio: ratio(opensPerEpoch(shards), opensPerEpoch(raw)),
+    breakEvenEpochs: breakEvenEpochs(packSeconds, raw.medianSeconds, shards.medianSeconds),
+    ...(lmdb ? { lmdbVsShards: ratio(lmdb.medianSeconds, shards.medianSeconds) } : {}),
+  };
+}
+
+export const PROJECTION_MODEL =
+  'per epoch: (opens x open + stats x stat + closes x close) / min(concurrency, metadata in flight) + reads x read / min(concurrency, data in flight) + bytes / bandwidth; counts are the measured per-epoch medians; latencies are typical figures for each storage class, not measurements';
+
+export function projectSides(sides: BenchReport['sides'], profiles: readonly StorageProfile[], concurrency: number, packSeconds: number | null): Projections {
+  const rows = profiles.map((profile) => {
+    const raw = projectEpoch(medianCounts(sides.raw.counters), profile, concurrency);
+    const shards = projectEpoch(medianCounts(sides.shards.counters), profile, concurrency);
+    const lmdb = sides.lmdb ? projectEpoch(medianCounts(sides.lmdb.counters), profile, concurrency) : undefined;
+    return {
+      profile,
+      seconds: { raw, shards, ...(lmdb === undefined ? {} : { lmdb }) },
+      speedup: ratio(raw, shards),
+      breakEvenEpochs: breakEvenEpochs(packSeconds, raw, shards),
+    };
+  });
+  return { projected: true, model: PROJECTION_MODEL, concurrency, rows };
+}
+
+/** Assembles the whole report from measurements. */
+export function buildReport(input: BenchMeasurements): BenchReport {
+  const dataset = withOverhead(input.dataset);
+  const raw = summarizeSide(input.raw);
+  const shards = summarizeSide(input.shards);
+  const lmdb = input.lmdb ? summarizeSide(input.lmdb) : undefined;
+  const sides = { raw, shards, ...(lmdb ? { lmdb } : {}) };
+  const notes = [...(input.notes ?? [])];
+  if (input.options.cache.mode === 'cold' && !input.options.cache.coldVerified) {
+    notes.push(`Cold cache was requested but could not be verified (${input.options.cache.method}): epochs may have been served from the page cache.`);
+  }
+  return {
+    version: BENCH_REPORT_VERSION,
+    createdAt: (input.createdAt ?? new Date()).toISOString(),
+    command: [...input.command],
+    machine: input.machine,
+    options: input.options,
+    dataset,
+    sides,
+    comparison: compareSides(raw, shards, dataset.packSeconds, lmdb),
+    projections: projectSides(sides, input.profiles, input.options.concurrency, dataset.packSeconds),
+    notes,
+  };
+}

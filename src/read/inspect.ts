@@ -1,0 +1,85 @@
+/** Summaries of a dataset for `shardkit info` and `shardkit ls`, as plain JSON-able objects. */
+import fs from 'node:fs';
+import { CODEC_NAMES, type IndexEntry } from '../../formats/index-entry.js';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { ioError } from '../pack/fs-errors.js';
+import type { Dataset } from './dataset.js';
+
+export interface DatasetInfo {
+  location: string;
+  layout: string;
+  compress: string;
+  samples: number;
+  members: number;
+  shards: number;
+  bytes: { members: number; stored: number; shards: number; index: number };
+  /** (shards + index) / original member bytes - 1. */
+  overhead: number;
+  index: { pageSize: number; pages: number; height: number; bytesPerSample: number };
+  passes: { name: string; params: Record<string, unknown> }[];
+  skipped: number;
+  tool: string;
+}
+
+export function datasetInfo(ds: Dataset): DatasetInfo {
+  const m = ds.manifest;
+  const h = ds.index.header;
+  return {
+    location: ds.location,
+    layout: m.layout,
+    compress: m.compress,
+    samples: m.totals.samples,
+    members: m.totals.members,
+    shards: m.shards.length,
+    bytes: { members: m.totals.bytes, stored: m.totals.storedBytes, shards: m.totals.shardBytes, index: m.index.bytes },
+    overhead: m.totals.bytes === 0 ? 0 : (m.totals.shardBytes + m.index.bytes) / m.totals.bytes - 1,
+    index: { pageSize: h.pageSize, pages: h.pageCount, height: h.height, bytesPerSample: h.entryCount === 0 ? 0 : m.index.bytes / h.entryCount },
+    passes: m.passes,
+    skipped: m.skipped.length,
+    tool: `shardkit ${m.tool.version}`,
+  };
+}
+
+export interface EntryListing {
+  key: string;
+  position: number;
+  shard: string;
+  offset: number;
+  length: number;
+  members: { ext: string; size: number; storedSize: number; codec: string; crc32c: string }[];
+}
+
+export function describeEntry(ds: Dataset, e: IndexEntry & { position: number }): EntryListing {
+  return {
+    key: e.key,
+    position: e.position,
+    shard: ds.shardName(e.shard),
+    offset: e.offset,
+    length: e.length,
+    members: e.members.map((m) => ({ ext: m.ext, size: m.size, storedSize: m.storedSize, codec: CODEC_NAMES[m.codec], crc32c: (m.crc32c >>> 0).toString(16).padStart(8, '0') })),
+  };
+}
+
+/** The bytes of one member of the sample `key`; with no `ext`, the sample must have exactly one member. */
+export async function memberBytes(ds: Dataset, key: string, ext: string | undefined): Promise<{ ext: string; bytes: Uint8Array }> {
+  const sample = await ds.get(key);
+  const exts = Object.keys(sample.members);
+  const chosen = ext ?? (exts.length === 1 ? exts[0] : undefined);
+  if (chosen === undefined) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample ${JSON.stringify(key)} has members ${exts.join(', ')}; choose one with --ext`, { key });
+  }
+  const bytes = sample.members[chosen];
+  if (bytes === undefined) {
+    throw new ShardkitError(ErrorCodes.KEY_NOT_FOUND, `sample ${JSON.stringify(key)} has no member "${chosen}" (it has ${exts.join(', ')})`, { key });
+  }
+  return { ext: chosen, bytes };
+}
+
+/** Writes bytes to a file (the `--out` of `shardkit get`). */
+export function saveFile(file: string, bytes: Uint8Array): void {
+  try {
+    fs.writeFileSync(file, bytes);
+  } catch (cause) {
+    throw ioError(cause, 'write', file);
+  }
+}

@@ -1,0 +1,61 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { entryAt, findKey, lowerBound } from '../../formats/btree-reader.js';
+import { compareKeys } from '../../formats/key-order.js';
+import { buildMemoryIndex, entryFor } from '../helpers/memory-index.js';
+
+const keyArb = fc.oneof(
+  fc.string({ minLength: 1, maxLength: 40 }),
+  fc.string({ unit: 'grapheme', minLength: 1, maxLength: 20 }),
+  fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }),
+  fc.string({ minLength: 200, maxLength: 900 }),
+);
+
+function sortedUnique(keys: string[]): string[] {
+  return [...new Set(keys)].sort(compareKeys);
+}
+
+describe('B+-tree index (property)', () => {
+  it('key lookups agree with a Map, position lookups with sorted order, lower bounds with a scan', () => {
+    fc.assert(
+      fc.property(fc.array(keyArb, { minLength: 1, maxLength: 600 }), fc.array(keyArb, { maxLength: 30 }), fc.constantFrom(1024, 4096), (raw, probes, pageSize) => {
+        const keys = sortedUnique(raw);
+        const entries = keys.map((k, i) => entryFor(k, i));
+        const idx = buildMemoryIndex(entries, pageSize);
+        const map = new Map(entries.map((e) => [e.key, e]));
+        for (const k of [...keys, ...probes]) {
+          const hit = idx.run(findKey(idx.tree, k));
+          expect(hit?.entry).toEqual(map.get(k));
+          if (hit) expect(keys[hit.position]).toBe(k);
+        }
+        keys.forEach((k, i) => expect(idx.run(entryAt(idx.tree, i)).key).toBe(k));
+        for (const p of probes) {
+          const expected = keys.findIndex((k) => compareKeys(k, p) >= 0);
+          expect(idx.run(lowerBound(idx.tree, p))).toBe(expected < 0 ? keys.length : expected);
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('handles 200,000 keys with shared prefixes (three levels at 1 KiB pages)', () => {
+    const keys = Array.from({ length: 200_000 }, (_, i) => `train/n${String(i % 1000).padStart(8, '0')}/img_${String(i).padStart(7, '0')}`).sort(compareKeys);
+    const idx = buildMemoryIndex(keys.map((k, i) => entryFor(k, i)), 1024);
+    expect(idx.tree.header.height).toBeGreaterThanOrEqual(3);
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: keys.length - 1 }), (i) => {
+        expect(idx.run(entryAt(idx.tree, i))).toEqual(entryFor(keys[i]!, i));
+        expect(idx.run(findKey(idx.tree, keys[i]!))?.position).toBe(i);
+      }),
+      { numRuns: 2000 },
+    );
+    expect(idx.run(findKey(idx.tree, 'train/zzz'))).toBeUndefined();
+  });
+
+  it('keeps 64-bit offsets exact above 4 GiB', () => {
+    const big = 2 ** 40 + 12345;
+    const e = { key: 'k', shard: 0, offset: big, length: 10, members: [{ ext: 'bin', offset: 0, size: 10, storedSize: 10, codec: 0 as const, crc32c: 1 }] };
+    const idx = buildMemoryIndex([e], 4096, 2 ** 41);
+    expect(idx.run(findKey(idx.tree, 'k'))?.entry.offset).toBe(big);
+  });
+});

@@ -1,0 +1,407 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ErrorCodes, isShardkitError } from '../../formats/errors.js';
+import type { Sample } from '../../formats/sample.js';
+import { configureSharpForPacking, imageConcurrency } from '../../src/passes/image-concurrency.js';
+import { loadPassModule } from '../../src/passes/load-pass-module.js';
+import { decodeNpy } from '../../src/passes/npy.js';
+import { parsePassSpec } from '../../src/passes/parse-pass-spec.js';
+import { customPass, type Pass, type PassContext } from '../../src/passes/pass.js';
+import { IMAGE_FIXTURES, loadImageFixtures, type FixtureSample } from '../helpers/fixture-samples.js';
+import { makeTempDir, removeTree } from '../helpers/source-tree.js';
+
+let fixtures: Map<string, FixtureSample>;
+let tmp: string;
+beforeAll(async () => {
+  configureSharpForPacking(imageConcurrency(2));
+  fixtures = await loadImageFixtures();
+  tmp = await makeTempDir('shardkit-passes-');
+});
+afterAll(async () => {
+  await removeTree(tmp);
+});
+
+const spec = (text: string): Pass => parsePassSpec(text, { cwd: IMAGE_FIXTURES });
+
+function fixture(key: string): FixtureSample {
+  const f = fixtures.get(key);
+  if (f === undefined) throw new Error(`no fixture ${key}`);
+  return f;
+}
+
+async function run(pass: Pass, key: string, ctx?: PassContext): Promise<Sample> {
+  const f = fixture(key);
+  const out = await pass.run(f.sample, ctx ?? { paths: f.paths });
+  if (out === 'skip') throw new Error('unexpected skip');
+  return out;
+}
+
+function member(sample: Sample, ext: string): Uint8Array {
+  const bytes = sample.members[ext];
+  if (bytes === undefined) throw new Error(`sample ${sample.key} has no member ${ext} (has ${Object.keys(sample.members).join(', ')})`);
+  return bytes;
+}
+
+const meta = (bytes: Uint8Array) => sharp(bytes).metadata();
+const text = (bytes: Uint8Array | undefined) => new TextDecoder().decode(bytes);
+
+async function errorOf(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('resize', () => {
+  it.each([
+    ['inside', 32, 24],
+    ['cover', 32, 32],
+    ['contain', 32, 32],
+    ['fill', 32, 32],
+    ['outside', 43, 32],
+  ])('fit %s turns the 64x48 JPEG into %dx%d JPEG', async (fit, width, height) => {
+    const out = await run(spec(`resize=32x32:${fit}`), 'cat/001');
+    const m = await meta(member(out, 'jpg'));
+    expect([m.format, m.width, m.height]).toEqual(['jpeg', width, height]);
+  });
+
+  it('contain pads with black bars', async () => {
+    const out = await run(spec('resize=32x32:contain'), 'cat/001');
+    const { data, info } = await sharp(member(out, 'jpg')).raw().toBuffer({ resolveWithObject: true });
+    const topRow = data.subarray(0, info.width * info.channels);
+    expect(Math.max(...topRow)).toBeLessThan(16); // a 4-pixel bar above the 32x24 picture
+  });
+
+  it('applies EXIF orientation and strips metadata', async () => {
+    expect((await meta(member(fixture('dog/004').sample, 'jpg'))).orientation).toBe(6);
+    const out = await run(spec('resize=20x20'), 'dog/004'); // stored 40x30, displayed 30x40
+    const m = await meta(member(out, 'jpg'));
+    expect([m.width, m.height, m.orientation, m.exif]).toEqual([15, 20, undefined, undefined]);
+  });
+
+  it('keeps PNG with alpha and WebP in their formats; other members are untouched', async () => {
+    const png = await meta(member(await run(spec('resize=24x24'), 'cat/002'), 'png'));
+    expect([png.format, png.width, png.height, png.channels]).toEqual(['png', 18, 24, 4]);
+    const webp = await meta(member(await run(spec('resize=16x16'), 'dog/003'), 'webp'));
+    expect([webp.format, webp.width, webp.height]).toEqual(['webp', 16, 16]);
+    const cat = await run(spec('resize=8x8'), 'cat/001');
+    expect(Object.keys(cat.members)).toEqual(['jpg', 'txt']);
+    expect(cat.members.txt).toBe(fixture('cat/001').sample.members.txt);
+  });
+
+  it('validates its options', () => {
+    expect(() => spec('resize=0x10')).toThrow('Expected integer between 1 and 16384 for width but received 0 of type number');
+    expect(() => spec('resize=10x99999')).toThrow('for height but received 99999');
+    expect(() => spec('resize=10x10:squash')).toThrow('Expected one of inside, cover, contain, fill, outside for fit but received "squash"');
+    expect(() => spec('resize=10')).toThrow(/Expected resize=WxH/);
+  });
+});
+
+describe('normalize', () => {
+  it('without a value stretches contrast and keeps the format', async () => {
+    // A grey ramp over 100..145: a low-contrast image.
+    const ramp = Buffer.from(Array.from({ length: 256 }, (_, i) => 100 + Math.floor(i / 16) * 3));
+    const png = await sharp(ramp, { raw: { width: 16, height: 16, channels: 1 } }).png().toBuffer();
+    const out = await spec('normalize').run({ key: 'k', members: { png } }, {});
+    if (out === 'skip') throw new Error('skip');
+    expect((await meta(member(out, 'png'))).format).toBe('png');
+    const { data } = await sharp(member(out, 'png')).raw().toBuffer({ resolveWithObject: true });
+    expect(Math.max(...data) - Math.min(...data)).toBeGreaterThan(200);
+  });
+
+  it('with mean:std writes a float32 (C,H,W) .npy equal to the hand computation on the known pixels', async () => {
+    const mean = [0.485, 0.456, 0.406];
+    const std = [0.229, 0.224, 0.225];
+    const out = await run(spec(`normalize=${mean.join(',')}:${std.join(',')}`), 'cat/002');
+    expect(Object.keys(out.members)).toEqual(['npy']);
+    const tensor = decodeNpy(member(out, 'npy'));
+    const [w, h] = [48, 64];
+    expect(tensor.shape).toEqual([3, h, w]);
+    // cat/002.png is lossless: fixtures/make-images.mjs defines every pixel (alpha dropped).
+    const pixel = (c: number, x: number, y: number): number =>
+      c === 0 ? Math.round((255 * x) / (w - 1)) : c === 1 ? Math.round((255 * y) / (h - 1)) : x < w / 2 && y < h / 2 ? 255 : 0;
+    const mismatches: string[] = [];
+    for (let c = 0; c < 3; c++) {
+      for (let y = 0; y < h; y++) {
+        for (let x = 0; x < w; x++) {
+          const expected = Math.fround((pixel(c, x, y) / 255 - (mean[c] as number)) / (std[c] as number));
+          const actual = tensor.data[c * h * w + y * w + x];
+          if (actual !== expected) mismatches.push(`c${c} x${x} y${y}: ${actual} != ${expected}`);
+        }
+      }
+    }
+    expect(mismatches.slice(0, 5)).toEqual([]);
+  });
+
+  it('expands grey to 3 channels, or keeps 1 channel for one mean; applies orientation', async () => {
+    const rgb = decodeNpy(member(await run(spec('normalize=0.5,0.5,0.5:0.5,0.5,0.5'), 'dog/005'), 'npy'));
+    expect(rgb.shape).toEqual([3, 32, 32]);
+    const plane = 32 * 32;
+    expect(Array.from(rgb.data.subarray(0, plane))).toEqual(Array.from(rgb.data.subarray(2 * plane)));
+    const grey = decodeNpy(member(await run(spec('normalize=0.5:0.25'), 'dog/005'), 'npy'));
+    expect(grey.shape).toEqual([1, 32, 32]);
+    expect(grey.data[31]).toBe(Math.fround((255 / 255 - 0.5) / 0.25)); // top-right pixel is white
+    const rotated = decodeNpy(member(await run(spec('normalize=0.5:0.5'), 'dog/004'), 'npy'));
+    expect(rotated.shape).toEqual([1, 40, 30]);
+  });
+
+  it('validates its lists', () => {
+    expect(() => spec('normalize=0.1,0.2,0.3:0.3')).toThrow('as many std values as mean values');
+    expect(() => spec('normalize=0.1,0.2:0.3,0.4')).toThrow('Expected 1 or 3 finite numbers');
+    expect(() => spec('normalize=0.5:0')).toThrow('std values above 0');
+    expect(() => spec('normalize=a:b')).toThrow(/Expected normalize or normalize=MEAN:STD/);
+  });
+});
+
+describe('format', () => {
+  it('re-encodes and renames the extension', async () => {
+    const jpg = await run(spec('format=jpeg'), 'cat/002');
+    expect(Object.keys(jpg.members)).toEqual(['jpg']);
+    const m = await meta(member(jpg, 'jpg'));
+    expect([m.format, m.width, m.height]).toEqual(['jpeg', 48, 64]);
+    const png = await run(spec('format=png'), 'dog/003');
+    expect((await meta(member(png, 'png'))).format).toBe('png');
+    const seg = await spec('format=webp').run({ key: 'k', members: { 'seg.png': member(fixture('cat/002').sample, 'png'), txt: new Uint8Array(1) } }, {});
+    if (seg === 'skip') throw new Error('skip');
+    expect(Object.keys(seg.members)).toEqual(['seg.webp', 'txt']);
+  });
+
+  it('honours quality', async () => {
+    const low = member(await run(spec('format=jpg:10'), 'dog/003'), 'jpg');
+    const high = member(await run(spec('format=jpeg:95'), 'dog/003'), 'jpg');
+    expect(low.length).toBeLessThan(high.length);
+    expect(spec('format=webp').params).toEqual({ format: 'webp', quality: 90 });
+  });
+
+  it('refuses to give two members one extension', async () => {
+    const png = member(fixture('cat/002').sample, 'png');
+    const jpg = member(fixture('cat/001').sample, 'jpg');
+    const err = await errorOf(spec('format=jpeg').run({ key: 'k', members: { jpg, png } }, {}));
+    expect(isShardkitError(err, ErrorCodes.DUPLICATE_KEY) && err.message.includes('jpg twice')).toBe(true);
+  });
+
+  it('validates its options', () => {
+    expect(() => spec('format=gif')).toThrow(/Expected format=jpeg\|webp\|png/);
+    expect(() => spec('format=png:50')).toThrow(/for a format with quality/);
+    expect(() => spec('format=jpeg:0')).toThrow('Expected integer between 1 and 100 for quality but received 0');
+  });
+});
+
+describe('undecodable images and non-images', () => {
+  it.each(['resize=8x8', 'normalize', 'normalize=0.5:0.5', 'format=png'])('%s names the key, member and reason', async (text) => {
+    const err = await errorOf(run(spec(text), 'broken/006'));
+    expect(isShardkitError(err, ErrorCodes.INPUT)).toBe(true);
+    const message = (err as Error).message;
+    expect(message).toContain('broken/006');
+    expect(message).toContain('member jpg');
+    expect(message).toMatch(/premature end|corrupt/i);
+    expect(message).not.toContain('\n');
+  });
+
+  it('passes a sample without images through untouched', async () => {
+    const sample: Sample = { key: 'k', members: { txt: new Uint8Array([1, 2]), json: new Uint8Array([3]) } };
+    for (const text of ['resize=8x8', 'normalize', 'normalize=0.5:0.5', 'format=png']) {
+      const out = await spec(text).run(sample, {});
+      expect(out).toEqual(sample);
+    }
+  });
+});
+
+describe('determinism', () => {
+  it('gives the same bytes on every run and from fresh pass objects', async () => {
+    const chain = (): Pass[] => [spec('resize=40x40:cover'), spec('normalize'), spec('format=webp:80')];
+    const runChain = async (key: string): Promise<Sample> => {
+      let sample: Sample | 'skip' = fixture(key).sample;
+      for (const pass of chain()) {
+        if (sample === 'skip') break;
+        sample = await pass.run(sample, {});
+      }
+      if (sample === 'skip') throw new Error('skip');
+      return sample;
+    };
+    for (const key of ['cat/001', 'cat/002', 'dog/003', 'dog/004']) {
+      const a = await runChain(key);
+      const b = await runChain(key);
+      expect(Buffer.from(member(a, 'webp')).equals(Buffer.from(member(b, 'webp')))).toBe(true);
+    }
+  });
+});
+
+async function prepared(pass: Pass): Promise<Pass> {
+  await pass.prepare?.(
+    (async function* () {
+      yield* fixtures.keys();
+    })(),
+  );
+  return pass;
+}
+
+describe('tag=dirname', () => {
+  it('indexes sorted parent directory names and writes classes.txt', async () => {
+    const pass = await prepared(spec('tag=dirname'));
+    expect(text(member(await run(pass, 'cat/001'), 'cls'))).toBe('1');
+    expect(text(member(await run(pass, 'dog/004'), 'cls'))).toBe('2');
+    expect(text(member(await run(pass, 'broken/006'), 'cls'))).toBe('0');
+    const root = await run(pass, 'labels');
+    expect(root).toBe(fixture('labels').sample);
+    expect(pass.outputs?.()).toEqual({
+      files: { 'classes.txt': new TextEncoder().encode('broken\ncat\ndog\n') },
+      manifest: { classes: ['broken', 'cat', 'dog'] },
+    });
+    expect(pass.stats?.()).toEqual({ tagged: 3, untagged: 1 });
+  });
+
+  it('needs prepare() before run', async () => {
+    const err = await errorOf(spec('tag=dirname').run(fixture('cat/001').sample, {}));
+    expect(isShardkitError(err, ErrorCodes.INVALID_ARG)).toBe(true);
+  });
+});
+
+describe('tag=FILE', () => {
+  it('labels.csv: class names by path, classes sorted, samples without a row untouched and counted', async () => {
+    const pass = spec('tag=labels.csv');
+    expect(pass.params).toMatchObject({ source: 'labels.csv', mode: 'cls', rows: 4 });
+    expect(pass.params.sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(text(member(await run(pass, 'cat/001'), 'cls'))).toBe('0');
+    expect(text(member(await run(pass, 'dog/004'), 'cls'))).toBe('1');
+    expect(await run(pass, 'dog/005')).toBe(fixture('dog/005').sample);
+    expect(pass.stats?.()).toEqual({ tagged: 2, untagged: 1, unusedRows: 2 });
+    expect(pass.outputs?.().manifest).toEqual({ classes: ['cat', 'dog'] });
+  });
+
+  it('matches by source path after a format pass renamed the member', async () => {
+    const webp = await run(spec('format=webp'), 'cat/001');
+    const out = await spec('tag=labels.csv').run(webp, { paths: fixture('cat/001').paths });
+    if (out === 'skip') throw new Error('skip');
+    expect(text(out.members.cls)).toBe('0');
+  });
+
+  it('CSV with integer labels keeps them; several columns give a json member of strings', async () => {
+    await writeFile(join(tmp, 'ints.csv'), 'key,cls\r\ncat/001,7\r\n./dog/003,12\r\n');
+    const ints = parsePassSpec('tag=ints.csv', { cwd: tmp });
+    expect(text(member(await run(ints, 'cat/001'), 'cls'))).toBe('7');
+    expect(text(member(await run(ints, 'dog/003'), 'cls'))).toBe('12');
+    expect(ints.outputs?.()).toEqual({});
+
+    await writeFile(join(tmp, 'meta.csv'), 'path,caption,width\ncat/001.jpg,"a cat, small",64\n');
+    const meta = parsePassSpec('tag=meta.csv', { cwd: tmp });
+    expect(JSON.parse(text(member(await run(meta, 'cat/001'), 'json')))).toEqual({ caption: 'a cat, small', width: '64' });
+  });
+
+  it('JSON object and array forms', async () => {
+    await writeFile(join(tmp, 'obj.json'), JSON.stringify({ 'cat/001': 'tabby', 'dog/003.webp': 'pug' }));
+    const obj = parsePassSpec('tag=obj.json', { cwd: tmp });
+    expect(obj.outputs?.().manifest).toEqual({ classes: ['pug', 'tabby'] });
+    expect(text(member(await run(obj, 'cat/001'), 'cls'))).toBe('1');
+
+    await writeFile(join(tmp, 'arr.json'), JSON.stringify([{ key: 'cat/001', bbox: [1, 2], ok: true }, { path: 'dog/003.webp', bbox: [3, 4] }]));
+    const arr = parsePassSpec('tag=arr.json', { cwd: tmp });
+    expect(JSON.parse(text(member(await run(arr, 'cat/001'), 'json')))).toEqual({ bbox: [1, 2], ok: true });
+    expect(JSON.parse(text(member(await run(arr, 'dog/003'), 'json')))).toEqual({ bbox: [3, 4] });
+  });
+
+  it.each([
+    ['dup.csv', 'path,label\na,1\n./a,2\n', /"a" appears twice/],
+    ['short.csv', 'path,label\na\n', /data row 1 has 1 fields, expected 2/],
+    ['empty.csv', '', /the table is empty/],
+    ['quote.csv', 'path,label\n"a,1\n', /never closed/],
+    ['nolabel.csv', 'path,label\na,\n', /empty or non-text label/],
+    ['both.json', '[{"key":"a","path":"a.jpg"}]', /exactly one of "key" and "path"/],
+    ['bad.json', '{', /not valid JSON/],
+    ['null.json', '{"a": null}', /expected an object of fields/],
+    ['labels.txt', 'x', /Expected dirname, FILE.csv or FILE.json/],
+    ['missing.csv', undefined, /Cannot read label table missing.csv \(ENOENT\)/],
+  ])('%s is rejected', async (name, content, message) => {
+    if (content !== undefined) await writeFile(join(tmp, name), content);
+    let error: unknown;
+    try {
+      parsePassSpec(`tag=${name}`, { cwd: tmp });
+    } catch (e) {
+      error = e;
+    }
+    expect(isShardkitError(error, ErrorCodes.INVALID_ARG)).toBe(true);
+    expect((error as Error).message).toMatch(message);
+  });
+});
+
+describe('parsePassSpec', () => {
+  it('records deterministic params', () => {
+    expect(spec('resize=224x224').params).toEqual({ width: 224, height: 224, fit: 'inside' });
+    expect(spec('normalize').params).toEqual({ mode: 'contrast' });
+    expect(spec('normalize=0.5:0.25').params).toEqual({ mode: 'tensor', mean: [0.5], std: [0.25], layout: 'CHW', dtype: 'float32' });
+    expect(spec('tag=dirname').params).toEqual({ source: 'dirname' });
+  });
+
+  it('rejects unknown passes and missing values', () => {
+    expect(() => spec('blur=3')).toThrow('Expected one of resize, normalize, format, tag for --pass but received "blur=3"');
+    expect(() => spec('tag')).toThrow(/tag=dirname/);
+    expect(() => spec('format')).toThrow(/format=jpeg/);
+  });
+});
+
+describe('custom passes', () => {
+  it('customPass checks results', async () => {
+    const sample = fixture('cat/001').sample;
+    const keyChanger = customPass('rename', (s) => ({ ...s, key: 'other' }));
+    expect(await errorOf(keyChanger.run(sample, {}))).toSatisfy((e) => isShardkitError(e, ErrorCodes.INVALID_ARG) && /changed the key/.test((e as Error).message));
+    const stringMember = customPass('str', (s) => ({ ...s, members: { txt: 'hi' as unknown as Uint8Array } }));
+    expect(await errorOf(stringMember.run(sample, {}))).toSatisfy((e) => /members must be Uint8Array/.test((e as Error).message));
+    expect(await customPass('skip', () => 'skip').run(sample, {})).toBe('skip');
+    expect(() => customPass('p', (s) => s, { bad: 1n } as Record<string, unknown>)).toThrow(/JSON-serialisable/);
+  });
+
+  it('loads a module exporting a function, a pass object or an array', async () => {
+    await writeFile(
+      join(tmp, 'mark.mjs'),
+      "export default async (sample, ctx) => sample.key.startsWith('broken') ? 'skip' : ({ ...sample, members: { ...sample.members, mark: new TextEncoder().encode(Object.keys(ctx.paths ?? {}).join(',')) } });\n",
+    );
+    const [mark] = await loadPassModule(join(tmp, 'mark.mjs'));
+    expect(mark?.name).toBe('custom:mark.mjs');
+    expect(mark?.params).toMatchObject({ module: 'mark.mjs' });
+    expect(text(member(await run(mark as Pass, 'cat/001'), 'mark'))).toBe('jpg,txt');
+    expect(await (mark as Pass).run(fixture('broken/006').sample, {})).toBe('skip');
+
+    await writeFile(
+      join(tmp, 'many.mjs'),
+      [
+        'let seen = 0;',
+        "const counter = { name: 'count', params: { v: 1 }, async prepare(keys) { for await (const _ of keys) seen++; }, async run(s) { return s; }, outputs() { return { manifest: { seen } }; } };",
+        'export default [counter, (s) => s];',
+      ].join('\n'),
+    );
+    const passes = await loadPassModule(join(tmp, 'many.mjs'));
+    expect(passes.map((p) => p.name)).toEqual(['count', 'custom:many.mjs#1']);
+    await prepared(passes[0] as Pass);
+    expect(passes[0]?.outputs?.()).toEqual({ manifest: { seen: fixtures.size } });
+    expect(passes[0]?.params).toEqual({ v: 1 });
+  });
+
+  it.each([
+    ['nodefault.mjs', 'export const x = 1;', /no default export/],
+    ['number.mjs', 'export default 42;', /exports number; expected a function/],
+    ['syntax.mjs', 'export default (', /Cannot load pass module/],
+  ])('%s is rejected', async (name, source, message) => {
+    await writeFile(join(tmp, name), source);
+    const err = await errorOf(loadPassModule(join(tmp, name)));
+    expect(isShardkitError(err, ErrorCodes.INVALID_ARG)).toBe(true);
+    expect((err as Error).message).toMatch(message);
+  });
+
+  it('names a missing module', async () => {
+    const err = await errorOf(loadPassModule(join(tmp, 'nope.mjs')));
+    expect(isShardkitError(err, ErrorCodes.INVALID_ARG) && (err as Error).message.includes('nope.mjs')).toBe(true);
+  });
+});
+
+describe('imageConcurrency', () => {
+  it('uses one image per core and one libvips thread per image', () => {
+    expect(imageConcurrency(2)).toEqual({ jobs: 2, sharpThreads: 1, uvThreadpoolSize: 6 });
+    expect(imageConcurrency(64).jobs).toBe(64);
+    expect(() => imageConcurrency(0)).toThrow('Expected integer between 1');
+    expect(sharp.concurrency()).toBe(1);
+  });
+});
