@@ -28,13 +28,15 @@ export interface ImageConcurrency {
 const UV_DEFAULT_THREADS = 4;
 /** libuv refuses pools above this. */
 const UV_MAX_THREADS = 1024;
+/** A sanity bound for the cores argument. */
+const MAX_CORES = 65_536;
 
 /**
  * The recommended image concurrency for `cores` cores (default: what the OS gives this process).
  * @example const { jobs } = imageConcurrency(); const limit = pLimit(jobs);
  */
 export function imageConcurrency(cores: number = availableParallelism()): ImageConcurrency {
-  checkInteger(cores, 1, UV_MAX_THREADS, 'cores');
+  checkInteger(cores, 1, MAX_CORES, 'cores');
   return { jobs: cores, sharpThreads: 1, uvThreadpoolSize: Math.min(UV_MAX_THREADS, cores + UV_DEFAULT_THREADS) };
 }
 

@@ -132,4 +132,3 @@ print(json.dumps(out))
     });
   }
 });
-});
