@@ -8,7 +8,7 @@ import { ErrorCodes, ShardkitError } from './errors.js';
 import type { IndexEntry } from './index-entry.js';
 import type { IndexHeader } from './index-layout.js';
 import type { BranchPage, LeafPage, Page } from './index-page.js';
-import { compareKeys } from './key-order.js';
+import { compareKeys, isSimpleKey } from './key-order.js';
 
 export type PageOp<T> = Generator<number, T, Page>;
 
@@ -41,9 +41,8 @@ interface Step {
   count: number;
 }
 
-function* fetchChecked(t: TreeInfo, step: Step): PageOp<Page> {
-  if (step.pageNo < 1 || step.pageNo >= t.header.pageCount) corrupt(t, step.pageNo, 'is outside the index');
-  const page = yield step.pageNo;
+/** Checks a fetched page against what its parent promised (type, level, subtree size). */
+function checkPage(t: TreeInfo, step: Step, page: Page): void {
   if (step.level === 0) {
     if (page.type !== 'leaf') corrupt(t, step.pageNo, 'should be a leaf');
     if (page.entries.length !== step.count) corrupt(t, step.pageNo, `holds ${page.entries.length} samples, its parent says ${step.count}`);
@@ -52,7 +51,11 @@ function* fetchChecked(t: TreeInfo, step: Step): PageOp<Page> {
     const total = page.starts[page.starts.length - 1] as number;
     if (total !== step.count) corrupt(t, step.pageNo, `holds ${total} samples, its parent says ${step.count}`);
   }
-  return page;
+}
+
+function checkPageNo(t: TreeInfo, step: Step): number {
+  if (step.pageNo < 1 || step.pageNo >= t.header.pageCount) corrupt(t, step.pageNo, 'is outside the index');
+  return step.pageNo;
 }
 
 function rootStep(t: TreeInfo): Step {
@@ -64,25 +67,34 @@ function childStep(branch: BranchPage, step: Step, i: number): Step {
   return { pageNo: branch.children[i] as number, level: step.level - 1, base: step.base + start, count: (branch.starts[i + 1] as number) - start };
 }
 
+type Compare = (a: string, b: string) => number;
+
+/** Native comparison: UTF-8 order for keys without surrogates or units above U+D7FF (see isSimpleKey). */
+const compareNative: Compare = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+
+function comparatorFor(page: { simple: boolean }, key: string, keySimple: boolean): Compare {
+  return page.simple && keySimple ? compareNative : compareKeys;
+}
+
 /** Index of the last element of `keys` <= key, or -1. */
-function lastAtMost(keys: readonly string[], key: string): number {
+function lastAtMost(keys: readonly string[], key: string, cmp: Compare): number {
   let lo = 0;
   let hi = keys.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (compareKeys(keys[mid] as string, key) <= 0) lo = mid + 1;
+    if (cmp(keys[mid] as string, key) <= 0) lo = mid + 1;
     else hi = mid;
   }
   return lo - 1;
 }
 
 /** Index of the first element of `keys` >= key (keys.length when none). */
-function firstAtLeast(keys: readonly string[], key: string): number {
+function firstAtLeast(keys: readonly string[], key: string, cmp: Compare): number {
   let lo = 0;
   let hi = keys.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (compareKeys(keys[mid] as string, key) < 0) lo = mid + 1;
+    if (cmp(keys[mid] as string, key) < 0) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -99,26 +111,27 @@ export interface LeafHit {
 /** Descends to the leaf that would hold `key`; `index` is the first record >= key. */
 export function* seekKey(t: TreeInfo, key: string): PageOp<LeafHit | undefined> {
   if (t.header.entryCount === 0) return undefined;
+  const simple = isSimpleKey(key);
   let step = rootStep(t);
   for (;;) {
-    const page = yield* fetchChecked(t, step);
-    if (page.type === 'leaf') return { leaf: page, base: step.base, index: firstAtLeast(page.keys, key) };
-    step = childStep(page, step, Math.max(0, lastAtMost(page.keys, key)));
+    const page = yield checkPageNo(t, step);
+    checkPage(t, step, page);
+    const cmp = comparatorFor(page, key, simple);
+    if (page.type === 'leaf') return { leaf: page, base: step.base, index: firstAtLeast(page.keys, key, cmp) };
+    step = childStep(page, step, Math.max(0, lastAtMost(page.keys, key, cmp)));
   }
 }
 
-/** The entry for `key` and its position, or undefined. */
-export function* findKey(t: TreeInfo, key: string): PageOp<{ entry: IndexEntry; position: number } | undefined> {
-  const hit = yield* seekKey(t, key);
+/** The entry for `key` and its position from a {@link seekKey} hit, or undefined. */
+export function keyHit(hit: LeafHit | undefined, key: string): { entry: IndexEntry; position: number } | undefined {
   if (hit === undefined) return undefined;
   const entry = hit.leaf.entries[hit.index];
   if (entry === undefined || entry.key !== key) return undefined;
   return { entry, position: hit.base + hit.index };
 }
 
-/** Position of the first key >= `key` (entryCount when none): the start of a range scan. */
-export function* lowerBound(t: TreeInfo, key: string): PageOp<number> {
-  const hit = yield* seekKey(t, key);
+/** Position of the first key >= the sought key (entryCount when none), from a {@link seekKey} hit. */
+export function boundHit(hit: LeafHit | undefined): number {
   return hit === undefined ? 0 : hit.base + hit.index;
 }
 
@@ -129,7 +142,8 @@ export function* seekPosition(t: TreeInfo, position: number): PageOp<LeafHit> {
   }
   let step = rootStep(t);
   for (;;) {
-    const page = yield* fetchChecked(t, step);
+    const page = yield checkPageNo(t, step);
+    checkPage(t, step, page);
     if (page.type === 'leaf') return { leaf: page, base: step.base, index: position - step.base };
     const rel = position - step.base;
     let lo = 0;
@@ -143,7 +157,7 @@ export function* seekPosition(t: TreeInfo, position: number): PageOp<LeafHit> {
   }
 }
 
-export function* entryAt(t: TreeInfo, position: number): PageOp<IndexEntry> {
-  const hit = yield* seekPosition(t, position);
+/** The entry from a {@link seekPosition} hit. */
+export function positionHit(hit: LeafHit): IndexEntry {
   return hit.leaf.entries[hit.index] as IndexEntry;
 }

@@ -5,7 +5,7 @@
 import { ByteReader, ByteWriter, unzigzag, utf8Decoder, utf8Encoder, zigzag } from './bytes.js';
 import { crc32c } from './checksum.js';
 import { ErrorCodes, ShardkitError } from './errors.js';
-import { compareKeys } from './key-order.js';
+import { compareKeys, isSimpleKey } from './key-order.js';
 import { Codec, type CodecId, type IndexEntry, type MemberEntry } from './index-entry.js';
 
 export const PAGE_HEADER_BYTES = 16;
@@ -36,6 +36,8 @@ export interface LeafPage {
   type: 'leaf';
   pageNo: number;
   next: number;
+  /** Every key is {@link isSimpleKey}: lookups may compare with native `<`. */
+  simple: boolean;
   keys: string[];
   entries: IndexEntry[];
 }
@@ -44,6 +46,8 @@ export interface BranchPage {
   type: 'branch';
   pageNo: number;
   level: number;
+  /** Every key is {@link isSimpleKey}. */
+  simple: boolean;
   /** First key of each child's subtree. */
   keys: string[];
   children: Uint32Array;
@@ -143,13 +147,15 @@ function decodeLeaf(r: ByteReader, pageNo: number, next: number, count: number):
   const keys: string[] = new Array(count);
   const entries: IndexEntry[] = new Array(count);
   const state: LeafRecordState = { prevKey: new Uint8Array(0), prev: undefined };
+  let simple = true;
   for (let i = 0; i < count; i++) {
     const entry = decodeLeafRecord(r, state, i);
     if (i > 0 && compareKeys(keys[i - 1] as string, entry.key) >= 0) r.fail(`record ${i} is out of key order`);
     keys[i] = entry.key;
     entries[i] = entry;
+    simple &&= isSimpleKey(entry.key);
   }
-  return { type: 'leaf', pageNo, next, keys, entries };
+  return { type: 'leaf', pageNo, next, simple, keys, entries };
 }
 
 /** What a leaf record is relative to: the previous record of its page (none for the first). */
@@ -212,8 +218,10 @@ function decodeBranch(r: ByteReader, pageNo: number, level: number, count: numbe
   const keys: string[] = new Array(count);
   const children = new Uint32Array(count);
   const starts = new Float64Array(count + 1);
+  let simple = true;
   for (let i = 0; i < count; i++) {
     keys[i] = r.utf8(r.varint());
+    simple &&= isSimpleKey(keys[i] as string);
     if (i > 0 && compareKeys(keys[i - 1] as string, keys[i] as string) >= 0) r.fail(`record ${i} is out of key order`);
     const child = r.u32();
     children[i] = child;
@@ -221,5 +229,5 @@ function decodeBranch(r: ByteReader, pageNo: number, level: number, count: numbe
     if (n === 0) r.fail(`record ${i} has an empty subtree`);
     starts[i + 1] = (starts[i] as number) + n;
   }
-  return { type: 'branch', pageNo, level, keys, children, starts };
+  return { type: 'branch', pageNo, level, simple, keys, children, starts };
 }

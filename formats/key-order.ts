@@ -13,6 +13,15 @@ export function compareKeys(a: string, b: string): number {
   return a.length - b.length;
 }
 
+/**
+ * True when `key` has no UTF-16 surrogate or unit above U+D7FF: for two such keys JavaScript's native `<`
+ * already gives UTF-8 byte order, and is several times faster than {@link compareKeys}.
+ */
+export function isSimpleKey(key: string): boolean {
+  for (let i = 0; i < key.length; i++) if (key.charCodeAt(i) >= 0xd800) return false;
+  return true;
+}
+
 /** Maps a UTF-16 code unit so that surrogates (astral code points) sort after U+E000-U+FFFF, as in UTF-8. */
 function utf8Rank(unit: number): number {
   if (unit >= 0xe000) return unit - 0x800;

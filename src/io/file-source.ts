@@ -109,7 +109,7 @@ export class FileSource implements SyncByteSource {
     }
   }
 
-  /** Reads exactly `length` bytes at `offset` into a new buffer (a view that may share a pooled slab: mind byteOffset). */
+  /** Reads exactly `length` bytes at `offset` into a new buffer (it may view a shared slab: mind byteOffset). */
   readSync(offset: number, length: number): Uint8Array {
     expectByteRange(this.name, offset, length);
     const buffer = Buffer.allocUnsafe(length);

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { IncomingMessage } from 'node:http';
+import tls from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectIntegerInRange } from './io-options.js';
@@ -24,6 +25,8 @@ export interface HttpClientOptions {
   backoffMs?: number;
   /** Cap on one backoff wait (and on a server's Retry-After). Default 10000. */
   maxBackoffMs?: number;
+  /** Extra certificate authorities (PEM) to trust for https, in addition to Node's bundled ones. */
+  ca?: string | Buffer | Array<string | Buffer>;
   /** Extra request headers (e.g. Authorization). */
   headers?: Record<string, string>;
   /** Counters for requests sent and retries. */
@@ -102,7 +105,12 @@ export class HttpClient {
     this.stats = options.stats;
     // LIFO reuses the most recently used socket, so few sockets stay warm and idle ones age out.
     this.httpAgent = new http.Agent({ keepAlive: true, maxSockets, scheduling: 'lifo' });
-    this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets, scheduling: 'lifo' });
+    this.httpsAgent = new https.Agent({
+      keepAlive: true,
+      maxSockets,
+      scheduling: 'lifo',
+      ...(options.ca === undefined ? {} : { ca: [...tls.rootCertificates, ...[options.ca].flat()] }),
+    });
   }
 
   /**
@@ -174,10 +182,12 @@ export class HttpClient {
       let request: http.ClientRequest;
       try {
         const isHttps = url.slice(0, 6).toLowerCase() === 'https:';
-        const options = { method, headers: { ...this.headers, ...headers }, agent: isHttps ? this.httpsAgent : this.httpAgent };
+        const agent = isHttps ? this.httpsAgent : this.httpAgent;
+        const options = { method, headers: { ...this.headers, ...headers }, agent };
         request = isHttps ? https.request(url, options) : http.request(url, options);
       } catch (err) {
-        settle(new ShardkitError(ErrorCodes.INVALID_ARG, `Cannot request ${redactLocation(url)}: ${errorText(err)}`, { cause: err }));
+        const message = `Cannot request ${redactLocation(url)}: ${errorText(err)}`;
+        settle(new ShardkitError(ErrorCodes.INVALID_ARG, message, { cause: err }));
         return;
       }
       if (this.stats !== undefined) this.stats.httpRequests++;
@@ -270,7 +280,9 @@ class BodyCollector {
 function classifyNetworkError(err: unknown, what: string): Error {
   if (err instanceof TransientError || err instanceof ShardkitError) return err;
   const code = (err as NodeJS.ErrnoException | null)?.code;
-  if (code !== undefined && TRANSIENT_NETWORK_CODES.has(code)) return new TransientError(errorText(err), { cause: err });
+  if (code !== undefined && TRANSIENT_NETWORK_CODES.has(code)) {
+    return new TransientError(errorText(err), { cause: err });
+  }
   return new ShardkitError(ErrorCodes.HTTP, `${what} failed: ${errorText(err)}`, { cause: err });
 }
 

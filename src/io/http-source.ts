@@ -45,11 +45,16 @@ export class HttpSource implements ByteSource {
 
   constructor(url: string, options: HttpSourceOptions = {}) {
     if (!/^https?:\/\//i.test(url)) {
-      throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected an http:// or https:// URL but received ${redactLocation(url)}`);
+      throw new ShardkitError(
+        ErrorCodes.INVALID_ARG,
+        `Expected an http:// or https:// URL but received ${redactLocation(url)}`,
+      );
     }
     this.url = url;
     this.name = redactLocation(url);
-    if (options.size !== undefined) this.knownSize = expectIntegerInRange('size', options.size, 0, Number.MAX_SAFE_INTEGER);
+    if (options.size !== undefined) {
+      this.knownSize = expectIntegerInRange('size', options.size, 0, Number.MAX_SAFE_INTEGER);
+    }
     this.ownsClient = options.client === undefined;
     this.client = options.client ?? new HttpClient(options);
   }
@@ -106,7 +111,8 @@ export class HttpSource implements ByteSource {
     if (status === 206) {
       const range = parseContentRange(res.headers['content-range']);
       if (range === undefined) {
-        return { fail: this.httpError(`answered 206 without a valid Content-Range (${String(res.headers['content-range'])})`) };
+        const header = String(res.headers['content-range']);
+        return { fail: this.httpError(`answered 206 without a valid Content-Range (${header})`) };
       }
       if (range.total !== undefined) this.knownSize = range.total;
       const encodingProblem = checkEncoding(res);
@@ -117,7 +123,9 @@ export class HttpSource implements ByteSource {
         return { fail: this.truncated(offset, length, range.total) };
       }
       return {
-        fail: this.httpError(`answered bytes ${range.first}-${range.last} to a request for bytes ${offset}-${wantedLast}`),
+        fail: this.httpError(
+          `answered bytes ${range.first}-${range.last} to a request for bytes ${offset}-${wantedLast}`,
+        ),
       };
     }
     if (status === 416) {
@@ -137,7 +145,7 @@ export class HttpSource implements ByteSource {
         ),
       };
     }
-    return this.planOtherStatus(res);
+    return planStatus(res, this.name);
   }
 
   private async fetchSize(): Promise<number> {
@@ -147,7 +155,8 @@ export class HttpSource implements ByteSource {
       if (status === 206) {
         total = parseContentRange(res.headers['content-range'])?.total;
         if (total === undefined) {
-          return { fail: this.httpError(`gave no total size in Content-Range (${String(res.headers['content-range'])})`) };
+          const header = String(res.headers['content-range']);
+          return { fail: this.httpError(`gave no total size in Content-Range (${header})`) };
         }
         return { read: 'upTo', maxBytes: 1 };
       }
@@ -161,17 +170,15 @@ export class HttpSource implements ByteSource {
         return { read: 'upTo', maxBytes: 0 };
       }
       if (status === 200) {
-        return { fail: this.httpError('answered 200 to a Range request: the server ignores Range and cannot serve shards') };
+        return {
+          fail: this.httpError('answered 200 to a Range request: the server ignores Range and cannot serve shards'),
+        };
       }
-      return this.planOtherStatus(res);
+      return planStatus(res, this.name);
     });
     if (total === undefined) throw this.httpError('gave no size');
     this.knownSize = total;
     return total;
-  }
-
-  private planOtherStatus(res: IncomingMessage): BodyPlan {
-    return planStatus(res, this.name);
   }
 
   private track<R>(promise: Promise<R>): Promise<R> {
@@ -187,7 +194,8 @@ export class HttpSource implements ByteSource {
     const ends = total === undefined ? 'the file is shorter' : `the file ends at ${total}`;
     return new ShardkitError(
       ErrorCodes.TRUNCATED,
-      `${this.name} is truncated: needed ${length} bytes at offset ${offset} but ${ends}; re-upload the file or re-pack the dataset`,
+      `${this.name} is truncated: needed ${length} bytes at offset ${offset} but ${ends}; ` +
+        're-upload the file or re-pack the dataset',
       { file: this.name, offset },
     );
   }
@@ -224,7 +232,13 @@ export function planStatus(res: IncomingMessage, name: string): BodyPlan {
   return { fail: new ShardkitError(ErrorCodes.HTTP, `${name} answered HTTP ${text}${hint}`, { file: name }) };
 }
 
-function parseContentRange(header: string | undefined): { first: number; last: number; total: number | undefined } | undefined {
+interface ContentRange {
+  first: number;
+  last: number;
+  total: number | undefined;
+}
+
+function parseContentRange(header: string | undefined): ContentRange | undefined {
   const match = header === undefined ? null : CONTENT_RANGE.exec(header.trim());
   if (match === null) return undefined;
   const first = Number(match[1]);

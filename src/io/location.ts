@@ -36,9 +36,11 @@ export function resolveLocation(base: string, file: string): string {
     try {
       url = new URL(base);
     } catch (err) {
-      throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a valid URL for the dataset but received ${redactLocation(base)}`, {
-        cause: err,
-      });
+      throw new ShardkitError(
+        ErrorCodes.INVALID_ARG,
+        `Expected a valid URL for the dataset but received ${redactLocation(base)}`,
+        { cause: err },
+      );
     }
     const dir = url.pathname.endsWith('/') ? url.pathname : `${url.pathname}/`;
     url.pathname = dir + segments.map(encodeURIComponent).join('/');

@@ -57,9 +57,11 @@ export async function readAll(location: string, options: ReadAllOptions = {}): P
   try {
     const size = source.sizeSync();
     if (size > maxBytes) {
-      throw new ShardkitError(ErrorCodes.TOO_LARGE, `${path} is ${size} bytes, over the ${maxBytes}-byte limit for this file`, {
-        file: path,
-      });
+      throw new ShardkitError(
+        ErrorCodes.TOO_LARGE,
+        `${path} is ${size} bytes, over the ${maxBytes}-byte limit for this file`,
+        { file: path },
+      );
     }
     return await source.read(0, size);
   } finally {
@@ -75,7 +77,8 @@ async function readAllRemote(url: string, maxBytes: number, options: ReadAllOpti
       if (res.statusCode === 200) {
         const encoding = res.headers['content-encoding'];
         if (encoding !== undefined && encoding !== 'identity') {
-          return { fail: new ShardkitError(ErrorCodes.HTTP, `${name} answered with Content-Encoding ${encoding}`, { file: name }) };
+          const message = `${name} answered with Content-Encoding ${encoding}; serve it without compression`;
+          return { fail: new ShardkitError(ErrorCodes.HTTP, message, { file: name }) };
         }
         return { read: 'upTo', maxBytes };
       }

@@ -2,7 +2,7 @@
  * Opens an index file with three reads at most (header, shard table; pages on demand) and answers lookups
  * through a bounded cache of decoded pages, synchronously for local files and asynchronously for any source.
  */
-import { entryAt, findKey, lowerBound, runAsync, runSync, seekPosition, type LeafHit, type PageOp, type TreeInfo } from '../../formats/btree-reader.js';
+import { boundHit, keyHit, positionHit, runAsync, runSync, seekKey, seekPosition, type LeafHit, type PageOp, type TreeInfo } from '../../formats/btree-reader.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import { HEADER_BYTES, decodeIndexHeader, decodeShardTable, type IndexHeader, type ShardRecord } from '../../formats/index-layout.js';
@@ -71,23 +71,23 @@ export class IndexReader {
   }
 
   findSync(key: string): IndexEntry | undefined {
-    return this.runSync(findKey(this.tree, key))?.entry;
+    return keyHit(this.runSync(seekKey(this.tree, key)), key)?.entry;
   }
 
-  find(key: string): Promise<IndexEntry | undefined> {
-    return this.runAsync(findKey(this.tree, key)).then((hit) => hit?.entry);
+  async find(key: string): Promise<IndexEntry | undefined> {
+    return keyHit(await this.runAsync(seekKey(this.tree, key)), key)?.entry;
   }
 
   atSync(position: number): IndexEntry {
-    return this.runSync(entryAt(this.tree, position));
+    return positionHit(this.runSync(seekPosition(this.tree, position)));
   }
 
-  at(position: number): Promise<IndexEntry> {
-    return this.runAsync(entryAt(this.tree, position));
+  async at(position: number): Promise<IndexEntry> {
+    return positionHit(await this.runAsync(seekPosition(this.tree, position)));
   }
 
-  lowerBound(key: string): Promise<number> {
-    return this.runAsync(lowerBound(this.tree, key));
+  async lowerBound(key: string): Promise<number> {
+    return boundHit(await this.runAsync(seekKey(this.tree, key)));
   }
 
   leafAt(position: number): Promise<LeafHit> {

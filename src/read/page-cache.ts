@@ -1,35 +1,47 @@
-/** A bounded LRU of decoded index pages (Map insertion order is the recency order). */
+/**
+ * A bounded cache of decoded index pages with two generations: hits in the young generation cost one Map lookup
+ * (no reordering on the hot path); hits in the old one are promoted; when the young generation fills, it becomes
+ * the old one and the old one is dropped. Recently used pages (root, upper branches) always survive a turnover.
+ */
 import type { Page } from '../../formats/index-page.js';
 
 export class PageCache {
-  private readonly pages = new Map<number, Page>();
+  private young = new Map<number, Page>();
+  private old = new Map<number, Page>();
+  private readonly generation: number;
   hits = 0;
   misses = 0;
 
-  constructor(readonly capacity: number) {}
+  constructor(readonly capacity: number) {
+    this.generation = Math.max(1, Math.floor(capacity / 2));
+  }
 
   get(pageNo: number): Page | undefined {
-    const page = this.pages.get(pageNo);
+    let page = this.young.get(pageNo);
+    if (page !== undefined) {
+      this.hits++;
+      return page;
+    }
+    page = this.old.get(pageNo);
     if (page === undefined) {
       this.misses++;
       return undefined;
     }
     this.hits++;
-    // move to most recent; the root and upper branches are touched by every lookup and stay
-    this.pages.delete(pageNo);
-    this.pages.set(pageNo, page);
+    this.old.delete(pageNo);
+    this.set(pageNo, page);
     return page;
   }
 
   set(pageNo: number, page: Page): void {
-    this.pages.set(pageNo, page);
-    if (this.pages.size > this.capacity) {
-      const oldest = this.pages.keys().next().value as number;
-      this.pages.delete(oldest);
+    if (this.young.size >= this.generation) {
+      this.old = this.young;
+      this.young = new Map();
     }
+    this.young.set(pageNo, page);
   }
 
   get size(): number {
-    return this.pages.size;
+    return this.young.size + this.old.size;
   }
 }

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -25,7 +25,9 @@ export const NGINX_BIN = process.env.NGINX_BIN ?? '/usr/sbin/nginx';
  * package `nginx`); in CI (process.env.CI set) it never skips, so a missing nginx fails loudly in startNginx.
  */
 export const nginxSkipReason: string | undefined =
-  fs.existsSync(NGINX_BIN) || process.env.CI ? undefined : `nginx not found at ${NGINX_BIN} (apt-get install nginx, or set NGINX_BIN)`;
+  fs.existsSync(NGINX_BIN) || process.env.CI
+    ? undefined
+    : `nginx not found at ${NGINX_BIN} (apt-get install nginx, or set NGINX_BIN)`;
 
 export interface AccessLogEntry {
   connection: number;
@@ -41,6 +43,10 @@ export interface NginxServer {
   /** `http://127.0.0.1:PORT` (no trailing slash). */
   url: string;
   port: number;
+  /** `https://127.0.0.1:PORT` when started with `tls: true`. */
+  httpsUrl?: string;
+  /** The PEM certificate that httpsUrl presents, to trust as a CA. */
+  ca?: string;
   /** Parsed access log lines so far (nginx writes each line at request end, unbuffered). */
   accessLog(): Promise<AccessLogEntry[]>;
   /** Stops nginx (SIGTERM to its process group, SIGKILL after 3 s) and removes the temp dir. Idempotent. */
@@ -51,7 +57,12 @@ const SETPRIV_BIN = '/usr/bin/setpriv';
 const START_ATTEMPTS = 5;
 const READY_TIMEOUT_MS = 5_000;
 
-export async function startNginx(root: string): Promise<NginxServer> {
+export interface NginxOptions {
+  /** Also listen with TLS on a second port, with a fresh self-signed certificate for 127.0.0.1 (needs openssl). */
+  tls?: boolean;
+}
+
+export async function startNginx(root: string, options: NginxOptions = {}): Promise<NginxServer> {
   if (!fs.existsSync(NGINX_BIN)) {
     throw new Error(`nginx not found at ${NGINX_BIN}: install the Debian package nginx (required when CI is set)`);
   }
@@ -59,9 +70,10 @@ export async function startNginx(root: string): Promise<NginxServer> {
   // The free port is found by binding port 0 and letting go; another process may grab it first, so retry.
   for (let attempt = 0; attempt < START_ATTEMPTS; attempt++) {
     const port = await freePort();
+    const tlsPort = options.tls === true ? await freePort() : undefined;
     const prefix = await fsp.mkdtemp(path.join(os.tmpdir(), 'shardkit-nginx-'));
     try {
-      return await startOnPort(path.resolve(root), prefix, port);
+      return await startOnPort(path.resolve(root), prefix, port, tlsPort);
     } catch (err) {
       lastError = err;
       await fsp.rm(prefix, { recursive: true, force: true });
@@ -70,15 +82,24 @@ export async function startNginx(root: string): Promise<NginxServer> {
   throw new Error(`nginx did not start after ${START_ATTEMPTS} attempts: ${String(lastError)}`);
 }
 
-async function startOnPort(root: string, prefix: string, port: number): Promise<NginxServer> {
+async function startOnPort(
+  root: string,
+  prefix: string,
+  port: number,
+  tlsPort: number | undefined,
+): Promise<NginxServer> {
   const conf = path.join(prefix, 'nginx.conf');
   const accessLogPath = path.join(prefix, 'access.log');
   const errorLogPath = path.join(prefix, 'error.log');
-  await fsp.writeFile(conf, nginxConf(root, prefix, port, accessLogPath, errorLogPath));
+  let ca: string | undefined;
+  if (tlsPort !== undefined) ca = selfSignedCertificate(prefix);
+  await fsp.writeFile(conf, nginxConf(root, prefix, port, tlsPort, accessLogPath, errorLogPath));
   const nginxArgs = [NGINX_BIN, '-p', `${prefix}/`, '-c', conf, '-e', errorLogPath];
   // setpriv --pdeathsig: the kernel kills nginx if this process dies without calling stop() (e.g. SIGKILL of a
   // vitest worker), which no exit handler can catch.
-  const [command, ...args] = fs.existsSync(SETPRIV_BIN) ? [SETPRIV_BIN, '--pdeathsig', 'KILL', '--', ...nginxArgs] : nginxArgs;
+  const [command, ...args] = fs.existsSync(SETPRIV_BIN)
+    ? [SETPRIV_BIN, '--pdeathsig', 'KILL', '--', ...nginxArgs]
+    : nginxArgs;
   const child = spawn(command ?? NGINX_BIN, args, {
     detached: true, // own process group: stop() signals the group, so nothing is orphaned
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -91,7 +112,9 @@ async function startOnPort(root: string, prefix: string, port: number): Promise<
   const killOnExit = (): void => killGroup(child, 'SIGKILL');
   process.once('exit', killOnExit);
 
-  const ready = await Promise.race([waitForPort(port, READY_TIMEOUT_MS).then(() => true), exited.then(() => false)]);
+  const ports = tlsPort === undefined ? [port] : [port, tlsPort];
+  const listening = Promise.all(ports.map((p) => waitForPort(p, READY_TIMEOUT_MS)));
+  const ready = await Promise.race([listening.then(() => true), exited.then(() => false)]);
   if (!ready) {
     process.removeListener('exit', killOnExit);
     const log = await fsp.readFile(errorLogPath, 'utf8').catch(() => '');
@@ -102,6 +125,7 @@ async function startOnPort(root: string, prefix: string, port: number): Promise<
   return {
     url: `http://127.0.0.1:${port}`,
     port,
+    ...(tlsPort === undefined || ca === undefined ? {} : { httpsUrl: `https://127.0.0.1:${tlsPort}`, ca }),
     accessLog: async () => parseAccessLog(await fsp.readFile(accessLogPath, 'utf8').catch(() => '')),
     stop: () => {
       stopped ??= (async () => {
@@ -117,7 +141,33 @@ async function startOnPort(root: string, prefix: string, port: number): Promise<
   };
 }
 
-function nginxConf(root: string, prefix: string, port: number, accessLog: string, errorLog: string): string {
+function selfSignedCertificate(prefix: string): string {
+  const key = path.join(prefix, 'tls.key');
+  const cert = path.join(prefix, 'tls.crt');
+  const result = spawnSync(
+    'openssl',
+    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2']
+      .concat(['-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1']),
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  if (result.status !== 0) throw new Error(`openssl could not make a test certificate: ${String(result.stderr)}`);
+  return fs.readFileSync(cert, 'utf8');
+}
+
+function nginxConf(
+  root: string,
+  prefix: string,
+  port: number,
+  tlsPort: number | undefined,
+  accessLog: string,
+  errorLog: string,
+): string {
+  const tls =
+    tlsPort === undefined
+      ? ''
+      : `listen 127.0.0.1:${tlsPort} ssl;
+    ssl_certificate ${prefix}/tls.crt;
+    ssl_certificate_key ${prefix}/tls.key;`;
   // master_process off: one process running as the caller, so no worker drops privileges to a user who could
   // not read the (0700) temp dirs, and there is exactly one pid to stop.
   return `daemon off;
@@ -140,6 +190,7 @@ http {
   keepalive_requests 100000;
   server {
     listen 127.0.0.1:${port};
+    ${tls}
     root ${root};
     location / { }
     location /norange/ { alias ${root}/; max_ranges 0; }

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { entryAt, findKey, lowerBound } from '../../formats/btree-reader.js';
+import { boundHit, keyHit, positionHit, seekKey, seekPosition } from '../../formats/btree-reader.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { buildMemoryIndex, entryFor } from '../helpers/memory-index.js';
 
@@ -24,14 +24,14 @@ describe('B+-tree index (property)', () => {
         const idx = buildMemoryIndex(entries, pageSize);
         const map = new Map(entries.map((e) => [e.key, e]));
         for (const k of [...keys, ...probes]) {
-          const hit = idx.run(findKey(idx.tree, k));
+          const hit = keyHit(idx.run(seekKey(idx.tree, k)), k);
           expect(hit?.entry).toEqual(map.get(k));
           if (hit) expect(keys[hit.position]).toBe(k);
         }
-        keys.forEach((k, i) => expect(idx.run(entryAt(idx.tree, i)).key).toBe(k));
+        keys.forEach((k, i) => expect(positionHit(idx.run(seekPosition(idx.tree, i))).key).toBe(k));
         for (const p of probes) {
           const expected = keys.findIndex((k) => compareKeys(k, p) >= 0);
-          expect(idx.run(lowerBound(idx.tree, p))).toBe(expected < 0 ? keys.length : expected);
+          expect(boundHit(idx.run(seekKey(idx.tree, p)))).toBe(expected < 0 ? keys.length : expected);
         }
       }),
       { numRuns: 60 },
@@ -44,18 +44,18 @@ describe('B+-tree index (property)', () => {
     expect(idx.tree.header.height).toBeGreaterThanOrEqual(3);
     fc.assert(
       fc.property(fc.integer({ min: 0, max: keys.length - 1 }), (i) => {
-        expect(idx.run(entryAt(idx.tree, i))).toEqual(entryFor(keys[i]!, i));
-        expect(idx.run(findKey(idx.tree, keys[i]!))?.position).toBe(i);
+        expect(positionHit(idx.run(seekPosition(idx.tree, i)))).toEqual(entryFor(keys[i]!, i));
+        expect(keyHit(idx.run(seekKey(idx.tree, keys[i]!)), keys[i]!)?.position).toBe(i);
       }),
       { numRuns: 2000 },
     );
-    expect(idx.run(findKey(idx.tree, 'train/zzz'))).toBeUndefined();
+    expect(keyHit(idx.run(seekKey(idx.tree, 'train/zzz')), 'train/zzz')).toBeUndefined();
   });
 
   it('keeps 64-bit offsets exact above 4 GiB', () => {
     const big = 2 ** 40 + 12345;
     const e = { key: 'k', shard: 0, offset: big, length: 10, members: [{ ext: 'bin', offset: 0, size: 10, storedSize: 10, codec: 0 as const, crc32c: 1 }] };
     const idx = buildMemoryIndex([e], 4096, 2 ** 41);
-    expect(idx.run(findKey(idx.tree, 'k'))?.entry.offset).toBe(big);
+    expect(keyHit(idx.run(seekKey(idx.tree, 'k')), 'k')?.entry.offset).toBe(big);
   });
 });

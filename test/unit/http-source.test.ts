@@ -51,7 +51,7 @@ describe.skipIf(nginxSkipReason !== undefined)(`HttpSource against nginx${nginxS
   let stats: IoStats;
 
   beforeAll(async () => {
-    nginx = await startNginx(root);
+    nginx = await startNginx(root, { tls: true });
   });
 
   afterAll(async () => {
@@ -207,6 +207,22 @@ describe.skipIf(nginxSkipReason !== undefined)(`HttpSource against nginx${nginxS
     client.close();
   });
 
+  it('reads over https with a trusted CA on one kept-alive connection; an untrusted certificate is HTTP', async () => {
+    const httpsUrl = nginx.httpsUrl ?? '';
+    freshClient({ ca: nginx.ca ?? '', maxSockets: 1 });
+    const src = new HttpSource(`${httpsUrl}/shard.bin`, { client });
+    for (let i = 0; i < 5; i++) {
+      expect(Buffer.from(await src.read(i * 7919, 5000)).equals(shard.subarray(i * 7919, i * 7919 + 5000))).toBe(true);
+    }
+    expect(await src.size()).toBe(SHARD_BYTES);
+    expect(client.counters.connections).toBe(1);
+    client.close();
+    const untrusted = new HttpSource(`${httpsUrl}/shard.bin`, fastRetry);
+    const err = await rejection(untrusted.read(0, 1), ErrorCodes.HTTP);
+    expect(err.message).toMatch(/self.signed|certificate/i);
+    await untrusted.close();
+  });
+
   it('openByteSource picks HttpSource for URLs and FileSource for paths', async () => {
     const remote = await openByteSource(`${nginx.url}/shard.bin`, fastRetry);
     expect(remote).toBeInstanceOf(HttpSource);
@@ -288,6 +304,18 @@ describe('HttpSource against a scripted flaky server', () => {
     expect((err.cause as NodeJS.ErrnoException).code).toBe('ECONNREFUSED');
     expect(stats).toMatchObject({ httpRequests: 3, retries: 2 });
     await src.close();
+  });
+
+  it('close() lets reads in flight finish, then refuses new ones with CLOSED', async () => {
+    const server = await startFlakyServer(root, []);
+    const src = new HttpSource(`${server.url}/shard.bin`, { backoffMs: 1 });
+    const reads = Array.from({ length: 6 }, (_, i) => src.read(i * 100_000, 100_000));
+    await src.close();
+    const results = await Promise.all(reads);
+    results.forEach((bytes, i) => expect(Buffer.from(bytes).equals(shard.subarray(i * 100_000, (i + 1) * 100_000))).toBe(true));
+    await rejection(src.read(0, 1), ErrorCodes.CLOSED);
+    await rejection(src.size(), ErrorCodes.CLOSED);
+    await server.stop();
   });
 
   it('rejects non-http URLs and bad options at construction', () => {

@@ -1,0 +1,227 @@
+/**
+ * The report's charts: vega-lite specs compiled to vega and rendered to SVG strings in Node (renderer 'none',
+ * no canvas, no browser), so report.html can inline them and work offline with no script at all.
+ */
+import * as vega from 'vega';
+import { compile } from 'vega-lite';
+import type { TopLevelSpec } from 'vega-lite';
+import { medianCounts } from './report-build.js';
+import type { BenchReport, SideResult } from './report.js';
+
+export interface ChartSpec {
+  /** Stable id, also the HTML element id (`chart-<id>`). */
+  id: string;
+  title: string;
+  /** True for charts of projected (modelled) figures. */
+  projected: boolean;
+  spec: TopLevelSpec;
+}
+
+export interface RenderedChart {
+  id: string;
+  title: string;
+  projected: boolean;
+  svg: string;
+}
+
+const SIDE_COLOURS: Record<string, string> = { raw: '#d95f02', shards: '#1b9e77', lmdb: '#7570b3' };
+const OP_COLOURS = ['#e6ab02', '#66a61e', '#1f78b4', '#e7298a'];
+const WIDTH = 380;
+const HEIGHT = 240;
+const BREAK_EVEN_MAX_POINTS = 200;
+
+function sidesOf(report: BenchReport): SideResult[] {
+  return [report.sides.raw, report.sides.shards, ...(report.sides.lmdb ? [report.sides.lmdb] : [])];
+}
+
+function sideColour(report: BenchReport): { domain: string[]; range: string[] } {
+  const sides = sidesOf(report);
+  return { domain: sides.map((s) => s.label), range: sides.map((s) => SIDE_COLOURS[s.side] ?? '#666') };
+}
+
+function base(title: string, subtitle?: string): Pick<TopLevelSpec, '$schema' | 'title' | 'config'> & { width: number; height: number } {
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    title: subtitle === undefined ? { text: title, anchor: 'start' } : { text: title, subtitle, anchor: 'start' },
+    width: WIDTH,
+    height: HEIGHT,
+    config: { font: 'sans-serif', view: { stroke: null }, axis: { labelFontSize: 11, titleFontSize: 12 }, legend: { labelFontSize: 11 } },
+  };
+}
+
+function epochTimeChart(report: BenchReport): ChartSpec {
+  const values = sidesOf(report).flatMap((s) => s.epochSeconds.map((seconds, i) => ({ side: s.label, epoch: i + 1, seconds })));
+  return {
+    id: 'epoch-time',
+    title: 'Epoch time',
+    projected: false,
+    spec: {
+      ...base('Epoch time (measured)', 'seconds per epoch, each timed epoch side by side; lower is better'),
+      data: { values },
+      mark: { type: 'bar', tooltip: true },
+      encoding: {
+        x: { field: 'epoch', type: 'ordinal', title: 'epoch', axis: { labelAngle: 0 } },
+        xOffset: { field: 'side', type: 'nominal', scale: { domain: sideColour(report).domain } },
+        y: { field: 'seconds', type: 'quantitative', title: 'seconds' },
+        color: { field: 'side', type: 'nominal', title: null, scale: sideColour(report) },
+      },
+    } as TopLevelSpec,
+  };
+}
+
+function throughputChart(report: BenchReport): ChartSpec {
+  const values = sidesOf(report).flatMap((s) => [
+    { side: s.label, metric: 'samples/s', value: s.samplesPerSecond },
+    { side: s.label, metric: 'MB/s', value: s.megabytesPerSecond },
+  ]);
+  const panel = (metric: string): object => ({
+    width: WIDTH / 2 - 20,
+    height: HEIGHT,
+    transform: [{ filter: { field: 'metric', equal: metric } }],
+    layer: [
+      { mark: { type: 'bar', tooltip: true }, encoding: { color: { field: 'side', type: 'nominal', title: null, scale: sideColour(report) } } },
+      { mark: { type: 'text', dy: -6, fontSize: 11 }, encoding: { text: { field: 'value', type: 'quantitative', format: ',.0f' } } },
+    ],
+    encoding: {
+      x: { field: 'side', type: 'nominal', title: null, sort: null, axis: { labelAngle: 0 } },
+      y: { field: 'value', type: 'quantitative', title: metric },
+    },
+  });
+  const { width: _w, height: _h, ...header } = base('Throughput (measured)', 'median epoch; higher is better');
+  return {
+    id: 'throughput',
+    title: 'Throughput',
+    projected: false,
+    spec: { ...header, data: { values }, hconcat: [panel('samples/s'), panel('MB/s')] } as TopLevelSpec,
+  };
+}
+
+function latencyCdfChart(report: BenchReport): ChartSpec {
+  const values = sidesOf(report).flatMap((s) => s.latency.cdf.map((p) => ({ side: s.label, ms: Math.max(p.seconds * 1000, 1e-4), fraction: p.fraction })));
+  return {
+    id: 'latency-cdf',
+    title: 'Latency CDF',
+    projected: false,
+    spec: {
+      ...base('Per-sample latency CDF (measured)', `${report.sides.shards.latency.what}; further left is better`),
+      data: { values },
+      mark: { type: 'line', interpolate: 'step-after', point: false, tooltip: true },
+      encoding: {
+        x: { field: 'ms', type: 'quantitative', title: 'latency (ms, log scale)', scale: { type: 'log' } },
+        y: { field: 'fraction', type: 'quantitative', title: 'fraction of samples', scale: { domain: [0, 1] } },
+        color: { field: 'side', type: 'nominal', title: null, scale: sideColour(report) },
+      },
+    } as TopLevelSpec,
+  };
+}
+
+function operationsChart(report: BenchReport): ChartSpec {
+  const ops = ['open', 'stat', 'read', 'close'] as const;
+  const values = sidesOf(report).flatMap((s) => {
+    const c = medianCounts(s.counters);
+    const per = (n: number): number => (c.samples === 0 ? 0 : n / c.samples);
+    const counts = { open: c.opens, stat: c.stats, read: c.reads, close: c.closes };
+    return ops.map((op, order) => ({ side: s.label, op, order, perSample: per(counts[op]) }));
+  });
+  return {
+    id: 'operations',
+    title: 'Operations per sample',
+    projected: false,
+    spec: {
+      ...base('File operations per sample (measured)', 'median epoch, counted in-process; lower is better'),
+      data: { values },
+      mark: { type: 'bar', tooltip: true },
+      encoding: {
+        x: { field: 'side', type: 'nominal', title: null, sort: null, axis: { labelAngle: 0 } },
+        y: { field: 'perSample', type: 'quantitative', title: 'operations per sample', stack: 'zero' },
+        color: { field: 'op', type: 'nominal', title: 'operation', scale: { domain: [...ops], range: OP_COLOURS } },
+        order: { field: 'order', type: 'quantitative' },
+      },
+    } as TopLevelSpec,
+  };
+}
+
+function breakEvenChart(report: BenchReport): ChartSpec {
+  const raw = report.sides.raw.medianSeconds;
+  const shards = report.sides.shards.medianSeconds;
+  const pack = report.dataset.packSeconds;
+  const breakEven = report.comparison.breakEvenEpochs;
+  const last = Math.max(5, report.options.epochs, breakEven === null ? 0 : Math.ceil(breakEven * 2));
+  const step = Math.max(1, Math.ceil(last / BREAK_EVEN_MAX_POINTS));
+  const packLabel = pack === null ? 'shards (pack time unknown)' : 'pack + shards';
+  const values: { epochs: number; line: string; seconds: number }[] = [];
+  for (let e = 0; e <= last; e += step) {
+    values.push({ epochs: e, line: 'raw files', seconds: e * raw });
+    values.push({ epochs: e, line: packLabel, seconds: (pack ?? 0) + e * shards });
+  }
+  const subtitle =
+    breakEven === null
+      ? pack === null
+        ? 'pack time unknown: shards line starts at 0'
+        : 'shards are not faster per epoch: packing does not pay off on this machine'
+      : `packing pays off after ${breakEven.toFixed(breakEven < 10 ? 2 : 1)} epochs (measured epochs, pack time from the manifest)`;
+  return {
+    id: 'break-even',
+    title: 'Break-even',
+    projected: false,
+    spec: {
+      ...base('Cumulative time vs epochs', subtitle),
+      data: { values },
+      mark: { type: 'line', tooltip: true },
+      encoding: {
+        x: { field: 'epochs', type: 'quantitative', title: 'epochs', axis: { format: 'd', tickMinStep: 1 } },
+        y: { field: 'seconds', type: 'quantitative', title: 'cumulative seconds' },
+        color: { field: 'line', type: 'nominal', title: null, scale: { domain: ['raw files', packLabel], range: [SIDE_COLOURS.raw!, SIDE_COLOURS.shards!] } },
+      },
+    } as TopLevelSpec,
+  };
+}
+
+function projectionChart(report: BenchReport): ChartSpec {
+  const values = report.projections.rows.flatMap((row) =>
+    sidesOf(report)
+      .filter((s) => row.seconds[s.side] !== undefined)
+      .map((s) => ({ profile: row.profile.label, side: s.label, seconds: row.seconds[s.side]! })),
+  );
+  return {
+    id: 'projections',
+    title: 'Projected epoch time',
+    projected: true,
+    spec: {
+      ...base('PROJECTED epoch time by storage (model, not measured)', 'measured operation counts x typical latencies; log scale'),
+      data: { values },
+      mark: { type: 'bar', tooltip: true },
+      encoding: {
+        y: { field: 'profile', type: 'nominal', title: null, sort: null },
+        yOffset: { field: 'side', type: 'nominal', scale: { domain: sideColour(report).domain } },
+        x: { field: 'seconds', type: 'quantitative', title: 'projected seconds per epoch (log)', scale: { type: 'log' } },
+        color: { field: 'side', type: 'nominal', title: null, scale: sideColour(report) },
+      },
+    } as TopLevelSpec,
+  };
+}
+
+/** The report's charts, in display order; the projections chart only when there are profiles. */
+export function chartSpecs(report: BenchReport): ChartSpec[] {
+  const charts = [epochTimeChart(report), throughputChart(report), latencyCdfChart(report), operationsChart(report), breakEvenChart(report)];
+  if (report.projections.rows.length > 0) charts.push(projectionChart(report));
+  return charts;
+}
+
+/** Renders one vega-lite spec to an SVG string with no network access (inline data only). */
+export async function renderSvg(spec: TopLevelSpec): Promise<string> {
+  const view = new vega.View(vega.parse(compile(spec).spec), { renderer: 'none' });
+  try {
+    const svg = await view.toSVG();
+    // Inline SVG in HTML needs no namespace declarations; dropping them leaves the file free of any URL.
+    return svg.replace(/ xmlns(:xlink)?="[^"]*"/g, '');
+  } finally {
+    view.finalize();
+  }
+}
+
+export async function renderCharts(report: BenchReport): Promise<RenderedChart[]> {
+  const out: RenderedChart[] = [];
+  for (const chart of chartSpecs(report)) out.push({ id: chart.id, title: chart.title, projected: chart.projected, svg: await renderSvg(chart.spec) });
+  return out;
+}

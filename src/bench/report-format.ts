@@ -1,0 +1,38 @@
+/** Number formatting shared by report.md and report.html, so both show the same figures. */
+
+export function formatSeconds(s: number): string {
+  if (s === 0) return '0 s';
+  if (s < 1e-3) return `${(s * 1e6).toPrecision(3)} µs`;
+  if (s < 1) return `${(s * 1e3).toPrecision(3)} ms`;
+  return `${s.toPrecision(s < 1000 ? 3 : 4)} s`;
+}
+
+export function formatNumber(n: number, digits = 3): string {
+  if (!Number.isFinite(n)) return String(n);
+  if (Math.abs(n) >= 10 ** digits) return Math.round(n).toLocaleString('en-US');
+  return Number(n.toPrecision(digits)).toLocaleString('en-US', { maximumFractionDigits: 6 });
+}
+
+/** A ratio as "12.3x"; "n/a" when there is none. */
+export function formatRatio(r: number | null): string {
+  return r === null ? 'n/a' : `${formatNumber(r)}x`;
+}
+
+export function formatPercent(r: number | null): string {
+  return r === null ? 'n/a' : `${(r * 100).toFixed(1)} %`;
+}
+
+export function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return u === 0 ? `${n} B` : `${v.toFixed(v >= 100 ? 0 : v >= 10 ? 1 : 2)} ${units[u]}`;
+}
+
+export function formatEpochs(e: number | null): string {
+  return e === null ? 'never (shards not faster, or pack time unknown)' : `${formatNumber(e)} epochs`;
+}

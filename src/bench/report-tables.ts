@@ -1,0 +1,155 @@
+/**
+ * The report's tables as plain rows of strings: report.md and report.html render the same rows, so the two
+ * documents always show the same figures in the same order.
+ */
+import { medianCounts } from './report-build.js';
+import { formatBytes, formatEpochs, formatNumber, formatPercent, formatRatio, formatSeconds } from './report-format.js';
+import type { BenchReport, SideResult } from './report.js';
+
+export interface Table {
+  title: string;
+  /** Shown under the title: what the table is and how it was measured or modelled. */
+  caption?: string;
+  header: string[];
+  rows: string[][];
+  /** 'numbers' (default) right-aligns every column but the first; 'text' left-aligns all. */
+  align?: 'numbers' | 'text';
+}
+
+function sidesOf(report: BenchReport): SideResult[] {
+  return [report.sides.raw, report.sides.shards, ...(report.sides.lmdb ? [report.sides.lmdb] : [])];
+}
+
+const perSample = (s: SideResult): number => {
+  const c = medianCounts(s.counters);
+  return c.samples === 0 ? 0 : (c.opens + c.reads + c.stats + c.closes) / c.samples;
+};
+
+/** The first table a reader sees: one row per headline figure, one column per side, then shards vs raw. */
+export function summaryTable(report: BenchReport): Table {
+  const sides = sidesOf(report);
+  const { comparison: cmp } = report;
+  const row = (name: string, f: (s: SideResult) => string, vs: string): string[] => [name, ...sides.map(f), vs];
+  return {
+    title: 'Summary (measured)',
+    caption: `${report.dataset.samples.toLocaleString('en-US')} samples, ${report.options.epochs} epochs per side, ${report.options.order} order, batch ${report.options.batch}, concurrency ${report.options.concurrency}, ${report.options.cache.mode} cache${report.options.cache.mode === 'cold' && !report.options.cache.coldVerified ? ' (NOT verified)' : ''}`,
+    header: ['', ...sides.map((s) => s.label), 'shards vs raw'],
+    rows: [
+      row('median epoch', (s) => formatSeconds(s.medianSeconds), `${formatRatio(cmp.speedup)} faster`),
+      row('min / max epoch', (s) => `${formatSeconds(s.minSeconds)} / ${formatSeconds(s.maxSeconds)}`, ''),
+      row('samples/s', (s) => formatNumber(s.samplesPerSecond), formatRatio(cmp.throughputRatio)),
+      row('MB/s', (s) => formatNumber(s.megabytesPerSecond), ''),
+      row('latency p50 / p99', (s) => `${formatSeconds(s.latency.p50)} / ${formatSeconds(s.latency.p99)}`, ''),
+      row('files opened per epoch', (s) => formatNumber(medianCounts(s.counters).opens), formatRatio(cmp.opensRatio)),
+      row('syscalls per sample', (s) => formatNumber(perSample(s)), formatRatio(cmp.syscallsPerSampleRatio)),
+      row('peak RSS', (s) => formatBytes(s.peakRssBytes), ''),
+      ['break-even', ...sides.map(() => ''), formatEpochs(cmp.breakEvenEpochs)],
+    ],
+  };
+}
+
+export function datasetTable(report: BenchReport): Table {
+  const d = report.dataset;
+  return {
+    title: 'Dataset',
+    header: ['', 'value'],
+    align: 'text',
+    rows: [
+      ['raw directory', d.rawDir],
+      ['dataset', d.dataset],
+      ['samples / raw files', `${d.samples.toLocaleString('en-US')} / ${d.rawFiles.toLocaleString('en-US')}`],
+      ['raw bytes (sum of sizes)', formatBytes(d.rawBytes)],
+      ['raw bytes allocated on disk', `${formatBytes(d.rawAllocatedBytes)} (${formatRatio(d.overhead.rawAllocatedVsRaw)} of sizes)`],
+      ['shards', `${d.shards} (${formatBytes(d.shardBytes)}, ${formatPercent(d.overhead.shardsVsRaw)} of raw; ${d.layout}, compress ${d.compress})`],
+      ['index', `${formatBytes(d.indexBytes)} (${formatPercent(d.overhead.indexVsRaw)} of raw)`],
+      ['shards + index vs raw', formatPercent(d.overhead.totalVsRaw)],
+      ['pack time', d.packSeconds === null ? 'unknown' : formatSeconds(d.packSeconds)],
+    ],
+  };
+}
+
+export function epochsTable(report: BenchReport): Table {
+  const sides = sidesOf(report);
+  const n = Math.max(...sides.map((s) => s.epochSeconds.length));
+  return {
+    title: 'Epoch times (measured)',
+    header: ['epoch', ...sides.map((s) => s.label)],
+    rows: Array.from({ length: n }, (_, i) => [String(i + 1), ...sides.map((s) => (s.epochSeconds[i] === undefined ? '' : formatSeconds(s.epochSeconds[i]!)))]),
+  };
+}
+
+export function countersTable(report: BenchReport): Table {
+  const rows: string[][] = [];
+  for (const s of sidesOf(report)) {
+    s.counters.forEach((c, i) => {
+      rows.push([s.label, String(i + 1), formatNumber(c.opens), formatNumber(c.stats), formatNumber(c.reads), formatNumber(c.closes), formatBytes(c.bytesRead), formatNumber(c.syscallsPerSample)]);
+    });
+  }
+  return {
+    title: 'Operations per epoch (measured, counted in-process)',
+    header: ['side', 'epoch', 'opens', 'stats', 'reads', 'closes', 'bytes read', 'syscalls/sample'],
+    rows,
+  };
+}
+
+export function straceTable(report: BenchReport): Table | null {
+  const traced = sidesOf(report).filter((s) => s.strace !== null);
+  if (traced.length === 0) return null;
+  return {
+    title: 'strace -c cross-check (one epoch)',
+    caption: 'I/O calls counted by the kernel-side tracer vs the in-process counters; agreement near 1x means the counters are right',
+    header: ['side', 'total syscalls', 'I/O calls per sample', 'agreement', 'top calls'],
+    rows: traced.map((s) => {
+      const st = s.strace!;
+      const top = Object.entries(st.calls)
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 5)
+        .map(([name, n]) => `${name} ${formatNumber(n)}`)
+        .join(', ');
+      return [s.label, formatNumber(st.totalCalls), formatNumber(st.ioCallsPerSample), formatRatio(st.agreement), top];
+    }),
+  };
+}
+
+export function projectionsTable(report: BenchReport): Table {
+  const p = report.projections;
+  const lmdb = report.sides.lmdb !== undefined;
+  return {
+    title: 'PROJECTED epoch time on other storage (model, not measured)',
+    caption: `Model: ${p.model}. Concurrency ${p.concurrency}. Break-even uses the pack time measured here. Pass your storage's measured figures with --profile FILE.json.`,
+    header: ['storage', 'open / stat / read / close (ms)', 'bandwidth', 'raw files', 'shards', ...(lmdb ? ['lmdb'] : []), 'shards vs raw', 'break-even'],
+    rows: p.rows.map((r) => {
+      const l = r.profile.latencyMs;
+      return [
+        r.profile.label,
+        `${l.open} / ${l.stat} / ${l.read} / ${l.close}`,
+        `${formatNumber(r.profile.bandwidthMBps)} MB/s`,
+        formatSeconds(r.seconds.raw),
+        formatSeconds(r.seconds.shards),
+        ...(lmdb ? [r.seconds.lmdb === undefined ? '' : formatSeconds(r.seconds.lmdb)] : []),
+        `${formatRatio(r.speedup)} faster`,
+        formatEpochs(r.breakEvenEpochs),
+      ];
+    }),
+  };
+}
+
+export function runTable(report: BenchReport): Table {
+  const m = report.machine;
+  const o = report.options;
+  return {
+    title: 'Run',
+    header: ['', 'value'],
+    align: 'text',
+    rows: [
+      ['command', report.command.join(' ')],
+      ['date', report.createdAt],
+      ['machine', `${m.cpus} CPUs (${m.cpuModel}), ${formatBytes(m.memoryBytes)} RAM, ${m.os.platform} ${m.os.release} ${m.os.arch}`],
+      ['software', [`node ${m.node}`, `shardkit ${m.shardkit}`, ...Object.entries(m.versions).map(([k, v]) => `${k} ${v}`)].join(', ')],
+      ...(m.filesystem ? [['file systems', `raw: ${m.filesystem.raw}, dataset: ${m.filesystem.dataset}`]] : []),
+      ['epochs / order / batch / concurrency', `${o.epochs} / ${o.order} / ${o.batch} / ${o.concurrency}`],
+      ['decode / seed', `${o.decode} / ${o.seed}`],
+      ['cache', `${o.cache.mode}; cold verified: ${o.cache.coldVerified ? 'yes' : 'no'}; method: ${o.cache.method}${o.cache.detail ? `; ${o.cache.detail}` : ''}`],
+    ],
+  };
+}

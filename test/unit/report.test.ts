@@ -1,0 +1,212 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Ajv2020 from 'ajv/dist/2020.js';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { chartSpecs } from '../../src/bench/charts.js';
+import { projectEpoch } from '../../src/bench/profiles.js';
+import { renderHtml } from '../../src/bench/render-html.js';
+import { renderMarkdown } from '../../src/bench/render-md.js';
+import { buildReport, medianCounts, summarizeLatency } from '../../src/bench/report-build.js';
+import { formatRatio, formatSeconds } from '../../src/bench/report-format.js';
+import { downsampledCdf, percentileSorted } from '../../src/bench/report-stats.js';
+import type { BenchReport } from '../../src/bench/report.js';
+import { writeReport } from '../../src/bench/write-report.js';
+import { makeMeasurements } from '../helpers/bench-measurements.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+const schemaPath = fileURLToPath(new URL('../../src/bench/report-schema.json', import.meta.url));
+const schema = JSON.parse(readFileSync(schemaPath, 'utf8')) as object;
+// date-time is documentation here: ajv-formats is not a dependency.
+const ajv = new Ajv2020({ strict: true, allErrors: true, validateFormats: false });
+const validate = ajv.compile(schema);
+
+/** What report.json holds: the report after a JSON round trip. */
+const asJson = (r: BenchReport): unknown => JSON.parse(JSON.stringify(r));
+
+const sortedCopy = (xs: readonly number[]): number[] => [...xs].sort((a, b) => a - b);
+function medianOf(xs: readonly number[]): number {
+  const s = sortedCopy(xs);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+describe('buildReport', () => {
+  for (const seed of [1, 2, 3]) {
+    it(`derives every figure from the measurements (seed ${seed})`, () => {
+      const input = makeMeasurements(seed, { epochs: 2 + seed, lmdb: seed === 2 });
+      const report = buildReport(input);
+      for (const name of ['raw', 'shards'] as const) {
+        const m = input[name];
+        const s = report.sides[name];
+        expect(s.medianSeconds).toBeCloseTo(medianOf(m.epochSeconds), 12);
+        expect(s.minSeconds).toBe(Math.min(...m.epochSeconds));
+        expect(s.maxSeconds).toBe(Math.max(...m.epochSeconds));
+        const samples = medianOf(m.counters.map((c) => c.samples));
+        expect(s.samplesPerSecond).toBeCloseTo(samples / s.medianSeconds, 9);
+        expect(s.megabytesPerSecond).toBeCloseTo(medianOf(m.counters.map((c) => c.bytesRead)) / s.medianSeconds / 1e6, 9);
+        const sorted = sortedCopy(m.latenciesSeconds);
+        expect(s.latency.p50).toBe(sorted[Math.ceil(0.5 * sorted.length) - 1]);
+        expect(s.latency.p99).toBe(sorted[Math.ceil(0.99 * sorted.length) - 1]);
+        expect(s.latency.max).toBe(sorted[sorted.length - 1]);
+        s.counters.forEach((c, i) => {
+          const raw = m.counters[i]!;
+          expect(c.syscallsPerSample).toBeCloseTo((raw.opens + raw.reads + raw.stats + raw.closes) / raw.samples, 12);
+        });
+      }
+      const { raw, shards } = report.sides;
+      expect(report.comparison.speedup).toBeCloseTo(raw.medianSeconds / shards.medianSeconds, 12);
+      expect(report.comparison.breakEvenEpochs).toBeCloseTo(input.dataset.packSeconds! / (raw.medianSeconds - shards.medianSeconds), 9);
+      expect(report.dataset.overhead.shardsVsRaw).toBeCloseTo(input.dataset.shardBytes / input.dataset.rawBytes, 12);
+      expect(report.sides.lmdb !== undefined).toBe(seed === 2);
+      // Projections price the measured per-epoch medians with each profile.
+      expect(report.projections.projected).toBe(true);
+      expect(report.projections.rows.map((r) => r.profile.name)).toEqual(input.profiles.map((p) => p.name));
+      for (const row of report.projections.rows) {
+        expect(row.seconds.raw).toBeCloseTo(projectEpoch(medianCounts(raw.counters), row.profile, input.options.concurrency), 12);
+        expect(row.seconds.shards).toBeCloseTo(projectEpoch(medianCounts(shards.counters), row.profile, input.options.concurrency), 12);
+        expect(row.speedup).toBeCloseTo(row.seconds.raw / row.seconds.shards, 12);
+      }
+      expect(validate(asJson(report)), JSON.stringify(validate.errors)).toBe(true);
+    });
+  }
+
+  it('has no break-even when shards are slower or pack time is unknown, and still validates', () => {
+    const input = makeMeasurements(7, { packSeconds: null });
+    expect(buildReport(input).comparison.breakEvenEpochs).toBeNull();
+    const slower = makeMeasurements(8);
+    slower.shards.epochSeconds = slower.raw.epochSeconds.map((s) => s * 2);
+    const report = buildReport(slower);
+    expect(report.comparison.breakEvenEpochs).toBeNull();
+    expect(report.comparison.speedup).toBeLessThan(1);
+    expect(validate(asJson(report)), JSON.stringify(validate.errors)).toBe(true);
+  });
+
+  it('notes a cold cache that could not be verified', () => {
+    const report = buildReport(makeMeasurements(9, { coldVerified: false }));
+    expect(report.notes.some((n) => /could not be verified/.test(n))).toBe(true);
+    expect(renderMarkdown(report)).toContain('NOT verified');
+  });
+
+  it('cross-checks strace counts against the in-process counters', () => {
+    const input = makeMeasurements(10);
+    const report = buildReport(input);
+    const calls = input.raw.straceCalls!;
+    const c = input.raw.counters[0]!;
+    const io = calls.openat! + calls.read! + calls.statx! + calls.close!;
+    expect(report.sides.raw.strace?.ioCallsPerSample).toBeCloseTo(io / c.samples, 12);
+    expect(report.sides.raw.strace?.agreement).toBeCloseTo(io / (c.opens + c.reads + c.stats + c.closes), 12);
+    expect(buildReport(makeMeasurements(10, { strace: false })).sides.raw.strace).toBeNull();
+  });
+});
+
+describe('report schema', () => {
+  it('rejects a report with a missing or an unknown field', () => {
+    const report = asJson(buildReport(makeMeasurements(11))) as Record<string, unknown>;
+    const { comparison: _dropped, ...missing } = report;
+    expect(validate(missing)).toBe(false);
+    expect(validate({ ...report, extra: 1 })).toBe(false);
+    const sides = report.sides as Record<string, Record<string, unknown>>;
+    expect(validate({ ...report, sides: { ...sides, raw: { ...sides.raw, epochSeconds: [] } } })).toBe(false);
+  });
+
+  it('documents every property it declares', () => {
+    const undocumented: string[] = [];
+    const walk = (node: unknown, path: string): void => {
+      if (typeof node !== 'object' || node === null) return;
+      const n = node as Record<string, unknown>;
+      if (n.properties && typeof n.properties === 'object') {
+        for (const [key, child] of Object.entries(n.properties as Record<string, Record<string, unknown>>)) {
+          if (typeof child.description !== 'string' && typeof child.$ref !== 'string') undocumented.push(`${path}.${key}`);
+          walk(child, `${path}.${key}`);
+        }
+      }
+      for (const key of ['items', 'additionalProperties']) walk(n[key], `${path}[]`);
+      if (n.$defs) for (const [k, v] of Object.entries(n.$defs as object)) walk(v, `$defs.${k}`);
+    };
+    walk(schema, '');
+    expect(undocumented).toEqual([]);
+  });
+});
+
+describe('latency statistics', () => {
+  it('percentiles and the downsampled CDF are ordered and end at the maximum', () => {
+    fc.assert(
+      fc.property(fc.array(fc.double({ min: 0, max: 10, noNaN: true }), { minLength: 1, maxLength: 3000 }), (xs) => {
+        const s = summarizeLatency(xs);
+        const sorted = sortedCopy(xs);
+        expect(s.count).toBe(xs.length);
+        expect(s.p50).toBeLessThanOrEqual(s.p99);
+        expect(s.p99).toBeLessThanOrEqual(s.max);
+        expect(s.max).toBe(sorted[sorted.length - 1]);
+        expect(s.cdf.length).toBeLessThanOrEqual(104);
+        expect(s.cdf[s.cdf.length - 1]).toEqual({ seconds: s.max, fraction: 1 });
+        for (let i = 1; i < s.cdf.length; i++) {
+          expect(s.cdf[i]!.seconds).toBeGreaterThanOrEqual(s.cdf[i - 1]!.seconds);
+          expect(s.cdf[i]!.fraction).toBeGreaterThan(s.cdf[i - 1]!.fraction);
+        }
+        // Every CDF point is true of the data: at least `fraction` of the values are <= its value.
+        for (const p of s.cdf) expect(sorted.filter((v) => v <= p.seconds).length / sorted.length).toBeGreaterThanOrEqual(p.fraction - 1e-12);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('keeps the p99 rank in the CDF', () => {
+    const sorted = Array.from({ length: 1234 }, (_, i) => i / 1000);
+    const p99 = percentileSorted(sorted, 0.99);
+    expect(downsampledCdf(sorted).some((p) => p.seconds === p99)).toBe(true);
+  });
+});
+
+describe('renderers', () => {
+  const report = buildReport(makeMeasurements(21, { lmdb: true }));
+
+  it('report.md starts with the summary and shows the measured figures', () => {
+    const md = renderMarkdown(report);
+    const summaryAt = md.indexOf('## Summary (measured)');
+    const projectedAt = md.indexOf('## PROJECTED');
+    expect(summaryAt).toBeGreaterThan(0);
+    expect(projectedAt).toBeGreaterThan(summaryAt);
+    expect(md.indexOf('## Dataset')).toBeGreaterThan(summaryAt);
+    for (const s of [report.sides.raw, report.sides.shards, report.sides.lmdb!]) {
+      expect(md).toContain(formatSeconds(s.medianSeconds));
+      for (const e of s.epochSeconds) expect(md).toContain(formatSeconds(e));
+    }
+    expect(md).toContain(`${formatRatio(report.comparison.speedup)} faster`);
+    for (const row of report.projections.rows) {
+      expect(md).toContain(row.profile.label);
+      expect(md).toContain(formatSeconds(row.seconds.raw));
+    }
+    // Every table row has as many cells as its header.
+    for (const block of md.split('\n\n').filter((b) => b.startsWith('|'))) {
+      const cells = block.split('\n').map((l) => l.split(/(?<!\\)\|/).length);
+      expect(new Set(cells).size).toBe(1);
+    }
+  });
+
+  it('report.html holds one inline <svg> per chart and loads nothing from anywhere', async () => {
+    const html = await renderHtml(report);
+    const charts = chartSpecs(report);
+    expect((html.match(/<svg\b/g) ?? []).length).toBe(charts.length);
+    for (const c of charts) expect(html).toContain(`id="chart-${c.id}"`);
+    expect(html).not.toMatch(/<script\b/i);
+    expect(html).not.toMatch(/<link\b/i);
+    expect(html).not.toMatch(/<(img|iframe|object|embed)\b/i);
+    expect(html).not.toMatch(/\b(src|href|xlink:href)\s*=/i);
+    expect(html).not.toMatch(/url\(|@import/i);
+    expect(html).not.toMatch(/https?:\/\//i);
+    expect(html).toContain(formatSeconds(report.sides.shards.medianSeconds));
+  });
+
+  it('writeReport writes json, md and html; the json validates', async () => {
+    const dir = join(tmpDir(), 'out');
+    const paths = await writeReport(dir, report);
+    const json = JSON.parse(readFileSync(paths.json, 'utf8')) as unknown;
+    expect(validate(json), JSON.stringify(validate.errors)).toBe(true);
+    expect(json).toEqual(asJson(report));
+    expect(readFileSync(paths.markdown, 'utf8')).toBe(renderMarkdown(report));
+    expect(readFileSync(paths.html, 'utf8')).toMatch(/^<!doctype html>/);
+  });
+});
