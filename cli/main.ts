@@ -5,6 +5,10 @@ import { VERSION } from '../src/version.js';
 import { registerGet } from './commands/get.js';
 import { registerInfo } from './commands/info.js';
 import { registerLs } from './commands/ls.js';
+import { registerPack } from './commands/pack.js';
+import { registerMerge } from './commands/merge.js';
+import { registerDerive } from './commands/derive.js';
+import { registerSynth } from './commands/synth.js';
 import { EXIT_USAGE, setDebug } from './run-action.js';
 
 const program = new Command();
@@ -18,7 +22,11 @@ program
   .configureOutput({ outputError: (str, write) => write(str.startsWith('error:') ? `shardkit: SHARDKIT_ERR_INVALID_ARG: ${str.slice(7)}` : str) })
   .hook('preAction', (cmd) => setDebug(Boolean(cmd.optsWithGlobals().debug)));
 
+registerPack(program);
+registerMerge(program);
+registerDerive(program);
 registerInfo(program);
+registerSynth(program);
 registerLs(program);
 registerGet(program);
 

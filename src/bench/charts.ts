@@ -183,6 +183,11 @@ function projectionChart(report: BenchReport): ChartSpec {
       .filter((s) => row.seconds[s.side] !== undefined)
       .map((s) => ({ profile: row.profile.label, side: s.label, seconds: row.seconds[s.side]! })),
   );
+  // A log axis has no zero for bars to start from: start them at the decade below the smallest value.
+  const positive = values.map((v) => v.seconds).filter((v) => v > 0);
+  const floor = 10 ** Math.floor(Math.log10(positive.length > 0 ? Math.min(...positive) : 1e-3));
+  const ceil = 10 ** Math.ceil(Math.log10(positive.length > 0 ? Math.max(...positive) : 1));
+  for (const v of values) v.seconds = Math.max(v.seconds, floor);
   return {
     id: 'projections',
     title: 'Projected epoch time',
@@ -192,9 +197,10 @@ function projectionChart(report: BenchReport): ChartSpec {
       data: { values },
       mark: { type: 'bar', tooltip: true },
       encoding: {
-        y: { field: 'profile', type: 'nominal', title: null, sort: null },
+        y: { field: 'profile', type: 'nominal', title: null, sort: null, axis: { labelLimit: 400 } }, // vega over-estimates text width without a canvas
         yOffset: { field: 'side', type: 'nominal', scale: { domain: sideColour(report).domain } },
-        x: { field: 'seconds', type: 'quantitative', title: 'projected seconds per epoch (log)', scale: { type: 'log' } },
+        x: { field: 'seconds', type: 'quantitative', title: 'projected seconds per epoch (log)', scale: { type: 'log', domain: [floor, ceil] }, stack: null },
+        x2: { datum: floor },
         color: { field: 'side', type: 'nominal', title: null, scale: sideColour(report) },
       },
     } as TopLevelSpec,

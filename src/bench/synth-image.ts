@@ -12,8 +12,9 @@ import { SeededRandom } from './seeded-random.js';
  * probability {@link JPEG_SMALL_SHARE}, a log-uniform over [{@link JPEG_MIN_BYTES}, 64 KiB]; clipped to
  * [{@link JPEG_MIN_BYTES}, {@link JPEG_MAX_BYTES}]. Dimensions come from ImageNet's common sizes; the noise amplitude is read off a
  * calibration table (bits per pixel at quality 90, measured on this generator) and corrected once if the first
- * encoding misses the target by more than a third. Sizes land within about 25 % of the target, and the whole
- * spread is roughly 10-150 KB with a median near 95 KB.
+ * encoding misses the target by more than a third. Sizes land within about 25 % of the target. Measured over 3000
+ * images (seed 0): min 8 KB, p10 46 KB, median 91 KB, p90 140 KB, max 156 KB, mean 90 KB. ImageNet's mean is higher
+ * (~110 KB) because of a long tail of large photos above 150 KB that this generator leaves out.
  *
  * Same seed => same pixels => same bytes, given the same sharp/libvips/mozjpeg build.
  */

@@ -13,8 +13,8 @@ import { classLabel, largeArray, sampleMetadata, tokenIds } from './synth-member
  * `train/<wnid>/<wnid>_<i>.<ext>`, with sample `s` in class `s mod classes` as its `floor(s / classes)`-th
  * member, so keys group the way WebDataset and `shardkit pack` expect:
  *
- * - `imagenet`: one `.JPEG` per sample, sizes spread like ImageNet's (see synth-image.ts: ~10-150 KB, median
- *   ~95 KB, ImageNet's common dimensions, quality 90).
+ * - `imagenet`: one `.JPEG` per sample, sizes spread like ImageNet's (see synth-image.ts: ~8-155 KB, median
+ *   ~90 KB, ImageNet's common dimensions, quality 90).
  * - `tiny`: the metadata-bound extreme, two sub-100-byte files per sample: `.cls` (class index) and `.txt` (token
  *   ids), thousands per directory.
  * - `mixed`: what real training-set traces show, small members next to large ones: each sample is an ImageNet-like

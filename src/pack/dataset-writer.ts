@@ -6,23 +6,21 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { crc32cHex } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { Codec, spanLength } from '../../formats/index-entry.js';
 import { DEFAULT_PAGE_SIZE, validatePageSize, type Layout, type ShardRecord } from '../../formats/index-layout.js';
-import { MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION, serializeManifest, type Manifest, type ManifestPass } from '../../formats/manifest.js';
+import { MANIFEST_FILE, type Manifest, type ManifestPass } from '../../formats/manifest.js';
 import { encodePackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
 import type { Sample } from '../../formats/sample.js';
 import { encodeSample } from '../../formats/sample-layout.js';
 import { TAR_END_BYTES } from '../../formats/tar-header.js';
-import { VERSION } from '../version.js';
 import { EntrySorter } from './entry-runs.js';
 import { fsCall } from './fs-errors.js';
-import { writeIndexFile } from './index-file.js';
+import { commitDataset, INDEX_FILE } from './commit.js';
 import { JournalWriter, WORK_DIR, readJournal, type JournalShard } from './journal.js';
 import { ShardFile } from './shard-file.js';
 
-export const INDEX_FILE = 'index.skidx';
+export { INDEX_FILE };
 export const DEFAULT_SHARD_BYTES = 1024 ** 3;
 const SHARD_EXTENSIONS: Record<Layout, string> = { tar: '.tar', packed: '.pack' };
 
@@ -178,29 +176,19 @@ export class DatasetWriter {
     this.assertOpen();
     if (this.current !== undefined) this.closeShard();
     this.finished = true;
-    const index = writeIndexFile(path.join(this.dir, INDEX_FILE), this.sorter.sorted(), this.shards, this.layout, this.pageSize, this.sync);
-    for (const [name, bytes] of [...this.files].sort((a, b) => (a[0] < b[0] ? -1 : 1))) writeAtomically(path.join(this.dir, name), bytes);
-    const manifest: Manifest = {
-      format: MANIFEST_FORMAT,
-      formatVersion: MANIFEST_VERSION,
-      tool: { name: 'shardkit', version: VERSION },
+    const manifest = commitDataset({
+      dir: this.dir,
+      entries: this.sorter.sorted(),
+      shards: this.shards,
       layout: this.layout,
       compress: this.compress,
-      index: { file: INDEX_FILE, bytes: index.bytes, pageSize: this.pageSize, crc32c: crc32cHex(index.headerCrc) },
-      shards: this.shards.map((s) => ({ file: s.file, bytes: s.bytes, samples: s.samples, crc32c: crc32cHex(s.crc32c) })),
-      totals: {
-        samples: index.entryCount,
-        members: index.memberCount,
-        bytes: this.stats.originalBytes,
-        storedBytes: this.stats.storedBytes,
-        shardBytes: this.shards.reduce((n, s) => n + s.bytes, 0),
-      },
+      pageSize: this.pageSize,
+      sync: this.sync,
       passes: this.passes,
-      files: [...this.files.keys()].sort(),
+      files: this.files,
       skipped: this.skipped,
       extra: this.extra,
-    };
-    writeAtomically(path.join(this.dir, MANIFEST_FILE), new TextEncoder().encode(serializeManifest(manifest)));
+    });
     fs.rmSync(this.workDir, { recursive: true, force: true });
     return manifest;
   }
@@ -249,12 +237,6 @@ export class DatasetWriter {
     this.skippedJournaled = this.skipped.length;
     this.onShard?.(record);
   }
-}
-
-function writeAtomically(file: string, bytes: Uint8Array): void {
-  const tmp = `${file}.tmp`;
-  fsCall('write', tmp, () => fs.writeFileSync(tmp, bytes));
-  fsCall('rename', tmp, () => fs.renameSync(tmp, file));
 }
 
 interface ValidOptions {

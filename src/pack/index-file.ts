@@ -16,6 +16,9 @@ export interface WrittenIndex {
   entryCount: number;
   memberCount: number;
   spanBytes: number;
+  /** Sums over all members: original and stored bytes. */
+  memberBytes: number;
+  storedBytes: number;
 }
 
 export function writeIndexFile(
@@ -34,7 +37,13 @@ export function writeIndexFile(
       while (off < data.length) off += fsCall('write', tmp, () => fs.writeSync(fd, data, off, data.length - off, position + off));
     };
     const builder = new BTreeBuilder(pageSize, (pageNo, page) => write(page, pageNo * pageSize));
+    let memberBytes = 0;
+    let storedBytes = 0;
     for (const entry of entries) {
+      for (const m of entry.members) {
+        memberBytes += m.size;
+        storedBytes += m.storedSize;
+      }
       const shard = shards[entry.shard];
       if (shard === undefined || entry.offset + entry.length > shard.bytes) {
         throw new RangeError(`entry ${entry.key} points outside shard ${entry.shard}`);
@@ -64,7 +73,7 @@ export function writeIndexFile(
     if (sync) fsCall('sync', tmp, () => fs.fsyncSync(fd));
     fsCall('close', tmp, () => fs.closeSync(fd));
     fsCall('rename', tmp, () => fs.renameSync(tmp, finalPath));
-    return { bytes: tableOffset + table.length, headerCrc: crc, entryCount: tree.entryCount, memberCount: tree.memberCount, spanBytes: tree.spanBytes };
+    return { bytes: tableOffset + table.length, headerCrc: crc, entryCount: tree.entryCount, memberCount: tree.memberCount, spanBytes: tree.spanBytes, memberBytes, storedBytes };
   } catch (err) {
     try {
       fs.closeSync(fd);

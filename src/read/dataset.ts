@@ -13,7 +13,7 @@ import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manif
 import { checkPackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
 import type { Sample } from '../../formats/sample.js';
 import type { ByteSource, SyncByteSource } from '../io/byte-source.js';
-import { FileSource } from '../io/file-source.js';
+import { DEFAULT_SYNC_READ_MAX_BYTES, FileSource } from '../io/file-source.js';
 import { HandlePool, DEFAULT_MAX_OPEN } from '../io/handle-pool.js';
 import { HttpClient, type HttpClientOptions } from '../io/http-client.js';
 import { HttpSource } from '../io/http-source.js';
@@ -22,6 +22,9 @@ import { isRemote, redactLocation, resolveLocation } from '../io/location.js';
 import { openByteSource, readAll } from '../io/open-source.js';
 import { DEFAULT_PAGE_CACHE_BYTES, IndexReader } from './index-reader.js';
 import { decodeSpan } from './sample-decode.js';
+import type { DecodedSample } from './decode-image.js';
+import { Loader } from './loader.js';
+import type { LoaderOptions } from './loader-options.js';
 
 export interface OpenDatasetOptions {
   /** Check every member's CRC32C on get/at (default true). */
@@ -231,6 +234,60 @@ export class Dataset {
     return decodeSpan(entry, span, { dataset: this.location, shard: this.shardName(entry.shard), verify: this.verify });
   }
 
+  /**
+   * An async iterable of batches (arrays of samples) over one epoch, in an order that is a pure function of
+   * (dataset, seed, epoch); see {@link LoaderOptions}. Reads run ahead of consumption, coalesced per batch.
+   *
+   * @example
+   * for await (const batch of ds.loader({ batchSize: 32, shuffle: 'full', seed: 1, epoch })) train(batch);
+   */
+  loader(options?: LoaderOptions & { decode?: 'none' }): Loader<Sample>;
+  loader(options: LoaderOptions): Loader<DecodedSample>;
+  loader(options: LoaderOptions = {}): Loader<Sample> | Loader<DecodedSample> {
+    this.assertOpen();
+    return new Loader(this, options);
+  }
+
+  /** True when the dataset is behind an http(s) URL (no synchronous reads). */
+  get remote(): boolean {
+    return isRemote(this.location);
+  }
+
+  /**
+   * @internal The loader's positional read of one coalesced run, for a local dataset and a run of at most
+   * DEFAULT_SYNC_READ_MAX_BYTES: one pread, into `target` at `targetOffset` when given (view mode's pooled
+   * slabs), else into a fresh buffer. Returns the bytes read.
+   */
+  readShardRangeSync(shard: number, offset: number, length: number, target?: Uint8Array, targetOffset = 0): Uint8Array {
+    const source = this.pool.acquireSync(this.shardLocations[shard] as string) as FileSource;
+    try {
+      const buffer = target ?? Buffer.allocUnsafe(length);
+      source.readIntoSync(buffer, targetOffset, length, offset);
+      return buffer.subarray(targetOffset, targetOffset + length);
+    } finally {
+      this.pool.release(source);
+    }
+  }
+
+  /**
+   * @internal Async twin of {@link Dataset.readShardRangeSync} for any run: local runs over 64 KiB go to the
+   * thread pool with the shard handle held until the read ends; remote runs are one ranged GET (`target` is
+   * ignored: the response body is returned).
+   */
+  async readShardRange(shard: number, offset: number, length: number, target?: Uint8Array, targetOffset = 0): Promise<Uint8Array> {
+    const loc = this.shardLocations[shard] as string;
+    if (isRemote(loc)) return this.pool.use(loc, (src) => src.read(offset, length));
+    if (length <= DEFAULT_SYNC_READ_MAX_BYTES) return this.readShardRangeSync(shard, offset, length, target, targetOffset);
+    const source = this.pool.acquireSync(loc) as FileSource;
+    try {
+      const buffer = target ?? Buffer.allocUnsafe(length);
+      await source.readInto(buffer, targetOffset, length, offset);
+      return buffer.subarray(targetOffset, targetOffset + length);
+    } finally {
+      this.pool.release(source);
+    }
+  }
+
   /** Operation counters: files opened, reads, bytes, page cache hits. */
   stats(): DatasetStats {
     return {
@@ -269,7 +326,8 @@ export class Dataset {
     return new ShardkitError(ErrorCodes.KEY_NOT_FOUND, `no sample with key ${JSON.stringify(key)} in ${redactLocation(this.location)}`, { key, file: redactLocation(this.location) });
   }
 
-  private checkEntry(entry: IndexEntry): void {
+  /** @internal Refuses entries that point outside their shard or hold oversized members (damaged index). */
+  checkEntry(entry: IndexEntry): void {
     const shard = this.index.shards[entry.shard];
     if (shard === undefined || entry.offset + entry.length > shard.bytes) {
       throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${this.index.tree.file}: sample "${entry.key}" points outside its shard; run \`shardkit reindex\``, { key: entry.key });

@@ -1,0 +1,61 @@
+import type { Command } from 'commander';
+import { derive } from '../../src/pack/derive.js';
+import { parseSize } from '../../src/pack/size-arg.js';
+import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
+import { parseChoice, parseCount } from '../args.js';
+import { progressBar } from '../progress.js';
+import { printJson, runAction } from '../run-action.js';
+import { passesFromArgv } from './pack.js';
+
+const collect = (value: string, previous: string[]): string[] => [...previous, value];
+
+export function registerDerive(program: Command): void {
+  program
+    .command('derive')
+    .description('run preprocessing passes over an existing dataset into a new one (shards to shards)')
+    .argument('<dataset>', 'source dataset directory or URL')
+    .requiredOption('--out <dir>', 'output dataset directory')
+    .option('--pass <spec>', 'preprocessing pass, repeatable (see `shardkit pack --help`)', collect, [])
+    .option('--pass-module <file>', 'ES module with a pass function (repeatable)', collect, [])
+    .option('--shard <size>', 'shard size budget', '1GiB')
+    .option('--layout <layout>', 'tar or packed (default: the source layout)')
+    .option('--compress <codec>', 'none or lz4 (default: the source compression)')
+    .option('--concurrency <n>', 'samples in flight')
+    .option('--on-error <mode>', 'fail or skip', 'fail')
+    .option('--resume', 'finish an interrupted derive')
+    .option('--force', 'replace the output')
+    .option('--json', 'print a JSON summary')
+    .option('--quiet', 'print nothing on success')
+    .action(
+      runAction(async (dataset: string, flags: { out: string; shard: string; layout?: string; compress?: string; concurrency?: string; onError: string; resume?: boolean; force?: boolean; json?: boolean; quiet?: boolean }) => {
+        const passes = await passesFromArgv(process.argv, process.cwd());
+        const layout = flags.layout === undefined ? undefined : parseChoice(flags.layout, '--layout', ['tar', 'packed'] as const);
+        const compress = flags.compress === undefined ? undefined : parseChoice(flags.compress, '--compress', ['none', 'lz4'] as const);
+        const concurrency = flags.concurrency === undefined ? undefined : parseCount(flags.concurrency, '--concurrency', 1);
+        configureSharpForPacking();
+        const bar = progressBar(!flags.json && !flags.quiet, 'samples');
+        let r;
+        try {
+          r = await derive({
+            dataset,
+            out: flags.out,
+            passes,
+            shardBytes: parseSize(flags.shard, '--shard', { min: 2048 }),
+            onError: parseChoice(flags.onError, '--on-error', ['fail', 'skip'] as const),
+            resume: flags.resume === true,
+            force: flags.force === true,
+            ...(layout === undefined ? {} : { layout }),
+            ...(compress === undefined ? {} : { compress }),
+            ...(concurrency === undefined ? {} : { concurrency }),
+            onProgress: (c) => bar.update(c.samples, c.total, { rate: '' }),
+          });
+        } finally {
+          bar.stop();
+        }
+        const m = r.manifest;
+        const summary = { out: flags.out, samples: m.totals.samples, shards: m.shards.length, skipped: m.skipped.length, passes: m.passes.map((p) => p.name) };
+        if (flags.json) printJson(summary);
+        else if (!flags.quiet) process.stdout.write(`derived ${summary.samples} samples into ${summary.shards} shards at ${summary.out} (passes: ${summary.passes.join(', ')}; ${summary.skipped} skipped)\n`);
+      }),
+    );
+}

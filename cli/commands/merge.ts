@@ -1,0 +1,25 @@
+import type { Command } from 'commander';
+import { mergeParts } from '../../src/pack/merge.js';
+import { printJson, runAction } from '../run-action.js';
+
+export function registerMerge(program: Command): void {
+  program
+    .command('merge')
+    .description('combine datasets packed with --part I/N into one dataset with one index (shards are hard linked, not copied)')
+    .argument('<part-dir...>', 'part dataset directories')
+    .requiredOption('--out <dir>', 'output dataset directory')
+    .option('--force', 'replace a dataset in the output directory')
+    .option('--sync', 'fsync the index before committing the manifest')
+    .option('--json', 'print a JSON summary')
+    .option('--quiet', 'print nothing on success')
+    .action(
+      runAction(async (parts: string[], flags: { out: string; force?: boolean; sync?: boolean; json?: boolean; quiet?: boolean }) => {
+        const r = await mergeParts(parts, flags.out, { force: flags.force === true, sync: flags.sync === true });
+        const summary = { out: flags.out, parts: parts.length, samples: r.manifest.totals.samples, shards: r.manifest.shards.length, linked: r.linked, copied: r.copied };
+        if (flags.json) printJson(summary);
+        else if (!flags.quiet) {
+          process.stdout.write(`merged ${summary.parts} parts: ${summary.samples} samples in ${summary.shards} shards at ${summary.out} (${summary.linked} shards hard linked, ${summary.copied} copied)\n`);
+        }
+      }),
+    );
+}

@@ -1,0 +1,159 @@
+import path from 'node:path';
+import type { Command } from 'commander';
+import { pack, defaultOutDir, type PackResult } from '../../src/pack/pack.js';
+import { parsePart } from '../../src/pack/partition.js';
+import { parseSize, formatSize } from '../../src/pack/size-arg.js';
+import { loadPassModule } from '../../src/passes/load-pass-module.js';
+import { parsePassSpec } from '../../src/passes/parse-pass-spec.js';
+import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
+import type { Pass } from '../../src/passes/pass.js';
+import { parseChoice, parseCount } from '../args.js';
+import { progressBar } from '../progress.js';
+import { printJson, runAction } from '../run-action.js';
+
+interface PackFlags {
+  out?: string;
+  shard: string;
+  layout: string;
+  compress: string;
+  pass: string[];
+  passModule: string[];
+  concurrency?: string;
+  onError: string;
+  resume?: boolean;
+  force?: boolean;
+  part?: string;
+  followSymlinks?: boolean;
+  includeHidden?: boolean;
+  include: string[];
+  exclude: string[];
+  pageSize: string;
+  sync?: boolean;
+  json?: boolean;
+  quiet?: boolean;
+}
+
+const collect = (value: string, previous: string[]): string[] => [...previous, value];
+
+/** Passes from --pass and --pass-module, in the order they appear on the command line. */
+export async function passesFromArgv(argv: readonly string[], cwd: string): Promise<Pass[]> {
+  const passes: Pass[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    const [flag, inline] = arg.includes('=') && arg.startsWith('--') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    if (flag !== '--pass' && flag !== '--pass-module') continue;
+    const value = inline ?? (argv[++i] as string);
+    if (flag === '--pass') passes.push(parsePassSpec(value, { cwd }));
+    else passes.push(...(await loadPassModule(path.resolve(cwd, value))));
+  }
+  return passes;
+}
+
+export function registerPack(program: Command): void {
+  program
+    .command('pack')
+    .description('pack a directory of small files into indexed shards, running preprocessing passes once')
+    .argument('<src>', 'source directory')
+    .option('--out <dir>', 'output dataset directory (default: <src>.shards)')
+    .option('--shard <size>', 'shard size budget: 1GiB, 512MiB, 100MB, 64KB or bytes', '1GiB')
+    .option('--layout <layout>', 'tar (WebDataset-compatible) or packed (tiny samples)', 'tar')
+    .option('--compress <codec>', 'none or lz4 (per member, random access kept)', 'none')
+    .option('--pass <spec>', 'preprocessing pass, repeatable, run in order: resize=WxH[:fit], normalize[=M:S], format=jpeg|webp|png[:q], tag=dirname|FILE.csv|FILE.json', collect, [])
+    .option('--pass-module <file>', 'ES module whose default export is a pass function (repeatable, runs in command-line order)', collect, [])
+    .option('--concurrency <n>', 'samples in flight (default: 2 x cores)')
+    .option('--on-error <mode>', 'fail (stop at the first bad input) or skip (leave it out, list it)', 'fail')
+    .option('--resume', 'finish an interrupted pack of the same source and options')
+    .option('--force', 'replace a dataset or an interrupted pack in the output directory')
+    .option('--part <i/n>', 'pack part I of N (0-based), to be combined with `shardkit merge`')
+    .option('--follow-symlinks', 'follow symbolic links (default: skip and count them)')
+    .option('--include-hidden', 'include names starting with "." (default: skip and count them)')
+    .option('--include <glob>', 'only files matching GLOB (repeatable)', collect, [])
+    .option('--exclude <glob>', 'leave out files matching GLOB (repeatable)', collect, [])
+    .option('--page-size <bytes>', 'index page size (power of two, 1KiB..64KiB)', '4096')
+    .option('--sync', 'fsync shards and index before committing the manifest')
+    .option('--json', 'print a JSON summary')
+    .option('--quiet', 'print nothing on success')
+    .action(
+      runAction(async (src: string, flags: PackFlags) => {
+        const shardBytes = parseSize(flags.shard, '--shard', { min: 2048 });
+        const layout = parseChoice(flags.layout, '--layout', ['tar', 'packed'] as const);
+        const compress = parseChoice(flags.compress, '--compress', ['none', 'lz4'] as const);
+        const onError = parseChoice(flags.onError, '--on-error', ['fail', 'skip'] as const);
+        const concurrency = flags.concurrency === undefined ? undefined : parseCount(flags.concurrency, '--concurrency', 1);
+        const pageSize = parseSize(flags.pageSize, '--page-size');
+        const part = flags.part === undefined ? undefined : parsePart(flags.part);
+        const passes = await passesFromArgv(process.argv, process.cwd());
+        configureSharpForPacking();
+        const interactive = !flags.json && !flags.quiet && process.stderr.isTTY === true;
+        const bar = progressBar(interactive, 'samples');
+        let result: PackResult;
+        try {
+          result = await pack({
+            source: src,
+            out: flags.out ?? defaultOutDir(src),
+            shardBytes,
+            layout,
+            compress,
+            pageSize,
+            passes,
+            onError,
+            resume: flags.resume === true,
+            force: flags.force === true,
+            followSymlinks: flags.followSymlinks === true,
+            includeHidden: flags.includeHidden === true,
+            include: flags.include,
+            exclude: flags.exclude,
+            sync: flags.sync === true,
+            prescan: interactive,
+            ...(concurrency === undefined ? {} : { concurrency }),
+            ...(part === undefined ? {} : { part }),
+            onProgress: (p) => {
+              const secs = Math.max(p.elapsedMs / 1000, 1e-3);
+              bar.update(p.samples, p.totalSamples, { rate: `${Math.round(p.samples / secs)} files/s, ${formatSize(p.bytes / secs)}/s` });
+            },
+          });
+        } finally {
+          bar.stop();
+        }
+        const summary = packSummary(result);
+        if (flags.json) printJson(summary);
+        else if (!flags.quiet) process.stdout.write(`${summaryLine(summary)}\n`);
+      }),
+    );
+}
+
+function packSummary(r: PackResult) {
+  const m = r.manifest;
+  return {
+    out: r.out,
+    samples: m.totals.samples,
+    members: m.totals.members,
+    shards: m.shards.length,
+    bytes: m.totals.bytes,
+    shardBytes: m.totals.shardBytes,
+    indexBytes: m.index.bytes,
+    seconds: r.seconds,
+    samplesPerSecond: r.seconds > 0 ? (m.totals.samples + m.skipped.length) / r.seconds : 0,
+    bytesPerSecond: r.seconds > 0 ? r.writer.originalBytes / r.seconds : 0,
+    resumedSamples: r.resumedSamples,
+    oversizeSamples: r.writer.oversizeSamples,
+    skipped: m.skipped,
+    walk: r.walk,
+    passes: m.passes.map((p) => p.name),
+    passStats: r.passStats,
+  };
+}
+
+function summaryLine(s: ReturnType<typeof packSummary>): string {
+  const parts = [
+    `packed ${s.samples} samples (${formatSize(s.bytes)}) into ${s.shards} shard${s.shards === 1 ? '' : 's'} + index (${formatSize(s.indexBytes)}) in ${s.out}`,
+    `${s.seconds.toFixed(1)} s, ${Math.round(s.samplesPerSecond)} files/s, ${formatSize(s.bytesPerSecond)}/s`,
+  ];
+  if (s.resumedSamples > 0) parts.push(`${s.resumedSamples} resumed`);
+  if (s.skipped.length > 0) parts.push(`${s.skipped.length} skipped (listed in the manifest)`);
+  if (s.oversizeSamples > 0) parts.push(`${s.oversizeSamples} sample${s.oversizeSamples === 1 ? '' : 's'} larger than --shard, each in its own shard`);
+  const w = s.walk;
+  const left = [w.skippedSymlinks && `${w.skippedSymlinks} symlinks`, w.skippedHidden && `${w.skippedHidden} hidden`, w.skippedExcluded && `${w.skippedExcluded} excluded`, w.skippedOther && `${w.skippedOther} special files`].filter(Boolean);
+  if (left.length > 0) parts.push(`not packed: ${left.join(', ')}`);
+  return parts.join('; ');
+}

@@ -1,0 +1,174 @@
+/**
+ * `shardkit index`: gives existing WebDataset-style tar shards made by other tools random access, without
+ * rewriting them. The output directory gets the index and manifest, and one directory entry per tar: a hard link
+ * when the tar is on the same filesystem (the dataset then keeps working if the original path is removed or
+ * replaced, and nothing can retarget it), else an absolute symbolic link. A tar already in the output directory is
+ * used where it is. Manifest shard names stay plain file names; two inputs with the same basename get `-1`, `-2`, ...
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { DEFAULT_PAGE_SIZE, validatePageSize, type ShardRecord } from '../../formats/index-layout.js';
+import { maxKeyBytes } from '../../formats/index-page.js';
+import { MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
+import { INDEX_FILE } from '../pack/dataset-writer.js';
+import { EntrySorter } from '../pack/entry-runs.js';
+import { fsCall, ioError } from '../pack/fs-errors.js';
+import { scanTarFile, type ScanProgress } from './scan-tar.js';
+import { writeDatasetFiles } from './write-dataset-files.js';
+
+/** Work directory for the external sort, removed when done. */
+export const ADOPT_WORK_DIR = '.shardkit-index-work';
+/** Recorded in the manifest's `extra` so `reindex` knows these shards follow the adoption rules. */
+export const ADOPTED_EXTRA_KEY = 'adopted';
+const DEFAULT_MAX_MEMBER_BYTES = 1 << 30;
+
+export interface AdoptOptions {
+  /** Output directory (created when missing). */
+  out: string;
+  /** Index page size (default 4096). */
+  pageSize?: number;
+  /** Replace a dataset already in `out`. */
+  force?: boolean;
+  /** How tars outside `out` are referenced: 'auto' (hard link, else symlink; default), 'symlink'. */
+  link?: 'auto' | 'symlink';
+  onProgress?: (p: ScanProgress & { shard: number; shards: number }) => void;
+}
+
+export interface AdoptedShard {
+  input: string;
+  file: string;
+  how: 'in-place' | 'hardlink' | 'symlink';
+}
+
+export interface AdoptResult {
+  manifest: Manifest;
+  shards: AdoptedShard[];
+}
+
+/** Indexes `tars` into a dataset in `options.out`. */
+export async function adoptTars(tars: readonly string[], options: AdoptOptions): Promise<AdoptResult> {
+  if (!Array.isArray(tars) || tars.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'Expected at least one tar file to index but received none');
+  if (typeof options.out !== 'string' || options.out === '') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a directory path for out but received ${JSON.stringify(options.out)}`);
+  const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
+  validatePageSize(pageSize);
+  const inputs = tars.map((t) => {
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(t);
+    } catch (cause) {
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, `${t}: cannot read this tar (${(cause as NodeJS.ErrnoException).code ?? 'error'})`, { file: t, cause });
+    }
+    if (!st.isFile()) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${t} is not a regular file`, { file: t });
+    return { input: t, real: fs.realpathSync(t), st };
+  });
+  const out = path.resolve(options.out);
+  fsCall('create', out, () => fs.mkdirSync(out, { recursive: true }));
+  if (fs.existsSync(path.join(out, MANIFEST_FILE))) {
+    if (options.force !== true) throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${out} already holds a dataset; use --force to replace its index and manifest`, { file: out });
+    fs.rmSync(path.join(out, MANIFEST_FILE));
+  }
+  const outReal = fs.realpathSync(out);
+  const used = new Set<string>([MANIFEST_FILE, INDEX_FILE, ADOPT_WORK_DIR]);
+  const placed: AdoptedShard[] = inputs.map(({ input, real, st }) => place(input, real, st, out, outReal, used, options.link ?? 'auto'));
+
+  const workDir = path.join(out, ADOPT_WORK_DIR);
+  fs.rmSync(workDir, { recursive: true, force: true });
+  fsCall('create', workDir, () => fs.mkdirSync(workDir));
+  try {
+    const sorter = new EntrySorter(workDir);
+    const shards: ShardRecord[] = [];
+    const skipped: { path: string; reason: string }[] = [];
+    for (const [i, p] of placed.entries()) {
+      const scanned = await scanTarFile(
+        path.join(out, p.file),
+        {
+          style: 'webdataset',
+          shard: i,
+          shardFile: p.file,
+          lz4: 'no',
+          maxKeyBytes: maxKeyBytes(pageSize),
+          maxMemberBytes: DEFAULT_MAX_MEMBER_BYTES,
+          onSample: (e) => sorter.add(e),
+          onSkip: (where, reason) => skipped.push({ path: where, reason }),
+        },
+        options.onProgress === undefined ? undefined : (pr) => options.onProgress?.({ ...pr, shard: i, shards: placed.length }),
+      );
+      shards.push(scanned.record);
+    }
+    const manifest = writeDatasetFiles({
+      dir: out,
+      shards,
+      sorter,
+      layout: 'tar',
+      compress: 'none',
+      pageSize,
+      passes: [],
+      files: [],
+      skipped,
+      extra: { [ADOPTED_EXTRA_KEY]: { rules: 1, inputs: placed.map((p) => p.file) } },
+      duplicates: 'skip',
+    });
+    return { manifest, shards: placed };
+  } finally {
+    fs.rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+/** Chooses the tar's name in `out` and links it there (or finds it already there). */
+function place(input: string, real: string, st: fs.Stats, out: string, outReal: string, used: Set<string>, link: 'auto' | 'symlink'): AdoptedShard {
+  const base = plainName(path.basename(real));
+  if (path.dirname(real) === outReal && base === path.basename(real) && !used.has(base)) {
+    used.add(base);
+    return { input, file: base, how: 'in-place' };
+  }
+  const ext = base.endsWith('.tar') ? '.tar' : path.extname(base);
+  const stem = base.slice(0, base.length - ext.length);
+  for (let n = 0; ; n++) {
+    const name = n === 0 ? base : `${stem}-${n}${ext}`;
+    if (used.has(name)) continue;
+    const dest = path.join(out, name);
+    const existing = lstatOrUndefined(dest);
+    if (existing !== undefined) {
+      // a previous run's link to this same tar is reused; anything else keeps its name
+      const same = existing.isSymbolicLink() ? safeRealpath(dest) === real : existing.ino === st.ino && existing.dev === st.dev;
+      if (!same) continue;
+      used.add(name);
+      return { input, file: name, how: existing.isSymbolicLink() ? 'symlink' : 'hardlink' };
+    }
+    used.add(name);
+    if (link === 'auto') {
+      try {
+        fs.linkSync(real, dest);
+        return { input, file: name, how: 'hardlink' };
+      } catch (cause) {
+        const code = (cause as NodeJS.ErrnoException).code;
+        if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EMLINK') throw ioError(cause, 'link', dest);
+      }
+    }
+    fsCall('symlink', dest, () => fs.symlinkSync(real, dest));
+    return { input, file: name, how: 'symlink' };
+  }
+}
+
+/** A name the manifest accepts and resolveLocation keeps local: no backslash, nothing that reads as a URL scheme. */
+function plainName(name: string): string {
+  const noBackslash = name.replace(/\\/g, '_');
+  return /^[a-z][a-z0-9+.-]*:/i.test(noBackslash) ? noBackslash.replace(':', '_') : noBackslash;
+}
+
+function lstatOrUndefined(p: string): fs.Stats | undefined {
+  try {
+    return fs.lstatSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
+function safeRealpath(p: string): string | undefined {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * The last steps every way of making a dataset shares (pack, merge, reindex, index): write the index from entries
+ * in key order, the extra files, and then the manifest, the commit point. Each file goes under a temporary name
+ * and is renamed into place, so a crash leaves either no manifest or a complete dataset.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { crc32cHex } from '../../formats/checksum.js';
+import type { IndexEntry } from '../../formats/index-entry.js';
+import type { Layout, ShardRecord } from '../../formats/index-layout.js';
+import { MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION, serializeManifest, type Manifest, type ManifestPass } from '../../formats/manifest.js';
+import { VERSION } from '../version.js';
+import { fsCall } from './fs-errors.js';
+import { writeIndexFile } from './index-file.js';
+
+export const INDEX_FILE = 'index.skidx';
+
+export interface CommitInput {
+  dir: string;
+  /** Index entries in strictly increasing key order. */
+  entries: Iterable<IndexEntry>;
+  shards: readonly ShardRecord[];
+  layout: Layout;
+  compress: 'none' | 'lz4';
+  pageSize: number;
+  sync: boolean;
+  passes: ManifestPass[];
+  files: ReadonlyMap<string, Uint8Array>;
+  skipped: { path: string; reason: string }[];
+  extra: Record<string, unknown>;
+}
+
+export function commitDataset(c: CommitInput): Manifest {
+  const index = writeIndexFile(path.join(c.dir, INDEX_FILE), c.entries, c.shards, c.layout, c.pageSize, c.sync);
+  const names = [...c.files.keys()].sort();
+  for (const name of names) writeAtomically(path.join(c.dir, name), c.files.get(name) as Uint8Array);
+  const manifest: Manifest = {
+    format: MANIFEST_FORMAT,
+    formatVersion: MANIFEST_VERSION,
+    tool: { name: 'shardkit', version: VERSION },
+    layout: c.layout,
+    compress: c.compress,
+    index: { file: INDEX_FILE, bytes: index.bytes, pageSize: c.pageSize, crc32c: crc32cHex(index.headerCrc) },
+    shards: c.shards.map((s) => ({ file: s.file, bytes: s.bytes, samples: s.samples, crc32c: crc32cHex(s.crc32c) })),
+    totals: {
+      samples: index.entryCount,
+      members: index.memberCount,
+      bytes: index.memberBytes,
+      storedBytes: index.storedBytes,
+      shardBytes: c.shards.reduce((n, s) => n + s.bytes, 0),
+    },
+    passes: c.passes,
+    files: names,
+    skipped: c.skipped,
+    extra: c.extra,
+  };
+  writeAtomically(path.join(c.dir, MANIFEST_FILE), new TextEncoder().encode(serializeManifest(manifest)));
+  return manifest;
+}
+
+export function writeAtomically(file: string, bytes: Uint8Array): void {
+  const tmp = `${file}.tmp`;
+  fsCall('write', tmp, () => fs.writeFileSync(tmp, bytes));
+  fsCall('rename', tmp, () => fs.renameSync(tmp, file));
+}

@@ -1,0 +1,101 @@
+/**
+ * `merge`: combines the datasets packed by `pack --part I/N` into one dataset with one index. Shard files are hard
+ * linked into the output (copied only across file systems), never rewritten; the index is rebuilt from the parts'
+ * indexes. The result holds the same samples with the same bytes as a one-machine pack.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import type { ShardRecord } from '../../formats/index-layout.js';
+import { MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
+import { openDataset, type Dataset } from '../read/dataset.js';
+import { commitDataset } from './commit.js';
+import { EntrySorter } from './entry-runs.js';
+import { fsCall } from './fs-errors.js';
+import { WORK_DIR } from './journal.js';
+
+export interface MergeResult {
+  manifest: Manifest;
+  /** Shards hard linked / copied into the output. */
+  linked: number;
+  copied: number;
+}
+
+export async function mergeParts(parts: string[], out: string, options: { force?: boolean; sync?: boolean } = {}): Promise<MergeResult> {
+  if (parts.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'merge needs at least one part directory');
+  out = path.resolve(out);
+  if (fs.existsSync(path.join(out, MANIFEST_FILE)) && !options.force) {
+    throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${out} already holds a dataset; use --force to replace it`, { file: out });
+  }
+  const datasets: Dataset[] = [];
+  try {
+    for (const p of parts) datasets.push(await openDataset(p));
+    const first = (datasets[0] as Dataset).manifest;
+    for (const ds of datasets.slice(1)) checkCompatible(first, ds);
+    fsCall('create', out, () => fs.mkdirSync(path.join(out, WORK_DIR), { recursive: true }));
+    fs.rmSync(path.join(out, MANIFEST_FILE), { force: true });
+    const shards: ShardRecord[] = [];
+    const sorter = new EntrySorter(path.join(out, WORK_DIR));
+    let linked = 0;
+    let copied = 0;
+    const names = new Set<string>();
+    for (const ds of datasets) {
+      const base = shards.length;
+      for (const [i, record] of ds.shards.entries()) {
+        if (names.has(record.file)) throw new ShardkitError(ErrorCodes.INVALID_ARG, `shard ${record.file} appears in two parts; merge parts packed with --part I/N`, { file: record.file });
+        names.add(record.file);
+        if (linkOrCopy(ds.shardLocation(i), path.join(out, record.file))) linked++;
+        else copied++;
+        shards.push(record);
+      }
+      for await (const e of ds.entries()) sorter.add({ key: e.key, shard: base + e.shard, offset: e.offset, length: e.length, members: e.members });
+    }
+    const files = new Map<string, Uint8Array>();
+    for (const name of first.files) files.set(name, fs.readFileSync(path.join((datasets[0] as Dataset).location, name)));
+    const manifest = commitDataset({
+      dir: out,
+      entries: sorter.sorted(),
+      shards,
+      layout: first.layout,
+      compress: first.compress,
+      pageSize: first.index.pageSize,
+      sync: options.sync ?? false,
+      passes: first.passes,
+      files,
+      skipped: datasets.flatMap((d) => d.manifest.skipped),
+      extra: first.extra,
+    });
+    fs.rmSync(path.join(out, WORK_DIR), { recursive: true, force: true });
+    return { manifest, linked, copied };
+  } finally {
+    for (const ds of datasets) await ds.close();
+  }
+}
+
+function checkCompatible(a: Manifest, ds: Dataset): void {
+  const b = ds.manifest;
+  const differs = (what: string, x: unknown, y: unknown): void => {
+    if (JSON.stringify(x) !== JSON.stringify(y)) {
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, `part ${ds.location} was packed with another ${what} (${JSON.stringify(y)} vs ${JSON.stringify(x)}); parts must share every option`, { file: ds.location });
+    }
+  };
+  differs('layout', a.layout, b.layout);
+  differs('compression', a.compress, b.compress);
+  differs('page size', a.index.pageSize, b.index.pageSize);
+  differs('list of passes', a.passes, b.passes);
+  differs('set of extra files', a.files, b.files);
+  differs('pass output', a.extra, b.extra);
+}
+
+/** Hard link (no data copied); across file systems, a copy. Returns true when linked. */
+function linkOrCopy(from: string, to: string): boolean {
+  fs.rmSync(to, { force: true });
+  try {
+    fs.linkSync(from, to);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EXDEV' && (err as NodeJS.ErrnoException).code !== 'EPERM') throw new ShardkitError(ErrorCodes.IO, `cannot link ${from} to ${to}: ${(err as Error).message}`, { cause: err });
+    fsCall('copy', from, () => fs.copyFileSync(from, to));
+    return false;
+  }
+}

@@ -1,0 +1,190 @@
+/**
+ * `pack`: walk a source tree, run the preprocessing passes once, and write a dataset. Samples reach the writer in
+ * walk order whatever the concurrency, so the same input and options give the same bytes; memory stays bounded
+ * (one directory listing per level, a window of in-flight samples, the writer's bounded index runs).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import type { Layout } from '../../formats/index-layout.js';
+import type { Manifest } from '../../formats/manifest.js';
+import type { Pass } from '../passes/pass.js';
+import { imageConcurrency } from '../passes/image-concurrency.js';
+import { DatasetWriter, type WriterStats } from './dataset-writer.js';
+import { walkSamples } from './group-samples.js';
+import { runPipeline, validateConcurrency, validateOnError, type PipelineItem } from './sample-pipeline.js';
+import { partOfKey, partShardPrefix, type PartSpec } from './partition.js';
+import { finishWithPassOutputs, preparePasses } from './run-passes.js';
+import { readSourceSample } from './read-source.js';
+import type { WalkStats } from './walk.js';
+import { writePackReport } from './pack-report.js';
+
+export interface PackProgress {
+  /** Input samples done (written or skipped) and their source bytes. */
+  samples: number;
+  bytes: number;
+  skipped: number;
+  shards: number;
+  /** From the pre-scan when one ran (`prescan: true`), for an ETA. */
+  totalSamples?: number;
+  totalBytes?: number;
+  elapsedMs: number;
+}
+
+export interface PackOptions {
+  /** Source directory. */
+  source: string;
+  /** Output directory; default `<source>.shards`. */
+  out?: string;
+  shardBytes?: number;
+  layout?: Layout;
+  compress?: 'none' | 'lz4';
+  pageSize?: number;
+  /** Preprocessing passes, run in this order. */
+  passes?: Pass[];
+  /** Samples in flight (reading + passes); default: the image concurrency for this machine's cores. */
+  concurrency?: number;
+  /** 'fail' (default): the first unreadable file or undecodable image stops the pack. 'skip': leave it out, list it. */
+  onError?: 'fail' | 'skip';
+  resume?: boolean;
+  force?: boolean;
+  /** Pack only part I of N (see partition.ts); merge the parts with `merge`. */
+  part?: PartSpec;
+  followSymlinks?: boolean;
+  includeHidden?: boolean;
+  include?: string[];
+  exclude?: string[];
+  /** fsync shards and index before the manifest. */
+  sync?: boolean;
+  /** Walk once first to count samples and bytes (for progress totals). Passes with prepare() walk keys anyway. */
+  prescan?: boolean;
+  onProgress?: (p: PackProgress) => void;
+}
+
+export interface PackResult {
+  out: string;
+  manifest: Manifest;
+  seconds: number;
+  walk: WalkStats;
+  writer: WriterStats;
+  /** Samples of this pack that a resume found already written. */
+  resumedSamples: number;
+  passStats: Record<string, Record<string, number>>;
+}
+
+export function defaultOutDir(source: string): string {
+  return `${path.resolve(source).replace(/[\\/]+$/, '')}.shards`;
+}
+
+export async function pack(options: PackOptions): Promise<PackResult> {
+  const started = performance.now();
+  const source = path.resolve(options.source);
+  if (!fs.existsSync(source) || !fs.statSync(source).isDirectory()) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `source ${options.source} is not a directory`, { file: options.source });
+  }
+  const out = path.resolve(options.out ?? defaultOutDir(source));
+  if (out === source) throw new ShardkitError(ErrorCodes.INVALID_ARG, `--out must not be the source directory ${source}`);
+  const passes = options.passes ?? [];
+  const onError = validateOnError(options.onError ?? 'fail');
+  const concurrency = validateConcurrency(options.concurrency ?? imageConcurrency().jobs * 2);
+  const walkOptions = {
+    followSymlinks: options.followSymlinks ?? false,
+    includeHidden: options.includeHidden ?? false,
+    ...(options.include === undefined ? {} : { include: options.include }),
+    // an output directory inside the source is never packed into itself
+    exclude: [...(options.exclude ?? []), ...(isInside(out, source) ? [path.relative(source, out).split(path.sep).join('/')] : [])],
+  };
+  const inPart = (key: string): boolean => options.part === undefined || partOfKey(key, options.part.count) === options.part.index;
+
+  const totals = options.prescan || passes.some((p) => p.prepare) ? await prescan(source, walkOptions, inPart, passes) : undefined;
+
+  const writer = new DatasetWriter({
+    dir: out,
+    ...(options.layout === undefined ? {} : { layout: options.layout }),
+    ...(options.compress === undefined ? {} : { compress: options.compress }),
+    ...(options.shardBytes === undefined ? {} : { shardBytes: options.shardBytes }),
+    ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),
+    ...(options.part === undefined ? {} : { shardPrefix: partShardPrefix(options.part) }),
+    passes: passes.map((p) => ({ name: p.name, params: p.params })),
+    resume: options.resume ?? false,
+    force: options.force ?? false,
+    sync: options.sync ?? false,
+  });
+  const progress: PackProgress = { samples: 0, bytes: 0, skipped: 0, shards: 0, elapsedMs: 0, ...(totals ? { totalSamples: totals.samples, totalBytes: totals.bytes } : {}) };
+  let lastReport = 0;
+  const report = (force = false): void => {
+    const now = performance.now();
+    if (!options.onProgress || (!force && now - lastReport < 200)) return;
+    lastReport = now;
+    progress.elapsedMs = now - started;
+    progress.shards = writer.stats.shards;
+    options.onProgress({ ...progress });
+  };
+
+  const walk = walkSamples(source, walkOptions);
+  const resumed = writer.resumedCursor;
+  try {
+    let index = 0;
+    async function* items(): AsyncGenerator<PipelineItem> {
+      for await (const s of walk) {
+        if (!inPart(s.key)) continue;
+        if (index++ < resumed) continue; // written by the interrupted run
+        yield {
+          name: s.files[0]?.relPath ?? s.key,
+          bytes: s.files.reduce((n, f) => n + f.size, 0),
+          load: () => {
+            const { sample, paths } = readSourceSample(s);
+            return { sample, ctx: { paths } };
+          },
+        };
+      }
+    }
+    await runPipeline(items(), passes, writer, {
+      concurrency,
+      onError,
+      onEach: (c) => {
+        progress.samples = c.samples;
+        progress.bytes = c.bytes;
+        progress.skipped = c.skipped;
+        report();
+      },
+    });
+    const manifest = await finishWithPassOutputs(writer, passes);
+    report(true);
+    const result: PackResult = {
+      out,
+      manifest,
+      seconds: (performance.now() - started) / 1000,
+      walk: { ...walk.stats },
+      writer: { ...writer.stats },
+      resumedSamples: resumed,
+      passStats: Object.fromEntries(passes.filter((p) => p.stats).map((p) => [p.name, (p.stats as () => Record<string, number>)()])),
+    };
+    writePackReport(out, result);
+    return result;
+  } catch (err) {
+    writer.abort();
+    throw err;
+  }
+}
+
+async function prescan(source: string, walkOptions: object, inPart: (key: string) => boolean, passes: readonly Pass[]): Promise<{ samples: number; bytes: number }> {
+  let samples = 0;
+  let bytes = 0;
+  const keys: string[] = [];
+  const needKeys = passes.some((p) => p.prepare);
+  // passes see every key of the whole dataset (all parts), so class lists agree across parts
+  for await (const s of walkSamples(source, walkOptions)) {
+    if (needKeys) keys.push(s.key);
+    if (!inPart(s.key)) continue;
+    samples++;
+    for (const f of s.files) bytes += f.size;
+  }
+  await preparePasses(passes, keys);
+  return { samples, bytes };
+}
+
+function isInside(child: string, parent: string): boolean {
+  const rel = path.relative(parent, child);
+  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
+}

@@ -1,0 +1,56 @@
+/**
+ * Reads one sample's source files the way tar does (open, fstat, read, close), and checks that each file is
+ * still what the walk saw: a file deleted, grown or rewritten during the pack is an error, not silent bad data.
+ */
+import fs from 'node:fs';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import type { Sample } from '../../formats/sample.js';
+import type { SourceSample } from './group-samples.js';
+import type { WalkEntry } from './walk.js';
+
+export function readSourceFile(file: WalkEntry): Uint8Array {
+  let fd: number;
+  try {
+    fd = fs.openSync(file.absPath, 'r');
+  } catch (cause) {
+    throw inputError(file, cause, 'open');
+  }
+  try {
+    const st = fs.fstatSync(fd);
+    if (st.size !== file.size || st.mtimeMs !== file.mtimeMs) {
+      throw new ShardkitError(ErrorCodes.INPUT_CHANGED, `${file.absPath} changed while it was being packed (size or mtime differ from the walk); pack again`, { file: file.absPath });
+    }
+    const bytes = Buffer.allocUnsafe(st.size);
+    let off = 0;
+    while (off < st.size) {
+      const n = fs.readSync(fd, bytes, off, st.size - off, off);
+      if (n === 0) throw new ShardkitError(ErrorCodes.INPUT_CHANGED, `${file.absPath} shrank while it was being packed`, { file: file.absPath });
+      off += n;
+    }
+    return bytes;
+  } catch (cause) {
+    if (cause instanceof ShardkitError) throw cause;
+    throw inputError(file, cause, 'read');
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function inputError(file: WalkEntry, cause: unknown, action: string): ShardkitError {
+  const code = (cause as NodeJS.ErrnoException)?.code;
+  if (code === 'ENOENT') return new ShardkitError(ErrorCodes.INPUT_CHANGED, `${file.absPath} vanished while it was being packed`, { file: file.absPath, cause });
+  const why = code === 'EACCES' || code === 'EPERM' ? 'permission denied' : ((cause as Error)?.message ?? String(cause));
+  return new ShardkitError(ErrorCodes.INPUT, `cannot ${action} ${file.absPath}: ${why}`, { file: file.absPath, cause });
+}
+
+/** The sample with every member's bytes, plus each member's source path (for passes and messages). */
+export function readSourceSample(s: SourceSample): { sample: Sample; paths: Record<string, string> } {
+  const members: Record<string, Uint8Array> = {};
+  const paths: Record<string, string> = {};
+  s.files.forEach((file, i) => {
+    const ext = s.exts[i] as string;
+    members[ext] = readSourceFile(file);
+    paths[ext] = file.relPath;
+  });
+  return { sample: { key: s.key, members }, paths };
+}

@@ -1,0 +1,63 @@
+/** Runs the passes over one sample in order, and gathers what they leave for the dataset root and manifest. */
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import type { Sample } from '../../formats/sample.js';
+import type { Manifest } from '../../formats/manifest.js';
+import type { Pass, PassContext } from '../passes/pass.js';
+import type { DatasetWriter } from './dataset-writer.js';
+
+export type PassResult = { kind: 'ok'; sample: Sample } | { kind: 'skip'; pass: string };
+
+export async function runPasses(sample: Sample, passes: readonly Pass[], ctx: PassContext): Promise<PassResult> {
+  let current = sample;
+  for (const pass of passes) {
+    const next = await pass.run(current, ctx);
+    if (next === 'skip') return { kind: 'skip', pass: pass.name };
+    current = next;
+  }
+  return { kind: 'ok', sample: current };
+}
+
+/** Gives every pass with prepare() the keys in order. */
+export async function preparePasses(passes: readonly Pass[], keys: readonly string[]): Promise<void> {
+  for (const pass of passes) {
+    if (!pass.prepare) continue;
+    await pass.prepare(
+      (async function* () {
+        yield* keys;
+      })(),
+    );
+  }
+}
+
+/** Files and manifest fields from every pass; two passes claiming one name is an error, not a silent overwrite. */
+export function collectPassOutputs(passes: readonly Pass[]): { files: Record<string, Uint8Array>; manifest: Record<string, unknown> } {
+  const files: Record<string, Uint8Array> = {};
+  const manifest: Record<string, unknown> = {};
+  const owner = new Map<string, string>();
+  for (const pass of passes) {
+    const out = pass.outputs?.();
+    for (const [name, bytes] of Object.entries(out?.files ?? {})) {
+      if (owner.has(`file:${name}`)) throw conflict(`file ${name}`, owner.get(`file:${name}`) as string, pass.name);
+      owner.set(`file:${name}`, pass.name);
+      files[name] = bytes;
+    }
+    for (const [key, value] of Object.entries(out?.manifest ?? {})) {
+      if (owner.has(`field:${key}`)) throw conflict(`manifest field ${key}`, owner.get(`field:${key}`) as string, pass.name);
+      owner.set(`field:${key}`, pass.name);
+      manifest[key] = value;
+    }
+  }
+  return { files, manifest };
+}
+
+function conflict(what: string, a: string, b: string): ShardkitError {
+  return new ShardkitError(ErrorCodes.INVALID_ARG, `passes ${a} and ${b} both write the ${what}; keep one of them`);
+}
+
+/** Adds what the passes leave (files, manifest fields) to the writer and commits the dataset. */
+export async function finishWithPassOutputs(writer: DatasetWriter, passes: readonly Pass[]): Promise<Manifest> {
+  const outputs = collectPassOutputs(passes);
+  for (const [name, bytes] of Object.entries(outputs.files)) writer.addFile(name, bytes);
+  for (const [k, v] of Object.entries(outputs.manifest)) writer.setExtra(k, v);
+  return writer.finish();
+}

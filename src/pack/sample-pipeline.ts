@@ -1,0 +1,76 @@
+/**
+ * The part of pack and derive that is the same: run passes over samples with bounded concurrency, in order, and
+ * hand each result to the writer: written, dropped by a pass, or (on bad input) skipped or fatal.
+ */
+import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
+import type { Sample } from '../../formats/sample.js';
+import type { Pass, PassContext } from '../passes/pass.js';
+import type { DatasetWriter } from './dataset-writer.js';
+import { orderedMap } from './ordered-map.js';
+import { runPasses } from './run-passes.js';
+
+export interface PipelineItem {
+  /** Name for the manifest's skipped list (source path or key). */
+  name: string;
+  /** Source bytes, for progress. */
+  bytes: number;
+  /** Produces the sample (reading it may fail with an input error). */
+  load(): Promise<{ sample: Sample; ctx: PassContext }> | { sample: Sample; ctx: PassContext };
+}
+
+export interface PipelineCounters {
+  samples: number;
+  bytes: number;
+  skipped: number;
+}
+
+type Processed = { item: PipelineItem } & ({ kind: 'ok'; sample: Sample } | { kind: 'dropped'; pass: string } | { kind: 'failed'; error: ShardkitError });
+
+/** Input errors a user may choose to skip; anything else (a bug, the output disk) always stops. */
+function isInputError(err: unknown): err is ShardkitError {
+  return isShardkitError(err) && (err.code === ErrorCodes.INPUT || err.code === ErrorCodes.INPUT_CHANGED);
+}
+
+async function processItem(item: PipelineItem, passes: readonly Pass[]): Promise<Processed> {
+  try {
+    const { sample, ctx } = await item.load();
+    const out = await runPasses(sample, passes, ctx);
+    return out.kind === 'skip' ? { item, kind: 'dropped', pass: out.pass } : { item, kind: 'ok', sample: out.sample };
+  } catch (err) {
+    if (isInputError(err)) return { item, kind: 'failed', error: err };
+    throw err;
+  }
+}
+
+export async function runPipeline(
+  items: AsyncIterable<PipelineItem>,
+  passes: readonly Pass[],
+  writer: DatasetWriter,
+  options: { concurrency: number; onError: 'fail' | 'skip'; onEach?: (c: PipelineCounters) => void },
+): Promise<PipelineCounters> {
+  const counters: PipelineCounters = { samples: 0, bytes: 0, skipped: 0 };
+  for await (const r of orderedMap(items, options.concurrency, (item) => processItem(item, passes))) {
+    if (r.kind === 'ok') writer.add(r.sample);
+    else if (r.kind === 'dropped') writer.skip(r.item.name, `dropped by pass ${r.pass}`);
+    else if (options.onError === 'skip') {
+      writer.skip(r.item.name, `${r.error.code}: ${r.error.message}`);
+      counters.skipped++;
+    } else throw r.error;
+    counters.samples++;
+    counters.bytes += r.item.bytes;
+    options.onEach?.(counters);
+  }
+  return counters;
+}
+
+export function validateConcurrency(concurrency: number): number {
+  if (!Number.isSafeInteger(concurrency) || concurrency < 1 || concurrency > 4096) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected an integer between 1 and 4096 for concurrency but received ${concurrency}`);
+  }
+  return concurrency;
+}
+
+export function validateOnError(onError: unknown): 'fail' | 'skip' {
+  if (onError !== 'fail' && onError !== 'skip') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected "fail" or "skip" for onError but received ${JSON.stringify(onError)}`);
+  return onError;
+}

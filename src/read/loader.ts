@@ -1,0 +1,352 @@
+/**
+ * Loader: one epoch of a dataset as an async iterable of batches, for training loops.
+ *
+ * Pipeline per batch: order (planEpoch: seed, epoch, shuffle, rank, worldSize) -> locate (index entries) ->
+ * fetch (coalesced positional reads, CRC check, LZ4) -> decode (optional, images to pixels) -> yield.
+ * The order is known in advance, so batches are fetched ahead of consumption while the bytes fetched but not
+ * yet yielded stay under `prefetch`; reads in flight stay under `concurrency`.
+ *
+ * Scheduling: asking for a batch starts it (if not started) and at most one more; the rest of the read-ahead is
+ * started from `setImmediate`, one batch per turn of the event loop, so a consumer that awaits other work (GPU,
+ * decoding, network) finds the next batches ready, while a tight synchronous consumer pays nothing extra. Local
+ * batches of small samples are read synchronously (see batch-read.ts).
+ *
+ * Shards are assumed to hold contiguous position ranges in key order (what `pack` writes); 'block' shuffle uses
+ * that for locality. Any other layout stays correct, only less local.
+ */
+import pLimit from 'p-limit';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import type { IndexEntry } from '../../formats/index-entry.js';
+import type { Sample } from '../../formats/sample.js';
+import { redactLocation } from '../io/location.js';
+import { readBatch, type BatchReadOptions } from './batch-read.js';
+import type { Dataset } from './dataset.js';
+import { decodeImage, type DecodedImage, type DecodedSample } from './decode-image.js';
+import { planEpoch, type EpochPlan, type EpochPlanOptions } from './epoch-plan.js';
+import { resolveLoaderOptions, type LoaderOptions, type ResolvedLoaderOptions } from './loader-options.js';
+import { expectLoaderState, LOADER_STATE_FORMAT, LOADER_STATE_VERSION, type DatasetIdentity, type LoaderState } from './loader-state.js';
+import { SlabPool } from './slab-pool.js';
+
+/** Counters of what a loader did; plain numbers. */
+export interface LoaderStats {
+  /** Batches and samples yielded so far. */
+  batches: number;
+  samples: number;
+  /** Samples fetched, yielded or still ahead. */
+  fetchedSamples: number;
+  /** Positional reads issued: `fetchedSamples / reads` is what coalescing saved. */
+  reads: number;
+  /** Bytes those reads fetched (holes between coalesced spans included). */
+  bytesRead: number;
+  /** Bytes fetched (or being fetched) and not yet yielded: now, and the most at any time. */
+  prefetchedBytes: number;
+  peakPrefetchedBytes: number;
+  /** Batches the consumer asked for before they were ready: I/O or decoding held the loop up. */
+  stalls: number;
+  imagesDecoded: number;
+}
+
+interface PendingBatch<S> {
+  /** Samples in the batch. */
+  count: number;
+  /** Bytes counted against prefetch: an estimate until the batch's entries are located, then the reads' size. */
+  bytes: number;
+  slab: Uint8Array | undefined;
+  ready: boolean;
+  promise: Promise<S[]>;
+}
+
+const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
+
+/**
+ * Batches of one epoch. Make it with `ds.loader(options)`; iterate it once with `for await`.
+ *
+ * Buffers: by default every yielded sample owns its member bytes; they are never reused by the loader. For
+ * speed, uncompressed members are views (`subarray`) into the buffer of the read that fetched them, which may
+ * also hold neighbouring samples (at most `maxReadBytes`): mind `byteOffset` when handing `.buffer` to other
+ * APIs, and `slice()` a member you keep for long if you want the rest freed. With `view: true` (local
+ * datasets), those read buffers are pooled and reused: member bytes are valid only until the next batch is
+ * requested or the loader is closed. Decoded images and LZ4-compressed members are always fresh buffers.
+ *
+ * @example
+ * const loader = ds.loader({ batchSize: 32, shuffle: 'full', seed: 7, epoch: 0 });
+ * for await (const batch of loader) {
+ *   step(batch);
+ *   if (timeToCheckpoint) save(JSON.stringify(loader.state()));
+ * }
+ */
+export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
+  /** Samples this loader yields in all (its rank's share of what was left of the epoch). */
+  readonly length: number;
+  /** Batches it yields; the last may be short unless dropLast. */
+  readonly batches: number;
+  private readonly ds: Dataset;
+  private readonly opts: ResolvedLoaderOptions;
+  private readonly plan: EpochPlan;
+  private readonly identity: DatasetIdentity;
+  private readonly batchOptions: BatchReadOptions;
+  private readonly decodeLimit: ReturnType<typeof pLimit>;
+  private readonly slabs: SlabPool | undefined;
+  /** Mean stored bytes per sample, to estimate a batch's size before its entries are known. */
+  private readonly bytesPerSample: number;
+  private readonly counters: LoaderStats = {
+    batches: 0,
+    samples: 0,
+    fetchedSamples: 0,
+    reads: 0,
+    bytesRead: 0,
+    prefetchedBytes: 0,
+    peakPrefetchedBytes: 0,
+    stalls: 0,
+    imagesDecoded: 0,
+  };
+  private readonly queue: Array<PendingBatch<S>> = [];
+  private nextBatch = 0;
+  private finished = false;
+  /** View mode: the slab of the batch the caller holds now, given back when it asks for the next one. */
+  private heldSlab: Uint8Array | undefined;
+  /** next() calls run one after another, so batches are delivered (and counted) in order. */
+  private delivery: Promise<unknown> = Promise.resolve();
+  /** Remote lookups run one batch after another, sorted by position, so each index page is fetched once. */
+  private locateTail: Promise<unknown> = Promise.resolve();
+  private fillScheduled = false;
+
+  /** @internal Use `ds.loader(options)`. */
+  constructor(ds: Dataset, options: LoaderOptions) {
+    this.ds = ds;
+    this.opts = resolveLoaderOptions(options, ds.remote, ds.verify);
+    this.identity = { index: ds.manifest.index.crc32c, samples: ds.size };
+    const planOptions: EpochPlanOptions = {
+      shardSizes: ds.shards.map((s) => s.samples),
+      seed: options.seed ?? 0,
+      epoch: options.epoch ?? 0,
+      shuffle: options.shuffle ?? 'none',
+      batchSize: this.opts.batchSize,
+      ...(options.windowShards === undefined ? {} : { shuffleOptions: { windowShards: options.windowShards } }),
+      ...(options.rank === undefined ? {} : { rank: options.rank }),
+      ...(options.worldSize === undefined ? {} : { worldSize: options.worldSize }),
+      ...(options.partition === undefined ? {} : { partition: options.partition }),
+      ...(options.dropLast === undefined ? {} : { dropLast: options.dropLast }),
+      ...(options.resumeFrom === undefined ? {} : { resumeFrom: expectLoaderState(options.resumeFrom, this.identity) }),
+    };
+    this.plan = planEpoch(planOptions);
+    this.length = this.plan.length;
+    this.batches = this.plan.batches;
+    const readLimit = pLimit(this.opts.concurrency);
+    this.decodeLimit = pLimit(this.opts.decodeConcurrency);
+    this.slabs = this.opts.view && !ds.remote ? new SlabPool(Math.max(this.opts.prefetch, this.opts.maxReadBytes) * 2) : undefined;
+    this.batchOptions = {
+      gapBytes: this.opts.coalesceGapBytes,
+      maxReadBytes: this.opts.maxReadBytes,
+      verify: this.opts.verify,
+      dataset: redactLocation(ds.location),
+      slabs: this.slabs,
+      limit: (fn) => readLimit(fn),
+    };
+    this.bytesPerSample = ds.size === 0 ? 0 : ds.manifest.totals.storedBytes / ds.size;
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  /** The next batch; `done` after the last one, after an error, or after return()/close(). */
+  next(): Promise<IteratorResult<S[], undefined>> {
+    const result = this.delivery.then(() => this.deliver());
+    this.delivery = result.catch(() => undefined);
+    return result;
+  }
+
+  /** Stops the loader (what `break` in a `for await` calls): no more reads start; pooled buffers are dropped. */
+  return(): Promise<IteratorReturnResult<undefined>> {
+    this.finish();
+    return Promise.resolve(DONE);
+  }
+
+  /** Same as return(). */
+  async close(): Promise<void> {
+    await this.return();
+  }
+
+  /**
+   * Where this rank stands, as small plain JSON: pass it as `resumeFrom` (same dataset and options) to get
+   * exactly the samples not yet yielded. Counts only batches already delivered. With several ranks, merge all
+   * ranks' states with `mergeLoaderStates` first.
+   */
+  state(): LoaderState {
+    return {
+      format: LOADER_STATE_FORMAT,
+      version: LOADER_STATE_VERSION,
+      dataset: { ...this.identity },
+      progress: this.plan.state(this.counters.samples),
+    };
+  }
+
+  stats(): LoaderStats {
+    return { ...this.counters };
+  }
+
+  private async deliver(): Promise<IteratorResult<S[], undefined>> {
+    if (this.heldSlab !== undefined) {
+      this.slabs?.give(this.heldSlab);
+      this.heldSlab = undefined;
+    }
+    if (this.finished) return DONE;
+    this.fill(2);
+    const head = this.queue.shift();
+    if (head === undefined) {
+      this.finish();
+      return DONE;
+    }
+    if (!head.ready) this.counters.stalls++;
+    this.scheduleFill();
+    let batch: S[];
+    try {
+      batch = await head.promise;
+    } catch (err) {
+      this.finish();
+      throw err;
+    }
+    if (this.finished) return DONE; // closed while this batch was in flight
+    this.addPrefetched(-head.bytes);
+    this.counters.batches++;
+    this.counters.samples += head.count;
+    this.heldSlab = head.slab;
+    return { done: false, value: batch };
+  }
+
+  /** Starts batches while there is room: always the head, then up to `maxNew` in all while under prefetch. */
+  private fill(maxNew: number): void {
+    let started = 0;
+    while (
+      !this.finished &&
+      this.nextBatch < this.batches &&
+      (this.queue.length === 0 || (started < maxNew && this.counters.prefetchedBytes < this.opts.prefetch))
+    ) {
+      this.queue.push(this.start(this.nextBatch++));
+      started++;
+    }
+  }
+
+  /** Read-ahead in idle time: one batch per event-loop turn until prefetch is full. */
+  private scheduleFill(): void {
+    if (this.fillScheduled || this.finished || this.nextBatch >= this.batches || this.counters.prefetchedBytes >= this.opts.prefetch) return;
+    this.fillScheduled = true;
+    setImmediate(() => {
+      this.fillScheduled = false;
+      const before = this.nextBatch;
+      this.fill(1);
+      if (this.nextBatch > before) this.scheduleFill();
+    }).unref();
+  }
+
+  private start(batch: number): PendingBatch<S> {
+    const first = batch * this.opts.batchSize;
+    const count = Math.min(this.opts.batchSize, this.length - first);
+    const pending: PendingBatch<S> = { count, bytes: 0, slab: undefined, ready: false, promise: undefined as unknown as Promise<S[]> };
+    this.setBytes(pending, Math.round(count * this.bytesPerSample));
+    let promise: Promise<S[]>;
+    try {
+      if (this.ds.remote) {
+        const located = this.locateTail.then(() => this.locateAsync(first, count));
+        this.locateTail = located.catch(() => undefined);
+        promise = located.then((entries) => this.fetch(pending, entries));
+      } else {
+        const result = this.fetch(pending, this.locateSync(first, count));
+        promise = Array.isArray(result) ? Promise.resolve(result) : result;
+      }
+    } catch (err) {
+      promise = Promise.reject(err);
+    }
+    promise.then(
+      () => {
+        pending.ready = true;
+      },
+      () => {
+        pending.ready = true; // handled here so a failed read-ahead is not an unhandled rejection; deliver() rethrows
+      },
+    );
+    pending.promise = promise;
+    return pending;
+  }
+
+  private locateSync(first: number, count: number): IndexEntry[] {
+    const entries = new Array<IndexEntry>(count);
+    for (let i = 0; i < count; i++) {
+      const entry = this.ds.index.atSync(this.plan.at(first + i));
+      this.ds.checkEntry(entry);
+      entries[i] = entry;
+    }
+    return entries;
+  }
+
+  private async locateAsync(first: number, count: number): Promise<IndexEntry[]> {
+    const positions = Array.from({ length: count }, (_, i) => this.plan.at(first + i));
+    const byPosition = positions.map((_, i) => i).sort((a, b) => (positions[a] as number) - (positions[b] as number));
+    const entries = new Array<IndexEntry>(count);
+    for (const i of byPosition) {
+      // Stop looking up pages for a closed loader; nobody receives this error (deliver() returns done).
+      if (this.finished) throw new ShardkitError(ErrorCodes.CLOSED, 'the loader was closed');
+      const entry = await this.ds.index.at(positions[i] as number);
+      this.ds.checkEntry(entry);
+      entries[i] = entry;
+    }
+    return entries;
+  }
+
+  private fetch(pending: PendingBatch<S>, entries: IndexEntry[]): S[] | Promise<S[]> {
+    const read = readBatch(this.ds, entries, this.batchOptions);
+    pending.slab = read.slab;
+    this.setBytes(pending, read.bytes);
+    this.counters.reads += read.reads;
+    this.counters.bytesRead += read.bytes;
+    this.counters.fetchedSamples += entries.length;
+    const isImage = this.opts.isImage;
+    if (isImage === undefined) return read.samples as S[] | Promise<S[]>;
+    return Promise.resolve(read.samples).then((samples) => this.decodeImages(samples, isImage) as Promise<S[]>);
+  }
+
+  private decodeImages(samples: Sample[], isImage: (ext: string) => boolean): Promise<DecodedSample[]> {
+    return Promise.all(
+      samples.map(async (sample) => {
+        const members: Record<string, Uint8Array | DecodedImage> = {};
+        const decoded: Array<Promise<void>> = [];
+        for (const [ext, bytes] of Object.entries(sample.members)) {
+          members[ext] = bytes; // keeps member order; replaced below
+          if (!isImage(ext)) continue;
+          decoded.push(
+            this.decodeLimit(() => decodeImage(bytes, sample.key, ext)).then((image) => {
+              members[ext] = image;
+              this.counters.imagesDecoded++;
+            }),
+          );
+        }
+        await Promise.all(decoded);
+        return { key: sample.key, members };
+      }),
+    );
+  }
+
+  private setBytes(pending: PendingBatch<S>, bytes: number): void {
+    if (this.finished) return;
+    this.addPrefetched(bytes - pending.bytes);
+    pending.bytes = bytes;
+  }
+
+  private addPrefetched(delta: number): void {
+    const c = this.counters;
+    c.prefetchedBytes += delta;
+    if (c.prefetchedBytes > c.peakPrefetchedBytes) c.peakPrefetchedBytes = c.prefetchedBytes;
+  }
+
+  private finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    // Batches still queued are dropped; their slabs too (reads may still be writing into them).
+    this.queue.length = 0;
+    this.counters.prefetchedBytes = 0;
+    if (this.heldSlab !== undefined) this.slabs?.give(this.heldSlab);
+    this.heldSlab = undefined;
+    this.slabs?.clear();
+  }
+}

@@ -1,0 +1,196 @@
+/**
+ * Checks every invariant of an index file, page by page, reporting problems instead of stopping at the first:
+ * every page reachable exactly once from the root, levels decreasing by one to the leaves, keys strictly increasing
+ * across leaves, each branch key equal to the first key of its child, subtree counts equal to what the parent
+ * promised, leaf links in key order from the header's first leaf, header totals (samples, members, span bytes),
+ * and every span inside its shard and apart from every other span of that shard.
+ * Memory: one bit per page and 28 bytes per sample (the span table the shard pass needs anyway).
+ */
+import { isShardkitError } from '../../formats/errors.js';
+import type { IndexEntry } from '../../formats/index-entry.js';
+import type { IndexHeader, ShardRecord } from '../../formats/index-layout.js';
+import { decodePage, type LeafPage, type Page } from '../../formats/index-page.js';
+import { compareKeys } from '../../formats/key-order.js';
+import type { ByteSource } from '../io/byte-source.js';
+
+/** Where every sample's span is, by position in key order; `leaf`/`slot` find its entry again. */
+export class SpanTable {
+  length = 0;
+  shard = new Uint32Array(1024);
+  offset = new Float64Array(1024);
+  span = new Float64Array(1024);
+  leaf = new Uint32Array(1024);
+  slot = new Uint16Array(1024);
+
+  push(shard: number, offset: number, span: number, leaf: number, slot: number): void {
+    if (this.length === this.shard.length) this.grow();
+    const i = this.length++;
+    this.shard[i] = shard;
+    this.offset[i] = offset;
+    this.span[i] = span;
+    this.leaf[i] = leaf;
+    this.slot[i] = slot;
+  }
+
+  private grow(): void {
+    const n = this.shard.length * 2;
+    const g = <T extends Uint32Array | Float64Array | Uint16Array>(a: T, make: (n: number) => T): T => {
+      const b = make(n);
+      b.set(a);
+      return b;
+    };
+    this.shard = g(this.shard, (k) => new Uint32Array(k));
+    this.offset = g(this.offset, (k) => new Float64Array(k));
+    this.span = g(this.span, (k) => new Float64Array(k));
+    this.leaf = g(this.leaf, (k) => new Uint32Array(k));
+    this.slot = g(this.slot, (k) => new Uint16Array(k));
+  }
+
+  /** Positions of each shard's samples in offset order. */
+  byShard(shards: number): Uint32Array[] {
+    const counts = new Uint32Array(shards);
+    for (let i = 0; i < this.length; i++) if ((this.shard[i] as number) < shards) counts[this.shard[i] as number]!++;
+    const out = Array.from(counts, (c) => new Uint32Array(c));
+    const fill = new Uint32Array(shards);
+    for (let i = 0; i < this.length; i++) {
+      const s = this.shard[i] as number;
+      if (s < shards) out[s]![fill[s]!++] = i;
+    }
+    for (const list of out) list.sort((a, b) => (this.offset[a] as number) - (this.offset[b] as number) || a - b);
+    return out;
+  }
+}
+
+export interface IndexProblem {
+  what: string;
+  /** The sample concerned, when the problem is about one. */
+  key?: string;
+  shard?: number;
+  offset?: number;
+}
+
+export interface IndexCheckResult {
+  pages: number;
+  samples: number;
+  members: number;
+  spans: SpanTable;
+  /** Keys by position (only for samples named in problems) are found again through `spans`. */
+  problems: IndexProblem[];
+}
+
+/** Decoded pages, read once each during the walk and again (rarely) when a span is checked. */
+export class PageReader {
+  private readonly cache = new Map<number, Page>();
+
+  constructor(
+    private readonly source: ByteSource,
+    private readonly header: IndexHeader,
+    private readonly maxCached = 256,
+  ) {}
+
+  async load(pageNo: number): Promise<Page> {
+    const hit = this.cache.get(pageNo);
+    if (hit !== undefined) return hit;
+    const bytes = await this.source.read(pageNo * this.header.pageSize, this.header.pageSize);
+    const page = decodePage(bytes, pageNo, this.source.name);
+    if (this.cache.size >= this.maxCached) this.cache.delete(this.cache.keys().next().value as number);
+    this.cache.set(pageNo, page);
+    return page;
+  }
+
+  /** The entry of the sample at `position` (as recorded in `spans`). */
+  async entry(spans: SpanTable, position: number): Promise<IndexEntry> {
+    const page = (await this.load(spans.leaf[position] as number)) as LeafPage;
+    return page.entries[spans.slot[position] as number] as IndexEntry;
+  }
+}
+
+export async function checkIndex(
+  pages: PageReader,
+  header: IndexHeader,
+  shards: readonly ShardRecord[],
+  onProgress?: (pagesDone: number, pagesTotal: number) => void,
+): Promise<IndexCheckResult> {
+  const problems: IndexProblem[] = [];
+  const spans = new SpanTable();
+  const seen = new Uint8Array(header.pageCount);
+  let visited = 0;
+  let members = 0;
+  let spanBytes = 0;
+  let lastKey: string | undefined;
+  let prevLeaf: LeafPage | undefined;
+  const problem = (what: string, extra: Omit<IndexProblem, 'what'> = {}): void => void problems.push({ what, ...extra });
+
+  /** Visits a subtree; returns the samples it holds (what was found, not what was promised). */
+  const visit = async (pageNo: number, level: number, promised: number, firstKey: string | undefined): Promise<number> => {
+    if (!Number.isInteger(pageNo) || pageNo < 1 || pageNo >= header.pageCount) {
+      problem(`page ${pageNo} is outside the index (pages 1..${header.pageCount - 1})`);
+      return 0;
+    }
+    if (seen[pageNo]) {
+      problem(`page ${pageNo} is reached twice from the root`);
+      return 0;
+    }
+    seen[pageNo] = 1;
+    visited++;
+    if (visited % 64 === 0) onProgress?.(visited, header.pageCount - 1);
+    let page: Page;
+    try {
+      page = await pages.load(pageNo);
+    } catch (err) {
+      if (!isShardkitError(err)) throw err;
+      problem(err.message);
+      return 0;
+    }
+    const firstOfPage = page.keys[0] as string;
+    if (firstKey !== undefined && firstOfPage !== firstKey) problem(`page ${pageNo} starts with key ${JSON.stringify(firstOfPage)} but its parent says ${JSON.stringify(firstKey)}`);
+    if (page.type === 'leaf') {
+      if (level !== 0) problem(`page ${pageNo} is a leaf where a branch of level ${level} belongs`);
+      if (prevLeaf === undefined ? pageNo !== header.firstLeaf : prevLeaf.next !== pageNo) {
+        problem(prevLeaf === undefined ? `the header's first leaf is page ${header.firstLeaf}, the tree's is ${pageNo}` : `leaf ${prevLeaf.pageNo} links to page ${prevLeaf.next}, the next leaf is ${pageNo}`);
+      }
+      prevLeaf = page;
+      page.entries.forEach((e, slot) => {
+        if (lastKey !== undefined && compareKeys(lastKey, e.key) >= 0) problem(`key ${JSON.stringify(e.key)} (page ${pageNo}) does not come after ${JSON.stringify(lastKey)}`, { key: e.key });
+        lastKey = e.key;
+        members += e.members.length;
+        spanBytes += e.length;
+        const shard = shards[e.shard];
+        if (shard === undefined) problem(`sample points to shard ${e.shard}, the index has ${shards.length}`, { key: e.key, shard: e.shard, offset: e.offset });
+        else if (e.offset + e.length > shard.bytes) problem(`span [${e.offset}, ${e.offset + e.length}) is outside its ${shard.bytes}-byte shard`, { key: e.key, shard: e.shard, offset: e.offset });
+        spans.push(e.shard, e.offset, e.length, pageNo, slot);
+      });
+      if (page.entries.length !== promised) problem(`page ${pageNo} holds ${page.entries.length} samples, its parent says ${promised}`);
+      return page.entries.length;
+    }
+    if (page.level !== level) problem(`page ${pageNo} is a branch of level ${page.level} where level ${level} belongs`);
+    const total = page.starts[page.starts.length - 1] as number;
+    if (total !== promised) problem(`page ${pageNo} counts ${total} samples, its parent says ${promised}`);
+    let found = 0;
+    for (let i = 0; i < page.children.length; i++) {
+      const count = (page.starts[i + 1] as number) - (page.starts[i] as number);
+      found += await visit(page.children[i] as number, Math.max(0, level - 1), count, page.keys[i]);
+    }
+    return found;
+  };
+
+  if (header.entryCount > 0) await visit(header.rootPage, header.height - 1, header.entryCount, undefined);
+  if (prevLeaf !== undefined && prevLeaf.next !== 0) problem(`the last leaf (page ${prevLeaf.pageNo}) links to page ${prevLeaf.next}`);
+  for (let p = 1; p < header.pageCount; p++) if (!seen[p]) problem(`page ${p} is not reachable from the root`);
+  if (spans.length !== header.entryCount) problem(`the tree holds ${spans.length} samples, the header says ${header.entryCount}`);
+  if (members !== header.memberCount) problem(`the tree holds ${members} members, the header says ${header.memberCount}`);
+  if (spanBytes !== header.spanBytes) problem(`the tree's spans add up to ${spanBytes} bytes, the header says ${header.spanBytes}`);
+  onProgress?.(visited, header.pageCount - 1);
+  return { pages: visited, samples: spans.length, members, spans, problems };
+}
+
+/** Spans of one shard (positions in offset order) that overlap the span before them. */
+export function overlappingSpans(spans: SpanTable, positions: Uint32Array): [number, number][] {
+  const out: [number, number][] = [];
+  let prev = -1;
+  for (const p of positions) {
+    if (prev >= 0 && (spans.span[p] as number) > 0 && (spans.offset[prev] as number) + (spans.span[prev] as number) > (spans.offset[p] as number)) out.push([prev, p]);
+    if ((spans.span[p] as number) > 0) prev = p;
+  }
+  return out;
+}

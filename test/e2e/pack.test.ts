@@ -1,0 +1,229 @@
+/** The built CLI's pack, merge and derive on temporary directories: the user's first commands. */
+import fs from 'node:fs';
+import path from 'node:path';
+import sharp from 'sharp';
+import { describe, expect, it } from 'vitest';
+import { openDataset } from '../../src/read/dataset.js';
+import { decodeNpy } from '../../src/passes/npy.js';
+import { ROOT, readTree, shardkit, shardkitAsync } from '../helpers/cli.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+const IMAGES = path.join(ROOT, 'fixtures/images');
+const GOOD = ['--exclude', 'broken/**'];
+
+async function sampleOf(dir: string, key: string) {
+  const ds = await openDataset(dir);
+  try {
+    return await ds.get(key);
+  } finally {
+    await ds.close();
+  }
+}
+
+/** A source tree of n deterministic files (several per sample), big enough that packing takes a moment. */
+function makeTree(n: number, size = 4000): string {
+  const dir = tmpDir();
+  for (let i = 0; i < n; i++) {
+    const sub = path.join(dir, `c${i % 7}`);
+    fs.mkdirSync(sub, { recursive: true });
+    const body = Buffer.alloc(size + (i % 97) * 31, i % 251);
+    fs.writeFileSync(path.join(sub, `s${String(i).padStart(6, '0')}.bin`), body);
+    if (i % 3 === 0) fs.writeFileSync(path.join(sub, `s${String(i).padStart(6, '0')}.cls`), String(i % 7));
+  }
+  return dir;
+}
+
+describe('shardkit pack', () => {
+  it('packs a tree with the default output and recreates it with tar -xf', async () => {
+    const src = makeTree(50);
+    const r = shardkit(['pack', src, '--shard', '64KB']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^packed 50 samples/);
+    const out = `${src}.shards`;
+    const m = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
+    expect(m.shards.length).toBeGreaterThan(2);
+    for (const s of m.shards) expect(s.bytes).toBeLessThanOrEqual(64_000);
+    const x = tmpDir();
+    for (const s of m.shards) {
+      const { execFileSync } = await import('node:child_process');
+      execFileSync('tar', ['-xf', path.join(out, s.file), '-C', x]);
+    }
+    expect(readTree(x)).toEqual(readTree(src));
+    fs.rmSync(out, { recursive: true, force: true });
+  });
+
+  it('runs resize, format and tag=dirname passes and records them in the manifest', async () => {
+    const out = path.join(tmpDir(), 'ds');
+    const r = shardkit(['pack', IMAGES, '--out', out, ...GOOD, '--pass', 'resize=16x16:cover', '--pass', 'format=webp:80', '--pass', 'tag=dirname', '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const summary = JSON.parse(r.stdout);
+    expect(summary.samples).toBe(6);
+    const s = await sampleOf(out, 'cat/001');
+    expect(Object.keys(s.members).sort()).toEqual(['cls', 'txt', 'webp']);
+    const meta = await sharp(s.members.webp).metadata();
+    expect([meta.format, meta.width, meta.height]).toEqual(['webp', 16, 16]);
+    expect(new TextDecoder().decode(s.members.txt)).toBe('a cat, 64x48 gradient\n');
+    const classes = fs.readFileSync(path.join(out, 'classes.txt'), 'utf8').trim().split('\n');
+    expect(classes[Number(new TextDecoder().decode(s.members.cls))]).toBe('cat');
+    const m = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
+    expect(m.passes.map((p: { name: string }) => p.name)).toEqual(['resize', 'format', 'tag']);
+    expect(m.passes[0].params).toMatchObject({ width: 16, height: 16, fit: 'cover' });
+    expect(m.files).toEqual(['classes.txt']);
+  });
+
+  it('normalizes to a float32 .npy tensor and tags from a CSV table', async () => {
+    const out = path.join(tmpDir(), 'ds');
+    const r = shardkit(['pack', IMAGES, '--out', out, ...GOOD, '--pass', 'resize=8x8:fill', '--pass', 'normalize=0.5,0.5,0.5:0.25,0.25,0.25', '--pass', `tag=${path.join(IMAGES, 'labels.csv')}`, '--quiet']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toBe('');
+    const s = await sampleOf(out, 'dog/003');
+    const t = decodeNpy(s.members.npy!);
+    expect(t.shape).toEqual([3, 8, 8]);
+    expect(s.members.cls ?? s.members.json).toBeDefined();
+  });
+
+  it('runs a custom pass module', async () => {
+    const dir = tmpDir();
+    const mod = path.join(dir, 'upper.mjs');
+    fs.writeFileSync(mod, "export default (s) => s.key.startsWith('dog/') ? 'skip' : ({ ...s, members: { ...s.members, note: new TextEncoder().encode(s.key.toUpperCase()) } });\n");
+    const out = path.join(dir, 'ds');
+    const r = shardkit(['pack', IMAGES, '--out', out, ...GOOD, '--pass-module', mod]);
+    expect(r.status, r.stderr).toBe(0);
+    const s = await sampleOf(out, 'cat/002');
+    expect(new TextDecoder().decode(s.members.note)).toBe('CAT/002');
+    const m = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
+    expect(m.skipped.map((x: { path: string }) => x.path)).toEqual(['dog/003.webp', 'dog/004.jpg', 'dog/005.png']);
+  });
+
+  it('stops at an undecodable image with a one-line error and no manifest (--on-error fail)', () => {
+    const out = path.join(tmpDir(), 'ds');
+    const r = shardkit(['pack', IMAGES, '--out', out, '--pass', 'resize=16x16']);
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INPUT: .*broken\/006/);
+    expect(fs.existsSync(path.join(out, 'manifest.json'))).toBe(false);
+  });
+
+  it('leaves bad inputs out and lists them with --on-error skip', () => {
+    const out = path.join(tmpDir(), 'ds');
+    const r = shardkit(['pack', IMAGES, '--out', out, '--pass', 'resize=16x16', '--on-error', 'skip']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/1 skipped/);
+    const m = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
+    expect(m.skipped).toHaveLength(1);
+    expect(m.skipped[0].path).toBe('broken/006.jpg');
+    expect(m.skipped[0].reason).toMatch(/SHARDKIT_ERR_INPUT/);
+  });
+
+  it('writes byte-identical datasets for identical input and options', () => {
+    const src = makeTree(120);
+    const a = path.join(tmpDir(), 'a');
+    const b = path.join(tmpDir(), 'b');
+    for (const out of [a, b]) expect(shardkit(['pack', src, '--out', out, '--shard', '100KB', '--compress', 'lz4', '--concurrency', out === a ? '1' : '16']).status).toBe(0);
+    const ta = readTree(a, ['pack-report.json']);
+    const tb = readTree(b, ['pack-report.json']);
+    expect([...ta.keys()].sort()).toEqual([...tb.keys()].sort());
+    for (const [name, bytes] of ta) expect(bytes.equals(tb.get(name) as Buffer), name).toBe(true);
+  });
+
+  it('refuses to pack over a finished dataset without --force, and refuses bad arguments with exit 2', () => {
+    const src = makeTree(5);
+    const out = path.join(tmpDir(), 'ds');
+    expect(shardkit(['pack', src, '--out', out]).status).toBe(0);
+    const again = shardkit(['pack', src, '--out', out]);
+    expect(again.status).toBe(2);
+    expect(again.stderr).toMatch(/^shardkit: SHARDKIT_ERR_OUTPUT_EXISTS: .*--force/);
+    expect(shardkit(['pack', src, '--out', out, '--force']).status).toBe(0);
+    for (const bad of [['--shard', '12XB'], ['--shard', '0'], ['--layout', 'zip'], ['--compress', 'gzip'], ['--part', '2/2'], ['--pass', 'resize=abc'], ['--on-error', 'maybe'], ['--concurrency', '0']]) {
+      const r = shardkit(['pack', src, '--out', path.join(tmpDir(), 'x'), ...bad]);
+      expect(r.status, bad.join(' ')).toBe(2);
+      expect(r.stderr, bad.join(' ')).toMatch(/^shardkit: SHARDKIT_ERR_INVALID_ARG: /);
+      expect(r.stderr.trim().split('\n'), bad.join(' ')).toHaveLength(1);
+    }
+    const missing = shardkit(['pack', path.join(src, 'nope')]);
+    expect(missing.status).toBe(2);
+  });
+
+  it('accepts human sizes', () => {
+    const src = makeTree(40);
+    for (const [size, bytes] of [['64KB', 64_000], ['64KiB', 65_536], ['0.5MiB', 524_288]] as const) {
+      const out = path.join(tmpDir(), 'ds');
+      expect(shardkit(['pack', src, '--out', out, '--shard', size]).status).toBe(0);
+      const m = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
+      for (const s of m.shards) expect(s.bytes).toBeLessThanOrEqual(bytes);
+    }
+  });
+
+  it('resumes a killed pack to the same bytes as an uninterrupted one', async () => {
+    const src = makeTree(3000, 6000);
+    const full = path.join(tmpDir(), 'full');
+    expect(shardkit(['pack', src, '--out', full, '--shard', '256KB']).status).toBe(0);
+    const out = path.join(tmpDir(), 'killed');
+    const child = shardkitAsync(['pack', src, '--out', out, '--shard', '256KB', '--concurrency', '1']);
+    const journal = path.join(out, '.shardkit-work', 'journal.jsonl');
+    await new Promise<void>((resolve, reject) => {
+      const timer = setInterval(() => {
+        if (fs.existsSync(journal) && fs.readFileSync(journal, 'utf8').split('\n').length > 6) {
+          clearInterval(timer);
+          child.kill('SIGKILL');
+          resolve();
+        }
+      }, 5);
+      child.on('exit', () => {
+        clearInterval(timer);
+        reject(new Error('pack finished before it could be killed'));
+      });
+    });
+    await new Promise((r) => child.on('exit', r));
+    expect(fs.existsSync(path.join(out, 'manifest.json'))).toBe(false);
+    const refused = shardkit(['pack', src, '--out', out, '--shard', '256KB']);
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toMatch(/--resume/);
+    const resumed = shardkit(['pack', src, '--out', out, '--shard', '256KB', '--resume', '--json']);
+    expect(resumed.status, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout).resumedSamples).toBeGreaterThan(0);
+    const a = readTree(full, ['pack-report.json']);
+    const b = readTree(out, ['pack-report.json']);
+    expect([...b.keys()].sort()).toEqual([...a.keys()].sort());
+    for (const [name, bytes] of a) expect(bytes.equals(b.get(name) as Buffer), name).toBe(true);
+  });
+
+  it('packs parts on separate "machines" and merges them into the content of a one-machine pack', async () => {
+    const src = makeTree(200);
+    const root = tmpDir();
+    const one = path.join(root, 'one');
+    expect(shardkit(['pack', src, '--out', one, '--shard', '64KB']).status).toBe(0);
+    const parts = [0, 1, 2].map((i) => path.join(root, `part${i}`));
+    parts.forEach((p, i) => expect(shardkit(['pack', src, '--out', p, '--part', `${i}/3`, '--shard', '64KB']).status).toBe(0));
+    const merged = path.join(root, 'merged');
+    const r = shardkit(['merge', ...parts, '--out', merged]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/hard linked/);
+    const a = await openDataset(one);
+    const b = await openDataset(merged);
+    expect(b.size).toBe(a.size);
+    for (let i = 0; i < a.size; i++) {
+      const x = await a.at(i);
+      const y = await b.at(i);
+      expect(y.key).toBe(x.key);
+      expect(Object.keys(y.members)).toEqual(Object.keys(x.members));
+      for (const ext of Object.keys(x.members)) expect(Buffer.from(y.members[ext]!).equals(Buffer.from(x.members[ext]!))).toBe(true);
+    }
+    await a.close();
+    await b.close();
+  });
+
+  it('derives a variant dataset from an existing one', async () => {
+    const root = tmpDir();
+    const base = path.join(root, 'base');
+    expect(shardkit(['pack', IMAGES, '--out', base, ...GOOD]).status).toBe(0);
+    const variant = path.join(root, 'v');
+    const r = shardkit(['derive', base, '--out', variant, '--pass', 'resize=8x8:fill', '--pass', 'format=png']);
+    expect(r.status, r.stderr).toBe(0);
+    const s = await sampleOf(variant, 'dog/004');
+    const meta = await sharp(s.members.png).metadata();
+    expect([meta.width, meta.height, meta.format]).toEqual([8, 8, 'png']);
+    const m = JSON.parse(fs.readFileSync(path.join(variant, 'manifest.json'), 'utf8'));
+    expect(m.passes.map((p: { name: string }) => p.name)).toEqual(['resize', 'format']);
+  });
+});

@@ -1,0 +1,39 @@
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const CLI = path.join(ROOT, 'dist/cli/main.js');
+
+export interface CliResult {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the BUILT CLI (`npm run build` first; `npm test` does). */
+export function shardkit(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): CliResult {
+  if (!fs.existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build`);
+  const r = spawnSync(process.execPath, [CLI, ...args], { cwd: options.cwd ?? ROOT, encoding: 'utf8', env: { ...process.env, ...options.env }, maxBuffer: 1 << 26 });
+  return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Starts the CLI without waiting (for kill tests). */
+export function shardkitAsync(args: string[]) {
+  return spawn(process.execPath, [CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** Every file under dir (relative paths) except those named in `except`, with their bytes. */
+export function readTree(dir: string, except: string[] = []): Map<string, Buffer> {
+  const out = new Map<string, Buffer>();
+  const walk = (d: string): void => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (!except.includes(e.name)) out.set(path.relative(dir, p), fs.readFileSync(p));
+    }
+  };
+  walk(dir);
+  return out;
+}
