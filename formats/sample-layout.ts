@@ -9,9 +9,11 @@ import type { Layout } from './index-layout.js';
 import { compareKeys } from './key-order.js';
 import { lz4CompressMember } from './lz4.js';
 import { memberPath, type Sample } from './sample.js';
-import { encodeFileHeader, tarPadding } from './tar-header.js';
+import { encodeFileHeader, TAR_BLOCK, tarPadding } from './tar-header.js';
 
 export const LZ4_NAME_SUFFIX = '.lz4';
+/** Shared, never written to: tar padding. */
+const ZERO_BLOCK = new Uint8Array(TAR_BLOCK);
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export interface EncodedSample {
@@ -74,7 +76,7 @@ export function encodeSample(sample: Sample, layout: Layout, codec: CodecId): En
     if (layout === 'tar') {
       const pad = tarPadding(stored.length);
       if (pad > 0) {
-        parts.push(new Uint8Array(pad));
+        parts.push(ZERO_BLOCK.subarray(0, pad));
         pos += pad;
       }
     }

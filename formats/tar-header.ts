@@ -33,6 +33,8 @@ export const F_PREFIX = [345, 155] as const;
 export const USTAR_MAX_SIZE = 0o77777777777;
 export const PAX_HEADER_NAME = '././@PaxHeader';
 const FILE_MODE = 0o644;
+const USTAR_MAGIC = utf8Encoder.encode('ustar\0');
+const USTAR_VERSION = utf8Encoder.encode('00');
 
 export const TarType = {
   file: '0',
@@ -57,9 +59,12 @@ export function tarPadding(size: number): number {
 }
 
 function writeOctal(block: Uint8Array, [off, len]: readonly [number, number], value: number): void {
-  const digits = value.toString(8).padStart(len - 1, '0');
-  if (digits.length > len - 1) throw new RangeError(`value ${value} does not fit a ${len}-byte octal field`);
-  for (let i = 0; i < len - 1; i++) block[off + i] = digits.charCodeAt(i);
+  let v = value;
+  for (let i = len - 2; i >= 0; i--) {
+    block[off + i] = 0x30 + (v % 8);
+    v = Math.floor(v / 8);
+  }
+  if (v !== 0) throw new RangeError(`value ${value} does not fit a ${len}-byte octal field`);
   block[off + len - 1] = 0;
 }
 
@@ -69,28 +74,34 @@ function writeBytes(block: Uint8Array, [off, len]: readonly [number, number], by
 
 /** Sum of the header bytes with the checksum field read as spaces. */
 export function headerChecksum(block: Uint8Array): number {
-  let sum = 0;
-  for (let i = 0; i < TAR_BLOCK; i++) sum += i >= F_CHKSUM[0] && i < F_CHKSUM[0] + F_CHKSUM[1] ? 0x20 : (block[i] as number);
+  let sum = 8 * 0x20;
+  for (let i = 0; i < F_CHKSUM[0]; i++) sum += block[i] as number;
+  for (let i = F_CHKSUM[0] + F_CHKSUM[1]; i < TAR_BLOCK; i++) sum += block[i] as number;
   return sum;
 }
 
-function ustarBlock(nameField: Uint8Array, prefixField: Uint8Array, size: number, type: string): Uint8Array {
+/** The fields every header we write shares (mode, ids, mtime, magic, version, devices), filled once. */
+const HEADER_TEMPLATE = ((): Uint8Array => {
   const block = new Uint8Array(TAR_BLOCK);
-  writeBytes(block, F_NAME, nameField);
-  writeBytes(block, F_PREFIX, prefixField);
   writeOctal(block, F_MODE, FILE_MODE);
   writeOctal(block, F_UID, 0);
   writeOctal(block, F_GID, 0);
-  writeOctal(block, F_SIZE, size);
   writeOctal(block, F_MTIME, 0);
-  block[F_TYPEFLAG[0]] = type.charCodeAt(0);
-  writeBytes(block, F_MAGIC, utf8Encoder.encode('ustar\0'));
-  writeBytes(block, F_VERSION, utf8Encoder.encode('00'));
+  writeBytes(block, F_MAGIC, USTAR_MAGIC);
+  writeBytes(block, F_VERSION, USTAR_VERSION);
   writeOctal(block, F_DEVMAJOR, 0);
   writeOctal(block, F_DEVMINOR, 0);
+  return block;
+})();
+
+function ustarBlock(nameField: Uint8Array, prefixField: Uint8Array, size: number, type: string): Uint8Array {
+  const block = HEADER_TEMPLATE.slice();
+  writeBytes(block, F_NAME, nameField);
+  writeBytes(block, F_PREFIX, prefixField);
+  writeOctal(block, F_SIZE, size);
+  block[F_TYPEFLAG[0]] = type.charCodeAt(0);
   const sum = headerChecksum(block);
-  const chk = sum.toString(8).padStart(6, '0');
-  for (let i = 0; i < 6; i++) block[F_CHKSUM[0] + i] = chk.charCodeAt(i);
+  for (let i = 5, v = sum; i >= 0; i--, v >>>= 3) block[F_CHKSUM[0] + i] = 0x30 + (v & 7);
   block[F_CHKSUM[0] + 6] = 0;
   block[F_CHKSUM[0] + 7] = 0x20;
   return block;

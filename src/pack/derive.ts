@@ -56,7 +56,6 @@ export async function derive(options: DeriveOptions): Promise<{ manifest: Manife
         for await (const entry of ds.entries(resumed > 0 ? { start: (await ds.index.at(resumed)).key } : {})) {
           yield {
             name: entry.key,
-            bytes: entry.members.reduce((n, m) => n + m.size, 0),
             load: async () => {
               const sample = await ds.read(entry);
               const paths = Object.fromEntries(Object.keys(sample.members).map((ext) => [ext, memberPath(sample.key, ext)]));

@@ -121,7 +121,8 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     options.onProgress({ ...progress });
   };
 
-  const walk = walkSamples(source, walkOptions);
+  // sizes come from the fstat at read time: no lstat per file in the walk
+  const walk = walkSamples(source, { ...walkOptions, stat: false });
   const resumed = writer.resumedCursor;
   try {
     let index = 0;
@@ -131,7 +132,6 @@ export async function pack(options: PackOptions): Promise<PackResult> {
         if (index++ < resumed) continue; // written by the interrupted run
         yield {
           name: s.files[0]?.relPath ?? s.key,
-          bytes: s.files.reduce((n, f) => n + f.size, 0),
           load: () => {
             const { sample, paths } = readSourceSample(s);
             return { sample, ctx: { paths } };

@@ -8,6 +8,11 @@ import type { Sample } from '../../formats/sample.js';
 import type { SourceSample } from './group-samples.js';
 import type { WalkEntry } from './walk.js';
 
+/**
+ * open, fstat, read, fstat, close. The file must still match what the walk saw (when the walk stat'ed it) and must
+ * not change while it is read (size, mtime or ctime between the two fstats): GNU tar's "file changed as we read it",
+ * made an error.
+ */
 export function readSourceFile(file: WalkEntry): Uint8Array {
   let fd: number;
   try {
@@ -16,17 +21,18 @@ export function readSourceFile(file: WalkEntry): Uint8Array {
     throw inputError(file, cause, 'open');
   }
   try {
-    const st = fs.fstatSync(fd);
-    if (st.size !== file.size || st.mtimeMs !== file.mtimeMs) {
-      throw new ShardkitError(ErrorCodes.INPUT_CHANGED, `${file.absPath} changed while it was being packed (size or mtime differ from the walk); pack again`, { file: file.absPath });
-    }
-    const bytes = Buffer.allocUnsafe(st.size);
+    const before = fs.fstatSync(fd);
+    if (!before.isFile()) throw new ShardkitError(ErrorCodes.INPUT_CHANGED, `${file.absPath} is no longer a regular file`, { file: file.absPath });
+    if (file.size >= 0 && (before.size !== file.size || before.mtimeMs !== file.mtimeMs)) throw changed(file);
+    const bytes = Buffer.allocUnsafe(before.size);
     let off = 0;
-    while (off < st.size) {
-      const n = fs.readSync(fd, bytes, off, st.size - off, off);
-      if (n === 0) throw new ShardkitError(ErrorCodes.INPUT_CHANGED, `${file.absPath} shrank while it was being packed`, { file: file.absPath });
+    while (off < before.size) {
+      const n = fs.readSync(fd, bytes, off, before.size - off, off);
+      if (n === 0) throw changed(file);
       off += n;
     }
+    const after = fs.fstatSync(fd);
+    if (after.size !== before.size || after.mtimeMs !== before.mtimeMs || after.ctimeMs !== before.ctimeMs) throw changed(file);
     return bytes;
   } catch (cause) {
     if (cause instanceof ShardkitError) throw cause;
@@ -34,6 +40,10 @@ export function readSourceFile(file: WalkEntry): Uint8Array {
   } finally {
     fs.closeSync(fd);
   }
+}
+
+function changed(file: WalkEntry): ShardkitError {
+  return new ShardkitError(ErrorCodes.INPUT_CHANGED, `${file.absPath} changed while it was being packed; pack again (or --resume) once it is stable`, { file: file.absPath });
 }
 
 function inputError(file: WalkEntry, cause: unknown, action: string): ShardkitError {

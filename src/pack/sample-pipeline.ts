@@ -12,8 +12,6 @@ import { runPasses } from './run-passes.js';
 export interface PipelineItem {
   /** Name for the manifest's skipped list (source path or key). */
   name: string;
-  /** Source bytes, for progress. */
-  bytes: number;
   /** Produces the sample (reading it may fail with an input error). */
   load(): Promise<{ sample: Sample; ctx: PassContext }> | { sample: Sample; ctx: PassContext };
 }
@@ -24,7 +22,7 @@ export interface PipelineCounters {
   skipped: number;
 }
 
-type Processed = { item: PipelineItem } & ({ kind: 'ok'; sample: Sample } | { kind: 'dropped'; pass: string } | { kind: 'failed'; error: ShardkitError });
+type Processed = { item: PipelineItem; bytes: number } & ({ kind: 'ok'; sample: Sample } | { kind: 'dropped'; pass: string } | { kind: 'failed'; error: ShardkitError });
 
 /** Input errors a user may choose to skip; anything else (a bug, the output disk) always stops. */
 function isInputError(err: unknown): err is ShardkitError {
@@ -32,12 +30,14 @@ function isInputError(err: unknown): err is ShardkitError {
 }
 
 async function processItem(item: PipelineItem, passes: readonly Pass[]): Promise<Processed> {
+  let bytes = 0;
   try {
     const { sample, ctx } = await item.load();
+    for (const m of Object.values(sample.members)) bytes += m.length;
     const out = await runPasses(sample, passes, ctx);
-    return out.kind === 'skip' ? { item, kind: 'dropped', pass: out.pass } : { item, kind: 'ok', sample: out.sample };
+    return out.kind === 'skip' ? { item, bytes, kind: 'dropped', pass: out.pass } : { item, bytes, kind: 'ok', sample: out.sample };
   } catch (err) {
-    if (isInputError(err)) return { item, kind: 'failed', error: err };
+    if (isInputError(err)) return { item, bytes, kind: 'failed', error: err };
     throw err;
   }
 }
@@ -57,7 +57,7 @@ export async function runPipeline(
       counters.skipped++;
     } else throw r.error;
     counters.samples++;
-    counters.bytes += r.item.bytes;
+    counters.bytes += r.bytes;
     options.onEach?.(counters);
   }
   return counters;

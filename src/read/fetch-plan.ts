@@ -48,7 +48,8 @@ export const DEFAULT_MAX_READ_BYTES = 1024 * 1024;
 
 /**
  * Plans the reads for `requests`. Runs come out ordered by (shard, offset); each request appears in exactly one
- * run's slices. Duplicate or overlapping spans (a padded epoch can repeat a sample) share a run. Empty spans get
+ * run's slices. Spans that overlap a run (a padded epoch can repeat a sample) always join it, so runs of one shard never
+ * overlap and may exceed maxReadBytes only by such overlap. Empty spans get
  * a slice of length 0 in a run of their own shard; a run of length 0 needs no read.
  * O(k log k) for k requests.
  */
@@ -57,7 +58,8 @@ export function planReads(requests: readonly SpanRequest[], options: CoalesceOpt
   order.sort((a, b) => {
     const x = requests[a] as SpanRequest;
     const y = requests[b] as SpanRequest;
-    return x.shard - y.shard || x.offset - y.offset || x.length - y.length;
+    // Longest first at one offset, so repeats of a span (and shorter spans at its start) fall inside it.
+    return x.shard - y.shard || x.offset - y.offset || y.length - x.length;
   });
   const runs: ReadRun[] = [];
   let run: ReadRun | undefined;
@@ -68,9 +70,8 @@ export function planReads(requests: readonly SpanRequest[], options: CoalesceOpt
     const joinable =
       run !== undefined &&
       run.shard === r.shard &&
-      r.offset - runEnd <= options.gapBytes &&
-      // Overlapping or repeated spans always share a run: no extra bytes, and no second read of the same ones.
-      (end <= runEnd || Math.max(end, runEnd) - run.offset <= options.maxReadBytes);
+      // A span starting inside the run always joins it (whatever maxReadBytes): no byte is read twice.
+      (r.offset < runEnd || (r.offset - runEnd <= options.gapBytes && end - run.offset <= options.maxReadBytes));
     if (!joinable || run === undefined) {
       run = { shard: r.shard, offset: r.offset, length: r.length, slices: [] };
       runs.push(run);

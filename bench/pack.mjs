@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+/**
+ * Packing throughput against GNU tar on the same tree in the same run, and peak RSS of the pack process.
+ * Runs `tar -cf` and `shardkit pack` alternately (A B A B ...) in fresh processes under a python3 wrapper that
+ * reports wall time and the child's peak RSS (getrusage RUSAGE_CHILDREN); prints medians with min and max.
+ *
+ *   npm run build && node bench/pack.mjs [--files 100000] [--repeat 5] [--size 100-4000] [--keep DIR]
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+
+const { values } = parseArgs({ options: { files: { type: 'string', default: '100000' }, repeat: { type: 'string', default: '5' }, size: { type: 'string', default: '100-4000' }, tree: { type: 'string' }, layout: { type: 'string', default: 'tar' } } });
+const N = Number(values.files);
+const R = Number(values.repeat);
+const [minSize, maxSize] = values.size.split('-').map(Number);
+const cli = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'shardkit-bench-pack-'));
+const src = values.tree ?? path.join(work, 'src');
+
+if (!values.tree) {
+  // 1000 files per directory, like ImageNet class folders; deterministic sizes and bytes
+  let bytes = 0;
+  for (let i = 0; i < N; i++) {
+    const dir = path.join(src, `d${String(Math.floor(i / 1000)).padStart(4, '0')}`);
+    if (i % 1000 === 0) fs.mkdirSync(dir, { recursive: true });
+    const size = minSize + ((i * 2654435761) >>> 0) % (maxSize - minSize + 1);
+    fs.writeFileSync(path.join(dir, `f${String(i).padStart(8, '0')}.bin`), Buffer.alloc(size, i & 255));
+    bytes += size;
+  }
+  process.stderr.write(`made ${N} files, ${(bytes / 2 ** 20).toFixed(1)} MiB in ${src}\n`);
+}
+
+const wrapper = `
+import resource, subprocess, sys, time
+t = time.monotonic()
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+print(time.monotonic() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
+`;
+const measure = (cmd) => {
+  const [secs, rss] = execFileSync('python3', ['-c', wrapper, ...cmd]).toString().trim().split(' ').map(Number);
+  return { secs, rss };
+};
+const sides = {
+  tar: () => measure(['tar', '-cf', path.join(work, 'out.tar'), '-C', src, '.']),
+  shardkit: () => measure([process.execPath, cli, 'pack', src, '--out', path.join(work, 'out.shards'), '--force', '--quiet', '--layout', values.layout]),
+};
+// one warm-up each: the tree comes from the page cache for every measured run
+sides.tar();
+sides.shardkit();
+const runs = { tar: [], shardkit: [] };
+for (let r = 0; r < R; r++) for (const side of ['tar', 'shardkit']) runs[side].push(sides[side]());
+
+const stat = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return { median: s[Math.floor(s.length / 2)], min: s[0], max: s[s.length - 1] };
+};
+const result = {
+  files: N,
+  repeat: R,
+  layout: values.layout,
+  tarSeconds: stat(runs.tar.map((x) => x.secs)),
+  shardkitSeconds: stat(runs.shardkit.map((x) => x.secs)),
+  shardkitPeakRssMiB: stat(runs.shardkit.map((x) => x.rss / 2 ** 20)),
+  tarPeakRssMiB: stat(runs.tar.map((x) => x.rss / 2 ** 20)),
+};
+result.speedVsTar = result.tarSeconds.median / result.shardkitSeconds.median;
+result.shardkitFilesPerSec = N / result.shardkitSeconds.median;
+process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+fs.rmSync(work, { recursive: true, force: true });

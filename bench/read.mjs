@@ -1,0 +1,321 @@
+#!/usr/bin/env node
+/**
+ * Read benchmark: the same samples as raw files, as a shardkit dataset and in LMDB, read on a warm page cache in
+ * random order. Reports medians of alternated runs and their ratios, syscalls per sample (IoStats, cross-checked
+ * with `strace -c -f` when strace is installed) and files opened per epoch.
+ *
+ *   npm run build && node bench/read.mjs [--samples 20000] [--runs 5] [--concurrency 8] [--batch 32]
+ *                                        [--min-kb 1] [--max-kb 100] [--dir DIR] [--keep] [--json FILE]
+ *
+ * Sizes are log-uniform between min-kb and max-kb (most samples small, as in real sets). Goals (issue 4):
+ * sync path >= 3x readFileSync and faster than lmdb get(); loader >= 3x fs.promises.readFile at the same
+ * concurrency and within 20 % of the sync path; ~1 syscall per sample; files opened per epoch = shards.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { open as openLmdb } from 'lmdb';
+import { DatasetWriter } from '../dist/src/pack/dataset-writer.js';
+import { openDataset } from '../dist/src/read/dataset.js';
+import { IoStats } from '../dist/src/io/io-stats.js';
+
+const SELF = fileURLToPath(import.meta.url);
+
+function parseArgs(argv) {
+  const opts = { samples: 20000, runs: 5, concurrency: 8, batch: 32, minKb: 1, maxKb: 100, dir: '', keep: false, json: '', child: '' };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const next = () => argv[++i];
+    if (a === '--samples') opts.samples = Number(next());
+    else if (a === '--runs') opts.runs = Number(next());
+    else if (a === '--concurrency') opts.concurrency = Number(next());
+    else if (a === '--batch') opts.batch = Number(next());
+    else if (a === '--min-kb') opts.minKb = Number(next());
+    else if (a === '--max-kb') opts.maxKb = Number(next());
+    else if (a === '--dir') opts.dir = next();
+    else if (a === '--keep') opts.keep = true;
+    else if (a === '--json') opts.json = next();
+    else if (a === '--child') opts.child = next();
+    else throw new Error(`unknown argument ${a}`);
+  }
+  return opts;
+}
+
+/** mulberry32: a small seeded PRNG so every run generates the same data and orders. */
+function rng(seed) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+
+function permutation(n, seed) {
+  const r = rng(seed);
+  const p = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(r() * (i + 1));
+    [p[i], p[j]] = [p[j], p[i]];
+  }
+  return p;
+}
+
+const keyOf = (i) => `d${String(i % 100).padStart(2, '0')}/${String(i).padStart(7, '0')}`;
+
+async function generate(opts, dir) {
+  const raw = path.join(dir, 'raw');
+  const ds = path.join(dir, 'ds');
+  const lmdbPath = path.join(dir, 'lmdb');
+  if (fs.existsSync(path.join(ds, 'manifest.json'))) return;
+  fs.rmSync(dir, { recursive: true, force: true });
+  const r = rng(42);
+  const writer = new DatasetWriter({ dir: ds, shardBytes: 64 * 1024 * 1024 });
+  const db = openLmdb({ path: lmdbPath, encoding: 'binary', compression: false });
+  const lnMin = Math.log(opts.minKb * 1024);
+  const lnMax = Math.log(opts.maxKb * 1024);
+  for (let i = 0; i < opts.samples; i++) {
+    const size = Math.round(Math.exp(lnMin + r() * (lnMax - lnMin)));
+    const bytes = Buffer.allocUnsafe(size);
+    for (let j = 0; j < size; j += 4) bytes.writeUInt32LE((r() * 2 ** 32) >>> 0, Math.min(j, size - 4));
+    const key = keyOf(i);
+    const file = path.join(raw, `${key}.bin`);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, bytes);
+    writer.add({ key, members: { bin: bytes } });
+    db.put(key, bytes);
+  }
+  await db.flushed;
+  await db.close();
+  await writer.finish();
+}
+
+/** Reads every byte once so all measurements start from a warm page cache. */
+function warm(dir) {
+  const walk = (d) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else fs.readFileSync(p);
+    }
+  };
+  walk(dir);
+}
+
+async function poolRun(n, concurrency, fn) {
+  let next = 0;
+  const worker = async () => {
+    while (next < n) await fn(next++);
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** The measured methods: each reads all N samples once, in a random order, and returns the bytes it got. */
+function methods(ctx) {
+  const { opts, files, keys, order, ds, db } = ctx;
+  const n = order.length;
+  let epoch = 0;
+  return {
+    'raw readFileSync': () => {
+      let bytes = 0;
+      for (const i of order) bytes += fs.readFileSync(files[i]).length;
+      return bytes;
+    },
+    'shardkit getSync': () => {
+      let bytes = 0;
+      for (const i of order) bytes += ds.getSync(keys[i]).members.bin.length;
+      return bytes;
+    },
+    'shardkit atSync': () => {
+      let bytes = 0;
+      for (const i of order) bytes += ds.atSync(i).members.bin.length; // keys are in key order: position = i
+      return bytes;
+    },
+    'lmdb get': () => {
+      let bytes = 0;
+      for (const i of order) bytes += db.get(keys[i]).length;
+      return bytes;
+    },
+    'raw fs.promises.readFile': async () => {
+      let bytes = 0;
+      await poolRun(n, opts.concurrency, async (k) => {
+        const data = await fs.promises.readFile(files[order[k]]); // not `bytes += await`: that reads bytes first
+        bytes += data.length;
+      });
+      return bytes;
+    },
+    'shardkit loader': async () => {
+      let bytes = 0;
+      const loader = ds.loader({ batchSize: opts.batch, shuffle: 'full', seed: 1, epoch: epoch++, concurrency: opts.concurrency });
+      for await (const batch of loader) for (const s of batch) bytes += s.members.bin.length;
+      return bytes;
+    },
+    'shardkit loader view': async () => {
+      let bytes = 0;
+      const loader = ds.loader({ batchSize: opts.batch, shuffle: 'full', seed: 1, epoch: epoch++, concurrency: opts.concurrency, view: true });
+      for await (const batch of loader) for (const s of batch) bytes += s.members.bin.length;
+      return bytes;
+    },
+  };
+}
+
+/** One epoch of one method in a child process, for strace. */
+async function child(opts, dir) {
+  const ctx = await context(opts, dir, new IoStats());
+  if (opts.child !== 'noop') await methods(ctx)[opts.child]();
+  await ctx.ds.close();
+  ctx.db.close();
+}
+
+async function context(opts, dir, io) {
+  const n = opts.samples;
+  const keys = Array.from({ length: n }, (_, i) => keyOf(i));
+  keys.sort();
+  const files = keys.map((k) => path.join(dir, 'raw', `${k}.bin`));
+  const ds = await openDataset(path.join(dir, 'ds'), { ioStats: io, checkShards: 'size' });
+  const db = openLmdb({ path: path.join(dir, 'lmdb'), encoding: 'binary', compression: false, readOnly: true });
+  return { opts, keys, files, order: permutation(n, 7), ds, db, io };
+}
+
+function strace(opts, dir, method) {
+  const out = path.join(os.tmpdir(), `shardkit-strace-${process.pid}.txt`);
+  const args = ['-f', '-c', '-o', out, process.execPath, SELF, '--child', method, '--dir', dir, '--samples', String(opts.samples), '--concurrency', String(opts.concurrency), '--batch', String(opts.batch)];
+  const res = spawnSync('strace', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  if (res.status !== 0) return undefined;
+  const text = fs.readFileSync(out, 'utf8');
+  fs.rmSync(out, { force: true });
+  const calls = {};
+  for (const line of text.split('\n')) {
+    const m = /^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\S+)\s*$/.exec(line);
+    if (m) calls[m[2]] = Number(m[1]);
+  }
+  return calls;
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const dir = opts.dir || path.join(os.tmpdir(), `shardkit-bench-read-${opts.samples}-${opts.minKb}-${opts.maxKb}`);
+  if (opts.child) return child(opts, dir);
+
+  const t0 = performance.now();
+  await generate(opts, dir);
+  const genSeconds = (performance.now() - t0) / 1000;
+  warm(dir);
+  const io = new IoStats();
+  const ctx = await context(opts, dir, io);
+  const all = methods(ctx);
+  const times = Object.fromEntries(Object.keys(all).map((k) => [k, []]));
+  const expectedBytes = all['raw readFileSync']();
+  for (const fn of Object.values(all)) await fn(); // warm-up: JIT, index pages, shard handles
+  const shardCount = ctx.ds.shards.length;
+
+  for (let run = 0; run < opts.runs; run++) {
+    // Alternate the order of methods between runs so drift (thermal, background work) spreads evenly.
+    const names = run % 2 === 0 ? Object.keys(all) : Object.keys(all).reverse();
+    for (const name of names) {
+      const start = performance.now();
+      const bytes = await all[name]();
+      times[name].push(performance.now() - start);
+      if (bytes !== expectedBytes) throw new Error(`${name} read ${bytes} bytes, expected ${expectedBytes}`);
+    }
+  }
+
+  // Operation counts for one epoch of each shardkit method on a fresh dataset handle (opens included).
+  const counts = {};
+  for (const name of ['shardkit atSync', 'shardkit loader']) {
+    const fresh = new IoStats();
+    const c = await context(opts, dir, fresh);
+    const before = { ...fresh.snapshot(), misses: c.ds.stats().pageCache.misses };
+    await methods(c)[name]();
+    const s = fresh.snapshot();
+    const pageReads = c.ds.stats().pageCache.misses - before.misses;
+    counts[name] = { opens: s.opens - before.opens, fstats: s.stats - before.stats, sampleReads: s.reads - before.reads - pageReads, indexPageReads: pageReads };
+    await c.ds.close();
+    c.db.close();
+  }
+
+  const n = opts.samples;
+  const med = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
+  const perSampleUs = (k) => (med[k] * 1000) / n;
+  const ratios = {
+    'getSync vs readFileSync': med['raw readFileSync'] / med['shardkit getSync'],
+    'atSync vs readFileSync': med['raw readFileSync'] / med['shardkit atSync'],
+    'getSync vs lmdb get': med['lmdb get'] / med['shardkit getSync'],
+    'loader vs fs.promises.readFile': med['raw fs.promises.readFile'] / med['shardkit loader'],
+    'loader / atSync time': med['shardkit loader'] / med['shardkit atSync'],
+    'loader view / atSync time': med['shardkit loader view'] / med['shardkit atSync'],
+  };
+
+  let straceCounts;
+  if (spawnSync('strace', ['-V']).status === 0) {
+    const base = strace(opts, dir, 'noop');
+    straceCounts = {};
+    for (const m of ['raw readFileSync', 'shardkit atSync', 'shardkit loader', 'raw fs.promises.readFile']) {
+      const calls = strace(opts, dir, m);
+      if (base === undefined || calls === undefined) continue;
+      const diff = (name) => (calls[name] ?? 0) - (base[name] ?? 0);
+      const io = ['openat', 'open', 'read', 'pread64', 'fstat', 'newfstatat', 'statx', 'close'];
+      straceCounts[m] = {
+        perSample: Object.fromEntries(io.map((name) => [name, diff(name) / n]).filter(([, v]) => Math.abs(v) >= 0.001)),
+        ioSyscallsPerSample: io.reduce((t, name) => t + diff(name), 0) / n,
+        allSyscallsPerSample: (calls.total - base.total) / n,
+      };
+    }
+  }
+
+  const totalBytes = expectedBytes;
+  const report = {
+    machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, node: process.version, platform: `${os.platform()} ${os.release()}` },
+    data: { samples: n, bytes: totalBytes, meanBytes: Math.round(totalBytes / n), sizes: `log-uniform ${opts.minKb}-${opts.maxKb} KiB`, shards: shardCount, generateSeconds: Math.round(genSeconds) },
+    settings: { runs: opts.runs, concurrency: opts.concurrency, batchSize: opts.batch, verify: true, order: 'random', cache: 'warm' },
+    medianMs: med,
+    perSampleUs: Object.fromEntries(Object.keys(med).map((k) => [k, perSampleUs(k)])),
+    runsMs: times,
+    ratios,
+    counts: { ...counts, 'raw files (per epoch)': { opens: n, note: 'open + fstat + read(s) + close per file' } },
+    strace: straceCounts,
+  };
+
+  const lines = [];
+  lines.push(`## Read benchmark: ${n} samples, ${(totalBytes / 2 ** 20).toFixed(0)} MiB, ${shardCount} shards, warm cache, random order`);
+  lines.push('');
+  lines.push(`| method | median ms / epoch | us / sample | runs (ms) |`);
+  lines.push('|---|---:|---:|---|');
+  for (const k of Object.keys(med)) lines.push(`| ${k} | ${med[k].toFixed(0)} | ${perSampleUs(k).toFixed(2)} | ${times[k].map((t) => t.toFixed(0)).join(', ')} |`);
+  lines.push('');
+  lines.push('| ratio | value | goal |');
+  lines.push('|---|---:|---|');
+  const goals = { 'getSync vs readFileSync': '>= 3x', 'atSync vs readFileSync': '>= 3x', 'getSync vs lmdb get': '> 1x', 'loader vs fs.promises.readFile': '>= 3x', 'loader / atSync time': '<= 1.2', 'loader view / atSync time': '<= 1.2' };
+  for (const [k, v] of Object.entries(ratios)) lines.push(`| ${k} | ${v.toFixed(2)} | ${goals[k]} |`);
+  lines.push('');
+  lines.push('| epoch counts | opens | fstat | sample reads | index page reads |');
+  lines.push('|---|---:|---:|---:|---:|');
+  for (const [k, c] of Object.entries(counts)) lines.push(`| ${k} | ${c.opens} | ${c.fstats} | ${c.sampleReads} | ${c.indexPageReads} |`);
+  lines.push(`| raw files | ${n} | ${n} | >= ${n} | - |`);
+  if (straceCounts) {
+    lines.push('');
+    lines.push('| strace -c -f, per sample (minus a no-op run) | I/O syscalls | all syscalls | breakdown |');
+    lines.push('|---|---:|---:|---|');
+    for (const [k, c] of Object.entries(straceCounts)) {
+      lines.push(`| ${k} | ${c.ioSyscallsPerSample.toFixed(2)} | ${c.allSyscallsPerSample.toFixed(2)} | ${Object.entries(c.perSample).map(([s, v]) => `${s} ${v.toFixed(2)}`).join(', ')} |`);
+    }
+  }
+  process.stdout.write(`${lines.join('\n')}\n\n${JSON.stringify(report, null, 2)}\n`);
+  if (opts.json) fs.writeFileSync(opts.json, `${JSON.stringify(report, null, 2)}\n`);
+  await ctx.ds.close();
+  ctx.db.close();
+  if (!opts.keep && !opts.dir) fs.rmSync(dir, { recursive: true, force: true });
+}
+
+await main();

@@ -1,0 +1,119 @@
+import type { Command } from 'commander';
+import type { BenchProgress } from '../../src/bench/bench-options.js';
+import type { BenchReport } from '../../src/bench/report.js';
+import { runBench } from '../../src/bench/run-bench.js';
+import { writeReport } from '../../src/bench/write-report.js';
+import { parseChoice, parseCount } from '../args.js';
+import { humanBytes, table } from '../format.js';
+import { progressBar } from '../progress.js';
+import { printJson, runAction } from '../run-action.js';
+
+interface BenchFlags {
+  epochs: string;
+  order: string;
+  batch: string;
+  concurrency: string;
+  decode: string;
+  cache: string;
+  repeat: string;
+  seed: string;
+  vs?: string;
+  profile?: string;
+  strace: boolean;
+  out?: string;
+  json?: boolean;
+  quiet?: boolean;
+}
+
+/** `shardkit-bench-20250101-120000` in the current directory. */
+function defaultOut(now: Date): string {
+  const p = (n: number): string => String(n).padStart(2, '0');
+  return `shardkit-bench-${now.getFullYear()}${p(now.getMonth() + 1)}${p(now.getDate())}-${p(now.getHours())}${p(now.getMinutes())}${p(now.getSeconds())}`;
+}
+
+const fixed = (x: number | null | undefined, digits = 2): string => (x === null || x === undefined ? 'n/a' : x.toFixed(digits));
+
+/** The short table printed after a bench. */
+export function benchSummary(report: BenchReport): string {
+  const sides = [report.sides.raw, report.sides.shards, ...(report.sides.lmdb ? [report.sides.lmdb] : [])];
+  const rows = [
+    ['side', 'epoch s (median [min-max])', 'samples/s', 'MB/s', 'syscalls/sample', 'files opened/epoch', 'peak RSS'],
+    ...sides.map((s) => {
+      const opens = s.counters.map((c) => c.opens).sort((a, b) => a - b);
+      return [
+        s.side,
+        `${fixed(s.medianSeconds, 3)} [${fixed(s.minSeconds, 3)}-${fixed(s.maxSeconds, 3)}]`,
+        fixed(s.samplesPerSecond, 0),
+        fixed(s.megabytesPerSecond, 1),
+        fixed(s.counters[0]?.syscallsPerSample, 2),
+        opens.length === 0 ? 'n/a' : `${opens[0]}-${opens[opens.length - 1]}`,
+        humanBytes(s.peakRssBytes),
+      ];
+    }),
+  ];
+  const c = report.comparison;
+  const d = report.dataset;
+  const lines = [
+    `${d.samples} samples, ${d.rawFiles} raw files (${humanBytes(d.rawBytes)}, ${humanBytes(d.rawAllocatedBytes)} allocated) vs ${d.shards} shards + index (${humanBytes(d.shardBytes + d.indexBytes)})`,
+    `cache: ${report.options.cache.mode}${report.options.cache.mode === 'cold' ? (report.options.cache.coldVerified ? ' (verified)' : ' (NOT verified: see report)') : ''}, order ${report.options.order}, batch ${report.options.batch}, concurrency ${report.options.concurrency}, decode ${report.options.decode}`,
+    table(rows),
+    `shards vs raw: ${fixed(c.speedup)}x faster epochs, ${fixed(c.syscallsPerSampleRatio, 3)}x the syscalls per sample, break-even after ${d.packSeconds === null ? 'unknown (no pack time recorded)' : c.breakEvenEpochs === null ? 'never (shards not faster here)' : `${fixed(c.breakEvenEpochs)} epochs (pack took ${fixed(d.packSeconds)} s)`}`,
+  ];
+  if (c.lmdbVsShards !== undefined) lines.push(`lmdb epoch / shards epoch: ${fixed(c.lmdbVsShards)}`);
+  return `${lines.join('\n')}\n`;
+}
+
+export function registerBench(program: Command): void {
+  program
+    .command('bench')
+    .description('time epochs over the raw files vs the dataset, in fresh processes, and write report.md/.json/.html')
+    .argument('<raw-dir>', 'the raw files the dataset was packed from')
+    .argument('<dataset>', 'the dataset directory')
+    .option('--epochs <n>', 'timed epochs per run', '2')
+    .option('--order <order>', 'random | sequential', 'random')
+    .option('--batch <n>', 'samples per batch', '32')
+    .option('--concurrency <n>', 'reads in flight (both sides)', '4')
+    .option('--decode <what>', 'none | image (decode image members with sharp on every side)', 'none')
+    .option('--cache <mode>', 'warm | cold (drop the page cache before each epoch, where allowed)', 'warm')
+    .option('--repeat <n>', 'runs per side, alternated', '3')
+    .option('--seed <s>', 'seed of the epoch orders', '0')
+    .option('--vs <other>', 'also measure: lmdb')
+    .option('--profile <file>', 'JSON file of storage profiles for the projections')
+    .option('--no-strace', 'skip the strace cross-check')
+    .option('--out <dir>', 'report directory (default ./shardkit-bench-<time>)')
+    .option('--json', 'print report.json on stdout')
+    .option('--quiet', 'print only where the report is')
+    .action(
+      runAction(async (rawDir: string, dataset: string, flags: BenchFlags) => {
+        const options = {
+          rawDir,
+          dataset,
+          epochs: parseCount(flags.epochs, '--epochs', 1),
+          order: parseChoice(flags.order, '--order', ['random', 'sequential'] as const),
+          batch: parseCount(flags.batch, '--batch', 1),
+          concurrency: parseCount(flags.concurrency, '--concurrency', 1),
+          decode: parseChoice(flags.decode, '--decode', ['none', 'image'] as const),
+          cache: parseChoice(flags.cache, '--cache', ['warm', 'cold'] as const),
+          repeat: parseCount(flags.repeat, '--repeat', 1),
+          seed: parseCount(flags.seed, '--seed', 0),
+          ...(flags.vs === undefined ? {} : { vs: parseChoice(flags.vs, '--vs', ['lmdb'] as const) }),
+          ...(flags.profile === undefined ? {} : { profileFile: flags.profile }),
+          strace: flags.strace ? ('auto' as const) : false,
+          command: ['shardkit', ...process.argv.slice(2)],
+        };
+        const bar = progressBar(!flags.json && !flags.quiet, 'samples');
+        const onProgress = (p: BenchProgress): void => bar.update(p.done, p.total, { rate: `${p.phase}${p.side ? ` ${p.side}` : ''}` });
+        let report: BenchReport;
+        try {
+          report = await runBench({ ...options, onProgress });
+        } finally {
+          bar.stop();
+        }
+        const out = flags.out ?? defaultOut(new Date());
+        const written = await writeReport(out, report);
+        if (flags.json) return printJson(report);
+        if (!flags.quiet) process.stdout.write(benchSummary(report));
+        process.stdout.write(`report: ${written.markdown}, ${written.json}, ${written.html}\n`);
+      }),
+    );
+}

@@ -1,0 +1,21 @@
+import type { Command } from 'commander';
+import { extractDataset } from '../../src/verify/extract.js';
+import { humanBytes } from '../format.js';
+import { printJson, runAction } from '../run-action.js';
+
+export function registerExtract(program: Command): void {
+  program
+    .command('extract')
+    .description('write members back as files at their original relative paths (verified, decompressed)')
+    .argument('<dataset>', 'dataset directory or http(s) URL')
+    .argument('<dir>', 'target directory (created when missing); nothing lands outside it, no link in it is followed')
+    .option('--prefix <p>', 'only samples whose key starts with P')
+    .option('--json', 'print the summary as JSON')
+    .action(
+      runAction(async (location: string, dir: string, opts: { prefix?: string; json?: boolean }) => {
+        const r = await extractDataset(location, dir, opts.prefix === undefined ? {} : { prefix: opts.prefix });
+        if (opts.json) return printJson(r);
+        process.stdout.write(`${dir}: ${r.samples} samples, ${r.files} files, ${humanBytes(r.bytes)}\n`);
+      }),
+    );
+}

@@ -1,0 +1,22 @@
+import type { Command } from 'commander';
+import { reindexDataset } from '../../src/adopt/reindex.js';
+import { printJson, runAction } from '../run-action.js';
+
+export function registerReindex(program: Command): void {
+  program
+    .command('reindex')
+    .description('rebuild the index and manifest of a tar-layout dataset from its shards alone')
+    .argument('<dataset>', 'dataset directory')
+    .option('--json', 'print the new manifest summary as JSON')
+    .action(
+      runAction(async (dir: string, opts: { json?: boolean }) => {
+        const r = await reindexDataset(dir);
+        const m = r.manifest;
+        if (opts.json) return printJson({ samples: m.totals.samples, shards: m.shards.length, compress: m.compress, keptManifestFields: r.keptManifestFields, manifestProblem: r.manifestProblem ?? null });
+        const kept = r.keptManifestFields
+          ? 'passes, files, skipped and extra kept from the old manifest'
+          : `old manifest unusable (${r.manifestProblem}): passes, files, skipped and extra are lost; compress inferred as ${m.compress}`;
+        process.stdout.write(`${dir}: reindexed ${m.totals.samples} samples in ${m.shards.length} shards; ${kept}\n`);
+      }),
+    );
+}

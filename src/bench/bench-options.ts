@@ -1,0 +1,90 @@
+/** `runBench` options: documentation, defaults, and validation at the boundary (sharp-style messages). */
+import type { StorageProfile } from './profiles.js';
+import type { SideName } from './report.js';
+import { expectInteger, expectOneOf, expectString, invalidOption } from './expect-option.js';
+
+export interface BenchProgress {
+  /** 'lmdb': copying samples into LMDB; 'epochs': timed epochs; 'strace': the traced cross-check epochs. */
+  phase: 'lmdb' | 'epochs' | 'strace';
+  side?: SideName;
+  /** Samples done and in all, over the phase. */
+  done: number;
+  total: number;
+}
+
+export interface RunBenchOptions {
+  /** The raw files: the directory the dataset was packed from. */
+  rawDir: string;
+  /** The dataset directory. */
+  dataset: string;
+  /** Timed epochs per run (each run is a fresh process per side). Default 2. */
+  epochs?: number;
+  /** 'random' (a seeded full shuffle, different each epoch) or 'sequential' (key order). Default 'random'. */
+  order?: 'random' | 'sequential';
+  /** Samples per batch. Default 32. */
+  batch?: number;
+  /** Reads in flight (the loader's `concurrency`; the raw side uses the same bound). Default 4. */
+  concurrency?: number;
+  /** 'image' decodes image members with sharp on every side. Default 'none'. */
+  decode?: 'none' | 'image';
+  /** 'cold' drops the page cache before every epoch where the machine allows it. Default 'warm'. */
+  cache?: 'warm' | 'cold';
+  /** Runs per side, alternated raw, shards(, lmdb), raw, shards, ... Default 3. */
+  repeat?: number;
+  /** Also measure LMDB (lmdb-js). */
+  vs?: 'lmdb';
+  /** Seed of the epoch orders. Default 0. */
+  seed?: number;
+  /** Storage profiles added to (or replacing, by name) the built-in ones for projections. */
+  profiles?: readonly StorageProfile[];
+  /** A JSON file of storage profiles (see loadProfiles). */
+  profileFile?: string;
+  /** Run the strace cross-check: 'auto' (when strace works here; default), true (fail if it does not), false. */
+  strace?: boolean | 'auto';
+  /** Where job files and the LMDB copy go; default a fresh directory under the OS temp dir, removed afterwards. */
+  workDir?: string;
+  /** The command line, recorded in the report. */
+  command?: string[];
+  onProgress?: (p: BenchProgress) => void;
+}
+
+export interface ResolvedBenchOptions {
+  rawDir: string;
+  dataset: string;
+  epochs: number;
+  order: 'random' | 'sequential';
+  batch: number;
+  concurrency: number;
+  decode: 'none' | 'image';
+  cache: 'warm' | 'cold';
+  repeat: number;
+  lmdb: boolean;
+  seed: number;
+  strace: boolean | 'auto';
+}
+
+const MAX_EPOCHS = 1000;
+const MAX_REPEAT = 100;
+const MAX_BATCH = 1 << 20;
+const MAX_CONCURRENCY = 1024;
+
+export function resolveBenchOptions(o: RunBenchOptions): ResolvedBenchOptions {
+  if (typeof o !== 'object' || o === null) throw invalidOption('object', 'bench options', o);
+  const strace = o.strace ?? 'auto';
+  if (strace !== 'auto' && typeof strace !== 'boolean') throw invalidOption("boolean or 'auto'", 'strace', strace);
+  if (o.vs !== undefined) expectOneOf('vs', o.vs, ['lmdb']);
+  return {
+    rawDir: expectString('rawDir', o.rawDir),
+    dataset: expectString('dataset', o.dataset),
+    epochs: expectInteger('epochs', o.epochs ?? 2, 1, MAX_EPOCHS),
+    order: expectOneOf('order', o.order ?? 'random', ['random', 'sequential']),
+    batch: expectInteger('batch', o.batch ?? 32, 1, MAX_BATCH),
+    concurrency: expectInteger('concurrency', o.concurrency ?? 4, 1, MAX_CONCURRENCY),
+    decode: expectOneOf('decode', o.decode ?? 'none', ['none', 'image']),
+    cache: expectOneOf('cache', o.cache ?? 'warm', ['warm', 'cold']),
+    repeat: expectInteger('repeat', o.repeat ?? 3, 1, MAX_REPEAT),
+    lmdb: o.vs === 'lmdb',
+    seed: expectInteger('seed', o.seed ?? 0, 0, Number.MAX_SAFE_INTEGER),
+    strace,
+  };
+}

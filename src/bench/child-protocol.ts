@@ -1,0 +1,70 @@
+/**
+ * What the bench parent hands an epoch child (a JSON job file) and what the child hands back (a JSON result
+ * file). Files, not IPC: the same child runs under `strace -f -c`, which sits between parent and child.
+ */
+import type { SideName } from './report.js';
+
+export interface EpochJob {
+  side: SideName;
+  /** Raw side: the directory the sample files are in (file = rawDir/key.ext). */
+  rawDir: string;
+  /** Shard side: the dataset directory. */
+  dataset: string;
+  /** LMDB side: the environment directory. */
+  lmdbPath: string;
+  /** Sample keys in key order (position i = the dataset's i-th sample). */
+  keys: string[];
+  /** Member extensions of each sample, same order as keys. */
+  exts: string[][];
+  /** Samples per shard, in shard order: what the epoch order is computed from (same as the loader's). */
+  shardSizes: number[];
+  /** Epoch numbers to run, in order; each has its own order (a function of seed and epoch). */
+  epochs: number[];
+  order: 'random' | 'sequential';
+  seed: number;
+  batch: number;
+  concurrency: number;
+  decode: 'none' | 'image';
+  /** Drop the page cache before each epoch. */
+  cold: boolean;
+  /** Directories to evict when drop_caches is not allowed (vmtouch -e), and files to check residency on. */
+  evictDirs: string[];
+  probeFiles: string[];
+  /** Do everything but the epochs: the baseline subtracted from a traced epoch. */
+  setupOnly: boolean;
+}
+
+/** How one attempt to drop the page cache went. */
+export interface CacheDropResult {
+  /** True when a method ran without error. */
+  dropped: boolean;
+  /** True when fincore saw none of the probe files resident afterwards. */
+  verified: boolean;
+  method: string;
+  detail?: string;
+}
+
+export interface EpochResult {
+  epoch: number;
+  seconds: number;
+  samples: number;
+  opens: number;
+  reads: number;
+  stats: number;
+  closes: number;
+  bytesRead: number;
+  /** Wait of each batch: next() called to batch in hand (seconds). */
+  batchWaits: number[];
+  /** Major page faults during the epoch (LMDB reads through mmap fault pages in instead of calling read). */
+  majorPageFaults: number;
+  cache: CacheDropResult | null;
+}
+
+export type ChildResult =
+  | { ok: true; side: SideName; epochs: EpochResult[]; peakRssBytes: number }
+  | { ok: false; code: string; message: string };
+
+/** A line the child prints on stdout after each batch: `{"done": samples}`. */
+export interface ChildProgress {
+  done: number;
+}

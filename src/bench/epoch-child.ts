@@ -1,0 +1,174 @@
+/**
+ * The bench's epoch child: `node epoch-child.js JOB.json RESULT.json`. Runs one side's epochs in a fresh process
+ * (so no side inherits the other's heap, JIT state or open handles) and writes what it measured to RESULT.json.
+ * Prints progress lines `{"done": samples}` on stdout; nothing else.
+ */
+import fs from 'node:fs';
+import { availableParallelism } from 'node:os';
+import pLimit from 'p-limit';
+import { isShardkitError } from '../../formats/errors.js';
+import type { Sample } from '../../formats/sample.js';
+import { IoStats } from '../io/io-stats.js';
+import { openDataset } from '../read/dataset.js';
+import { decodeImage, imageExtTest } from '../read/decode-image.js';
+import { planEpoch, type EpochPlan } from '../read/epoch-plan.js';
+import { dropPageCache } from './cache.js';
+import type { CacheDropResult, ChildResult, EpochJob, EpochResult } from './child-protocol.js';
+import { decodeMembers, importLmdb, lmdbOpenOptions } from './lmdb-side.js';
+import { RawSampleReader } from './raw-reader.js';
+
+/** Yields batches of one epoch and what they cost; one per side. */
+interface SideRunner {
+  /** Runs one epoch, calling `onBatch(samples)` as batches arrive; returns the batch waits. */
+  epoch(epoch: number, onBatch: (samples: number) => void): Promise<number[]>;
+  counters(): { opens: number; reads: number; stats: number; closes: number; bytesRead: number };
+  reset(): void;
+  close(): Promise<void>;
+}
+
+const PROGRESS_INTERVAL_MS = 200;
+
+function planOf(job: EpochJob, epoch: number): EpochPlan {
+  return planEpoch({ shardSizes: job.shardSizes, seed: job.seed, epoch, shuffle: job.order === 'random' ? 'full' : 'none', batchSize: job.batch });
+}
+
+/** Decodes image members the way the shard loader's decode: 'image' does (sharp, bounded by the core count). */
+function imageDecoder(job: EpochJob): ((samples: Sample[]) => Promise<unknown>) | undefined {
+  const isImage = imageExtTest(job.decode);
+  if (isImage === undefined) return undefined;
+  const limit = pLimit(availableParallelism());
+  return (samples) =>
+    Promise.all(samples.flatMap((s) => Object.entries(s.members).filter(([ext]) => isImage(ext)).map(([ext, bytes]) => limit(() => decodeImage(bytes, s.key, ext)))));
+}
+
+/** Runs batches of positions through `fetch`, timing each batch from request to samples in hand. */
+async function timedBatches(plan: EpochPlan, batch: number, fetch: (positions: number[]) => Promise<unknown>, onBatch: (n: number) => void): Promise<number[]> {
+  const waits: number[] = [];
+  for (let first = 0; first < plan.length; first += batch) {
+    const positions: number[] = [];
+    for (let i = first; i < Math.min(plan.length, first + batch); i++) positions.push(plan.at(i));
+    const t0 = performance.now();
+    await fetch(positions);
+    waits.push((performance.now() - t0) / 1000);
+    onBatch(positions.length);
+  }
+  return waits;
+}
+
+async function rawRunner(job: EpochJob): Promise<SideRunner> {
+  const io = new IoStats();
+  const reader = new RawSampleReader(job.rawDir, io, pLimit(job.concurrency));
+  const decode = imageDecoder(job);
+  return {
+    epoch: (epoch, onBatch) =>
+      timedBatches(planOf(job, epoch), job.batch, async (positions) => {
+        const samples = await reader.readBatch(positions.map((p) => job.keys[p] as string), positions.map((p) => job.exts[p] as string[]));
+        if (decode) await decode(samples);
+      }, onBatch),
+    counters: () => io.snapshot(),
+    reset: () => io.reset(),
+    close: () => Promise.resolve(),
+  };
+}
+
+async function shardRunner(job: EpochJob): Promise<SideRunner> {
+  const io = new IoStats();
+  const ds = await openDataset(job.dataset, { ioStats: io });
+  return {
+    async epoch(epoch, onBatch) {
+      const loader = ds.loader({ batchSize: job.batch, shuffle: job.order === 'random' ? 'full' : 'none', seed: job.seed, epoch, concurrency: job.concurrency, decode: job.decode });
+      const waits: number[] = [];
+      const it = loader[Symbol.asyncIterator]();
+      for (;;) {
+        const t0 = performance.now();
+        const r = await it.next();
+        if (r.done) break;
+        waits.push((performance.now() - t0) / 1000);
+        onBatch(r.value.length);
+      }
+      return waits;
+    },
+    counters: () => io.snapshot(),
+    reset: () => io.reset(),
+    close: () => ds.close(),
+  };
+}
+
+async function lmdbRunner(job: EpochJob): Promise<SideRunner> {
+  const open = await importLmdb();
+  const db = open(lmdbOpenOptions(job.lmdbPath, true));
+  const decode = imageDecoder(job);
+  // LMDB reads through mmap: no read calls to count. One get() per sample is counted as its read request.
+  const c = { opens: 0, reads: 0, stats: 0, closes: 0, bytesRead: 0 };
+  return {
+    epoch: (epoch, onBatch) =>
+      timedBatches(planOf(job, epoch), job.batch, async (positions) => {
+        const samples = positions.map((p) => {
+          const key = job.keys[p] as string;
+          const value = db.getBinary(key);
+          if (value === undefined) throw new Error(`LMDB has no record for sample "${key}"`);
+          c.reads++;
+          c.bytesRead += value.length;
+          return decodeMembers(key, value);
+        });
+        if (decode) await decode(samples);
+      }, onBatch),
+    counters: () => ({ ...c }),
+    reset: () => {
+      c.opens = c.reads = c.stats = c.closes = c.bytesRead = 0;
+    },
+    close: () => db.close(),
+  };
+}
+
+async function main(jobFile: string): Promise<ChildResult> {
+  const job = JSON.parse(fs.readFileSync(jobFile, 'utf8')) as EpochJob;
+  const runner = job.side === 'raw' ? await rawRunner(job) : job.side === 'shards' ? await shardRunner(job) : await lmdbRunner(job);
+  const epochs: EpochResult[] = [];
+  let done = 0;
+  let epochSamples = 0;
+  let lastPrint = 0;
+  const onBatch = (n: number): void => {
+    done += n;
+    epochSamples += n;
+    const now = performance.now();
+    if (now - lastPrint >= PROGRESS_INTERVAL_MS) {
+      lastPrint = now;
+      process.stdout.write(`${JSON.stringify({ done })}\n`);
+    }
+  };
+  try {
+    for (const epoch of job.setupOnly ? [] : job.epochs) {
+      let cache: CacheDropResult | null = null;
+      if (job.cold) cache = dropPageCache(job.evictDirs, job.probeFiles);
+      runner.reset();
+      epochSamples = 0;
+      const faultsBefore = process.resourceUsage().majorPageFault;
+      const t0 = performance.now();
+      const batchWaits = await runner.epoch(epoch, onBatch);
+      const seconds = (performance.now() - t0) / 1000;
+      epochs.push({ epoch, seconds, samples: epochSamples, ...runner.counters(), batchWaits, majorPageFaults: process.resourceUsage().majorPageFault - faultsBefore, cache });
+    }
+  } finally {
+    await runner.close();
+  }
+  process.stdout.write(`${JSON.stringify({ done })}\n`);
+  return { ok: true, side: job.side, epochs, peakRssBytes: process.resourceUsage().maxRSS * 1024 };
+}
+
+const [jobFile, resultFile] = process.argv.slice(2);
+if (jobFile === undefined || resultFile === undefined) {
+  process.stderr.write('usage: epoch-child.js JOB.json RESULT.json\n');
+  process.exitCode = 2;
+} else {
+  let result: ChildResult;
+  try {
+    result = await main(jobFile);
+  } catch (err) {
+    result = isShardkitError(err)
+      ? { ok: false, code: err.code, message: err.message }
+      : { ok: false, code: 'SHARDKIT_ERR_IO', message: err instanceof Error ? err.message : String(err) };
+    process.exitCode = 1;
+  }
+  fs.writeFileSync(resultFile, JSON.stringify(result));
+}

@@ -1,0 +1,73 @@
+/** Starts one bench epoch child (optionally under `strace -f -c`) and collects its result file. */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ErrorCodes, ShardkitError, type ErrorCode } from '../../formats/errors.js';
+import type { ChildResult, EpochJob } from './child-protocol.js';
+import { parseStraceSummary } from './strace.js';
+
+/**
+ * The compiled child script, next to this module. When this module runs from TypeScript sources (tests), the
+ * child is taken from the build in dist/: a child must be plain JavaScript that Node runs by itself.
+ */
+export function epochChildScript(): string {
+  const here = fileURLToPath(new URL('./epoch-child.js', import.meta.url));
+  if (fs.existsSync(here)) return here;
+  const built = here.replace(`${path.sep}src${path.sep}bench${path.sep}`, `${path.sep}dist${path.sep}src${path.sep}bench${path.sep}`);
+  if (fs.existsSync(built)) return built;
+  throw new ShardkitError(ErrorCodes.IO, `The bench child script ${here} is missing: build shardkit first (npm run build)`, { file: here });
+}
+
+export interface ChildRun {
+  result: Extract<ChildResult, { ok: true }>;
+  /** `strace -c` calls of the whole child, when traced. */
+  straceCalls: Record<string, number> | null;
+}
+
+let jobCounter = 0;
+
+/** Runs `job` in a fresh Node process; rejects with the child's ShardkitError when it failed. */
+export async function runEpochChild(job: EpochJob, workDir: string, options: { trace?: boolean; onDone?: (samples: number) => void } = {}): Promise<ChildRun> {
+  const id = `${process.pid}-${++jobCounter}`;
+  const jobFile = path.join(workDir, `job-${id}.json`);
+  const resultFile = path.join(workDir, `result-${id}.json`);
+  const straceFile = path.join(workDir, `strace-${id}.txt`);
+  fs.writeFileSync(jobFile, JSON.stringify(job));
+  const node = [process.execPath, epochChildScript(), jobFile, resultFile];
+  const [cmd, ...args] = options.trace ? ['strace', '-f', '-c', '-o', straceFile, ...node] : node;
+  try {
+    const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+      const child = spawn(cmd as string, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      let pending = '';
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-4000)));
+      child.stdout.setEncoding('utf8').on('data', (d: string) => {
+        pending += d;
+        const lines = pending.split('\n');
+        pending = lines.pop() ?? '';
+        for (const line of lines) {
+          try {
+            const p = JSON.parse(line) as { done?: unknown };
+            if (typeof p.done === 'number') options.onDone?.(p.done);
+          } catch {
+            // not a progress line
+          }
+        }
+      });
+      child.on('error', reject);
+      child.on('close', (c) => resolve({ code: c, stderr }));
+    });
+    let result: ChildResult;
+    try {
+      result = JSON.parse(fs.readFileSync(resultFile, 'utf8')) as ChildResult;
+    } catch (err) {
+      throw new ShardkitError(ErrorCodes.IO, `bench ${job.side} child exited with code ${code} without a result: ${stderr.trim().split('\n').slice(-3).join(' | ')}`, { cause: err });
+    }
+    if (!result.ok) throw new ShardkitError(result.code as ErrorCode, `bench ${job.side} side: ${result.message}`);
+    const straceCalls = options.trace ? parseStraceSummary(fs.readFileSync(straceFile, 'utf8')) : null;
+    return { result, straceCalls };
+  } finally {
+    for (const f of [jobFile, resultFile, straceFile]) fs.rmSync(f, { force: true });
+  }
+}

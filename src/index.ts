@@ -1,0 +1,34 @@
+/**
+ * shardkit's public API: `import { openDataset, pack, DatasetWriter } from 'shardkit'`.
+ * Everything not exported here is internal and may change.
+ */
+export { VERSION } from './version.js';
+
+// errors: match on `code`
+export { ShardkitError, ErrorCodes, isShardkitError, type ErrorCode } from '../formats/errors.js';
+export type { Sample } from '../formats/sample.js';
+export { splitKey, memberPath } from '../formats/sample.js';
+export type { IndexEntry, MemberEntry } from '../formats/index-entry.js';
+export type { Manifest } from '../formats/manifest.js';
+
+// reading
+export { openDataset, Dataset, type OpenDatasetOptions, type KeyRange, type DatasetStats } from './read/dataset.js';
+export { IoStats } from './io/io-stats.js';
+
+// writing
+export { DatasetWriter, type DatasetWriterOptions, type WriterStats } from './pack/dataset-writer.js';
+export { pack, defaultOutDir, type PackOptions, type PackResult, type PackProgress } from './pack/pack.js';
+export { derive, type DeriveOptions } from './pack/derive.js';
+export { mergeParts, type MergeResult } from './pack/merge.js';
+export { parsePart, partOfKey, type PartSpec } from './pack/partition.js';
+export { walkSamples, walkSource, type WalkOptions, type WalkStats, type SourceSample } from './pack/walk.js';
+export { parseSize, formatSize } from './pack/size-arg.js';
+export * from './passes/index.js';
+
+// loader ordering
+export { planEpoch, mergeRankStates, rankCounts } from './read/epoch-plan.js';
+export { shuffles, SHUFFLE_NAMES, type ShuffleName } from './read/shuffle/index.js';
+
+// bench
+export { synthDataset } from './bench/synth.js';
+export { BUILTIN_PROFILES, projectEpoch, loadProfiles } from './bench/profiles.js';

@@ -1,0 +1,129 @@
+/**
+ * `shardkit extract`: writes every member back as a file at its original relative path (key + '.' + ext),
+ * decompressed and checksum-verified. The dataset is input and may be hostile: a path that would land outside the
+ * target directory is refused (UNSAFE_PATH), and nothing already in the target is followed: each directory on the
+ * way is checked with lstat (a symlink there is refused), and files are created with O_NOFOLLOW | O_EXCL after
+ * an existing regular file of that name is unlinked (so a hard link elsewhere is never written through).
+ * A concurrent attacker swapping a directory for a symlink between the check and the open is out of scope: Node
+ * has no openat(2).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { memberPath } from '../../formats/sample.js';
+import { ioError } from '../pack/fs-errors.js';
+import { openDataset, type OpenDatasetOptions } from '../read/dataset.js';
+
+export interface ExtractOptions {
+  /** Only samples whose key starts with this. */
+  prefix?: string;
+  onProgress?: (p: { samples: number; files: number; bytes: number }) => void;
+  /** Passed to openDataset (verify is always on). */
+  open?: Omit<OpenDatasetOptions, 'verify'>;
+}
+
+export interface ExtractResult {
+  samples: number;
+  files: number;
+  bytes: number;
+}
+
+const WRITE_FLAGS = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW;
+
+/** Extracts the dataset at `location` into `dir` (created when missing). */
+export async function extractDataset(location: string, dir: string, options: ExtractOptions = {}): Promise<ExtractResult> {
+  if (typeof dir !== 'string' || dir === '') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a directory path for the extract target but received ${JSON.stringify(dir)}`);
+  const root = path.resolve(dir);
+  try {
+    fs.mkdirSync(root, { recursive: true });
+  } catch (cause) {
+    throw ioError(cause, 'create', root);
+  }
+  const ds = await openDataset(location, { ...options.open, verify: true });
+  const result: ExtractResult = { samples: 0, files: 0, bytes: 0 };
+  const safeDirs = new Set<string>([root]);
+  try {
+    for await (const entry of ds.entries(options.prefix === undefined ? {} : { prefix: options.prefix })) {
+      const sample = await ds.read(entry);
+      for (const [ext, bytes] of Object.entries(sample.members)) {
+        const target = safeTarget(root, memberPath(sample.key, ext), sample.key);
+        ensureDirs(root, path.dirname(target), safeDirs);
+        writeNoFollow(target, bytes);
+        result.files++;
+        result.bytes += bytes.length;
+      }
+      result.samples++;
+      options.onProgress?.({ ...result });
+    }
+  } finally {
+    await ds.close();
+  }
+  return result;
+}
+
+/** The absolute path for a member, or UNSAFE_PATH when it would not stay inside `root`. */
+export function safeTarget(root: string, relative: string, key: string): string {
+  const unsafe = (why: string): never => {
+    throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `refusing to extract ${JSON.stringify(relative)}: ${why}`, { key });
+  };
+  if (relative === '' || relative.includes('\0') || relative.includes('\\')) unsafe('empty, or contains NUL or a backslash');
+  if (relative.startsWith('/') || path.isAbsolute(relative)) unsafe('absolute path');
+  if (relative.split('/').some((s) => s === '' || s === '.' || s === '..')) unsafe('has an empty, "." or ".." segment');
+  const target = path.resolve(root, relative);
+  if (!target.startsWith(root + path.sep)) unsafe('lands outside the target directory');
+  return target;
+}
+
+/** Creates the directories from `root` down to `dir`, refusing any component that is a symlink or not a directory. */
+function ensureDirs(root: string, dir: string, safe: Set<string>): void {
+  if (safe.has(dir)) return;
+  ensureDirs(root, path.dirname(dir), safe);
+  let st: fs.Stats | undefined;
+  try {
+    st = fs.lstatSync(dir);
+  } catch {
+    st = undefined;
+  }
+  if (st === undefined) {
+    try {
+      fs.mkdirSync(dir);
+    } catch (cause) {
+      throw ioError(cause, 'create', dir);
+    }
+    st = fs.lstatSync(dir);
+  }
+  if (st.isSymbolicLink()) throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `${dir} is a symbolic link; extract never follows links in the target directory`, { file: dir });
+  if (!st.isDirectory()) throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `${dir} exists and is not a directory`, { file: dir });
+  safe.add(dir);
+}
+
+function writeNoFollow(file: string, bytes: Uint8Array): void {
+  let st: fs.Stats | undefined;
+  try {
+    st = fs.lstatSync(file);
+  } catch {
+    st = undefined;
+  }
+  if (st !== undefined) {
+    if (st.isSymbolicLink()) throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `${file} is a symbolic link; extract never follows links in the target directory`, { file });
+    if (!st.isFile()) throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `${file} exists and is not a regular file`, { file });
+    fs.unlinkSync(file);
+  }
+  let fd: number;
+  try {
+    fd = fs.openSync(file, WRITE_FLAGS, 0o644);
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code === 'ELOOP' || (cause as NodeJS.ErrnoException).code === 'EEXIST') {
+      throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `${file} appeared while extracting (a link?); refusing to write through it`, { file, cause });
+    }
+    throw ioError(cause, 'create', file);
+  }
+  try {
+    let off = 0;
+    while (off < bytes.length) off += fs.writeSync(fd, bytes, off, bytes.length - off);
+  } catch (cause) {
+    throw ioError(cause, 'write', file);
+  } finally {
+    fs.closeSync(fd);
+  }
+}

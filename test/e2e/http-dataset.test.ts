@@ -1,0 +1,127 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ErrorCodes } from '../../formats/errors.js';
+import type { Sample } from '../../formats/sample.js';
+import { IoStats } from '../../src/io/io-stats.js';
+import { openDataset, type Dataset } from '../../src/read/dataset.js';
+import type { Loader } from '../../src/read/loader.js';
+import { startFlakyServer } from '../helpers/flaky-server.js';
+import { loaderSample, sameBytes, writeLoaderDataset } from '../helpers/loader-dataset.js';
+import { nginxSkipReason, startNginx, type AccessLogEntry, type NginxServer } from '../helpers/nginx.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+const N = 2000;
+let root: string;
+let server: NginxServer;
+let local: Dataset;
+
+async function collect<S>(loader: Loader<S>): Promise<S[]> {
+  const out: S[] = [];
+  for await (const batch of loader) out.push(...batch);
+  return out;
+}
+
+function requestsFor(log: AccessLogEntry[], file: string): AccessLogEntry[] {
+  return log.filter((e) => e.uri.endsWith(`/${file}`));
+}
+
+describe.skipIf(nginxSkipReason !== undefined)('datasets over http (real nginx on 127.0.0.1)', () => {
+  beforeAll(async () => {
+    root = tmpDir();
+    // Small index pages so the index spans many pages and "never downloaded whole" means something.
+    await writeLoaderDataset(path.join(root, 'ds'), N, { shardBytes: 256 * 1024, pageSize: 1024 });
+    fs.cpSync(path.join(root, 'ds'), path.join(root, 'gone'), { recursive: true });
+    fs.rmSync(path.join(root, 'gone', 'shard-000002.tar'));
+    server = await startNginx(root);
+    local = await openDataset(path.join(root, 'ds'));
+  });
+  afterAll(async () => {
+    await local?.close();
+    await server?.stop();
+  });
+
+  it('opens with three requests and never downloads the whole index', async () => {
+    const io = new IoStats();
+    const before = (await server.accessLog()).length;
+    const ds = await openDataset(`${server.url}/ds`, { ioStats: io });
+    const log = (await server.accessLog()).slice(before);
+    expect(log.map((e) => e.uri)).toEqual([`/ds/manifest.json`, `/ds/${ds.manifest.index.file}`, `/ds/${ds.manifest.index.file}`]);
+    expect(io.httpRequests).toBe(3);
+    // Look up one key: a handful of page-sized ranges, far from the whole index.
+    await ds.get(loaderSample(1234).key);
+    const indexRanges = requestsFor((await server.accessLog()).slice(before), ds.manifest.index.file).map((e) => e.range);
+    const indexBytesFetched = indexRanges.reduce((n, r) => {
+      const m = /bytes=(\d+)-(\d+)/.exec(r);
+      return n + (m === null ? Infinity : Number(m[2]) - Number(m[1]) + 1);
+    }, 0);
+    expect(indexBytesFetched).toBeLessThan(ds.manifest.index.bytes / 4);
+    await ds.close();
+  });
+
+  it('get, at, keys and a loader epoch equal the local dataset byte for byte', async () => {
+    const ds = await openDataset(`${server.url}/ds`);
+    expect(ds.size).toBe(N);
+    for (const i of [0, 17, 999, N - 1]) {
+      const [remote, here] = [await ds.at(i), local.atSync(i)];
+      expect(remote.key).toBe(here.key);
+      expect(sameBytes(remote.members.bin, here.members.bin)).toBe(true);
+      expect(sameBytes((await ds.get(here.key)).members.cls, here.members.cls)).toBe(true);
+    }
+    const keys: string[] = [];
+    for await (const k of ds.keys({ start: 's/000100', limit: 50 })) keys.push(k);
+    expect(keys).toEqual(Array.from({ length: 50 }, (_, i) => loaderSample(100 + i).key));
+    const options = { batchSize: 32, shuffle: 'block' as const, seed: 8, windowShards: 2 };
+    const [remoteEpoch, localEpoch] = [await collect(ds.loader(options)), await collect(local.loader(options))];
+    expect(remoteEpoch.map((s) => s.key)).toEqual(localEpoch.map((s) => s.key));
+    remoteEpoch.forEach((s, i) => expect(sameBytes(s.members.bin, localEpoch[i]?.members.bin)).toBe(true));
+    await ds.close();
+  });
+
+  it('an epoch costs about one request per coalesced read, plus index pages once', async () => {
+    const io = new IoStats();
+    const ds = await openDataset(`${server.url}/ds`, { ioStats: io, checkShards: 'size' });
+    const start = (await server.accessLog()).length;
+    const loader = ds.loader({ batchSize: 64, shuffle: 'full', seed: 2, concurrency: 8 });
+    expect((await collect(loader)).length).toBe(N);
+    const log = (await server.accessLog()).slice(start);
+    const shardRequests = log.filter((e) => /shard-\d+\.tar$/.test(e.uri));
+    const indexRequests = requestsFor(log, ds.manifest.index.file);
+    expect(shardRequests.length).toBe(loader.stats().reads);
+    expect(loader.stats().reads).toBeLessThanOrEqual(N);
+    expect(shardRequests.every((e) => e.status === 206)).toBe(true);
+    // Every index page at most once: the lookups of a batch run in position order, batches one after another.
+    expect(new Set(indexRequests.map((e) => e.range)).size).toBe(indexRequests.length);
+    expect(io.httpRequests).toBe(log.length + 3); // + the three requests of openDataset
+    // Keep-alive: a few connections, not one per request.
+    expect(new Set(log.map((e) => e.connection)).size).toBeLessThanOrEqual(16);
+    await ds.close();
+  });
+
+  it('a server that ignores Range fails with a clear HTTP error', async () => {
+    const err = await openDataset(`${server.url}/norange/ds`).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: ErrorCodes.HTTP, message: expect.stringContaining('ignores Range') });
+  });
+
+  it('a missing shard fails the loader with SHARD_MISSING naming it', async () => {
+    const ds = await openDataset(`${server.url}/gone`);
+    const err = await collect(ds.loader({ batchSize: 50 })).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: ErrorCodes.SHARD_MISSING, message: expect.stringContaining('shard-000002.tar') });
+    await ds.close();
+  });
+
+  it('retries 503s and resets, then reads the same bytes', async () => {
+    const flaky = await startFlakyServer(root, ['503', '503', 'reset']);
+    try {
+      const io = new IoStats();
+      const ds = await openDataset(`${flaky.url}/ds`, { ioStats: io, http: { backoffMs: 5 } });
+      const epoch = await collect(ds.loader({ batchSize: 100, shuffle: 'full', seed: 1 }));
+      expect(epoch.length).toBe(N);
+      for (const s of epoch as Sample[]) expect(sameBytes(s.members.bin, loaderSample(Number(s.key.slice(2))).members.bin)).toBe(true);
+      expect(io.retries).toBe(3);
+      await ds.close();
+    } finally {
+      await flaky.stop();
+    }
+  });
+});

@@ -1,0 +1,159 @@
+/** verify finds every kind of damage and names the sample; a clean dataset passes. */
+import fs from 'node:fs';
+import path from 'node:path';
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ErrorCodes } from '../../formats/errors.js';
+import { DatasetWriter, INDEX_FILE } from '../../src/pack/dataset-writer.js';
+import { openDataset } from '../../src/read/dataset.js';
+import { verifyDataset } from '../../src/verify/verify-dataset.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+const enc = new TextEncoder();
+const N = 60;
+const keyOf = (i: number) => `k/${String(i).padStart(3, '0')}`;
+function noise(i: number, n: number): Uint8Array {
+  let x = i + 1;
+  return Uint8Array.from({ length: n }, () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) >>> 24);
+}
+function sampleOf(i: number) {
+  return { key: keyOf(i), members: { txt: enc.encode(`text ${i} `.repeat(30 + i)), bin: noise(i, 200 + i * 13) } };
+}
+
+async function makeDataset(layout: 'tar' | 'packed', compress: 'none' | 'lz4'): Promise<string> {
+  const dir = tmpDir();
+  const w = new DatasetWriter({ dir, layout, compress, shardBytes: 16 * 1024, pageSize: 1024 });
+  for (let i = 0; i < N; i++) w.add(sampleOf(i));
+  await w.finish();
+  return dir;
+}
+
+function copyDir(src: string): string {
+  const dir = tmpDir();
+  for (const f of fs.readdirSync(src)) fs.copyFileSync(path.join(src, f), path.join(dir, f));
+  return dir;
+}
+
+function flip(file: string, pos: number, mask = 0x01): void {
+  const b = fs.readFileSync(file);
+  b[pos] = (b[pos] as number) ^ mask;
+  fs.writeFileSync(file, b);
+}
+
+describe('verifyDataset on clean datasets', () => {
+  for (const layout of ['tar', 'packed'] as const) {
+    for (const compress of ['none', 'lz4'] as const) {
+      it(`passes ${layout}/${compress}, full and quick`, async () => {
+        const dir = await makeDataset(layout, compress);
+        const phases = new Set<string>();
+        const r = await verifyDataset(dir, { onProgress: (p) => phases.add(p.phase) });
+        expect(r.problems).toEqual([]);
+        expect(r.damaged).toEqual([]);
+        expect(r.ok).toBe(true);
+        expect(r.checked.samples).toBe(N);
+        expect(r.checked.members).toBe(2 * N);
+        expect(r.checked.shards).toBeGreaterThanOrEqual(1);
+        expect(phases).toEqual(new Set(['index', 'shards']));
+        const q = await verifyDataset(dir, { quick: true });
+        expect(q.ok).toBe(true);
+        expect(q.checked.memberBytes).toBe(0);
+      });
+    }
+  }
+});
+
+describe('verifyDataset on damaged tar datasets', () => {
+  let clean: string;
+  beforeAll(async () => {
+    clean = await makeDataset('tar', 'lz4');
+  });
+
+  async function memberSpans(dir: string) {
+    const ds = await openDataset(dir);
+    const out: { key: string; ext: string; codec: number; shard: string; start: number; end: number }[] = [];
+    for await (const e of ds.entries()) for (const m of e.members) out.push({ key: e.key, ext: m.ext, codec: m.codec, shard: ds.shardName(e.shard), start: e.offset + m.offset, end: e.offset + m.offset + m.storedSize });
+    await ds.close();
+    return out;
+  }
+
+  it('names the sample whose member bytes changed, and the reader refuses it with CHECKSUM', async () => {
+    const dir = copyDir(clean);
+    const spans = await memberSpans(dir);
+    // the noise member is stored raw (LZ4 does not pay): damage reaches the checksum, not the decompressor
+    const target = spans.find((s) => s.key === keyOf(20) && s.ext === 'bin')!;
+    expect(target.codec).toBe(0);
+    flip(path.join(dir, target.shard), target.start + 5);
+    const r = await verifyDataset(dir);
+    expect(r.ok).toBe(false);
+    expect(r.damaged.map((d) => d.key)).toEqual([keyOf(20)]);
+    expect(r.damaged[0]!.shard).toBe(target.shard);
+    const ds = await openDataset(dir);
+    await expect(ds.get(keyOf(20))).rejects.toMatchObject({ code: ErrorCodes.CHECKSUM, key: keyOf(20) });
+    await ds.close();
+  });
+
+  it('a flipped byte anywhere in a shard is found; inside a member or its header, the sample is named', async () => {
+    const spans = await memberSpans(clean);
+    const shardFile = spans[0]!.shard;
+    const size = fs.statSync(path.join(clean, shardFile)).size;
+    const inShard = spans.filter((s) => s.shard === shardFile);
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: size - 1 }), fc.integer({ min: 1, max: 255 }), async (pos, mask) => {
+        const dir = copyDir(clean);
+        flip(path.join(dir, shardFile), pos, mask);
+        const r = await verifyDataset(dir);
+        expect(r.ok).toBe(false);
+        const hit = inShard.find((s) => pos >= s.start && pos < s.end);
+        if (hit !== undefined) expect(r.damaged.map((d) => d.key)).toContain(hit.key);
+        // a header byte (the 512 bytes before a member's data) belongs to that member's sample
+        const header = inShard.find((s) => pos >= s.start - 512 && pos < s.start);
+        if (header !== undefined && pos - (header.start - 512) < 100) expect(r.damaged.map((d) => d.key)).toContain(header.key);
+        fs.rmSync(dir, { recursive: true, force: true });
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('reports a truncated shard (samples past the end named) and a missing shard', async () => {
+    const dir = copyDir(clean);
+    const r0 = await verifyDataset(dir);
+    expect(r0.ok).toBe(true);
+    const shard = path.join(dir, 'shard-000001.tar');
+    fs.truncateSync(shard, fs.statSync(shard).size - 3000);
+    const r = await verifyDataset(dir);
+    expect(r.ok).toBe(false);
+    expect(r.problems.some((p) => p.file === 'shard-000001.tar' && /truncated/.test(p.what))).toBe(true);
+    expect(r.damaged.length).toBeGreaterThan(0);
+    const q = await verifyDataset(dir, { quick: true });
+    expect(q.ok).toBe(false);
+    fs.rmSync(shard);
+    const m = await verifyDataset(dir, { quick: true });
+    expect(m.problems.some((p) => p.file === 'shard-000001.tar' && /missing/.test(p.what))).toBe(true);
+  });
+
+  it('quick mode catches a replaced shard head but does not read members', async () => {
+    const dir = copyDir(clean);
+    flip(path.join(dir, 'shard-000000.tar'), 600);
+    expect((await verifyDataset(dir, { quick: true })).problems.some((p) => /fingerprint/.test(p.what))).toBe(true);
+    const late = copyDir(clean);
+    const size = fs.statSync(path.join(late, 'shard-000000.tar')).size;
+    flip(path.join(late, 'shard-000000.tar'), size - 1500);
+    expect((await verifyDataset(late, { quick: true })).ok).toBe(true);
+    expect((await verifyDataset(late)).ok).toBe(false);
+  });
+
+  it('reports index damage as problems, and a missing index', async () => {
+    const dir = copyDir(clean);
+    flip(path.join(dir, INDEX_FILE), 1024 + 40); // inside page 1
+    const r = await verifyDataset(dir);
+    expect(r.ok).toBe(false);
+    expect(r.problems.some((p) => p.file === INDEX_FILE && /page 1/.test(p.what))).toBe(true);
+    fs.rmSync(path.join(dir, INDEX_FILE));
+    const m = await verifyDataset(dir);
+    expect(m.problems.some((p) => /index file is missing/.test(p.what))).toBe(true);
+  });
+
+  it('is not a dataset without a manifest', async () => {
+    await expect(verifyDataset(tmpDir())).rejects.toMatchObject({ code: ErrorCodes.NOT_A_DATASET });
+  });
+});
