@@ -6,10 +6,10 @@
  * and every span inside its shard and apart from every other span of that shard.
  * Memory: one bit per page and 28 bytes per sample (the span table the shard pass needs anyway).
  */
-import { isShardkitError } from '../../formats/errors.js';
+import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import type { IndexHeader, ShardRecord } from '../../formats/index-layout.js';
-import { decodePage, type LeafPage, type Page } from '../../formats/index-page.js';
+import { PAGE_FLAGS, decodePage, type LeafPage, type Page } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
 import type { ByteSource } from '../io/byte-source.js';
 
@@ -93,6 +93,8 @@ export class PageReader {
     if (hit !== undefined) return hit;
     const bytes = await this.source.read(pageNo * this.header.pageSize, this.header.pageSize);
     const page = decodePage(bytes, pageNo, this.source.name);
+    // the page checksum starts at PAGE_NO: the flags byte is covered by no checksum, so check it here
+    if (bytes[PAGE_FLAGS] !== 0) throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${this.source.name}: page ${pageNo} has unknown flags ${bytes[PAGE_FLAGS]}`);
     if (this.cache.size >= this.maxCached) this.cache.delete(this.cache.keys().next().value as number);
     this.cache.set(pageNo, page);
     return page;

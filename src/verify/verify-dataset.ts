@@ -187,6 +187,9 @@ async function openIndex(location: string, manifest: Manifest, problem: (file: s
     if (size !== manifest.index.bytes) problem(name, `is ${size} bytes, the manifest says ${manifest.index.bytes}`);
     const header = decodeIndexHeader(await source.read(0, Math.min(size, HEADER_BYTES)), name, size);
     const shards = decodeShardTable(await source.read(header.tableOffset, header.tableLength), header, name);
+    // the rest of page 0 is covered by no checksum: it must be zero
+    const page0 = await source.read(0, Math.min(size, header.pageSize));
+    if (page0.subarray(HEADER_BYTES).some((b) => b !== 0)) problem(name, `page 0 has non-zero bytes after its ${HEADER_BYTES}-byte header`);
     if (crc32cHex(header.crc) !== manifest.index.crc32c) problem(name, 'does not belong to this manifest (header checksum differs); run `shardkit reindex`');
     if (header.layout !== manifest.layout) problem(name, `says layout ${header.layout}, the manifest ${manifest.layout}`);
     if (header.entryCount !== manifest.totals.samples) problem(name, `holds ${header.entryCount} samples, the manifest says ${manifest.totals.samples}`);
