@@ -1,14 +1,5 @@
-/** Human-readable numbers for command output. */
-export function humanBytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
-  let u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return u === 0 ? `${n} B` : `${v.toFixed(v >= 100 ? 0 : v >= 10 ? 1 : 2)} ${units[u]}`;
-}
+/** Small formatting helpers for command output. */
+export { formatSize as humanBytes } from '../src/pack/size-arg.js';
 
 export function percent(ratio: number): string {
   return `${(ratio * 100).toFixed(1)}%`;

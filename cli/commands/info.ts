@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { openDataset } from '../../src/read/dataset.js';
 import { datasetInfo } from '../../src/read/inspect.js';
-import { humanBytes, percent, table } from '../format.js';
+import { formatSize } from '../../src/pack/size-arg.js';
+import { percent, table } from '../format.js';
 import { printJson, runAction } from '../run-action.js';
 
 export function registerInfo(program: Command): void {
@@ -20,9 +21,9 @@ export function registerInfo(program: Command): void {
             ['dataset', info.location],
             ['layout', `${info.layout}${info.compress === 'none' ? '' : ` + ${info.compress}`}`],
             ['samples', `${info.samples} (${info.members} members)`],
-            ['shards', `${info.shards} (${humanBytes(info.bytes.shards)})`],
-            ['members', `${humanBytes(info.bytes.members)} original, ${humanBytes(info.bytes.stored)} stored`],
-            ['index', `${humanBytes(info.bytes.index)}, ${info.index.pages} pages of ${info.index.pageSize} B, height ${info.index.height}, ${info.index.bytesPerSample.toFixed(1)} B/sample`],
+            ['shards', `${info.shards} (${formatSize(info.bytes.shards)})`],
+            ['members', `${formatSize(info.bytes.members)} original, ${formatSize(info.bytes.stored)} stored`],
+            ['index', `${formatSize(info.bytes.index)}, ${info.index.pages} pages of ${info.index.pageSize} B, height ${info.index.height}, ${info.index.bytesPerSample.toFixed(1)} B/sample`],
             ['overhead', `${percent(info.overhead)} (shards + index vs member bytes)`],
             ['passes', info.passes.length === 0 ? 'none' : info.passes.map((p) => `${p.name}${Object.keys(p.params).length ? ` ${JSON.stringify(p.params)}` : ''}`).join(', ')],
             ['skipped', String(info.skipped)],

@@ -1,0 +1,105 @@
+/**
+ * Pack faults: an input deleted during the pack, no space left on the device, permission denied. Each ends in one
+ * clear line, exit 1 and no manifest; `--resume` completes once the cause is fixed.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openDataset } from '../../src/read/dataset.js';
+import { CLI, shardkit } from '../helpers/cli.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+function makeTree(dir: string, n: number, size = 3000): void {
+  for (let i = 0; i < n; i++) {
+    const sub = path.join(dir, `d${i % 3}`);
+    fs.mkdirSync(sub, { recursive: true });
+    fs.writeFileSync(path.join(sub, `f${String(i).padStart(4, '0')}.bin`), Buffer.alloc(size + i, i & 255));
+  }
+}
+
+async function sampleCount(dir: string): Promise<number> {
+  const ds = await openDataset(dir);
+  const n = ds.size;
+  await ds.close();
+  return n;
+}
+
+const isRoot = process.getuid?.() === 0;
+const mounts: string[] = [];
+afterAll(() => {
+  for (const m of mounts) spawnSync('umount', [m]);
+});
+
+describe('pack faults', () => {
+  it('a source file deleted during the pack stops it with INPUT_CHANGED; --resume finishes after the fix', async () => {
+    const src = tmpDir();
+    makeTree(src, 60);
+    const victim = path.join(src, 'd0', 'f0057.bin'); // same directory: listed before the deletion
+    const mod = path.join(tmpDir(), 'delete-later.mjs');
+    // a pass that, while the pack runs, deletes a file the walk has already listed
+    fs.writeFileSync(mod, `import fs from 'node:fs';\nexport default (s) => { if (s.key === 'd0/f0003') fs.rmSync(${JSON.stringify(victim)}, { force: true }); return s; };\n`);
+    const out = path.join(tmpDir(), 'ds');
+    const r = shardkit(['pack', src, '--out', out, '--shard', '16KB', '--concurrency', '1', '--pass-module', mod]);
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INPUT_CHANGED: .*f0057\.bin vanished/);
+    expect(fs.existsSync(path.join(out, 'manifest.json'))).toBe(false);
+    fs.writeFileSync(victim, Buffer.alloc(3057, 57)); // the cause is fixed
+    const ok = shardkit(['pack', src, '--out', out, '--shard', '16KB', '--concurrency', '1', '--pass-module', mod, '--resume', '--json']);
+    expect(ok.status, ok.stderr).toBe(0);
+    expect(JSON.parse(ok.stdout).resumedSamples).toBeGreaterThan(0);
+    expect(await sampleCount(out)).toBe(60);
+  });
+
+  it.runIf(isRoot)('no space left on the device: one line naming the file, no manifest; --resume completes with room', async () => {
+    const src = tmpDir();
+    makeTree(src, 200, 5000);
+    const mnt = tmpDir();
+    const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=400k', 'tmpfs', mnt]).status === 0;
+    if (!mounted) {
+      if (process.env.CI) throw new Error('mounting a small tmpfs failed; ENOSPC cannot be tested');
+      return;
+    }
+    mounts.push(mnt);
+    const out = path.join(mnt, 'ds');
+    const r = shardkit(['pack', src, '--out', out, '--shard', '64KB']);
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^shardkit: SHARDKIT_ERR_IO: cannot write .*no space left on the device/);
+    expect(fs.existsSync(path.join(out, 'manifest.json'))).toBe(false);
+    execFileSync('mount', ['-o', 'remount,size=8m', mnt]);
+    const ok = shardkit(['pack', src, '--out', out, '--shard', '64KB', '--resume', '--json']);
+    expect(ok.status, ok.stderr).toBe(0);
+    expect(JSON.parse(ok.stdout).resumedSamples).toBeGreaterThan(0);
+    expect(await sampleCount(out)).toBe(200);
+  });
+
+  it.runIf(isRoot)('permission denied on an input file: INPUT naming it, exit 1; --resume completes after chmod', async () => {
+    // root reads anything: run the CLI as nobody, with a tree nobody can read except one file
+    const base = fs.mkdtempSync('/tmp/shardkit-perm-');
+    fs.chmodSync(base, 0o777);
+    const src = path.join(base, 'src');
+    makeTree(src, 30);
+    execFileSync('chmod', ['-R', 'a+rX', src]);
+    const locked = path.join(src, 'd1', 'f0019.bin');
+    fs.chmodSync(locked, 0o000);
+    const out = path.join(base, 'out');
+    const asNobody = (args: string[]) =>
+      spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, CLI, ...args], { encoding: 'utf8', cwd: base });
+    try {
+      const r = asNobody(['pack', src, '--out', out, '--shard', '8KB']);
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INPUT: cannot open .*f0019\.bin: permission denied/);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(fs.existsSync(path.join(out, 'manifest.json'))).toBe(false);
+      fs.chmodSync(locked, 0o644);
+      const ok = asNobody(['pack', src, '--out', out, '--shard', '8KB', '--resume', '--json']);
+      expect(ok.status, ok.stderr).toBe(0);
+      expect(JSON.parse(ok.stdout).resumedSamples).toBeGreaterThan(0);
+      expect(await sampleCount(out)).toBe(30);
+    } finally {
+      fs.rmSync(base, { recursive: true, force: true });
+    }
+  });
+});
