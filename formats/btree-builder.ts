@@ -4,7 +4,7 @@
  * are full (out of page-number order by at most one page per level: the sink writes at pageNo x pageSize).
  * Page 0 is left for the header, which the caller writes after `finish()`.
  */
-import { ByteWriter, utf8Encoder } from './bytes.js';
+import { ByteWriter, utf8Bytes } from './bytes.js';
 import { ErrorCodes, ShardkitError } from './errors.js';
 import { spanLength, type IndexEntry } from './index-entry.js';
 import { validatePageSize } from './index-layout.js';
@@ -71,7 +71,7 @@ export class BTreeBuilder {
     if (entry.length !== spanLength(entry.members)) {
       throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample "${entry.key}" span length ${entry.length} does not end at its last member`, { key: entry.key });
     }
-    const keyBytes = utf8Encoder.encode(entry.key);
+    const keyBytes = utf8Bytes(entry.key);
     if (keyBytes.length > this.maxKey) {
       throw new ShardkitError(ErrorCodes.TOO_LARGE, `key "${entry.key.slice(0, 80)}…" is ${keyBytes.length} bytes; ${this.pageSize}-byte pages allow ${this.maxKey} (use a larger pageSize)`, { key: entry.key });
     }

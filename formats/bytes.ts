@@ -7,6 +7,14 @@ import { ErrorCodes, ShardkitError, type ErrorCode } from './errors.js';
 export const MAX_VARINT_BYTES = 8; // 8 x 7 bits = 56 bits >= 53
 
 export const utf8Encoder = new TextEncoder();
+
+/**
+ * UTF-8 bytes of a string. Buffer.from is about 3x faster than TextEncoder.encode for the short strings (keys,
+ * names, extensions) that packing encodes several times per sample.
+ */
+export function utf8Bytes(text: string): Uint8Array {
+  return Buffer.from(text, 'utf8');
+}
 export const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
 
 /** Bytes a varint of `value` takes. */

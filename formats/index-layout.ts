@@ -2,7 +2,7 @@
  * The index file: fixed-size pages, page 0 the header, then B+-tree pages, then the shard table.
  * Every constant here follows a table in formats/SPEC.md ("Index file"); change both together.
  */
-import { ByteReader, ByteWriter, readU64, utf8Encoder, writeU64 } from './bytes.js';
+import { ByteReader, ByteWriter, readU64, utf8Bytes, writeU64 } from './bytes.js';
 import { crc32c } from './checksum.js';
 import { ErrorCodes, ShardkitError } from './errors.js';
 
@@ -177,7 +177,7 @@ export function encodeShardTable(shards: readonly ShardRecord[]): Uint8Array {
   const w = new ByteWriter();
   w.varint(shards.length);
   for (const s of shards) {
-    const name = utf8Encoder.encode(s.file);
+    const name = utf8Bytes(s.file);
     w.varint(name.length).bytes(name).varint(s.bytes).varint(s.samples).u32(s.crc32c).u32(s.fingerprint);
   }
   return w.toBytes();

@@ -2,7 +2,7 @@
  * B+-tree pages: a 16-byte header, then records packed from byte 16, zero-filled to the page size.
  * Layouts are in formats/SPEC.md ("Pages"); the constants here follow its tables.
  */
-import { ByteReader, ByteWriter, unzigzag, utf8Decoder, utf8Encoder, zigzag } from './bytes.js';
+import { ByteReader, ByteWriter, unzigzag, utf8Decoder, utf8Bytes, zigzag } from './bytes.js';
 import { crc32c } from './checksum.js';
 import { ErrorCodes, ShardkitError } from './errors.js';
 import { compareKeys, isSimpleKey } from './key-order.js';
@@ -105,7 +105,7 @@ export class LeafRecordEncoder {
       const sameExt = prev?.members[i]?.ext === m.ext;
       w.u8(m.codec | (sameExt ? MEMBER_EXT_SAME : 0));
       if (!sameExt) {
-        const ext = utf8Encoder.encode(m.ext);
+        const ext = utf8Bytes(m.ext);
         w.varint(ext.length).bytes(ext);
       }
       w.varint(m.offset - memberEnd).varint(m.size);

@@ -4,7 +4,7 @@
  * (mode 0644, uid/gid 0, mtime 0, empty user/group names) so the same members give the same bytes.
  * Field offsets follow formats/SPEC.md ("Tar layout").
  */
-import { utf8Decoder, utf8Encoder } from './bytes.js';
+import { utf8Decoder, utf8Bytes } from './bytes.js';
 import { ErrorCodes, ShardkitError } from './errors.js';
 
 export const TAR_BLOCK = 512;
@@ -33,8 +33,8 @@ export const F_PREFIX = [345, 155] as const;
 export const USTAR_MAX_SIZE = 0o77777777777;
 export const PAX_HEADER_NAME = '././@PaxHeader';
 const FILE_MODE = 0o644;
-const USTAR_MAGIC = utf8Encoder.encode('ustar\0');
-const USTAR_VERSION = utf8Encoder.encode('00');
+const USTAR_MAGIC = utf8Bytes('ustar\0');
+const USTAR_VERSION = utf8Bytes('00');
 
 export const TarType = {
   file: '0',
@@ -122,7 +122,7 @@ function splitUstarPath(path: Uint8Array): { prefix: Uint8Array; name: Uint8Arra
 /** One pax record: "<len> <key>=<value>\n", where <len> counts the whole record including its own digits. */
 export function paxRecord(key: string, value: string): string {
   const body = ` ${key}=${value}\n`;
-  const bodyBytes = utf8Encoder.encode(body).length;
+  const bodyBytes = utf8Bytes(body).length;
   let len = bodyBytes + 1;
   while (String(len).length + bodyBytes !== len) len = String(len).length + bodyBytes;
   return `${len}${body}`;
@@ -134,7 +134,7 @@ export function paxRecord(key: string, value: string): string {
  */
 export function encodeFileHeader(path: string, size: number): Uint8Array {
   if (!Number.isSafeInteger(size) || size < 0) throw new RangeError(`invalid member size ${size}`);
-  const pathBytes = utf8Encoder.encode(path);
+  const pathBytes = utf8Bytes(path);
   if (pathBytes.length === 0 || pathBytes.includes(0)) throw new ShardkitError(ErrorCodes.INVALID_ARG, `invalid member name ${JSON.stringify(path)}`);
   const split = splitUstarPath(pathBytes);
   const bigSize = size > USTAR_MAX_SIZE;
@@ -144,8 +144,8 @@ export function encodeFileHeader(path: string, size: number): Uint8Array {
   if (split === undefined) records += paxRecord('path', path);
   if (bigSize) records += paxRecord('size', String(size));
   if (records === '') return mainBlock;
-  const data = utf8Encoder.encode(records);
-  const pax = ustarBlock(utf8Encoder.encode(PAX_HEADER_NAME), new Uint8Array(0), data.length, TarType.paxExtended);
+  const data = utf8Bytes(records);
+  const pax = ustarBlock(utf8Bytes(PAX_HEADER_NAME), new Uint8Array(0), data.length, TarType.paxExtended);
   const out = new Uint8Array(TAR_BLOCK + data.length + tarPadding(data.length) + TAR_BLOCK);
   out.set(pax, 0);
   out.set(data, TAR_BLOCK);

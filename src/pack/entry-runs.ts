@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ByteReader, ByteWriter, utf8Encoder } from '../../formats/bytes.js';
+import { ByteReader, ByteWriter, utf8Bytes } from '../../formats/bytes.js';
 import { ErrorCodes } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import { MAX_PAGE_SIZE } from '../../formats/index-layout.js';
@@ -51,7 +51,7 @@ export class EntrySorter {
     try {
       for (const entry of this.buffer) {
         this.encoder.reset();
-        const record = this.encoder.encode(entry, utf8Encoder.encode(entry.key));
+        const record = this.encoder.encode(entry, utf8Bytes(entry.key));
         if (record.length > MAX_PAGE_SIZE) {
           throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample "${entry.key}" needs ${record.length} index bytes, more than the largest page (${MAX_PAGE_SIZE})`, { key: entry.key });
         }

@@ -3,7 +3,7 @@
  * decides alone, from the key only, and the parts are disjoint and cover the dataset whatever order they run in.
  */
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import { utf8Encoder } from '../../formats/bytes.js';
+import { utf8Bytes } from '../../formats/bytes.js';
 
 export interface PartSpec {
   /** 0-based part number. */
@@ -24,7 +24,7 @@ export function parsePart(text: string): PartSpec {
 
 export function partOfKey(key: string, count: number): number {
   let h = 0x811c9dc5;
-  for (const b of utf8Encoder.encode(key)) {
+  for (const b of utf8Bytes(key)) {
     h ^= b;
     h = Math.imul(h, 0x01000193) >>> 0;
   }

@@ -33,10 +33,10 @@ export class ShardFile {
       this.head.set(data.subarray(0, take), this.headBytes);
       this.headBytes += take;
     }
-    this.crc = crc32c(data, this.crc);
     this.bytes += data.length;
     if (data.length >= WRITE_BUFFER_BYTES) {
       this.flush();
+      this.crc = crc32c(data, this.crc);
       this.writeFully(data);
       return;
     }
@@ -50,9 +50,12 @@ export class ShardFile {
     if (n > 0) this.write(new Uint8Array(n));
   }
 
+  /** Writes the buffer; the file CRC advances here, one call per buffer instead of one per member. */
   private flush(): void {
     if (this.buffered === 0) return;
-    this.writeFully(this.buf.subarray(0, this.buffered));
+    const chunk = this.buf.subarray(0, this.buffered);
+    this.crc = crc32c(chunk, this.crc);
+    this.writeFully(chunk);
     this.buffered = 0;
   }
 
