@@ -142,6 +142,11 @@ function methods(ctx) {
       for (const i of order) bytes += ds.atSync(i).members.bin.length; // keys are in key order: position = i
       return bytes;
     },
+    'shardkit atSync verify off': () => {
+      let bytes = 0;
+      for (const i of order) bytes += ctx.dsNoVerify.atSync(i).members.bin.length;
+      return bytes;
+    },
     'lmdb get': () => {
       let bytes = 0;
       for (const i of order) bytes += db.get(keys[i]).length;
@@ -175,6 +180,7 @@ async function child(opts, dir) {
   const ctx = await context(opts, dir, new IoStats());
   if (opts.child !== 'noop') await methods(ctx)[opts.child]();
   await ctx.ds.close();
+  await ctx.dsNoVerify.close();
   ctx.db.close();
 }
 
@@ -185,7 +191,8 @@ async function context(opts, dir, io) {
   const files = keys.map((k) => path.join(dir, 'raw', `${k}.bin`));
   const ds = await openDataset(path.join(dir, 'ds'), { ioStats: io, checkShards: 'size' });
   const db = openLmdb({ path: path.join(dir, 'lmdb'), encoding: 'binary', compression: false, readOnly: true });
-  return { opts, keys, files, order: permutation(n, 7), ds, db, io };
+  const dsNoVerify = await openDataset(path.join(dir, 'ds'), { checkShards: 'size', verify: false });
+  return { opts, keys, files, order: permutation(n, 7), ds, dsNoVerify, db, io };
 }
 
 function strace(opts, dir, method) {
@@ -216,6 +223,7 @@ async function main() {
   const ctx = await context(opts, dir, io);
   const all = methods(ctx);
   const times = Object.fromEntries(Object.keys(all).map((k) => [k, []]));
+  const cpuTimes = Object.fromEntries(Object.keys(all).map((k) => [k, []]));
   const expectedBytes = all['raw readFileSync']();
   for (const fn of Object.values(all)) await fn(); // warm-up: JIT, index pages, shard handles
   const shardCount = ctx.ds.shards.length;
@@ -225,8 +233,11 @@ async function main() {
     const names = run % 2 === 0 ? Object.keys(all) : Object.keys(all).reverse();
     for (const name of names) {
       const start = performance.now();
+      const cpu0 = process.cpuUsage();
       const bytes = await all[name]();
+      const cpu = process.cpuUsage(cpu0);
       times[name].push(performance.now() - start);
+      cpuTimes[name].push((cpu.user + cpu.system) / 1000); // all threads of the process: thread-pool reads count
       if (bytes !== expectedBytes) throw new Error(`${name} read ${bytes} bytes, expected ${expectedBytes}`);
     }
   }
@@ -242,20 +253,26 @@ async function main() {
     const pageReads = c.ds.stats().pageCache.misses - before.misses;
     counts[name] = { opens: s.opens - before.opens, fstats: s.stats - before.stats, sampleReads: s.reads - before.reads - pageReads, indexPageReads: pageReads };
     await c.ds.close();
+    await c.dsNoVerify.close();
     c.db.close();
   }
 
   const n = opts.samples;
   const med = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
+  const cpuMed = Object.fromEntries(Object.entries(cpuTimes).map(([k, v]) => [k, median(v)]));
   const perSampleUs = (k) => (med[k] * 1000) / n;
-  const ratios = {
-    'getSync vs readFileSync': med['raw readFileSync'] / med['shardkit getSync'],
-    'atSync vs readFileSync': med['raw readFileSync'] / med['shardkit atSync'],
-    'getSync vs lmdb get': med['lmdb get'] / med['shardkit getSync'],
-    'loader vs fs.promises.readFile': med['raw fs.promises.readFile'] / med['shardkit loader'],
-    'loader / atSync time': med['shardkit loader'] / med['shardkit atSync'],
-    'loader view / atSync time': med['shardkit loader view'] / med['shardkit atSync'],
+  const cpuPerSampleUs = (k) => (cpuMed[k] * 1000) / n;
+  const ratioPairs = {
+    'getSync vs readFileSync': ['raw readFileSync', 'shardkit getSync'],
+    'atSync vs readFileSync': ['raw readFileSync', 'shardkit atSync'],
+    'atSync (verify off) vs readFileSync': ['raw readFileSync', 'shardkit atSync verify off'],
+    'getSync vs lmdb get': ['lmdb get', 'shardkit getSync'],
+    'loader vs fs.promises.readFile': ['raw fs.promises.readFile', 'shardkit loader'],
+    'atSync / loader (loader time as a share of sync)': ['shardkit atSync', 'shardkit loader'],
+    'atSync / loader view': ['shardkit atSync', 'shardkit loader view'],
   };
+  const ratios = Object.fromEntries(Object.entries(ratioPairs).map(([k, [a, b]]) => [k, med[a] / med[b]]));
+  const cpuRatios = Object.fromEntries(Object.entries(ratioPairs).map(([k, [a, b]]) => [k, cpuMed[a] / cpuMed[b]]));
 
   let straceCounts;
   if (spawnSync('strace', ['-V']).status === 0) {
@@ -276,13 +293,17 @@ async function main() {
 
   const totalBytes = expectedBytes;
   const report = {
-    machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, node: process.version, platform: `${os.platform()} ${os.release()}` },
+    machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, node: process.version, platform: `${os.platform()} ${os.release()}`, loadAverage: os.loadavg() },
     data: { samples: n, bytes: totalBytes, meanBytes: Math.round(totalBytes / n), sizes: `log-uniform ${opts.minKb}-${opts.maxKb} KiB`, shards: shardCount, generateSeconds: Math.round(genSeconds) },
     settings: { runs: opts.runs, concurrency: opts.concurrency, batchSize: opts.batch, verify: true, order: 'random', cache: 'warm' },
     medianMs: med,
+    medianCpuMs: cpuMed,
     perSampleUs: Object.fromEntries(Object.keys(med).map((k) => [k, perSampleUs(k)])),
+    cpuPerSampleUs: Object.fromEntries(Object.keys(med).map((k) => [k, cpuPerSampleUs(k)])),
     runsMs: times,
+    runsCpuMs: cpuTimes,
     ratios,
+    cpuRatios,
     counts: { ...counts, 'raw files (per epoch)': { opens: n, note: 'open + fstat + read(s) + close per file' } },
     strace: straceCounts,
   };
@@ -290,14 +311,16 @@ async function main() {
   const lines = [];
   lines.push(`## Read benchmark: ${n} samples, ${(totalBytes / 2 ** 20).toFixed(0)} MiB, ${shardCount} shards, warm cache, random order`);
   lines.push('');
-  lines.push(`| method | median ms / epoch | us / sample | runs (ms) |`);
-  lines.push('|---|---:|---:|---|');
-  for (const k of Object.keys(med)) lines.push(`| ${k} | ${med[k].toFixed(0)} | ${perSampleUs(k).toFixed(2)} | ${times[k].map((t) => t.toFixed(0)).join(', ')} |`);
+  lines.push(`Load average while running: ${os.loadavg().map((l) => l.toFixed(1)).join(', ')} on ${os.cpus().length} cores.`);
   lines.push('');
-  lines.push('| ratio | value | goal |');
-  lines.push('|---|---:|---|');
-  const goals = { 'getSync vs readFileSync': '>= 3x', 'atSync vs readFileSync': '>= 3x', 'getSync vs lmdb get': '> 1x', 'loader vs fs.promises.readFile': '>= 3x', 'loader / atSync time': '<= 1.2', 'loader view / atSync time': '<= 1.2' };
-  for (const [k, v] of Object.entries(ratios)) lines.push(`| ${k} | ${v.toFixed(2)} | ${goals[k]} |`);
+  lines.push(`| method | median wall ms / epoch | wall us / sample | CPU us / sample | wall runs (ms) |`);
+  lines.push('|---|---:|---:|---:|---|');
+  for (const k of Object.keys(med)) lines.push(`| ${k} | ${med[k].toFixed(0)} | ${perSampleUs(k).toFixed(2)} | ${cpuPerSampleUs(k).toFixed(2)} | ${times[k].map((t) => t.toFixed(0)).join(', ')} |`);
+  lines.push('');
+  lines.push('| ratio (higher = shardkit faster) | wall | CPU | goal |');
+  lines.push('|---|---:|---:|---|');
+  const goals = { 'getSync vs readFileSync': '>= 3', 'atSync vs readFileSync': '>= 3', 'atSync (verify off) vs readFileSync': '(no CRC, like the raw read)', 'getSync vs lmdb get': '> 1', 'loader vs fs.promises.readFile': '>= 3', 'atSync / loader (loader time as a share of sync)': '>= 0.83 (within 20 %)', 'atSync / loader view': '>= 0.83' };
+  for (const [k, v] of Object.entries(ratios)) lines.push(`| ${k} | ${v.toFixed(2)} | ${cpuRatios[k].toFixed(2)} | ${goals[k]} |`);
   lines.push('');
   lines.push('| epoch counts | opens | fstat | sample reads | index page reads |');
   lines.push('|---|---:|---:|---:|---:|');
@@ -314,6 +337,7 @@ async function main() {
   process.stdout.write(`${lines.join('\n')}\n\n${JSON.stringify(report, null, 2)}\n`);
   if (opts.json) fs.writeFileSync(opts.json, `${JSON.stringify(report, null, 2)}\n`);
   await ctx.ds.close();
+  await ctx.dsNoVerify.close();
   ctx.db.close();
   if (!opts.keep && !opts.dir) fs.rmSync(dir, { recursive: true, force: true });
 }

@@ -2,13 +2,6 @@
 /** shardkit's command line: parses arguments, calls the library, prints, sets the exit code. */
 import { Command, CommanderError } from 'commander';
 import { VERSION } from '../src/version.js';
-import { registerGet } from './commands/get.js';
-import { registerInfo } from './commands/info.js';
-import { registerLs } from './commands/ls.js';
-import { registerPack } from './commands/pack.js';
-import { registerMerge } from './commands/merge.js';
-import { registerDerive } from './commands/derive.js';
-import { registerSynth } from './commands/synth.js';
 import { EXIT_USAGE, setDebug } from './run-action.js';
 
 const program = new Command();
@@ -17,18 +10,32 @@ program
   .description('Pack Lots Of Small Files into indexed shards; read any sample with one positional read.')
   .version(VERSION, '-V, --version')
   .option('--debug', 'print stack traces for errors')
-  .showHelpAfterError('(run with --help for usage)')
   .exitOverride()
   .configureOutput({ outputError: (str, write) => write(str.startsWith('error:') ? `shardkit: SHARDKIT_ERR_INVALID_ARG: ${str.slice(7)}` : str) })
   .hook('preAction', (cmd) => setDebug(Boolean(cmd.optsWithGlobals().debug)));
 
-registerPack(program);
-registerMerge(program);
-registerDerive(program);
-registerInfo(program);
-registerSynth(program);
-registerLs(program);
-registerGet(program);
+/**
+ * Commands load on demand: `shardkit get` should not pay for sharp, vega and the pack pipeline. Only the command
+ * named on the command line is imported (all of them for --help or an unknown name, so commander can list them).
+ */
+const COMMANDS: Record<string, () => Promise<(p: Command) => void>> = {
+  pack: async () => (await import('./commands/pack.js')).registerPack,
+  merge: async () => (await import('./commands/merge.js')).registerMerge,
+  derive: async () => (await import('./commands/derive.js')).registerDerive,
+  info: async () => (await import('./commands/info.js')).registerInfo,
+  ls: async () => (await import('./commands/ls.js')).registerLs,
+  get: async () => (await import('./commands/get.js')).registerGet,
+  verify: async () => (await import('./commands/verify.js')).registerVerify,
+  extract: async () => (await import('./commands/extract.js')).registerExtract,
+  reindex: async () => (await import('./commands/reindex.js')).registerReindex,
+  index: async () => (await import('./commands/index.js')).registerIndex,
+  synth: async () => (await import('./commands/synth.js')).registerSynth,
+  bench: async () => (await import('./commands/bench.js')).registerBench,
+};
+
+const named = process.argv.slice(2).find((a) => !a.startsWith('-'));
+const wanted = named !== undefined && named in COMMANDS ? [named] : Object.keys(COMMANDS);
+for (const name of wanted) (await (COMMANDS[name] as () => Promise<(p: Command) => void>)())(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -94,6 +94,7 @@ export function encodeIndexHeader(h: Omit<IndexHeader, 'crc' | 'version'>): { pa
  * as in LMDB; `fileSize` (when known) catches truncation before any page is read.
  */
 export function decodeIndexHeader(bytes: Uint8Array, file: string, fileSize?: number): IndexHeader {
+  // callers pass page 0 whole when they have it: its tail after the header must be zero (nothing hides there)
   if (bytes.length < HEADER_BYTES) {
     throw new ShardkitError(ErrorCodes.TRUNCATED, `${file}: index is ${bytes.length} bytes, shorter than its ${HEADER_BYTES}-byte header`, { file });
   }
@@ -143,6 +144,7 @@ export function decodeIndexHeader(bytes: Uint8Array, file: string, fileSize?: nu
   } catch {
     corrupt(`has invalid page size ${h.pageSize}`);
   }
+  for (let i = HEADER_BYTES; i < Math.min(bytes.length, h.pageSize); i++) if (bytes[i] !== 0) corrupt('page 0 holds bytes after the header');
   if (h.tableOffset !== h.pageCount * h.pageSize) corrupt('places the shard table away from the end of the pages');
   const empty = h.entryCount === 0;
   if (empty !== (h.rootPage === 0) || empty !== (h.height === 0) || empty !== (h.firstLeaf === 0)) {

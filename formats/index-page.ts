@@ -12,7 +12,7 @@ export const PAGE_HEADER_BYTES = 16;
 export const PAGE_TYPE = 0; //   u8   PageType
 export const PAGE_FLAGS = 1; //  u8   zero
 export const PAGE_COUNT = 2; //  u16  records in the page
-export const PAGE_CRC = 4; //    u32  CRC32C of bytes [8, pageSize)
+export const PAGE_CRC = 4; //    u32  CRC32C of bytes [0, 4) then [8, pageSize): everything but itself
 export const PAGE_NO = 8; //     u32  the page's own number: a page read from the wrong place fails
 export const PAGE_LINK = 12; //  u32  leaf: next leaf (0 = last); branch: level (1 = children are leaves)
 
@@ -61,6 +61,11 @@ function corrupt(file: string, pageNo: number, why: string): never {
   throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${file}: page ${pageNo} ${why}; run \`shardkit reindex\``, { file });
 }
 
+/** CRC32C of every byte of the page except the checksum field itself. */
+export function pageChecksum(page: Uint8Array): number {
+  return crc32c(page.subarray(PAGE_NO), crc32c(page.subarray(0, PAGE_CRC)));
+}
+
 /** Writes the page header and checksum into a full page buffer whose records are already in place. */
 export function sealPage(page: Uint8Array, type: number, count: number, pageNo: number, link: number): void {
   const v = new DataView(page.buffer, page.byteOffset, page.byteLength);
@@ -69,7 +74,7 @@ export function sealPage(page: Uint8Array, type: number, count: number, pageNo: 
   v.setUint16(PAGE_COUNT, count, true);
   v.setUint32(PAGE_NO, pageNo, true);
   v.setUint32(PAGE_LINK, link, true);
-  v.setUint32(PAGE_CRC, crc32c(page.subarray(PAGE_NO)), true);
+  v.setUint32(PAGE_CRC, pageChecksum(page), true);
 }
 
 /** Encodes leaf records, each relative to the previous record of the same page. */
@@ -129,7 +134,7 @@ export function encodeBranchRecord(key: Uint8Array, child: number, count: number
 export function decodePage(page: Uint8Array, expectedPageNo: number, file: string): Page {
   if (page.length < PAGE_HEADER_BYTES) corrupt(file, expectedPageNo, 'is truncated');
   const v = new DataView(page.buffer, page.byteOffset, page.byteLength);
-  if (crc32c(page.subarray(PAGE_NO)) !== v.getUint32(PAGE_CRC, true)) corrupt(file, expectedPageNo, 'fails its checksum');
+  if (pageChecksum(page) !== v.getUint32(PAGE_CRC, true)) corrupt(file, expectedPageNo, 'fails its checksum');
   const pageNo = v.getUint32(PAGE_NO, true);
   if (pageNo !== expectedPageNo) corrupt(file, expectedPageNo, `says it is page ${pageNo}`);
   const type = v.getUint8(PAGE_TYPE);

@@ -235,8 +235,9 @@ export function decodeTarHeader(block: Uint8Array, where: string): TarHeader | u
   const mode = parseNumericField(block, F_MODE);
   const mtime = parseNumericField(block, F_MTIME);
   if (Number.isNaN(size) || Number.isNaN(mode)) throw new ShardkitError(ErrorCodes.CORRUPT_SHARD, `${where}: tar header has a malformed number`);
-  const magic = utf8Decoder.decode(block.subarray(F_MAGIC[0], F_MAGIC[0] + 6));
-  const version = utf8Decoder.decode(block.subarray(F_VERSION[0], F_VERSION[0] + 2));
+  // compared as bytes: a hostile header may hold anything there, including invalid UTF-8
+  const magic = String.fromCharCode(...block.subarray(F_MAGIC[0], F_MAGIC[0] + 6));
+  const version = String.fromCharCode(...block.subarray(F_VERSION[0], F_VERSION[0] + 2));
   const format = magic === 'ustar\0' ? 'ustar' : magic === 'ustar ' && version === ' \0' ? 'gnu' : 'v7';
   const nameBytes0 = block.subarray(F_NAME[0], fieldEnd(block, F_NAME[0], F_NAME[1]));
   let nameBytes: Uint8Array = nameBytes0;
@@ -270,7 +271,7 @@ export function parsePaxRecords(data: Uint8Array, where: string): Map<string, st
     if (data[pos] === 0) break; // trailing NUL padding some writers leave
     let sp = pos;
     while (sp < data.length && data[sp] !== 0x20) sp++;
-    const len = Number(utf8Decoder.decode(data.subarray(pos, sp)));
+    const len = Number(String.fromCharCode(...data.subarray(pos, Math.min(sp, pos + 20))));
     if (!Number.isInteger(len) || len <= sp - pos + 1 || pos + len > data.length || data[pos + len - 1] !== 0x0a) {
       throw new ShardkitError(ErrorCodes.CORRUPT_SHARD, `${where}: malformed pax record at byte ${pos}`);
     }

@@ -32,3 +32,12 @@ export { shuffles, SHUFFLE_NAMES, type ShuffleName } from './read/shuffle/index.
 // bench
 export { synthDataset } from './bench/synth.js';
 export { BUILTIN_PROFILES, projectEpoch, loadProfiles } from './bench/profiles.js';
+export { runBench } from './bench/run-bench.js';
+export { writeReport } from './bench/write-report.js';
+export type { BenchReport } from './bench/report.js';
+
+// integrity and recovery
+export { verifyDataset, type VerifyOptions, type VerifyReport, type DamagedSample } from './verify/verify-dataset.js';
+export { extractDataset, type ExtractOptions, type ExtractResult } from './verify/extract.js';
+export { reindexDataset, type ReindexOptions, type ReindexResult } from './adopt/reindex.js';
+export { adoptTars, type AdoptOptions, type AdoptResult } from './adopt/adopt-tars.js';

@@ -57,7 +57,7 @@ export function benchSummary(report: BenchReport): string {
     `${d.samples} samples, ${d.rawFiles} raw files (${humanBytes(d.rawBytes)}, ${humanBytes(d.rawAllocatedBytes)} allocated) vs ${d.shards} shards + index (${humanBytes(d.shardBytes + d.indexBytes)})`,
     `cache: ${report.options.cache.mode}${report.options.cache.mode === 'cold' ? (report.options.cache.coldVerified ? ' (verified)' : ' (NOT verified: see report)') : ''}, order ${report.options.order}, batch ${report.options.batch}, concurrency ${report.options.concurrency}, decode ${report.options.decode}`,
     table(rows),
-    `shards vs raw: ${fixed(c.speedup)}x faster epochs, ${fixed(c.syscallsPerSampleRatio, 3)}x the syscalls per sample, break-even after ${d.packSeconds === null ? 'unknown (no pack time recorded)' : c.breakEvenEpochs === null ? 'never (shards not faster here)' : `${fixed(c.breakEvenEpochs)} epochs (pack took ${fixed(d.packSeconds)} s)`}`,
+    `shards vs raw: ${c.speedup === null ? 'n/a' : c.speedup >= 1 ? `epochs ${fixed(c.speedup)}x faster` : `epochs ${fixed(1 / c.speedup)}x SLOWER`}, ${fixed(c.syscallsPerSampleRatio, 3)}x the syscalls per sample, break-even after ${d.packSeconds === null ? 'unknown (no pack time recorded)' : c.breakEvenEpochs === null ? 'never (shards not faster here)' : `${fixed(c.breakEvenEpochs)} epochs (pack took ${fixed(d.packSeconds)} s)`}`,
   ];
   if (c.lmdbVsShards !== undefined) lines.push(`lmdb epoch / shards epoch: ${fixed(c.lmdbVsShards)}`);
   return `${lines.join('\n')}\n`;

@@ -5,7 +5,7 @@
  * between are read along, and one read still fetches the whole sample.
  */
 import { decompressFrameSync } from 'lz4-napi';
-import { utf8Encoder } from '../../formats/bytes.js';
+import { utf8Bytes } from '../../formats/bytes.js';
 import { crc32c } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
@@ -66,7 +66,7 @@ export class TarSampleCollector implements TarScanHandler {
       this.o.onSkip(shown, decision.skip);
       return;
     }
-    if (utf8Encoder.encode(decision.key).length > this.o.maxKeyBytes) {
+    if (utf8Bytes(decision.key).length > this.o.maxKeyBytes) {
       this.o.onSkip(shown, `key longer than ${this.o.maxKeyBytes} bytes (the index page limit)`);
       return;
     }

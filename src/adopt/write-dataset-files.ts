@@ -2,18 +2,12 @@
  * Writes the index and then the manifest (the commit point) for shards that already exist: shared by `reindex`
  * (our own tar shards) and `index` (adopted foreign tars). Both files go through a temporary name and a rename.
  */
-import fs from 'node:fs';
-import path from 'node:path';
-import { crc32cHex } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import type { Layout, ShardRecord } from '../../formats/index-layout.js';
-import { MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION, serializeManifest, type Manifest, type ManifestPass } from '../../formats/manifest.js';
+import type { Manifest, ManifestPass } from '../../formats/manifest.js';
+import { commitDataset } from '../pack/commit.js';
 import type { EntrySorter } from '../pack/entry-runs.js';
-import { INDEX_FILE } from '../pack/dataset-writer.js';
-import { fsCall } from '../pack/fs-errors.js';
-import { writeIndexFile } from '../pack/index-file.js';
-import { VERSION } from '../version.js';
 
 export interface DatasetFilesSpec {
   dir: string;
@@ -40,8 +34,8 @@ export interface DatasetFilesSpec {
  * listed in `skipped`.
  */
 export function writeDatasetFiles(spec: DatasetFilesSpec): Manifest {
-  const totals = { members: 0, bytes: 0, storedBytes: 0 };
-  const duplicates: { path: string; reason: string }[] = [];
+  // duplicates found while the index is written join this list before the manifest is made
+  const skipped = [...spec.skipped];
   const shardName = (e: IndexEntry): string => spec.shards[e.shard]?.file ?? `#${e.shard}`;
   function* unique(): Generator<IndexEntry> {
     let held: IndexEntry | undefined;
@@ -49,9 +43,9 @@ export function writeDatasetFiles(spec: DatasetFilesSpec): Manifest {
       if (spec.duplicates === 'fail') {
         throw new ShardkitError(ErrorCodes.DUPLICATE_KEY, `two samples have the key ${JSON.stringify(loser.key)} (in ${shardName(winner)} and ${shardName(loser)})`, { key: loser.key });
       }
-      duplicates.push({
+      skipped.push({
         path: `${shardName(loser)}:${loser.key}`,
-        reason: `sample key already used at byte ${winner.offset} of ${shardName(winner)} (members of one key must be adjacent, keys unique); the later sample is skipped`,
+        reason: `sample key already used at byte ${winner.offset} of ${shardName(winner)} (members of one key must be adjacent and keys unique, as WebDataset reads them; GNU tar needs --sort=name); the later sample is skipped`,
       });
       const record = spec.shards[loser.shard];
       if (record !== undefined) record.samples--;
@@ -65,44 +59,23 @@ export function writeDatasetFiles(spec: DatasetFilesSpec): Manifest {
         } else drop(e, held);
         continue;
       }
-      if (held !== undefined) yield count(held);
+      if (held !== undefined) yield held;
       held = e;
     }
-    if (held !== undefined) yield count(held);
+    if (held !== undefined) yield held;
   }
-  const count = (e: IndexEntry): IndexEntry => {
-    totals.members += e.members.length;
-    for (const m of e.members) {
-      totals.bytes += m.size;
-      totals.storedBytes += m.storedSize;
-    }
-    return e;
-  };
-  // writeIndexFile encodes the shard table after the last entry, so the lowered sample counts are the ones stored
-  const index = writeIndexFile(path.join(spec.dir, INDEX_FILE), unique(), spec.shards, spec.layout, spec.pageSize, spec.sync ?? false);
-  const manifest: Manifest = {
-    format: MANIFEST_FORMAT,
-    formatVersion: MANIFEST_VERSION,
-    tool: { name: 'shardkit', version: VERSION },
+  return commitDataset({
+    dir: spec.dir,
+    entries: unique(),
+    shards: spec.shards,
     layout: spec.layout,
     compress: spec.compress,
-    index: { file: INDEX_FILE, bytes: index.bytes, pageSize: spec.pageSize, crc32c: crc32cHex(index.headerCrc) },
-    shards: spec.shards.map((s) => ({ file: s.file, bytes: s.bytes, samples: s.samples, crc32c: crc32cHex(s.crc32c) })),
-    totals: {
-      samples: index.entryCount,
-      members: totals.members,
-      bytes: totals.bytes,
-      storedBytes: totals.storedBytes,
-      shardBytes: spec.shards.reduce((n, s) => n + s.bytes, 0),
-    },
+    pageSize: spec.pageSize,
+    sync: spec.sync ?? false,
     passes: spec.passes,
-    files: spec.files,
-    skipped: [...spec.skipped, ...duplicates],
+    files: new Map(),
+    keepFiles: spec.files,
+    skipped,
     extra: spec.extra,
-  };
-  const file = path.join(spec.dir, MANIFEST_FILE);
-  const tmp = `${file}.tmp`;
-  fsCall('write', tmp, () => fs.writeFileSync(tmp, serializeManifest(manifest)));
-  fsCall('rename', tmp, () => fs.renameSync(tmp, file));
-  return manifest;
+  });
 }

@@ -28,6 +28,16 @@ interface SideRunner {
 
 const PROGRESS_INTERVAL_MS = 200;
 
+/** read_bytes of /proc/self/io: what reached the block device (page cache misses and read-ahead), or null. */
+function storageReadBytes(): number | null {
+  try {
+    const m = /^read_bytes:\s*(\d+)$/m.exec(fs.readFileSync('/proc/self/io', 'utf8'));
+    return m === null ? null : Number(m[1]);
+  } catch {
+    return null;
+  }
+}
+
 function planOf(job: EpochJob, epoch: number): EpochPlan {
   return planEpoch({ shardSizes: job.shardSizes, seed: job.seed, epoch, shuffle: job.order === 'random' ? 'full' : 'none', batchSize: job.batch });
 }
@@ -144,10 +154,12 @@ async function main(jobFile: string): Promise<ChildResult> {
       runner.reset();
       epochSamples = 0;
       const faultsBefore = process.resourceUsage().majorPageFault;
+      const storageBefore = storageReadBytes();
       const t0 = performance.now();
       const batchWaits = await runner.epoch(epoch, onBatch);
       const seconds = (performance.now() - t0) / 1000;
-      epochs.push({ epoch, seconds, samples: epochSamples, ...runner.counters(), batchWaits, majorPageFaults: process.resourceUsage().majorPageFault - faultsBefore, cache });
+      const storageAfter = storageReadBytes();
+      epochs.push({ epoch, seconds, samples: epochSamples, ...runner.counters(), batchWaits, storageReadBytes: storageBefore === null || storageAfter === null ? null : storageAfter - storageBefore, majorPageFaults: process.resourceUsage().majorPageFault - faultsBefore, cache });
     }
   } finally {
     await runner.close();

@@ -31,6 +31,9 @@ const SIDE_LABELS: Record<SideName, string> = {
   lmdb: 'LMDB (lmdb-js, one record per sample)',
 };
 
+/** Most files given to `strace -P` (one argument each); above it the whole process is counted. */
+const MAX_TRACE_PATHS = 20_000;
+
 interface SideAccumulator {
   epochs: EpochResult[];
   peakRssBytes: number;
@@ -108,6 +111,10 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
       ...extra,
     });
 
+    const tracePaths = (side: SideName): string[] | null => {
+      const files = side === 'raw' ? list.keys.flatMap((key, i) => (list.exts[i] ?? []).map((ext) => path.join(rawDir, `${key}.${ext}`))) : side === 'shards' ? shardFiles : [path.join(lmdbPath, 'data.mdb')];
+      return files.length <= MAX_TRACE_PATHS ? files : null;
+    };
     const acc = new Map<SideName, SideAccumulator>(sides.map((s) => [s, { epochs: [], peakRssBytes: 0, straceCalls: null }]));
     const epochNumbers = Array.from({ length: o.epochs }, (_, i) => i);
     const n = list.keys.length;
@@ -132,14 +139,21 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
     if (traced) {
       for (const [i, side] of sides.entries()) {
         // Warm cache and one epoch: the count of calls does not depend on the cache, and drop_caches would add its own.
-        const setup = await runEpochChild(jobOf(side, [0], { cold: false, setupOnly: true }), workDir, { trace: true });
+        const trace = { paths: tracePaths(side) };
+        const setup = await runEpochChild(jobOf(side, [0], { cold: false, setupOnly: true }), workDir, { trace });
         const epoch = await runEpochChild(jobOf(side, [0], { cold: false }), workDir, {
-          trace: true,
+          trace,
           onDone: (d) => options.onProgress?.({ phase: 'strace', side, done: i * n + d, total: sides.length * n }),
         });
         (acc.get(side) as SideAccumulator).straceCalls = subtractCalls(epoch.straceCalls ?? {}, setup.straceCalls ?? {});
       }
-      notes.push('strace: calls of one traced epoch (a child running one warm epoch under `strace -f -c`, minus a traced child doing the same setup without the epoch).');
+      const filtered = sides.every((s) => tracePaths(s) !== null);
+      notes.push(
+        'strace: calls of one traced epoch (a child running one warm epoch under `strace -f -c`, minus a traced child doing the same setup without the epoch), ' +
+          (filtered
+            ? "counting only calls on the side's own data files (`strace -P` on every raw file, shard file and the index)."
+            : `counting every call of the process (more than ${MAX_TRACE_PATHS} files: no -P filter), so reads of pipes and event fds by the runtime are included.`),
+      );
     } else {
       notes.push(o.strace === false ? 'strace cross-check skipped (--no-strace).' : 'strace cross-check skipped: strace is not installed or not allowed here.');
     }
@@ -232,6 +246,24 @@ function sideNotes(o: ResolvedBenchOptions, acc: Map<SideName, SideAccumulator>)
   if (lmdb !== undefined) {
     const faults = lmdb.epochs.map((e) => e.majorPageFaults);
     notes.push(`LMDB major page faults per epoch: ${faults.join(', ')} (each one a read the kernel did for the mmap).`);
+  }
+  if (o.cache === 'cold') {
+    for (const [side, a] of acc) {
+      const drops = a.epochs.map((e) => e.cache).filter((d): d is CacheDropResult => d !== null);
+      const ok = drops.filter((d) => d.verified).length;
+      const bad = drops.find((d) => !d.verified);
+      notes.push(`${side}: cold cache verified before ${ok} of ${drops.length} epochs${bad === undefined ? '' : ` (${bad.detail ?? bad.method})`}.`);
+    }
+    if (acc.has('lmdb')) notes.push('LMDB keeps its file mapped between epochs of one process, and drop_caches does not evict mapped pages: its later epochs in a process are warm whatever --cache says (see its storage bytes).');
+  }
+  for (const [side, a] of acc) {
+    const bytes = a.epochs.map((e) => e.storageReadBytes);
+    if (bytes.every((b): b is number => b !== null)) {
+      const read = a.epochs.map((e) => e.bytesRead);
+      notes.push(
+        `${side}: bytes fetched from storage per epoch (/proc/self/io read_bytes, page-cache misses plus kernel read-ahead): ${bytes.map((b) => (b / 1e6).toFixed(1)).join(', ')} MB, for ${read.map((b) => (b / 1e6).toFixed(1)).join(', ')} MB the program read.`,
+      );
+    }
   }
   if (o.epochs > 1) notes.push('Counters per epoch: the first epoch of each shard-side process includes opening each shard (open, fstat, one 4 KiB fingerprint read); later epochs reuse the handles.');
   return notes;

@@ -27,15 +27,22 @@ export interface ChildRun {
 
 let jobCounter = 0;
 
+export interface ChildRunOptions {
+  /** Run under `strace -f -c`; `paths`: count only calls on these files (`strace -P`), or every call when null. */
+  trace?: { paths: readonly string[] | null };
+  onDone?: (samples: number) => void;
+}
+
 /** Runs `job` in a fresh Node process; rejects with the child's ShardkitError when it failed. */
-export async function runEpochChild(job: EpochJob, workDir: string, options: { trace?: boolean; onDone?: (samples: number) => void } = {}): Promise<ChildRun> {
+export async function runEpochChild(job: EpochJob, workDir: string, options: ChildRunOptions = {}): Promise<ChildRun> {
   const id = `${process.pid}-${++jobCounter}`;
   const jobFile = path.join(workDir, `job-${id}.json`);
   const resultFile = path.join(workDir, `result-${id}.json`);
   const straceFile = path.join(workDir, `strace-${id}.txt`);
   fs.writeFileSync(jobFile, JSON.stringify(job));
   const node = [process.execPath, epochChildScript(), jobFile, resultFile];
-  const [cmd, ...args] = options.trace ? ['strace', '-f', '-c', '-o', straceFile, ...node] : node;
+  const only = options.trace?.paths?.flatMap((p) => ['-P', p]) ?? [];
+  const [cmd, ...args] = options.trace ? ['strace', '-f', '-c', ...only, '-o', straceFile, ...node] : node;
   try {
     const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
       const child = spawn(cmd as string, args, { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -25,15 +25,18 @@ export interface CommitInput {
   pageSize: number;
   sync: boolean;
   passes: ManifestPass[];
+  /** Extra files to write into the dataset directory. */
   files: ReadonlyMap<string, Uint8Array>;
+  /** Extra files already in place (reindex, adopt), listed in the manifest as they are. */
+  keepFiles?: readonly string[];
   skipped: { path: string; reason: string }[];
   extra: Record<string, unknown>;
 }
 
 export function commitDataset(c: CommitInput): Manifest {
   const index = writeIndexFile(path.join(c.dir, INDEX_FILE), c.entries, c.shards, c.layout, c.pageSize, c.sync);
-  const names = [...c.files.keys()].sort();
-  for (const name of names) writeAtomically(path.join(c.dir, name), c.files.get(name) as Uint8Array);
+  for (const [name, bytes] of c.files) writeAtomically(path.join(c.dir, name), bytes);
+  const names = [...new Set([...c.files.keys(), ...(c.keepFiles ?? [])])].sort();
   const manifest: Manifest = {
     format: MANIFEST_FORMAT,
     formatVersion: MANIFEST_VERSION,

@@ -48,10 +48,9 @@ export const DEFAULT_MAX_READ_BYTES = 1024 * 1024;
 
 /**
  * Plans the reads for `requests`. Runs come out ordered by (shard, offset); each request appears in exactly one
- * run's slices. Spans that overlap a run (a padded epoch can repeat a sample) always join it, so runs of one shard never
- * overlap and may exceed maxReadBytes only by such overlap. Empty spans get
- * a slice of length 0 in a run of their own shard; a run of length 0 needs no read.
- * O(k log k) for k requests.
+ * run's slices. A span that starts inside a run (a padded epoch can repeat a sample) always joins it, so runs of
+ * one shard never overlap and exceed maxReadBytes only through such overlap. Empty spans get a slice of length 0;
+ * a run of length 0 needs no read. O(k log k) for k requests.
  */
 export function planReads(requests: readonly SpanRequest[], options: CoalesceOptions): ReadRun[] {
   const order = requests.map((_, i) => i);

@@ -5,7 +5,7 @@
 import { boundHit, keyHit, positionHit, runAsync, runSync, seekKey, seekPosition, type LeafHit, type PageOp, type TreeInfo } from '../../formats/btree-reader.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
-import { HEADER_BYTES, decodeIndexHeader, decodeShardTable, type IndexHeader, type ShardRecord } from '../../formats/index-layout.js';
+import { DEFAULT_PAGE_SIZE, HEADER_BYTES, decodeIndexHeader, decodeShardTable, type IndexHeader, type ShardRecord } from '../../formats/index-layout.js';
 import { decodePage, type Page } from '../../formats/index-page.js';
 import type { ByteSource, SyncByteSource } from '../io/byte-source.js';
 import { PageCache } from './page-cache.js';
@@ -31,7 +31,9 @@ export class IndexReader {
     if (size < HEADER_BYTES) {
       throw new ShardkitError(ErrorCodes.TRUNCATED, `${source.name}: index is ${size} bytes, shorter than its header`, { file: source.name });
     }
-    const header = decodeIndexHeader(await source.read(0, HEADER_BYTES), source.name, size);
+    // page 0 whole (the default 4 KiB costs what 128 bytes cost): the header, and a tail that must be zero
+    const first = await source.read(0, Math.min(size, DEFAULT_PAGE_SIZE));
+    const header = decodeIndexHeader(first, source.name, size);
     const table = await source.read(header.tableOffset, header.tableLength);
     return new IndexReader(source, header, decodeShardTable(table, header, source.name), cacheBytes);
   }

@@ -16,12 +16,22 @@ export interface DecodeContext {
  * Members of an uncompressed sample are views into `span` (no copy); compressed ones are fresh buffers.
  * With `verify`, a CRC32C mismatch throws SHARDKIT_ERR_CHECKSUM naming dataset, shard, key and offset.
  */
+/** LZ4 damage carries the same details as a checksum error: which dataset, shard, sample and offset. */
+function decompress(stored: Uint8Array, size: number, where: string, details: { file: string; shard: string; key: string; offset: number }): Uint8Array {
+  try {
+    return lz4DecompressMember(stored, size, where);
+  } catch (err) {
+    if (err instanceof ShardkitError) throw new ShardkitError(err.code, err.message, { ...details, cause: err.cause });
+    throw err;
+  }
+}
+
 export function decodeSpan(entry: IndexEntry, span: Uint8Array, ctx: DecodeContext): Sample {
   const members: Record<string, Uint8Array> = {};
   for (const m of entry.members) {
     const where = `${ctx.dataset}: sample "${entry.key}" member "${m.ext}" (shard ${ctx.shard}, offset ${entry.offset + m.offset})`;
     const stored = span.subarray(m.offset, m.offset + m.storedSize);
-    const bytes = m.codec === Codec.lz4 ? lz4DecompressMember(stored, m.size, where) : stored;
+    const bytes = m.codec === Codec.lz4 ? decompress(stored, m.size, where, { file: ctx.dataset, shard: ctx.shard, key: entry.key, offset: entry.offset + m.offset }) : stored;
     if (ctx.verify && crc32c(bytes) !== m.crc32c) {
       throw new ShardkitError(ErrorCodes.CHECKSUM, `${where}: checksum mismatch, the stored bytes are damaged; run \`shardkit verify\``, {
         file: ctx.dataset,

@@ -64,4 +64,13 @@ describe('tar headers', () => {
     h[0] = 0x62;
     expect(() => decodeTarHeader(h, 'shard.tar')).toThrow(/checksum/);
   });
+
+  it('regression: a magic field that is not UTF-8 is read as v7, not a crash (found by the fuzzer)', () => {
+    const h = encodeFileHeader('a/1.cls', 1);
+    h.set([222, 175, 0, 19, 143, 0], 257);
+    let sum = 8 * 0x20;
+    for (let i = 0; i < 512; i++) if (i < 148 || i >= 156) sum += h[i]!;
+    h.set(Buffer.from(`${sum.toString(8).padStart(6, '0')}\0 `), 148);
+    expect(decodeTarHeader(h, 't')).toMatchObject({ name: 'a/1.cls', format: 'v7', size: 1 });
+  });
 });

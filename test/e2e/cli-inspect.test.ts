@@ -1,0 +1,67 @@
+/** info, ls and get through the BUILT CLI (run `npm run build` first): every flag, JSON shapes, exit codes. */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { DatasetWriter } from '../../src/pack/dataset-writer.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+const cli = (args: string[]) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'buffer' });
+const text = (args: string[]) => {
+  const r = cli(args);
+  return { status: r.status, out: r.stdout.toString(), err: r.stderr.toString() };
+};
+const enc = new TextEncoder();
+let dir: string;
+
+beforeAll(async () => {
+  dir = tmpDir();
+  const w = new DatasetWriter({ dir, compress: 'lz4', shardBytes: 8192 });
+  for (let i = 0; i < 30; i++) w.add({ key: `${i < 10 ? 'cat' : 'dog'}/${String(i).padStart(2, '0')}`, members: { txt: enc.encode(`caption ${i} `.repeat(i + 1)), cls: enc.encode(String(i % 2)) } });
+  w.add({ key: 'solo', members: { bin: Uint8Array.of(0, 1, 2, 255) } });
+  await w.finish();
+});
+
+describe('info / ls / get', () => {
+  it('info prints a summary, and --json the numbers', () => {
+    const human = text(['info', dir]);
+    expect(human.status).toBe(0);
+    expect(human.out).toMatch(/samples\s+31 \(61 members\)/);
+    const j = JSON.parse(text(['info', dir, '--json']).out);
+    expect(j).toMatchObject({ layout: 'tar', compress: 'lz4', samples: 31, members: 61 });
+    expect(j.shards).toBeGreaterThan(1);
+  });
+
+  it('ls lists keys in order; --prefix, --limit, --long and --json', () => {
+    const all = text(['ls', dir]).out.trim().split('\n');
+    expect(all).toHaveLength(31);
+    expect(all).toEqual([...all].sort());
+    expect(text(['ls', dir, '--prefix', 'dog/']).out.trim().split('\n')).toHaveLength(20);
+    expect(text(['ls', dir, '--prefix', 'cat/', '--limit', '3']).out).toBe('cat/00\ncat/01\ncat/02\n');
+    const long = text(['ls', dir, '--long', '--prefix', 'solo']).out.trim().split('\t');
+    expect(long[0]).toBe('solo');
+    expect(long[4]).toBe('bin:4');
+    const lines = text(['ls', dir, '--json', '--prefix', 'dog/1']).out.trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines.map((l) => l.key)).toEqual(Array.from({ length: 10 }, (_, i) => `dog/${10 + i}`));
+    expect(lines[0].members.map((m: { ext: string }) => m.ext).sort()).toEqual(['cls', 'txt']);
+  });
+
+  it('get writes bytes to stdout or --out; --ext chooses; errors are one line', () => {
+    const solo = cli(['get', dir, 'solo']);
+    expect(solo.status).toBe(0);
+    expect([...solo.stdout]).toEqual([0, 1, 2, 255]);
+    expect(text(['get', dir, 'dog/12', '--ext', 'txt']).out).toBe('caption 12 '.repeat(13));
+    const out = path.join(tmpDir(), 'x.txt');
+    expect(text(['get', dir, 'cat/03', '--ext', 'cls', '--out', out]).status).toBe(0);
+    expect(fs.readFileSync(out, 'utf8')).toBe('1');
+    const ambiguous = text(['get', dir, 'cat/03']);
+    expect(ambiguous.status).toBe(2);
+    expect(ambiguous.err).toMatch(/^shardkit: SHARDKIT_ERR_INVALID_ARG: .*--ext\n$/);
+    const missing = text(['get', dir, 'nope']);
+    expect(missing.status).toBe(1);
+    expect(missing.err).toMatch(/^shardkit: SHARDKIT_ERR_KEY_NOT_FOUND: [^\n]+\n$/);
+    expect(text(['get', dir, 'cat/03', '--ext', 'png']).err).toMatch(/^shardkit: SHARDKIT_ERR_KEY_NOT_FOUND: .*has no member "png"/);
+  });
+});

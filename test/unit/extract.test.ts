@@ -1,0 +1,70 @@
+/** extract writes members back at their paths, verified; never outside the target, never through a link. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ErrorCodes } from '../../formats/errors.js';
+import { DatasetWriter } from '../../src/pack/dataset-writer.js';
+import { extractDataset, safeTarget } from '../../src/verify/extract.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+const enc = new TextEncoder();
+
+async function dataset(compress: 'none' | 'lz4' = 'lz4'): Promise<string> {
+  const dir = tmpDir();
+  const w = new DatasetWriter({ dir, compress });
+  w.add({ key: 'a/1', members: { jpg: enc.encode('one'.repeat(100)), 'seg.png': enc.encode('seg') } });
+  w.add({ key: 'a/2', members: { txt: enc.encode('two') } });
+  w.add({ key: 'b/3', members: { txt: enc.encode('three') } });
+  await w.finish();
+  return dir;
+}
+
+describe('extractDataset', () => {
+  it('writes every member at key.ext, decompressed; --prefix selects', async () => {
+    const ds = await dataset();
+    const out = tmpDir();
+    const r = await extractDataset(ds, out);
+    expect(r).toEqual({ samples: 3, files: 4, bytes: 300 + 3 + 3 + 5 });
+    expect(fs.readFileSync(path.join(out, 'a/1.jpg'), 'utf8')).toBe('one'.repeat(100));
+    expect(fs.readFileSync(path.join(out, 'a/1.seg.png'), 'utf8')).toBe('seg');
+    const some = tmpDir();
+    expect((await extractDataset(ds, some, { prefix: 'b/' })).files).toBe(1);
+    expect(fs.readdirSync(some)).toEqual(['b']);
+  });
+
+  it('never follows a symlink already in the target: not as a directory, not as a file', async () => {
+    const ds = await dataset();
+    const outside = tmpDir();
+    const out = tmpDir();
+    fs.symlinkSync(outside, path.join(out, 'a'));
+    await expect(extractDataset(ds, out)).rejects.toMatchObject({ code: ErrorCodes.UNSAFE_PATH });
+    expect(fs.readdirSync(outside)).toEqual([]);
+    const out2 = tmpDir();
+    fs.mkdirSync(path.join(out2, 'b'));
+    const victim = path.join(outside, 'victim.txt');
+    fs.writeFileSync(victim, 'keep');
+    fs.symlinkSync(victim, path.join(out2, 'b', '3.txt'));
+    await expect(extractDataset(ds, out2, { prefix: 'b/' })).rejects.toMatchObject({ code: ErrorCodes.UNSAFE_PATH });
+    expect(fs.readFileSync(victim, 'utf8')).toBe('keep');
+  });
+
+  it('replaces a hard-linked file instead of writing through it', async () => {
+    const ds = await dataset();
+    const outside = path.join(tmpDir(), 'linked.txt');
+    fs.writeFileSync(outside, 'keep');
+    const out = tmpDir();
+    fs.mkdirSync(path.join(out, 'b'));
+    fs.linkSync(outside, path.join(out, 'b', '3.txt'));
+    await extractDataset(ds, out, { prefix: 'b/' });
+    expect(fs.readFileSync(outside, 'utf8')).toBe('keep');
+    expect(fs.readFileSync(path.join(out, 'b', '3.txt'), 'utf8')).toBe('three');
+  });
+
+  it('refuses paths that would land outside the target', () => {
+    const root = '/tmp/x';
+    for (const bad of ['../evil', 'a/../../evil', '/etc/passwd', 'a//b', './a', 'a\\..\\b', '']) {
+      expect(() => safeTarget(root, bad, bad)).toThrow(expect.objectContaining({ code: ErrorCodes.UNSAFE_PATH }));
+    }
+    expect(safeTarget(root, 'a/b.jpg', 'a/b')).toBe('/tmp/x/a/b.jpg');
+  });
+});
