@@ -6,7 +6,8 @@ import { boundHit, keyHit, positionHit, runAsync, runSync, seekKey, seekPosition
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import { DEFAULT_PAGE_SIZE, HEADER_BYTES, decodeIndexHeader, decodeShardTable, type IndexHeader, type ShardRecord } from '../../formats/index-layout.js';
-import { decodePage, type Page } from '../../formats/index-page.js';
+import { decodePage, type LeafPage, type Page } from '../../formats/index-page.js';
+import { compareKeys } from '../../formats/key-order.js';
 import type { ByteSource, SyncByteSource } from '../io/byte-source.js';
 import { PageCache } from './page-cache.js';
 
@@ -94,6 +95,21 @@ export class IndexReader {
 
   leafAt(position: number): Promise<LeafHit> {
     return this.runAsync(seekPosition(this.tree, position));
+  }
+
+  /**
+   * The leaf after `leaf` along the leaf links (forward range scans). The link must lead to a leaf whose first key
+   * follows `leaf`'s last key, else CORRUPT_INDEX; `shardkit verify` checks the whole chain against the tree.
+   */
+  async nextLeaf(leaf: LeafPage): Promise<LeafPage> {
+    const bad = (why: string): never => {
+      throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${this.source.name}: leaf ${leaf.pageNo} ${why}; run \`shardkit reindex\``, { file: this.source.name });
+    };
+    if (leaf.next === 0 || leaf.next >= this.header.pageCount) bad(`links to page ${leaf.next}`);
+    const next = await this.loadAsync(leaf.next);
+    if (next.type !== 'leaf') return bad(`links to page ${leaf.next}, which is not a leaf`);
+    if (compareKeys(next.keys[0] as string, leaf.keys[leaf.keys.length - 1] as string) <= 0) bad('links to a leaf out of key order');
+    return next;
   }
 
   close(): Promise<void> {
