@@ -18,6 +18,14 @@ export const PAGE_LINK = 12; //  u32  leaf: next leaf (0 = last); branch: level 
 
 export const PageType = { branch: 1, leaf: 2 } as const;
 
+/** Record flag bits: what a leaf record takes from the previous record of its page instead of storing it. */
+export const RECORD_SAME_SHARD = 0x01;
+/** The span starts where the previous record's span ends (implies SAME_SHARD). */
+export const RECORD_CONTIGUOUS = 0x02;
+/** Same member count, and each member's extension, codec and gap equal the previous record's. */
+export const RECORD_SAME_SHAPE = 0x04;
+const RECORD_KNOWN_FLAGS = RECORD_SAME_SHARD | RECORD_CONTIGUOUS | RECORD_SAME_SHAPE;
+
 /** Member flag bits (low nibble is the codec). */
 export const MEMBER_CODEC_MASK = 0x0f;
 /** The member's extension equals the extension of the member at the same index in the previous record. */
@@ -101,27 +109,49 @@ export class LeafRecordEncoder {
       while (shared < n && prevKey[shared] === keyBytes[shared]) shared++;
     }
     w.varint(shared).varint(keyBytes.length - shared).bytes(keyBytes.subarray(shared));
-    w.varint(entry.shard);
-    if (prev === undefined || prev.shard !== entry.shard) w.varint(entry.offset);
-    else w.varint(zigzag(entry.offset - (prev.offset + prev.length)));
-    w.varint(entry.members.length);
-    let memberEnd = 0;
+    const sameShard = prev !== undefined && prev.shard === entry.shard;
+    const contiguous = sameShard && entry.offset === prev.offset + prev.length;
+    const sameShape = prev !== undefined && sameMemberShape(prev.members, entry.members);
+    w.u8((sameShard ? RECORD_SAME_SHARD : 0) | (contiguous ? RECORD_CONTIGUOUS : 0) | (sameShape ? RECORD_SAME_SHAPE : 0));
+    if (!sameShard) w.varint(entry.shard);
+    if (!sameShard) w.varint(entry.offset);
+    else if (!contiguous) w.varint(zigzag(entry.offset - (prev.offset + prev.length)));
+    if (!sameShape) w.varint(entry.members.length);
     entry.members.forEach((m, i) => {
-      const sameExt = prev?.members[i]?.ext === m.ext;
-      w.u8(m.codec | (sameExt ? MEMBER_EXT_SAME : 0));
-      if (!sameExt) {
-        const ext = utf8Bytes(m.ext);
-        w.varint(ext.length).bytes(ext);
+      if (!sameShape) {
+        const sameExt = prev?.members[i]?.ext === m.ext;
+        w.u8(m.codec | (sameExt ? MEMBER_EXT_SAME : 0));
+        if (!sameExt) {
+          const ext = utf8Bytes(m.ext);
+          w.varint(ext.length).bytes(ext);
+        }
+        w.varint(memberGap(entry.members, i));
       }
-      w.varint(m.offset - memberEnd).varint(m.size);
+      w.varint(m.size);
       if (m.codec !== Codec.none) w.varint(m.storedSize);
       w.u32(m.crc32c);
-      memberEnd = m.offset + m.storedSize;
     });
     this.prev = entry;
     this.prevKey = keyBytes;
     return w.view_();
   }
+}
+
+/** Bytes between member i and the end of member i-1 (the offset of member 0). */
+function memberGap(members: readonly MemberEntry[], i: number): number {
+  const m = members[i] as MemberEntry;
+  const before = members[i - 1];
+  return before === undefined ? m.offset : m.offset - (before.offset + before.storedSize);
+}
+
+function sameMemberShape(a: readonly MemberEntry[], b: readonly MemberEntry[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] as MemberEntry;
+    const y = b[i] as MemberEntry;
+    if (x.ext !== y.ext || x.codec !== y.codec || memberGap(a, i) !== memberGap(b, i)) return false;
+  }
+  return true;
 }
 
 export function encodeBranchRecord(key: Uint8Array, child: number, count: number, w: ByteWriter): Uint8Array {
@@ -184,28 +214,45 @@ export function decodeLeafRecord(r: ByteReader, state: LeafRecordState, i: numbe
   } catch {
     return r.fail(`record ${i} has a key that is not UTF-8`);
   }
-  const shard = r.varint();
-  const offsetField = r.varint();
-  const offset = prev === undefined || prev.shard !== shard ? offsetField : prev.offset + prev.length + unzigzag(offsetField);
+  const flags = r.u8();
+  if ((flags & ~RECORD_KNOWN_FLAGS) !== 0) r.fail(`record ${i} has unknown flags ${flags}`);
+  if (prev === undefined && flags !== 0) r.fail(`record ${i} refers to a previous record the page does not have`);
+  if ((flags & RECORD_CONTIGUOUS) !== 0 && (flags & RECORD_SAME_SHARD) === 0) r.fail(`record ${i} is contiguous across shards`);
+  const shard = flags & RECORD_SAME_SHARD ? (prev as IndexEntry).shard : r.varint();
+  let offset: number;
+  if (!(flags & RECORD_SAME_SHARD)) offset = r.varint();
+  else if (flags & RECORD_CONTIGUOUS) offset = (prev as IndexEntry).offset + (prev as IndexEntry).length;
+  else offset = (prev as IndexEntry).offset + (prev as IndexEntry).length + unzigzag(r.varint());
   if (!Number.isSafeInteger(offset) || offset < 0) r.fail(`record ${i} has a negative offset`);
-  const memberCount = r.varint();
+  const shape = flags & RECORD_SAME_SHAPE ? (prev as IndexEntry).members : undefined;
+  const memberCount = shape?.length ?? r.varint();
   if (memberCount === 0) r.fail(`record ${i} has no members`);
   const members: MemberEntry[] = new Array(memberCount);
   let memberEnd = 0;
   for (let m = 0; m < memberCount; m++) {
-    const flags = r.u8();
-    if ((flags & ~MEMBER_KNOWN_FLAGS) !== 0) r.fail(`record ${i} member ${m} has unknown flags ${flags}`);
-    const codec = (flags & MEMBER_CODEC_MASK) as CodecId;
-    if (codec !== Codec.none && codec !== Codec.lz4) r.fail(`record ${i} member ${m} has unknown codec ${codec}`);
     let ext: string;
-    if (flags & MEMBER_EXT_SAME) {
-      const same = prev?.members[m];
-      if (same === undefined) r.fail(`record ${i} member ${m} reuses a missing extension`);
-      ext = same.ext;
+    let codec: CodecId;
+    let gap: number;
+    const like = shape?.[m];
+    if (like !== undefined) {
+      ext = like.ext;
+      codec = like.codec;
+      gap = memberGap(shape as MemberEntry[], m);
     } else {
-      ext = r.utf8(r.varint());
+      const memberFlags = r.u8();
+      if ((memberFlags & ~MEMBER_KNOWN_FLAGS) !== 0) r.fail(`record ${i} member ${m} has unknown flags ${memberFlags}`);
+      codec = (memberFlags & MEMBER_CODEC_MASK) as CodecId;
+      if (codec !== Codec.none && codec !== Codec.lz4) r.fail(`record ${i} member ${m} has unknown codec ${codec}`);
+      if (memberFlags & MEMBER_EXT_SAME) {
+        const same = prev?.members[m];
+        if (same === undefined) r.fail(`record ${i} member ${m} reuses a missing extension`);
+        ext = same.ext;
+      } else {
+        ext = r.utf8(r.varint());
+      }
+      gap = r.varint();
     }
-    const memberOffset = memberEnd + r.varint();
+    const memberOffset = memberEnd + gap;
     const size = r.varint();
     const storedSize = codec === Codec.none ? size : r.varint();
     members[m] = { ext, offset: memberOffset, size, storedSize, codec, crc32c: r.u32() };

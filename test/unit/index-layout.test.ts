@@ -3,7 +3,7 @@ import { ErrorCodes } from '../../formats/errors.js';
 import { decodeIndexHeader, encodeIndexHeader, HEADER_BYTES } from '../../formats/index-layout.js';
 import { LeafRecordEncoder, decodePage, sealPage, PageType, PAGE_HEADER_BYTES } from '../../formats/index-page.js';
 import { Codec, type IndexEntry } from '../../formats/index-entry.js';
-import { utf8Encoder } from '../../formats/bytes.js';
+import { utf8Bytes } from '../../formats/bytes.js';
 
 const header = {
   layout: 'packed' as const, pageSize: 1024, entryCount: 3, rootPage: 1, height: 1, pageCount: 2, firstLeaf: 1,
@@ -55,17 +55,23 @@ describe('leaf records', () => {
     const a: IndexEntry = { key: 'img1', shard: 0, offset: 512, length: 3, members: [m('jpg', 0, 3, 0x01020304)] };
     const b: IndexEntry = { key: 'img2', shard: 0, offset: 1536, length: 3, members: [m('jpg', 0, 3, 0x0a0b0c0d)] };
     const enc = new LeafRecordEncoder();
-    const ra = Buffer.from(enc.encode(a, utf8Encoder.encode(a.key))).toString('hex');
-    // shared 0, suffix 4 "img1", shard 0, offset 512 (varint 80 04), 1 member: flags 0, ext len 3 "jpg", gap 0, size 3, crc LE
-    expect(ra).toBe('00' + '04' + '696d6731' + '00' + '8004' + '01' + '00' + '03' + '6a7067' + '00' + '03' + '04030201');
-    const rb = Buffer.from(enc.encode(b, utf8Encoder.encode(b.key))).toString('hex');
-    // shared 3, suffix "2", shard 0, offset delta zigzag(1536 - 515 = 1021) = 2042 (varint fa 0f), ext same flag 0x10
-    expect(rb).toBe('03' + '01' + '32' + '00' + 'fa0f' + '01' + '10' + '00' + '03' + '0d0c0b0a');
+    const ra = Buffer.from(enc.encode(a, utf8Bytes(a.key))).toString('hex');
+    // shared 0, suffix 4 "img1", record flags 0, shard 0, offset 512 (varint 80 04), 1 member:
+    // member flags 0, ext len 3 "jpg", gap 0, size 3, crc LE
+    expect(ra).toBe('00' + '04' + '696d6731' + '00' + '00' + '8004' + '01' + '00' + '03' + '6a7067' + '00' + '03' + '04030201');
+    const rb = Buffer.from(enc.encode(b, utf8Bytes(b.key))).toString('hex');
+    // shared 3, suffix "2", record flags SAME_SHARD|SAME_SHAPE (0x05), offset delta zigzag(1536 - 515 = 1021) =
+    // 2042 (varint fa 0f); same shape: per member only size 3 and crc LE
+    expect(rb).toBe('03' + '01' + '32' + '05' + 'fa0f' + '03' + '0d0c0b0a');
+    const c: IndexEntry = { key: 'img3', shard: 0, offset: 1539, length: 4, members: [m('png', 0, 4, 1)] };
+    const rc = Buffer.from(enc.encode(c, utf8Bytes(c.key))).toString('hex');
+    // contiguous with img2 (1536 + 3): flags SAME_SHARD|CONTIGUOUS (0x03), no offset; new ext: member written out
+    expect(rc).toBe('03' + '01' + '33' + '03' + '01' + '00' + '03' + '706e67' + '00' + '04' + '01000000');
     const page = new Uint8Array(1024);
-    page.set(Buffer.from(ra + rb, 'hex'), PAGE_HEADER_BYTES);
-    sealPage(page, PageType.leaf, 2, 1, 0);
+    page.set(Buffer.from(ra + rb + rc, 'hex'), PAGE_HEADER_BYTES);
+    sealPage(page, PageType.leaf, 3, 1, 0);
     const decoded = decodePage(page, 1, 'i');
-    expect(decoded.type === 'leaf' && decoded.entries).toEqual([a, b]);
+    expect(decoded.type === 'leaf' && decoded.entries).toEqual([a, b, c]);
     page[PAGE_HEADER_BYTES + 3] ^= 0x40;
     expect(() => decodePage(page, 1, 'i')).toThrow(expect.objectContaining({ code: ErrorCodes.CORRUPT_INDEX }));
   });
