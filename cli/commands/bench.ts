@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { BenchProgress } from '../../src/bench/bench-options.js';
 import type { BenchReport } from '../../src/bench/report.js';
 import { runBench } from '../../src/bench/run-bench.js';
@@ -19,10 +20,21 @@ interface BenchFlags {
   seed: string;
   vs?: string;
   profile?: string;
+  throttleIops?: string;
+  throttleMbps?: string;
   strace: boolean;
   out?: string;
   json?: boolean;
   quiet?: boolean;
+}
+
+function throttleOption(flags: BenchFlags): { throttle?: { readIops: number; readBps?: number } } {
+  if (flags.throttleIops === undefined) {
+    if (flags.throttleMbps !== undefined) throw new ShardkitError(ErrorCodes.INVALID_ARG, '--throttle-mbps needs --throttle-iops: pass both');
+    return {};
+  }
+  const readIops = parseCount(flags.throttleIops, '--throttle-iops', 1);
+  return { throttle: { readIops, ...(flags.throttleMbps === undefined ? {} : { readBps: parseCount(flags.throttleMbps, '--throttle-mbps', 1) * 1e6 }) } };
 }
 
 /** `shardkit-bench-20250101-120000` in the current directory. */
@@ -60,7 +72,21 @@ export function benchSummary(report: BenchReport): string {
     `shards vs raw: ${c.speedup === null ? 'n/a' : c.speedup >= 1 ? `epochs ${fixed(c.speedup)}x faster` : `epochs ${fixed(1 / c.speedup)}x SLOWER`}, ${fixed(c.syscallsPerSampleRatio, 3)}x the syscalls per sample, break-even after ${d.packSeconds === null ? 'unknown (no pack time recorded)' : c.breakEvenEpochs === null ? 'never (shards not faster here)' : `${fixed(c.breakEvenEpochs)} epochs (pack took ${fixed(d.packSeconds)} s)`}`,
   ];
   if (c.lmdbVsShards !== undefined) lines.push(`lmdb epoch / shards epoch: ${fixed(c.lmdbVsShards)}`);
+  lines.push(...throttledSummary(report));
   return `${lines.join('\n')}\n`;
+}
+
+/** The throttled section in a few lines, labelled as such (or why it did not run). */
+function throttledSummary(report: BenchReport): string[] {
+  const t = report.throttled;
+  if (t === undefined) return [];
+  if (t.status === 'unavailable') return [`throttled epochs (--throttle-iops ${t.readIops}) did not run: ${t.reason}`];
+  const sides = [t.sides.raw, t.sides.shards, ...(t.sides.lmdb ? [t.sides.lmdb] : [])];
+  return [
+    `${t.title}:`,
+    ...sides.map((s) => `  ${s.side}: epoch ${fixed(s.medianSeconds, 3)} s [${fixed(s.minSeconds, 3)}-${fixed(s.maxSeconds, 3)}], ${fixed(s.samplesPerSecond, 0)} samples/s, ${s.deviceReads.map((r) => r ?? 'n/a').join('/')} device reads`),
+    `  shards vs raw under the throttle: ${t.speedup === null ? 'n/a' : `${fixed(t.speedup)}x`}${t.confirmed ? '' : ' (throttle NOT confirmed: see report)'}`,
+  ];
 }
 
 export function registerBench(program: Command): void {
@@ -79,6 +105,8 @@ export function registerBench(program: Command): void {
     .option('--seed <s>', 'seed of the epoch orders', '0')
     .option('--vs <other>', 'also measure: lmdb')
     .option('--profile <file>', 'JSON file of storage profiles for the projections')
+    .option('--throttle-iops <n>', 'also measure, cold cache, with reads of the data\'s disk limited to N IOPS (root, cgroup blkio/io)')
+    .option('--throttle-mbps <m>', 'with --throttle-iops: also limit read bandwidth to M MB/s')
     .option('--no-strace', 'skip the strace cross-check')
     .option('--out <dir>', 'report directory (default ./shardkit-bench-<time>)')
     .option('--json', 'print report.json on stdout')
@@ -99,6 +127,7 @@ export function registerBench(program: Command): void {
           ...(flags.vs === undefined ? {} : { vs: parseChoice(flags.vs, '--vs', ['lmdb'] as const) }),
           ...(flags.profile === undefined ? {} : { profileFile: flags.profile }),
           strace: flags.strace ? ('auto' as const) : false,
+          ...throttleOption(flags),
           command: ['shardkit', ...process.argv.slice(2)],
         };
         const bar = progressBar(!flags.json && !flags.quiet, 'samples');

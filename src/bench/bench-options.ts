@@ -2,10 +2,11 @@
 import type { StorageProfile } from './profiles.js';
 import type { SideName } from './report.js';
 import { expectInteger, expectOneOf, expectString, invalidOption } from './expect-option.js';
+import type { ThrottleLimits } from './io-throttle.js';
 
 export interface BenchProgress {
-  /** 'lmdb': copying samples into LMDB; 'epochs': timed epochs; 'strace': the traced cross-check epochs. */
-  phase: 'lmdb' | 'epochs' | 'strace';
+  /** 'lmdb': copying samples into LMDB; 'epochs': timed epochs; 'throttled': epochs on the IOPS-limited device; 'strace': the traced cross-check epochs. */
+  phase: 'lmdb' | 'epochs' | 'throttled' | 'strace';
   side?: SideName;
   /** Samples done and in all, over the phase. */
   done: number;
@@ -41,6 +42,12 @@ export interface RunBenchOptions {
   profileFile?: string;
   /** Run the strace cross-check: 'auto' (when strace works here; default), true (fail if it does not), false. */
   strace?: boolean | 'auto';
+  /**
+   * Also measure on an IOPS-limited device: each side's epochs again (same epochs and repeat), cold cache, in a
+   * fresh cgroup limiting reads of the disk holding the data to `readIops` requests/s (and `readBps` bytes/s).
+   * Needs root and cgroup v1 blkio or v2 io; where not allowed the report says why and the bench goes on.
+   */
+  throttle?: { readIops: number; readBps?: number };
   /** Where job files and the LMDB copy go; default a fresh directory under the OS temp dir, removed afterwards. */
   workDir?: string;
   /** The command line, recorded in the report. */
@@ -61,12 +68,25 @@ export interface ResolvedBenchOptions {
   lmdb: boolean;
   seed: number;
   strace: boolean | 'auto';
+  throttle: ThrottleLimits | null;
 }
 
 const MAX_EPOCHS = 1000;
 const MAX_REPEAT = 100;
 const MAX_BATCH = 1 << 20;
 const MAX_CONCURRENCY = 1024;
+const MAX_THROTTLE_IOPS = 10_000_000;
+const MAX_THROTTLE_BPS = 1e13;
+
+function resolveThrottle(t: unknown): ThrottleLimits | null {
+  if (t === undefined) return null;
+  if (typeof t !== 'object' || t === null) throw invalidOption('object { readIops, readBps? }', 'throttle', t);
+  const { readIops, readBps } = t as { readIops?: unknown; readBps?: unknown };
+  return {
+    readIops: expectInteger('throttle.readIops', readIops, 1, MAX_THROTTLE_IOPS),
+    ...(readBps === undefined ? {} : { readBps: expectInteger('throttle.readBps', readBps, 1, MAX_THROTTLE_BPS) }),
+  };
+}
 
 export function resolveBenchOptions(o: RunBenchOptions): ResolvedBenchOptions {
   if (typeof o !== 'object' || o === null) throw invalidOption('object', 'bench options', o);
@@ -86,5 +106,6 @@ export function resolveBenchOptions(o: RunBenchOptions): ResolvedBenchOptions {
     lmdb: o.vs === 'lmdb',
     seed: expectInteger('seed', o.seed ?? 0, 0, Number.MAX_SAFE_INTEGER),
     strace,
+    throttle: resolveThrottle(o.throttle),
   };
 }

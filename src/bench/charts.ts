@@ -6,7 +6,7 @@ import * as vega from 'vega';
 import { compile } from 'vega-lite';
 import type { TopLevelSpec } from 'vega-lite';
 import { medianCounts } from './report-build.js';
-import type { BenchReport, SideResult } from './report.js';
+import type { BenchReport, SideResult, ThrottledMeasured } from './report.js';
 
 export interface ChartSpec {
   /** Stable id, also the HTML element id (`chart-<id>`). */
@@ -14,6 +14,8 @@ export interface ChartSpec {
   title: string;
   /** True for charts of projected (modelled) figures. */
   projected: boolean;
+  /** True for charts of the epochs measured on an IOPS-limited device. */
+  throttled: boolean;
   spec: TopLevelSpec;
 }
 
@@ -21,6 +23,7 @@ export interface RenderedChart {
   id: string;
   title: string;
   projected: boolean;
+  throttled: boolean;
   svg: string;
 }
 
@@ -55,6 +58,7 @@ function epochTimeChart(report: BenchReport): ChartSpec {
     id: 'epoch-time',
     title: 'Epoch time',
     projected: false,
+    throttled: false,
     spec: {
       ...base('Epoch time (measured)', 'seconds per epoch, each timed epoch side by side; lower is better'),
       data: { values },
@@ -92,6 +96,7 @@ function throughputChart(report: BenchReport): ChartSpec {
     id: 'throughput',
     title: 'Throughput',
     projected: false,
+    throttled: false,
     spec: { ...header, data: { values }, hconcat: [panel('samples/s'), panel('MB/s')] } as TopLevelSpec,
   };
 }
@@ -102,6 +107,7 @@ function latencyCdfChart(report: BenchReport): ChartSpec {
     id: 'latency-cdf',
     title: 'Latency CDF',
     projected: false,
+    throttled: false,
     spec: {
       ...base('Per-sample latency CDF (measured)', `${report.sides.shards.latency.what}; further left is better`),
       data: { values },
@@ -127,6 +133,7 @@ function operationsChart(report: BenchReport): ChartSpec {
     id: 'operations',
     title: 'Operations per sample',
     projected: false,
+    throttled: false,
     spec: {
       ...base('File operations per sample (measured)', 'median epoch, counted in-process; lower is better'),
       data: { values },
@@ -164,6 +171,7 @@ function breakEvenChart(report: BenchReport): ChartSpec {
     id: 'break-even',
     title: 'Break-even',
     projected: false,
+    throttled: false,
     spec: {
       ...base('Cumulative time vs epochs', subtitle),
       data: { values },
@@ -192,6 +200,7 @@ function projectionChart(report: BenchReport): ChartSpec {
     id: 'projections',
     title: 'Projected epoch time',
     projected: true,
+    throttled: false,
     spec: {
       ...base('PROJECTED epoch time by storage (model, not measured)', 'measured operation counts x typical latencies; log scale'),
       data: { values },
@@ -207,9 +216,37 @@ function projectionChart(report: BenchReport): ChartSpec {
   };
 }
 
-/** The report's charts, in display order; the projections chart only when there are profiles. */
+/** Epoch time per side inside the throttle group; the title says whether the throttle was confirmed. */
+function throttledEpochChart(report: BenchReport, t: ThrottledMeasured): ChartSpec {
+  const sides = [t.sides.raw, t.sides.shards, ...(t.sides.lmdb ? [t.sides.lmdb] : [])];
+  const values = sides.flatMap((s) => s.epochSeconds.map((seconds, i) => ({ side: s.label, epoch: i + 1, seconds })));
+  const limit = `${t.readIops} read IOPS on ${t.devices.map((d) => d.devPath).join(', ')}`;
+  return {
+    id: 'throttled-epoch-time',
+    title: 'Epoch time on an IOPS-limited device',
+    projected: false,
+    throttled: true,
+    spec: {
+      ...base(
+        t.confirmed ? `Epoch time, measured with ${limit}` : `Epoch time, cold cache (throttle to ${limit} NOT confirmed)`,
+        `cold cache, each throttled epoch side by side; ${t.mechanism}; lower is better`,
+      ),
+      data: { values },
+      mark: { type: 'bar', tooltip: true },
+      encoding: {
+        x: { field: 'epoch', type: 'ordinal', title: 'epoch', axis: { labelAngle: 0 } },
+        xOffset: { field: 'side', type: 'nominal', scale: { domain: sides.map((s) => s.label) } },
+        y: { field: 'seconds', type: 'quantitative', title: 'seconds' },
+        color: { field: 'side', type: 'nominal', title: null, scale: sideColour(report) },
+      },
+    } as TopLevelSpec,
+  };
+}
+
+/** The report's charts, in display order; the projections chart only when there are profiles, the throttled one only when measured. */
 export function chartSpecs(report: BenchReport): ChartSpec[] {
   const charts = [epochTimeChart(report), throughputChart(report), latencyCdfChart(report), operationsChart(report), breakEvenChart(report)];
+  if (report.throttled?.status === 'measured') charts.push(throttledEpochChart(report, report.throttled));
   if (report.projections.rows.length > 0) charts.push(projectionChart(report));
   return charts;
 }
@@ -228,6 +265,6 @@ export async function renderSvg(spec: TopLevelSpec): Promise<string> {
 
 export async function renderCharts(report: BenchReport): Promise<RenderedChart[]> {
   const out: RenderedChart[] = [];
-  for (const chart of chartSpecs(report)) out.push({ id: chart.id, title: chart.title, projected: chart.projected, svg: await renderSvg(chart.spec) });
+  for (const chart of chartSpecs(report)) out.push({ id: chart.id, title: chart.title, projected: chart.projected, throttled: chart.throttled, svg: await renderSvg(chart.spec) });
   return out;
 }

@@ -2,6 +2,7 @@
  * What the bench parent hands an epoch child (a JSON job file) and what the child hands back (a JSON result
  * file). Files, not IPC: the same child runs under `strace -f -c`, which sits between parent and child.
  */
+import type { GroupIoStatSource, GroupReads } from './cgroup-io-stat.js';
 import type { SideName } from './report.js';
 
 export interface EpochJob {
@@ -32,7 +33,18 @@ export interface EpochJob {
   probeFiles: string[];
   /** Do everything but the epochs: the baseline subtracted from a traced epoch. */
   setupOnly: boolean;
+  /**
+   * Throttled runs: after setup, print {@link CHILD_READY_LINE} and wait for {@link CHILD_START_LINE} on stdin
+   * before the first epoch, so the parent can move this process into the throttle cgroup before it reads.
+   */
+  waitForStart?: boolean;
+  /** Throttled runs: the group whose read counters are taken before and after each epoch. */
+  groupIo?: GroupIoStatSource;
 }
+
+/** What a waiting child prints once set up, and the line the parent answers with when the child may start. */
+export const CHILD_READY_LINE = '{"ready":true}';
+export const CHILD_START_LINE = 'start';
 
 /** How one attempt to drop the page cache went. */
 export interface CacheDropResult {
@@ -60,6 +72,8 @@ export interface EpochResult {
   /** Major page faults during the epoch (LMDB reads through mmap fault pages in instead of calling read). */
   majorPageFaults: number;
   cache: CacheDropResult | null;
+  /** Throttled runs: reads the kernel charged to the throttle group during the epoch; null when unreadable. */
+  groupReads?: GroupReads | null;
 }
 
 export type ChildResult =

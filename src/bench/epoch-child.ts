@@ -13,7 +13,8 @@ import { openDataset } from '../read/dataset.js';
 import { decodeImage, imageExtTest } from '../read/decode-image.js';
 import { planEpoch, type EpochPlan } from '../read/epoch-plan.js';
 import { dropPageCache } from './cache.js';
-import type { CacheDropResult, ChildResult, EpochJob, EpochResult } from './child-protocol.js';
+import { readGroupReads, type GroupReads } from './cgroup-io-stat.js';
+import { CHILD_READY_LINE, CHILD_START_LINE, type CacheDropResult, type ChildResult, type EpochJob, type EpochResult } from './child-protocol.js';
 import { decodeMembers, importLmdb, lmdbOpenOptions } from './lmdb-side.js';
 import { RawSampleReader } from './raw-reader.js';
 
@@ -131,6 +132,36 @@ async function lmdbRunner(job: EpochJob): Promise<SideRunner> {
   };
 }
 
+/** Says the child is set up, then waits for the parent's start line (it moves this process into a cgroup first). */
+async function waitForStart(): Promise<void> {
+  process.stdout.write(`${CHILD_READY_LINE}\n`);
+  const line = await new Promise<string>((resolve, reject) => {
+    let pending = '';
+    const onData = (d: string): void => {
+      pending += d;
+      const nl = pending.indexOf('\n');
+      if (nl >= 0) {
+        done();
+        resolve(pending.slice(0, nl).trim());
+      }
+    };
+    const onEnd = (): void => {
+      done();
+      reject(new Error('the bench parent closed stdin before telling the child to start'));
+    };
+    const done = (): void => {
+      process.stdin.off('data', onData).off('end', onEnd);
+      process.stdin.destroy();
+    };
+    process.stdin.setEncoding('utf8').on('data', onData).on('end', onEnd);
+  });
+  if (line !== CHILD_START_LINE) throw new Error(`expected "${CHILD_START_LINE}" on stdin but received "${line.slice(0, 40)}"`);
+}
+
+function readsBetween(before: GroupReads | null, after: GroupReads | null): GroupReads | null {
+  return before === null || after === null ? null : { ios: after.ios - before.ios, bytes: after.bytes - before.bytes };
+}
+
 async function main(jobFile: string): Promise<ChildResult> {
   const job = JSON.parse(fs.readFileSync(jobFile, 'utf8')) as EpochJob;
   const runner = job.side === 'raw' ? await rawRunner(job) : job.side === 'shards' ? await shardRunner(job) : await lmdbRunner(job);
@@ -148,10 +179,12 @@ async function main(jobFile: string): Promise<ChildResult> {
     }
   };
   try {
+    if (job.waitForStart) await waitForStart();
     for (const epoch of job.setupOnly ? [] : job.epochs) {
       let cache: CacheDropResult | null = null;
       if (job.cold) cache = dropPageCache(job.evictDirs, job.probeFiles);
       runner.reset();
+      const groupBefore = job.groupIo === undefined ? null : readGroupReads(job.groupIo);
       epochSamples = 0;
       const faultsBefore = process.resourceUsage().majorPageFault;
       const storageBefore = storageReadBytes();
@@ -159,7 +192,18 @@ async function main(jobFile: string): Promise<ChildResult> {
       const batchWaits = await runner.epoch(epoch, onBatch);
       const seconds = (performance.now() - t0) / 1000;
       const storageAfter = storageReadBytes();
-      epochs.push({ epoch, seconds, samples: epochSamples, ...runner.counters(), batchWaits, storageReadBytes: storageBefore === null || storageAfter === null ? null : storageAfter - storageBefore, majorPageFaults: process.resourceUsage().majorPageFault - faultsBefore, cache });
+      const groupReads = job.groupIo === undefined ? undefined : readsBetween(groupBefore, readGroupReads(job.groupIo));
+      epochs.push({
+        epoch,
+        seconds,
+        samples: epochSamples,
+        ...runner.counters(),
+        batchWaits,
+        storageReadBytes: storageBefore === null || storageAfter === null ? null : storageAfter - storageBefore,
+        majorPageFaults: process.resourceUsage().majorPageFault - faultsBefore,
+        cache,
+        ...(groupReads === undefined ? {} : { groupReads }),
+      });
     }
   } finally {
     await runner.close();

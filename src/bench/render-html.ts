@@ -4,7 +4,7 @@
  */
 import { renderCharts } from './charts.js';
 import type { RenderedChart } from './charts.js';
-import { countersTable, datasetTable, epochsTable, projectionsTable, runTable, straceTable, summaryTable } from './report-tables.js';
+import { countersTable, datasetTable, epochsTable, projectionsTable, runTable, straceTable, summaryTable, throttledTable } from './report-tables.js';
 import type { Table } from './report-tables.js';
 import type { BenchReport } from './report.js';
 
@@ -21,7 +21,11 @@ function htmlTable(t: Table): string {
 
 function chartFigure(c: RenderedChart): string {
   // The SVG carries its own title; the caption only repeats the one thing a reader must not miss.
-  const caption = c.projected ? '<figcaption>Projected from a model, not measured.</figcaption>' : '';
+  const caption = c.projected
+    ? '<figcaption>Projected from a model, not measured.</figcaption>'
+    : c.throttled
+      ? '<figcaption>Measured on an IOPS-limited device (see the table above).</figcaption>'
+      : '';
   return `<figure class="chart" id="chart-${escapeHtml(c.id)}" aria-label="${escapeHtml(c.title)}">${c.svg}${caption}</figure>`;
 }
 
@@ -38,13 +42,18 @@ figure.chart { margin: 0; } figure.chart svg { max-width: 100%; height: auto; }
 figcaption { color: #555; font-size: .85rem; }
 .projected { border: 2px dashed #b06000; padding: .5rem 1rem; background: #fffaf2; }
 .projected h2::before { content: "⚠ "; }
+.throttled { border: 2px solid #1f78b4; padding: .5rem 1rem; background: #f4f9fd; }
+.throttled.unconfirmed { border-color: #b00020; background: #fff4f4; }
 `;
 
 export async function renderHtml(report: BenchReport): Promise<string> {
   const charts = await renderCharts(report);
-  const measured = charts.filter((c) => !c.projected);
+  const measured = charts.filter((c) => !c.projected && !c.throttled);
   const projected = charts.filter((c) => c.projected);
+  const throttledCharts = charts.filter((c) => c.throttled);
   const strace = straceTable(report);
+  const throttled = throttledTable(report);
+  const throttledClass = report.throttled?.status === 'measured' && !report.throttled.confirmed ? 'throttled unconfirmed' : 'throttled';
   const title = `shardkit bench: ${report.sides.raw.label} vs ${report.sides.shards.label}`;
   const sections = [
     htmlTable(summaryTable(report)),
@@ -53,6 +62,7 @@ export async function renderHtml(report: BenchReport): Promise<string> {
     htmlTable(epochsTable(report)),
     htmlTable(countersTable(report)),
     ...(strace ? [htmlTable(strace)] : []),
+    ...(throttled ? [`<div class="${throttledClass}" id="throttled">${htmlTable(throttled)}<div class="charts">${throttledCharts.map(chartFigure).join('\n')}</div></div>`] : []),
     ...(report.projections.rows.length > 0
       ? [`<div class="projected">${htmlTable(projectionsTable(report))}<div class="charts">${projected.map(chartFigure).join('\n')}</div></div>`]
       : []),

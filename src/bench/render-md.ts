@@ -1,5 +1,5 @@
 /** report.md: tables a researcher pastes into a design review. Summary first, details after, projections apart. */
-import { countersTable, datasetTable, epochsTable, projectionsTable, runTable, straceTable, summaryTable } from './report-tables.js';
+import { countersTable, datasetTable, epochsTable, projectionsTable, runTable, straceTable, summaryTable, throttledTable } from './report-tables.js';
 import type { Table } from './report-tables.js';
 import type { BenchReport } from './report.js';
 
@@ -27,6 +27,8 @@ export function renderMarkdown(report: BenchReport): string {
   ];
   const strace = straceTable(report);
   if (strace) parts.push(markdownTable(strace));
+  const throttled = throttledTable(report);
+  if (throttled) parts.push(markdownTable(throttled));
   if (report.projections.rows.length > 0) parts.push(markdownTable(projectionsTable(report)));
   parts.push(markdownTable(runTable(report)));
   if (report.notes.length > 0) parts.push(`## Notes\n\n${report.notes.map((n) => `- ${n}`).join('\n')}\n`);

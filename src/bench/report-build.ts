@@ -20,6 +20,8 @@ import type {
   StraceCheck,
 } from './report.js';
 import { downsampledCdf, median, percentileSorted } from './report-stats.js';
+import { throttledSection, type ThrottledMeasurement } from './report-throttled.js';
+import type { ThrottleUnavailable } from './report.js';
 
 /** What the runner measured for one side. */
 export interface SideMeasurement {
@@ -46,6 +48,8 @@ export interface BenchMeasurements {
   shards: SideMeasurement;
   lmdb?: SideMeasurement;
   profiles: readonly StorageProfile[];
+  /** Throttled epochs, when asked for: what they measured, or why they could not run. */
+  throttled?: ThrottledMeasurement | ThrottleUnavailable;
   notes?: string[];
   /** Defaults to now. */
   createdAt?: Date;
@@ -184,6 +188,7 @@ export function buildReport(input: BenchMeasurements): BenchReport {
     sides,
     comparison: compareSides(raw, shards, dataset.packSeconds, lmdb),
     projections: projectSides(sides, input.profiles, input.options.concurrency, dataset.packSeconds),
+    ...(input.throttled === undefined ? {} : { throttled: throttledSection(input.throttled) }),
     notes,
   };
 }

@@ -4,7 +4,7 @@
  */
 import { medianCounts } from './report-build.js';
 import { formatBytes, formatEpochs, formatNumber, formatPercent, formatRatio, formatSeconds } from './report-format.js';
-import type { BenchReport, SideResult } from './report.js';
+import type { BenchReport, SideResult, ThrottledSide } from './report.js';
 
 export interface Table {
   title: string;
@@ -150,6 +150,38 @@ export function runTable(report: BenchReport): Table {
       ['epochs / order / batch / concurrency', `${o.epochs} / ${o.order} / ${o.batch} / ${o.concurrency}`],
       ['decode / seed', `${o.decode} / ${o.seed}`],
       ['cache', `${o.cache.mode}; cold verified: ${o.cache.coldVerified ? 'yes' : 'no'}; method: ${o.cache.method}${o.cache.detail ? `; ${o.cache.detail}` : ''}`],
+    ],
+  };
+}
+
+/** The throttled section: measured on an IOPS-limited device, apart from the unthrottled figures and projections. */
+export function throttledTable(report: BenchReport): Table | null {
+  const t = report.throttled;
+  if (t === undefined) return null;
+  if (t.status === 'unavailable') {
+    return {
+      title: `Not measured on an IOPS-limited device (--throttle-iops ${t.readIops})`,
+      header: ['', 'value'],
+      align: 'text',
+      rows: [['why', t.reason]],
+    };
+  }
+  const sides: ThrottledSide[] = [t.sides.raw, t.sides.shards, ...(t.sides.lmdb ? [t.sides.lmdb] : [])];
+  const row = (name: string, f: (s: ThrottledSide) => string, vs = ''): string[] => [name, ...sides.map(f), vs];
+  const list = (xs: (number | null)[], f: (x: number) => string): string => xs.map((x) => (x === null ? 'n/a' : f(x))).join(' / ');
+  return {
+    title: t.title,
+    caption: `${t.mechanism}, limits ${t.limits.join('; ')}; cold page cache before every epoch; ${t.sides.raw.epochSeconds.length} epochs per side. ${t.confirmation}`,
+    header: ['', ...sides.map((s) => s.label), 'shards vs raw'],
+    rows: [
+      row('median epoch', (s) => formatSeconds(s.medianSeconds), `${formatRatio(t.speedup)} faster`),
+      row('min / max epoch', (s) => `${formatSeconds(s.minSeconds)} / ${formatSeconds(s.maxSeconds)}`),
+      row('samples/s', (s) => formatNumber(s.samplesPerSecond), formatRatio(t.throughputRatio)),
+      row('device reads per epoch (kernel count)', (s) => list(s.deviceReads, formatNumber)),
+      row('device bytes per epoch', (s) => list(s.deviceReadBytes, formatBytes)),
+      row('achieved read IOPS (limit ' + formatNumber(t.readIops) + ')', (s) => list(s.achievedIops, formatNumber)),
+      row('cold cache verified', (s) => (s.coldVerified ? 'yes' : 'NO')),
+      row('throttle confirmed', (s) => (s.throttleConfirmed ? 'yes' : 'NO')),
     ],
   };
 }

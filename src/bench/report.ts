@@ -1,7 +1,8 @@
 /**
  * The bench report: what `shardkit bench` measured, raw files vs shards (and optionally LMDB), written as
  * report.json (this shape; schema in report-schema.json), report.md and report.html. Measured and projected
- * figures live in separate sections: `sides` and `comparison` are measured here; `projections` are a model.
+ * figures live in separate sections: `sides` and `comparison` are measured here; `projections` are a model;
+ * `throttled` (when asked for) is measured too, but on a device limited to N read IOPS, and kept apart from both.
  * Times are in seconds, sizes in bytes, rates in samples/s and MB/s (10^6 bytes/s), unless a name says otherwise.
  */
 import type { StorageProfile } from './profiles.js';
@@ -164,6 +165,77 @@ export interface Projections {
   rows: ProfileProjection[];
 }
 
+/** A disk the throttle limited. */
+export interface ThrottledDevice {
+  /** e.g. /dev/vda. */
+  devPath: string;
+  /** `MAJ:MIN` as the cgroup files name it. */
+  majorMinor: string;
+  /** How it was found from the data's paths (st_dev, partition -> disk, mount source). */
+  via: string;
+}
+
+/** One side's cold-cache epochs inside the throttle group. */
+export interface ThrottledSide {
+  side: SideName;
+  label: string;
+  /** Wall seconds of each throttled epoch, in run order. */
+  epochSeconds: number[];
+  medianSeconds: number;
+  minSeconds: number;
+  maxSeconds: number;
+  /** Samples per epoch (median). */
+  samples: number;
+  /** samples / medianSeconds. */
+  samplesPerSecond: number;
+  /** Read requests the kernel charged to the group on the throttled devices, per epoch; null where unreadable. */
+  deviceReads: (number | null)[];
+  /** Bytes of those reads, per epoch. */
+  deviceReadBytes: (number | null)[];
+  /** deviceReads / epoch seconds, per epoch: at most the limit when the throttle held. */
+  achievedIops: (number | null)[];
+  /** True when the page cache was verifiably dropped before every epoch of this side. */
+  coldVerified: boolean;
+  /** True when every epoch's reads reached the device through the group, at no more than the limit allows. */
+  throttleConfirmed: boolean;
+}
+
+/** Epochs measured for real inside a cgroup with a read limit: measurements, never projections. */
+export interface ThrottledMeasured {
+  status: 'measured';
+  /** True only when the limit was confirmed for every epoch of every side; only then are these throttled figures. */
+  confirmed: boolean;
+  /** The section title; says 'NOT confirmed' when `confirmed` is false. */
+  title: string;
+  /** e.g. 'cgroup v1 blkio.throttle.read_iops_device' or 'cgroup v2 io.max'. */
+  mechanism: string;
+  readIops: number;
+  /** Read bandwidth limit in bytes/s, or null when only IOPS were limited. */
+  readBytesPerSecond: number | null;
+  devices: ThrottledDevice[];
+  /** The limit lines as the kernel read them back from the group. */
+  limits: string[];
+  /** How the throttle was confirmed (or why it was not), in words. */
+  confirmation: string;
+  sides: { raw: ThrottledSide; shards: ThrottledSide; lmdb?: ThrottledSide };
+  /** raw median / shards median under the throttle. */
+  speedup: number | null;
+  /** shards samples/s / raw samples/s under the throttle. */
+  throughputRatio: number | null;
+  lmdbVsShards?: number | null;
+}
+
+/** Throttled epochs were asked for but this machine does not allow them. */
+export interface ThrottleUnavailable {
+  status: 'unavailable';
+  readIops: number;
+  readBytesPerSecond: number | null;
+  /** Exactly why (not root, no controller, no block device, the kernel refused the limit, ...). */
+  reason: string;
+}
+
+export type ThrottledSection = ThrottledMeasured | ThrottleUnavailable;
+
 /** Ratios are null where the denominator is zero (nothing to compare against). */
 export interface BenchReport {
   version: typeof BENCH_REPORT_VERSION;
@@ -176,5 +248,7 @@ export interface BenchReport {
   sides: { raw: SideResult; shards: SideResult; lmdb?: SideResult };
   comparison: Comparison;
   projections: Projections;
+  /** Present when throttled epochs were asked for (--throttle-iops): measured on an IOPS-limited device, or why not. */
+  throttled?: ThrottledSection;
   notes: string[];
 }

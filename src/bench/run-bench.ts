@@ -15,6 +15,9 @@ import { resolveBenchOptions, type ResolvedBenchOptions, type RunBenchOptions } 
 import type { CacheDropResult, EpochJob, EpochResult } from './child-protocol.js';
 import { directoryBytes, filesystemOf, listSamples, rawFileFacts, type SampleList } from './dataset-facts.js';
 import { throttleSupport } from './io-throttle.js';
+import type { ThrottleUnavailable } from './report.js';
+import type { ThrottledMeasurement } from './report-throttled.js';
+import { runThrottledEpochs } from './throttled-runs.js';
 import { buildLmdb } from './lmdb-side.js';
 import { collectMachineInfo } from './machine-info.js';
 import { BUILTIN_PROFILES, loadProfiles, mergeProfiles } from './profiles.js';
@@ -134,6 +137,23 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
       }
     }
 
+    let throttled: ThrottledMeasurement | ThrottleUnavailable | undefined;
+    if (o.throttle !== null) {
+      const perChild = o.epochs * n;
+      throttled = await runThrottledEpochs({
+        limits: o.throttle,
+        sides,
+        labels: SIDE_LABELS,
+        repeat: o.repeat,
+        epochs: epochNumbers,
+        dataPaths: [rawDir, dataset, ...(o.lmdb ? [lmdbPath] : [])],
+        jobOf,
+        workDir,
+        onDone: (side, child, d) => options.onProgress?.({ phase: 'throttled', side, done: child * perChild + d, total: o.repeat * sides.length * perChild }),
+      });
+      notes.push(...throttledNotes(throttled));
+    }
+
     const traced = o.strace === false ? false : straceAvailable();
     if (o.strace === true && !traced) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'strace was asked for but does not run here (not installed, or ptrace is not allowed)');
     if (traced) {
@@ -159,7 +179,8 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
     }
 
     const cache = cacheInfo(o, [...acc.values()].flatMap((a) => a.epochs.map((e) => e.cache)));
-    notes.push(...sideNotes(o, acc), throttleSupport());
+    notes.push(...sideNotes(o, acc));
+    if (throttled?.status !== 'measured') notes.push(throttleSupport(o.throttle !== null));
     const measurement = (side: SideName): SideMeasurement => {
       const a = acc.get(side) as SideAccumulator;
       return {
@@ -195,12 +216,22 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
       shards: measurement('shards'),
       ...(o.lmdb ? { lmdb: measurement('lmdb') } : {}),
       profiles,
+      ...(throttled === undefined ? {} : { throttled }),
       notes,
     });
   } finally {
     if (ownWorkDir) fs.rmSync(workDir, { recursive: true, force: true });
     else fs.rmSync(path.join(workDir, 'lmdb'), { recursive: true, force: true });
   }
+}
+
+/** How the throttled epochs ran (or why they did not), for the notes. */
+function throttledNotes(t: ThrottledMeasurement | ThrottleUnavailable): string[] {
+  if (t.status === 'unavailable') return [`Throttled epochs (--throttle-iops ${t.readIops}) did not run: ${t.reason}.`];
+  return [
+    `Throttled epochs: each side's epochs again in fresh children, cold cache, each child moved into a new cgroup (${t.version === 2 ? 'v2 io.max' : 'v1 blkio.throttle'}) after opening its data and before its first read; ` +
+      `limits as read back: ${t.limits.join('; ')}; devices: ${t.devices.map((d) => d.via).join('; ')}. The group was removed afterwards.`,
+  ];
 }
 
 function lmdbVersion(): string {

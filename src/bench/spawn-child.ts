@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ErrorCodes, ShardkitError, type ErrorCode } from '../../formats/errors.js';
-import type { ChildResult, EpochJob } from './child-protocol.js';
+import { CHILD_READY_LINE, CHILD_START_LINE, type ChildResult, type EpochJob } from './child-protocol.js';
 import { parseStraceSummary } from './strace.js';
 
 /**
@@ -31,6 +31,11 @@ export interface ChildRunOptions {
   /** Run under `strace -f -c`; `paths`: count only calls on these files (`strace -P`), or every call when null. */
   trace?: { paths: readonly string[] | null };
   onDone?: (samples: number) => void;
+  /**
+   * With `job.waitForStart`: called with the child's pid once it is set up and waiting; the child starts its
+   * epochs when this returns. If it throws, the child is killed and the run rejects with that error.
+   */
+  beforeStart?: (pid: number) => void | Promise<void>;
 }
 
 /** Runs `job` in a fresh Node process; rejects with the child's ShardkitError when it failed. */
@@ -43,17 +48,35 @@ export async function runEpochChild(job: EpochJob, workDir: string, options: Chi
   const node = [process.execPath, epochChildScript(), jobFile, resultFile];
   const only = options.trace?.paths?.flatMap((p) => ['-P', p]) ?? [];
   const [cmd, ...args] = options.trace ? ['strace', '-f', '-c', ...only, '-o', straceFile, ...node] : node;
+  // Under strace the pid would be strace's, not the reader's: a waiting child is never traced.
+  if (job.waitForStart && options.trace) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'A bench child that waits for a start signal cannot run under strace');
+  let startError: unknown;
   try {
     const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
-      const child = spawn(cmd as string, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(cmd as string, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+      if (!job.waitForStart) child.stdin.end();
       let stderr = '';
       let pending = '';
+      const start = async (): Promise<void> => {
+        try {
+          if (child.pid === undefined) throw new ShardkitError(ErrorCodes.IO, `bench ${job.side} child has no pid`);
+          await options.beforeStart?.(child.pid);
+          child.stdin.end(`${CHILD_START_LINE}\n`);
+        } catch (err) {
+          startError = err;
+          child.kill('SIGKILL');
+        }
+      };
       child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-4000)));
       child.stdout.setEncoding('utf8').on('data', (d: string) => {
         pending += d;
         const lines = pending.split('\n');
         pending = lines.pop() ?? '';
         for (const line of lines) {
+          if (line === CHILD_READY_LINE) {
+            void start();
+            continue;
+          }
           try {
             const p = JSON.parse(line) as { done?: unknown };
             if (typeof p.done === 'number') options.onDone?.(p.done);
@@ -63,8 +86,10 @@ export async function runEpochChild(job: EpochJob, workDir: string, options: Chi
         }
       });
       child.on('error', reject);
+      child.stdin.on('error', () => undefined); // a child that died early closes the pipe: its exit says why
       child.on('close', (c) => resolve({ code: c, stderr }));
     });
+    if (startError !== undefined) throw startError;
     let result: ChildResult;
     try {
       result = JSON.parse(fs.readFileSync(resultFile, 'utf8')) as ChildResult;
