@@ -41,3 +41,9 @@ export { verifyDataset, type VerifyOptions, type VerifyReport, type DamagedSampl
 export { extractDataset, type ExtractOptions, type ExtractResult } from './verify/extract.js';
 export { reindexDataset, type ReindexOptions, type ReindexResult } from './adopt/reindex.js';
 export { adoptTars, type AdoptOptions, type AdoptResult } from './adopt/adopt-tars.js';
+
+// loader
+export { Loader, type LoaderStats } from './read/loader.js';
+export type { LoaderOptions } from './read/loader-options.js';
+export { mergeLoaderStates, type LoaderState, type DatasetIdentity } from './read/loader-state.js';
+export type { DecodedImage, DecodedSample, DecodeOption, MemberDecoding } from './read/decode-image.js';

@@ -45,11 +45,11 @@ export function readBatch(ds: Dataset, entries: readonly IndexEntry[], options: 
     if (run.length > 0) reads++;
   }
   const local = !ds.remote;
-  // Local runs are read into one buffer per batch: a fresh one (owned by the caller's samples, never reused), or
-  // in view mode a pooled slab. One allocation per batch instead of one per read halves the garbage collector's
-  // share of a local epoch (measured: ~17 % of CPU time with a buffer per sample).
-  const target = !local || bytes === 0 ? undefined : options.slabs !== undefined ? options.slabs.take(bytes) : Buffer.allocUnsafeSlow(bytes);
-  const slab = options.slabs === undefined ? undefined : target;
+  // View mode reads a batch's local runs into one pooled slab. The default path gives each read a fresh buffer
+  // of its own: one fresh buffer per batch (hundreds of KiB) was measured 2x slower per sample (bench/read.mjs,
+  // 1-100 KiB samples), the allocator handing out new pages each time, while run-sized buffers reuse freed memory.
+  const target = local && bytes > 0 && options.slabs !== undefined ? options.slabs.take(bytes) : undefined;
+  const slab = target;
   const runBytes: Uint8Array[] = new Array<Uint8Array>(runs.length);
   let pending: Array<Promise<void>> | undefined;
   let slabOffset = 0;

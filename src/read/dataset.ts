@@ -7,6 +7,7 @@
 import { crc32c, crc32cHex } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
+import type { LeafPage } from '../../formats/index-page.js';
 import { compareKeys, prefixEnd } from '../../formats/key-order.js';
 import { FINGERPRINT_BYTES, type ShardRecord } from '../../formats/index-layout.js';
 import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
@@ -24,6 +25,7 @@ import { DEFAULT_PAGE_CACHE_BYTES, IndexReader } from './index-reader.js';
 import { decodeSpan } from './sample-decode.js';
 import type { DecodedSample } from './decode-image.js';
 import { Loader } from './loader.js';
+import { SyncViewReader } from './view-reader.js';
 import type { LoaderOptions } from './loader-options.js';
 
 export interface OpenDatasetOptions {
@@ -80,6 +82,7 @@ export class Dataset {
   private readonly maxMemberBytes: number;
   private readonly client: HttpClient | undefined;
   private closed = false;
+  private viewReader: SyncViewReader | undefined;
 
   private constructor(location: string, manifest: Manifest, index: IndexReader, options: OpenDatasetOptions, io: IoStats, client: HttpClient | undefined) {
     this.location = location;
@@ -196,12 +199,14 @@ export class Dataset {
     const hi = end === undefined ? this.size : await this.index.lowerBound(end);
     let remaining = range.limit ?? Number.POSITIVE_INFINITY;
     if (!range.reverse) {
-      let pos = lo;
-      while (pos < hi && remaining > 0) {
-        const { leaf, base, index } = await this.index.leafAt(pos);
+      // one descent to the first leaf, then along the leaf links
+      let hit: { leaf: LeafPage; base: number; index: number } | undefined = lo < hi ? await this.index.leafAt(lo) : undefined;
+      while (hit !== undefined && remaining > 0) {
+        const { leaf, base, index } = hit;
         const stop = Math.min(leaf.entries.length, hi - base);
         for (let i = index; i < stop && remaining > 0; i++, remaining--) yield { ...(leaf.entries[i] as IndexEntry), position: base + i };
-        pos = base + stop;
+        const next = base + leaf.entries.length;
+        hit = next < hi && remaining > 0 ? { leaf: await this.index.nextLeaf(leaf), base: next, index: 0 } : undefined;
       }
       return;
     }
@@ -246,6 +251,28 @@ export class Dataset {
   loader(options: LoaderOptions = {}): Loader<Sample> | Loader<DecodedSample> {
     this.assertOpen();
     return new Loader(this, options);
+  }
+
+  /**
+   * Zero-copy twin of {@link Dataset.getSync} for local datasets: member bytes are views into one buffer this
+   * dataset reuses, valid only until the next `getViewSync`/`atViewSync` call or close(). Copy what you keep
+   * (`bytes.slice()`: members are plain Uint8Arrays, so slice copies). LZ4-compressed members are fresh buffers.
+   * The fastest read when each sample is used up before the next one is read (one pread, no allocation).
+   */
+  getViewSync(key: string): Sample {
+    this.assertOpen();
+    const entry = this.index.findSync(key);
+    if (entry === undefined) throw this.notFound(key);
+    this.checkEntry(entry);
+    return this.views.read(this, entry, this.verify);
+  }
+
+  /** Zero-copy twin of {@link Dataset.atSync}; the same lifetime rule as {@link Dataset.getViewSync}. */
+  atViewSync(position: number): Sample {
+    this.assertOpen();
+    const entry = this.index.atSync(position);
+    this.checkEntry(entry);
+    return this.views.read(this, entry, this.verify);
   }
 
   /** True when the dataset is behind an http(s) URL (no synchronous reads). */
@@ -316,6 +343,10 @@ export class Dataset {
     await this.pool.close();
     await this.index.close();
     this.client?.close();
+  }
+
+  private get views(): SyncViewReader {
+    return (this.viewReader ??= new SyncViewReader(redactLocation(this.location)));
   }
 
   private assertOpen(): void {

@@ -47,6 +47,7 @@ export interface LoaderOptions {
    * Zero-copy mode for local datasets: uncompressed member bytes are views into buffers the loader reuses.
    * Such bytes are valid only until the next batch is requested (the next `next()` / loop iteration) or the
    * loader is closed; copy (`bytes.slice()`) what you keep longer. Default false: every batch owns its bytes.
+   * No effect on http(s) datasets, whose bytes are response bodies the caller owns anyway.
    */
   view?: boolean;
   /** Spans in one shard at most this many bytes apart are read together. Default 64 KiB. */

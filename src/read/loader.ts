@@ -61,10 +61,10 @@ const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
 /**
  * Batches of one epoch. Make it with `ds.loader(options)`; iterate it once with `for await`.
  *
- * Buffers: by default every yielded sample owns its member bytes; the loader never reuses them. For speed, the
- * uncompressed members of a batch are plain `Uint8Array` views into one buffer read for that batch (local
- * datasets) or for that read (http): mind `byteOffset` when handing `.buffer` to other APIs, and `slice()` a
- * member you keep long after its batch if you want the rest of the batch's buffer freed. With `view: true` (local
+ * Buffers: by default every yielded sample owns its member bytes; the loader never reuses them. For speed,
+ * uncompressed members are plain `Uint8Array` views into the buffer of the read that fetched them, which may also
+ * hold neighbouring samples of the batch (coalesced reads, at most `maxReadBytes`): mind `byteOffset` when handing
+ * `.buffer` to other APIs, and `slice()` a member you keep long if you want the rest of that buffer freed. With `view: true` (local
  * datasets), those read buffers are pooled and reused: member bytes are valid only until the next batch is
  * requested or the loader is closed. Decoded images and LZ4-compressed members are always fresh buffers.
  *
@@ -253,6 +253,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
         promise = located.then((entries) => this.fetch(pending, entries));
       } else {
         const result = this.fetch(pending, this.locateSync(first, count));
+        pending.ready = Array.isArray(result); // read synchronously: ready now, not a microtask later
         promise = Array.isArray(result) ? Promise.resolve(result) : result;
       }
     } catch (err) {

@@ -1,14 +1,13 @@
 /**
- * Runs the README's "Use in a loader" example exactly as printed (its import line aside, whose names are supplied
- * from the library), in a directory holding a small `photos.shards` dataset of JPEG samples.
+ * Runs the README's "Use in a loader" example exactly as printed (its import line aside: `openDataset` comes from the
+ * package's public entry, src/index.ts), in a directory holding a small `photos.shards` dataset of JPEG samples.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { DatasetWriter } from '../../src/pack/dataset-writer.js';
-import { openDataset } from '../../src/read/dataset.js';
-import { mergeLoaderStates } from '../../src/read/loader-state.js';
+import { openDataset } from '../../src/index.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 /** The README snippet, byte for byte. Keep the two in sync. */
@@ -63,11 +62,11 @@ describe('README "Use in a loader"', () => {
     const lines: string[] = [];
     const consoleStub = { log: (...args: unknown[]) => lines.push(args.join(' ')) };
     const AsyncFunction = Object.getPrototypeOf(async () => undefined).constructor as new (...args: string[]) => (...values: unknown[]) => Promise<void>;
-    const run = new AsyncFunction('openDataset', 'mergeLoaderStates', 'console', body);
+    const run = new AsyncFunction('openDataset', 'console', body);
     const cwd = process.cwd();
     process.chdir(dir);
     try {
-      await run(openDataset, mergeLoaderStates, consoleStub);
+      await run(openDataset, consoleStub);
     } finally {
       process.chdir(cwd);
     }
