@@ -4,6 +4,12 @@ import { Command, CommanderError } from 'commander';
 import { VERSION } from '../src/version.js';
 import { EXIT_USAGE, setDebug } from './run-action.js';
 
+// `shardkit ls ds | head`: a closed pipe ends the output quietly, as for any Unix tool
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  throw err;
+});
+
 const program = new Command();
 program
   .name('shardkit')
@@ -34,7 +40,7 @@ const COMMANDS: Record<string, () => Promise<(p: Command) => void>> = {
 };
 
 const named = process.argv.slice(2).find((a) => !a.startsWith('-'));
-const wanted = named !== undefined && named in COMMANDS ? [named] : Object.keys(COMMANDS);
+const wanted = named !== undefined && Object.hasOwn(COMMANDS, named) ? [named] : Object.keys(COMMANDS);
 for (const name of wanted) (await (COMMANDS[name] as () => Promise<(p: Command) => void>)())(program);
 
 try {

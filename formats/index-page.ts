@@ -205,9 +205,10 @@ export function decodeLeafRecord(r: ByteReader, state: LeafRecordState, i: numbe
   const shared = r.varint();
   const suffixLength = r.varint();
   if (shared > prevKey.length) r.fail(`record ${i} shares more key bytes than the previous key has`);
-  const keyBytes = new Uint8Array(shared + suffixLength);
+  const suffix = r.bytesView(suffixLength); // bounds-checked before anything is allocated
+  const keyBytes = new Uint8Array(shared + suffix.length);
   keyBytes.set(prevKey.subarray(0, shared));
-  keyBytes.set(r.bytesView(suffixLength), shared);
+  keyBytes.set(suffix, shared);
   let key: string;
   try {
     key = utf8Decoder.decode(keyBytes);

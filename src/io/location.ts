@@ -47,7 +47,14 @@ export function resolveLocation(base: string, file: string): string {
     url.hash = '';
     return url.toString();
   }
-  const dir = base.startsWith('file:') ? fileURLToPath(base) : base;
+  let dir = base;
+  if (base.startsWith('file:')) {
+    try {
+      dir = fileURLToPath(base);
+    } catch (err) {
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a file:// URL of a local directory but received ${base}`, { cause: err });
+    }
+  }
   return path.join(dir, ...segments);
 }
 

@@ -13,6 +13,7 @@ import { MANIFEST_FILE, type Manifest, type ManifestPass } from '../../formats/m
 import { encodePackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
 import type { Sample } from '../../formats/sample.js';
 import { encodeSample } from '../../formats/sample-layout.js';
+import { maxKeyBytes } from '../../formats/index-page.js';
 import { TAR_END_BYTES } from '../../formats/tar-header.js';
 import { EntrySorter } from './entry-runs.js';
 import { fsCall } from './fs-errors.js';
@@ -69,6 +70,7 @@ export class DatasetWriter {
   readonly compress: 'none' | 'lz4';
   readonly shardBytes: number;
   readonly pageSize: number;
+  private readonly maxKeyBytes: number;
   /** Input samples already consumed by the interrupted write this one resumes (0 for a fresh write). */
   readonly resumedCursor: number;
   private readonly prefix: string;
@@ -97,6 +99,7 @@ export class DatasetWriter {
     this.compress = o.compress;
     this.shardBytes = o.shardBytes;
     this.pageSize = o.pageSize;
+    this.maxKeyBytes = maxKeyBytes(o.pageSize);
     this.prefix = o.shardPrefix;
     this.passes = o.passes;
     this.sync = o.sync;
@@ -133,6 +136,11 @@ export class DatasetWriter {
   /** Appends a sample to the current shard (opening the next shard when the budget would be exceeded). */
   add(sample: Sample): void {
     this.assertOpen();
+    // the index limits keys: refuse here, before any byte is written, not at the end of the pack
+    const keyBytes = Buffer.byteLength(sample.key, 'utf8');
+    if (keyBytes > this.maxKeyBytes) {
+      throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample key ${JSON.stringify(sample.key.slice(0, 80))} is ${keyBytes} bytes; ${this.pageSize}-byte index pages allow ${this.maxKeyBytes} (use a larger page size)`, { key: sample.key });
+    }
     const encoded = encodeSample(sample, this.layout, this.compress === 'lz4' ? Codec.lz4 : Codec.none);
     const trailer = this.layout === 'tar' ? TAR_END_BYTES : 0;
     if (this.current !== undefined && this.current.file.samples > 0 && this.current.file.bytes + encoded.bytes + trailer > this.shardBytes) {
@@ -280,12 +288,14 @@ function prepareDirectory(dir: string, workDir: string, resume: boolean, force: 
   fsCall('create', dir, () => fs.mkdirSync(dir, { recursive: true }));
   const hasManifest = fs.existsSync(path.join(dir, MANIFEST_FILE));
   const journal = fs.existsSync(workDir) ? readJournal(dir) : undefined;
+  const rm = (p: string): void => fsCall('remove', p, () => fs.rmSync(p, { recursive: true, force: true }));
+  const list = (d: string): string[] => fsCall('list', d, () => fs.readdirSync(d));
   if (force) {
     // the manifest goes first, so the directory never looks like a dataset with half its files gone
     const owned = ownedFiles(dir);
-    fs.rmSync(path.join(dir, MANIFEST_FILE), { force: true });
-    for (const name of fs.readdirSync(dir)) {
-      if (name === WORK_DIR || owned.has(name) || /^[A-Za-z0-9._-]*\d{6}\.(tar|pack)(\.tmp)?$/.test(name)) fs.rmSync(path.join(dir, name), { recursive: true, force: true });
+    rm(path.join(dir, MANIFEST_FILE));
+    for (const name of list(dir)) {
+      if (name === WORK_DIR || owned.has(name) || /^[A-Za-z0-9._-]*\d{6}\.(tar|pack)(\.tmp)?$/.test(name)) rm(path.join(dir, name));
     }
   } else if (hasManifest) {
     throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} already holds a finished dataset; use --force to replace it`, { file: dir });
@@ -293,7 +303,7 @@ function prepareDirectory(dir: string, workDir: string, resume: boolean, force: 
     throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} holds an interrupted pack; use --resume to finish it or --force to start over`, { file: dir });
   }
   fsCall('create', workDir, () => fs.mkdirSync(workDir, { recursive: true }));
-  for (const name of fs.readdirSync(dir)) if (name.endsWith('.tmp')) fs.rmSync(path.join(dir, name), { force: true });
+  for (const name of list(dir)) if (name.endsWith('.tmp')) rm(path.join(dir, name));
   if (!resume || force || journal === undefined) return undefined;
   if (JSON.stringify(journal.options) !== JSON.stringify(options)) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `--resume needs the options of the interrupted pack in ${dir} (${JSON.stringify(journal.options)})`, { file: dir });
@@ -301,7 +311,7 @@ function prepareDirectory(dir: string, workDir: string, resume: boolean, force: 
   const intact: JournalShard[] = [];
   for (const line of journal.shards) {
     const file = path.join(dir, line.shard.file);
-    const size = fs.existsSync(file) ? fs.statSync(file).size : -1;
+    const size = fs.existsSync(file) ? fsCall('stat', file, () => fs.statSync(file).size) : -1;
     if (size !== line.shard.bytes) break;
     intact.push(line);
   }
@@ -321,6 +331,6 @@ function ownedFiles(dir: string): Set<string> {
 function removeStaleRuns(workDir: string, keep: number): void {
   for (const name of fs.readdirSync(workDir)) {
     const m = /^run-(\d+)\.bin$/.exec(name);
-    if (m && Number(m[1]) >= keep) fs.rmSync(path.join(workDir, name), { force: true });
+    if ((m && Number(m[1]) >= keep) || /^merge-\d+\.bin$/.test(name)) fs.rmSync(path.join(workDir, name), { force: true });
   }
 }

@@ -36,11 +36,7 @@ export async function derive(options: DeriveOptions): Promise<{ manifest: Manife
   const concurrency = validateConcurrency(options.concurrency ?? imageConcurrency().jobs * 2);
   const ds = await openDataset(options.dataset);
   try {
-    if (options.passes.some((p) => p.prepare)) {
-      const keys: string[] = [];
-      for await (const k of ds.keys()) keys.push(k);
-      await preparePasses(options.passes, keys);
-    }
+    await preparePasses(options.passes, () => ds.keys());
     const writer = new DatasetWriter({
       dir: options.out,
       layout: options.layout ?? ds.manifest.layout,

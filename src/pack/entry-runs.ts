@@ -15,7 +15,12 @@ import { compareKeys } from '../../formats/key-order.js';
 import { ShardkitError } from '../../formats/errors.js';
 import { fsCall } from './fs-errors.js';
 
-const READ_WINDOW_BYTES = 1 << 20;
+const READ_WINDOW_BYTES = 256 << 10;
+/**
+ * Runs merged at once. More runs (a pack with thousands of shards flushes one run per shard) are merged in
+ * groups first, so open files and read buffers stay bounded (64 x 256 KiB) whatever the dataset size.
+ */
+export const MERGE_FAN_IN = 64;
 
 export function runFileName(n: number): string {
   return `run-${String(n).padStart(6, '0')}.bin`;
@@ -46,10 +51,15 @@ export class EntrySorter {
   flush(): void {
     if (this.buffer.length === 0) return;
     this.buffer.sort((a, b) => compareKeys(a.key, b.key));
-    const file = path.join(this.dir, runFileName(this.runs));
+    this.writeRun(path.join(this.dir, runFileName(this.runs)), this.buffer);
+    this.buffer = [];
+    this.runs++;
+  }
+
+  private writeRun(file: string, entries: Iterable<IndexEntry>): void {
     const fd = fsCall('create', file, () => fs.openSync(file, 'w'));
     try {
-      for (const entry of this.buffer) {
+      for (const entry of entries) {
         this.encoder.reset();
         const record = this.encoder.encode(entry, utf8Bytes(entry.key));
         if (record.length > MAX_PAGE_SIZE) {
@@ -62,8 +72,6 @@ export class EntrySorter {
     } finally {
       fs.closeSync(fd);
     }
-    this.buffer = [];
-    this.runs++;
   }
 
   private drain(fd: number, file: string): void {
@@ -73,26 +81,50 @@ export class EntrySorter {
     this.out.reset();
   }
 
-  /** All entries in key order: flushes the buffer, then merges every run. */
+  /**
+   * All entries in key order: flushes the buffer, merges groups of MERGE_FAN_IN runs into `merge-N.bin` files
+   * until at most MERGE_FAN_IN remain, then merges those. The numbered runs stay untouched (a resume needs them).
+   */
   *sorted(): Generator<IndexEntry> {
     this.flush();
-    const readers: RunReader[] = [];
-    for (let i = 0; i < this.runs; i++) readers.push(new RunReader(path.join(this.dir, runFileName(i))));
-    const heap = new EntryHeap();
-    try {
-      for (const r of readers) {
-        const first = r.next();
-        if (first) heap.push(first, r);
+    let files = Array.from({ length: this.runs }, (_, i) => path.join(this.dir, runFileName(i)));
+    let merges = 0;
+    while (files.length > MERGE_FAN_IN) {
+      const next: string[] = [];
+      for (let i = 0; i < files.length; i += MERGE_FAN_IN) {
+        const group = files.slice(i, i + MERGE_FAN_IN);
+        if (group.length === 1) {
+          next.push(group[0] as string);
+          continue;
+        }
+        const file = path.join(this.dir, `merge-${String(merges++).padStart(6, '0')}.bin`);
+        this.writeRun(file, mergeRuns(group));
+        for (const g of group) if (path.basename(g).startsWith('merge-')) fs.rmSync(g, { force: true });
+        next.push(file);
       }
-      while (heap.size > 0) {
-        const { entry, reader } = heap.pop();
-        yield entry;
-        const next = reader.next();
-        if (next) heap.push(next, reader);
-      }
-    } finally {
-      for (const r of readers) r.close();
+      files = next;
     }
+    yield* mergeRuns(files);
+  }
+}
+
+/** Merges sorted run files with a heap, reading each through a small window. */
+function* mergeRuns(files: readonly string[]): Generator<IndexEntry> {
+  const readers = files.map((f) => new RunReader(f));
+  const heap = new EntryHeap();
+  try {
+    for (const r of readers) {
+      const first = r.next();
+      if (first) heap.push(first, r);
+    }
+    while (heap.size > 0) {
+      const { entry, reader } = heap.pop();
+      yield entry;
+      const next = reader.next();
+      if (next) heap.push(next, reader);
+    }
+  } finally {
+    for (const r of readers) r.close();
   }
 }
 

@@ -7,6 +7,7 @@ import { BTreeBuilder } from '../../formats/btree-builder.js';
 import { crc32c } from '../../formats/checksum.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import { encodeIndexHeader, encodeShardTable, type Layout, type ShardRecord } from '../../formats/index-layout.js';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { fsCall } from './fs-errors.js';
 
 export interface WrittenIndex {
@@ -46,7 +47,7 @@ export function writeIndexFile(
       }
       const shard = shards[entry.shard];
       if (shard === undefined || entry.offset + entry.length > shard.bytes) {
-        throw new RangeError(`entry ${entry.key} points outside shard ${entry.shard}`);
+        throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `sample ${JSON.stringify(entry.key)} points outside shard ${entry.shard}`, { key: entry.key });
       }
       builder.add(entry);
     }

@@ -16,7 +16,7 @@ import { runPipeline, validateConcurrency, validateOnError, type PipelineItem } 
 import { partOfKey, partShardPrefix, type PartSpec } from './partition.js';
 import { finishWithPassOutputs, preparePasses } from './run-passes.js';
 import { readSourceSample } from './read-source.js';
-import type { WalkStats } from './walk.js';
+import type { WalkOptions, WalkStats } from './walk.js';
 import { writePackReport } from './pack-report.js';
 
 export interface PackProgress {
@@ -168,19 +168,30 @@ export async function pack(options: PackOptions): Promise<PackResult> {
   }
 }
 
-async function prescan(source: string, walkOptions: object, inPart: (key: string) => boolean, passes: readonly Pass[]): Promise<{ samples: number; bytes: number }> {
+/**
+ * Walks the source before packing: counts samples and bytes (progress totals), and feeds the keys to passes with
+ * prepare() straight from the walk, never holding them: each such pass gets a walk of its own. Passes see every
+ * key of the whole dataset (all parts), so class lists agree across parts.
+ */
+async function prescan(source: string, walkOptions: WalkOptions, inPart: (key: string) => boolean, passes: readonly Pass[]): Promise<{ samples: number; bytes: number }> {
   let samples = 0;
   let bytes = 0;
-  const keys: string[] = [];
-  const needKeys = passes.some((p) => p.prepare);
-  // passes see every key of the whole dataset (all parts), so class lists agree across parts
-  for await (const s of walkSamples(source, walkOptions)) {
-    if (needKeys) keys.push(s.key);
-    if (!inPart(s.key)) continue;
-    samples++;
-    for (const f of s.files) bytes += f.size;
+  async function* keys(count: boolean): AsyncGenerator<string> {
+    for await (const s of walkSamples(source, walkOptions)) {
+      if (count && inPart(s.key)) {
+        samples++;
+        for (const f of s.files) bytes += f.size;
+      }
+      yield s.key;
+    }
   }
-  await preparePasses(passes, keys);
+  let first = true;
+  if (!passes.some((p) => p.prepare)) for await (const _ of keys(true));
+  await preparePasses(passes, () => {
+    const it = keys(first);
+    first = false;
+    return it;
+  });
   return { samples, bytes };
 }
 

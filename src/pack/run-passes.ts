@@ -17,16 +17,9 @@ export async function runPasses(sample: Sample, passes: readonly Pass[], ctx: Pa
   return { kind: 'ok', sample: current };
 }
 
-/** Gives every pass with prepare() the keys in order. */
-export async function preparePasses(passes: readonly Pass[], keys: readonly string[]): Promise<void> {
-  for (const pass of passes) {
-    if (!pass.prepare) continue;
-    await pass.prepare(
-      (async function* () {
-        yield* keys;
-      })(),
-    );
-  }
+/** Gives every pass with prepare() the keys in order, each from a fresh iterator (keys are never held). */
+export async function preparePasses(passes: readonly Pass[], keys: () => AsyncIterable<string>): Promise<void> {
+  for (const pass of passes) if (pass.prepare) await pass.prepare(keys());
 }
 
 /** Files and manifest fields from every pass; two passes claiming one name is an error, not a silent overwrite. */

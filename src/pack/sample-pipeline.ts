@@ -50,7 +50,16 @@ export async function runPipeline(
 ): Promise<PipelineCounters> {
   const counters: PipelineCounters = { samples: 0, bytes: 0, skipped: 0 };
   for await (const r of orderedMap(items, options.concurrency, (item) => processItem(item, passes))) {
-    if (r.kind === 'ok') writer.add(r.sample);
+    if (r.kind === 'ok') {
+      try {
+        writer.add(r.sample);
+      } catch (err) {
+        // a sample the layout or index cannot hold (key too long, unsafe name) is bad input like any other
+        if (options.onError !== 'skip' || !isShardkitError(err) || (err.code !== ErrorCodes.TOO_LARGE && err.code !== ErrorCodes.UNSAFE_PATH)) throw err;
+        writer.skip(r.item.name, `${err.code}: ${err.message}`);
+        counters.skipped++;
+      }
+    }
     else if (r.kind === 'dropped') writer.skip(r.item.name, `dropped by pass ${r.pass}`);
     else if (options.onError === 'skip') {
       writer.skip(r.item.name, `${r.error.code}: ${r.error.message}`);

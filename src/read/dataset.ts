@@ -19,10 +19,12 @@ import { HandlePool, DEFAULT_MAX_OPEN } from '../io/handle-pool.js';
 import { HttpClient, type HttpClientOptions } from '../io/http-client.js';
 import { HttpSource } from '../io/http-source.js';
 import { IoStats } from '../io/io-stats.js';
+import { expectIntegerInRange } from '../io/io-options.js';
 import { isRemote, redactLocation, resolveLocation } from '../io/location.js';
 import { openByteSource, readAll } from '../io/open-source.js';
 import { DEFAULT_PAGE_CACHE_BYTES, IndexReader } from './index-reader.js';
 import { decodeSpan } from './sample-decode.js';
+import { ReadArena } from './read-arena.js';
 import type { DecodedSample } from './decode-image.js';
 import { Loader } from './loader.js';
 import { SyncViewReader } from './view-reader.js';
@@ -82,6 +84,8 @@ export class Dataset {
   private readonly maxMemberBytes: number;
   private readonly client: HttpClient | undefined;
   private closed = false;
+  /** Owned read buffers for get/at and the loader's copy mode (see read-arena.ts). */
+  private readonly arena = new ReadArena();
   private viewReader: SyncViewReader | undefined;
 
   private constructor(location: string, manifest: Manifest, index: IndexReader, options: OpenDatasetOptions, io: IoStats, client: HttpClient | undefined) {
@@ -109,38 +113,44 @@ export class Dataset {
 
   /** Opens the dataset at a directory path or an http(s) URL. */
   static async open(location: string, options: OpenDatasetOptions = {}): Promise<Dataset> {
+    if (typeof location !== 'string' || location === '') {
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a dataset directory or URL but received ${JSON.stringify(location)}`);
+    }
+    checkOpenOptions(options);
     const io = options.ioStats ?? new IoStats();
     const client = isRemote(location) ? new HttpClient({ ...options.http, stats: io }) : undefined;
-    const manifestLocation = resolveLocation(location, MANIFEST_FILE);
-    let text: string;
+    let indexSource: ByteSource | undefined;
     try {
-      const bytes = await readAll(manifestLocation, client === undefined ? { stats: io } : { stats: io, client });
-      text = new TextDecoder().decode(bytes);
-    } catch (err) {
-      if (isShardkitError(err, ErrorCodes.SHARD_MISSING)) {
-        throw new ShardkitError(ErrorCodes.NOT_A_DATASET, `${redactLocation(location)} is not a shardkit dataset (no ${MANIFEST_FILE}; an unfinished pack has none: finish it with --resume)`, { file: redactLocation(location), cause: err });
+      const manifestLocation = resolveLocation(location, MANIFEST_FILE);
+      let text: string;
+      try {
+        const bytes = await readAll(manifestLocation, client === undefined ? { stats: io } : { stats: io, client });
+        text = new TextDecoder().decode(bytes);
+      } catch (err) {
+        if (isShardkitError(err, ErrorCodes.SHARD_MISSING)) {
+          throw new ShardkitError(ErrorCodes.NOT_A_DATASET, `${redactLocation(location)} is not a shardkit dataset (no ${MANIFEST_FILE}; an unfinished pack has none: finish it with --resume)`, { file: redactLocation(location), cause: err });
+        }
+        throw err;
       }
-      throw err;
-    }
-    const manifest = parseManifest(text, redactLocation(manifestLocation));
-    const indexLocation = resolveLocation(location, manifest.index.file);
-    const indexSource = isRemote(indexLocation)
-      ? new HttpSource(indexLocation, { client: client as HttpClient, size: manifest.index.bytes })
-      : await openByteSource(indexLocation, { stats: io }).catch((err: unknown) => {
-          if (isShardkitError(err, ErrorCodes.SHARD_MISSING)) {
-            throw new ShardkitError(ErrorCodes.TRUNCATED, `${indexLocation}: the index file is missing; rebuild it with \`shardkit reindex\``, { file: indexLocation, cause: err });
-          }
-          throw err;
-        });
-    let index: IndexReader;
-    try {
-      index = await IndexReader.open(indexSource, options.pageCacheBytes ?? DEFAULT_PAGE_CACHE_BYTES);
+      const manifest = parseManifest(text, redactLocation(manifestLocation));
+      const indexLocation = resolveLocation(location, manifest.index.file);
+      indexSource = isRemote(indexLocation)
+        ? new HttpSource(indexLocation, { client: client as HttpClient, size: manifest.index.bytes })
+        : await openByteSource(indexLocation, { stats: io }).catch((err: unknown) => {
+            if (isShardkitError(err, ErrorCodes.SHARD_MISSING)) {
+              throw new ShardkitError(ErrorCodes.TRUNCATED, `${indexLocation}: the index file is missing; rebuild it with \`shardkit reindex\``, { file: indexLocation, cause: err });
+            }
+            throw err;
+          });
+      const index = await IndexReader.open(indexSource, options.pageCacheBytes ?? DEFAULT_PAGE_CACHE_BYTES);
       checkIndexMatchesManifest(index, manifest, redactLocation(location));
+      return new Dataset(location, manifest, index, options, io, client);
     } catch (err) {
-      await indexSource.close();
+      // nothing may stay open behind a failed open: the index handle, the HTTP sockets
+      await indexSource?.close().catch(() => undefined);
+      client?.close();
       throw err;
     }
-    return new Dataset(location, manifest, index, options, io, client);
   }
 
   /** Number of samples. */
@@ -156,7 +166,7 @@ export class Dataset {
 
   /** Synchronous `get` for local datasets: the fast path (no promise, no thread-pool round trip). */
   getSync(key: string): Sample {
-    this.assertOpen();
+    this.assertLocal('getSync');
     const entry = this.index.findSync(key);
     if (entry === undefined) throw this.notFound(key);
     return this.readSync(entry);
@@ -168,7 +178,7 @@ export class Dataset {
   }
 
   hasSync(key: string): boolean {
-    this.assertOpen();
+    this.assertLocal('hasSync');
     return this.index.findSync(key) !== undefined;
   }
 
@@ -179,7 +189,7 @@ export class Dataset {
   }
 
   atSync(position: number): Sample {
-    this.assertOpen();
+    this.assertLocal('atSync');
     return this.readSync(this.index.atSync(position));
   }
 
@@ -233,9 +243,9 @@ export class Dataset {
   }
 
   readSync(entry: IndexEntry): Sample {
+    this.assertLocal('readSync');
     this.checkEntry(entry);
-    const loc = this.shardLocations[entry.shard] as string;
-    const span = this.pool.useSync(loc, (src) => (entry.length === 0 ? new Uint8Array(0) : (src as SyncByteSource).readSync(entry.offset, entry.length)));
+    const span = entry.length === 0 ? new Uint8Array(0) : this.readShardRangeSync(entry.shard, entry.offset, entry.length);
     return decodeSpan(entry, span, { dataset: this.location, shard: this.shardName(entry.shard), verify: this.verify });
   }
 
@@ -260,7 +270,7 @@ export class Dataset {
    * The fastest read when each sample is used up before the next one is read (one pread, no allocation).
    */
   getViewSync(key: string): Sample {
-    this.assertOpen();
+    this.assertLocal('getViewSync');
     const entry = this.index.findSync(key);
     if (entry === undefined) throw this.notFound(key);
     this.checkEntry(entry);
@@ -269,7 +279,7 @@ export class Dataset {
 
   /** Zero-copy twin of {@link Dataset.atSync}; the same lifetime rule as {@link Dataset.getViewSync}. */
   atViewSync(position: number): Sample {
-    this.assertOpen();
+    this.assertLocal('atViewSync');
     const entry = this.index.atSync(position);
     this.checkEntry(entry);
     return this.views.read(this, entry, this.verify);
@@ -288,7 +298,7 @@ export class Dataset {
   readShardRangeSync(shard: number, offset: number, length: number, target?: Uint8Array, targetOffset = 0): Uint8Array {
     const source = this.pool.acquireSync(this.shardLocations[shard] as string) as FileSource;
     try {
-      const buffer = target ?? Buffer.allocUnsafe(length);
+      const buffer = target ?? this.arena.take(length);
       source.readIntoSync(buffer, targetOffset, length, offset);
       return buffer.subarray(targetOffset, targetOffset + length);
     } finally {
@@ -307,7 +317,7 @@ export class Dataset {
     if (length <= DEFAULT_SYNC_READ_MAX_BYTES) return this.readShardRangeSync(shard, offset, length, target, targetOffset);
     const source = this.pool.acquireSync(loc) as FileSource;
     try {
-      const buffer = target ?? Buffer.allocUnsafe(length);
+      const buffer = target ?? this.arena.take(length);
       await source.readInto(buffer, targetOffset, length, offset);
       return buffer.subarray(targetOffset, targetOffset + length);
     } finally {
@@ -347,6 +357,12 @@ export class Dataset {
 
   private get views(): SyncViewReader {
     return (this.viewReader ??= new SyncViewReader(redactLocation(this.location)));
+  }
+
+  /** The synchronous twins read local files only; over http they would block on the network. */
+  private assertLocal(method: string): void {
+    this.assertOpen();
+    if (this.remote) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${method} needs a local dataset; ${redactLocation(this.location)} is remote: use the async API`);
   }
 
   private assertOpen(): void {
@@ -403,6 +419,19 @@ export class Dataset {
       return;
     }
     return source.read(0, head).then(checkHead);
+  }
+}
+
+function checkOpenOptions(o: OpenDatasetOptions): void {
+  const int = (name: string, v: unknown, min: number, max: number): void => {
+    if (v !== undefined) expectIntegerInRange(name, v, min, max);
+  };
+  int('maxOpenShards', o.maxOpenShards, 1, 65_536);
+  int('pageCacheBytes', o.pageCacheBytes, 0, Number.MAX_SAFE_INTEGER);
+  int('maxMemberBytes', o.maxMemberBytes, 0, Number.MAX_SAFE_INTEGER);
+  if (o.verify !== undefined && typeof o.verify !== 'boolean') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a boolean for verify but received ${JSON.stringify(o.verify)}`);
+  if (o.checkShards !== undefined && o.checkShards !== 'size' && o.checkShards !== 'fingerprint') {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected "size" or "fingerprint" for checkShards but received ${JSON.stringify(o.checkShards)}`);
   }
 }
 

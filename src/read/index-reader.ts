@@ -81,12 +81,32 @@ export class IndexReader {
     return keyHit(await this.runAsync(seekKey(this.tree, key)), key)?.entry;
   }
 
+  /**
+   * The leaf of the last position lookup: sequential and block-shuffled epochs ask for neighbouring positions, which
+   * are answered from it without a descent (the leaf was checked against the tree when it was reached).
+   */
+  private lastLeaf: LeafHit | undefined;
+
+  private fromLastLeaf(position: number): IndexEntry | undefined {
+    const hit = this.lastLeaf;
+    if (hit === undefined) return undefined;
+    const i = position - hit.base;
+    return i >= 0 && i < hit.leaf.entries.length ? hit.leaf.entries[i] : undefined;
+  }
+
   atSync(position: number): IndexEntry {
-    return positionHit(this.runSync(seekPosition(this.tree, position)));
+    const near = this.fromLastLeaf(position);
+    if (near !== undefined) return near;
+    this.lastLeaf = this.runSync(seekPosition(this.tree, position));
+    return positionHit(this.lastLeaf);
   }
 
   async at(position: number): Promise<IndexEntry> {
-    return positionHit(await this.runAsync(seekPosition(this.tree, position)));
+    const near = this.fromLastLeaf(position);
+    if (near !== undefined) return near;
+    const hit = await this.runAsync(seekPosition(this.tree, position));
+    this.lastLeaf = hit;
+    return positionHit(hit);
   }
 
   async lowerBound(key: string): Promise<number> {

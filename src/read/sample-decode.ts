@@ -1,7 +1,7 @@
 /** Turns the bytes of one sample span into a Sample: slice members, decompress, verify checksums. */
 import { crc32c } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import { Codec, type IndexEntry } from '../../formats/index-entry.js';
+import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
 import { lz4DecompressMember } from '../../formats/lz4.js';
 import type { Sample } from '../../formats/sample.js';
 
@@ -29,18 +29,21 @@ function decompress(stored: Uint8Array, size: number, where: string, details: { 
 export function decodeSpan(entry: IndexEntry, span: Uint8Array, ctx: DecodeContext): Sample {
   const members: Record<string, Uint8Array> = {};
   for (const m of entry.members) {
-    const where = `${ctx.dataset}: sample "${entry.key}" member "${m.ext}" (shard ${ctx.shard}, offset ${entry.offset + m.offset})`;
     const stored = span.subarray(m.offset, m.offset + m.storedSize);
-    const bytes = m.codec === Codec.lz4 ? decompress(stored, m.size, where, { file: ctx.dataset, shard: ctx.shard, key: entry.key, offset: entry.offset + m.offset }) : stored;
+    const bytes = m.codec === Codec.lz4 ? decompress(stored, m.size, where(entry, m, ctx), details(entry, m, ctx)) : stored;
     if (ctx.verify && crc32c(bytes) !== m.crc32c) {
-      throw new ShardkitError(ErrorCodes.CHECKSUM, `${where}: checksum mismatch, the stored bytes are damaged; run \`shardkit verify\``, {
-        file: ctx.dataset,
-        shard: ctx.shard,
-        key: entry.key,
-        offset: entry.offset + m.offset,
-      });
+      throw new ShardkitError(ErrorCodes.CHECKSUM, `${where(entry, m, ctx)}: checksum mismatch, the stored bytes are damaged; run \`shardkit verify\``, details(entry, m, ctx));
     }
     members[m.ext] = bytes;
   }
   return { key: entry.key, members };
+}
+
+/** Built only when something failed: the hot path makes no strings. */
+function where(entry: IndexEntry, m: MemberEntry, ctx: DecodeContext): string {
+  return `${ctx.dataset}: sample "${entry.key}" member "${m.ext}" (shard ${ctx.shard}, offset ${entry.offset + m.offset})`;
+}
+
+function details(entry: IndexEntry, m: MemberEntry, ctx: DecodeContext): { file: string; shard: string; key: string; offset: number } {
+  return { file: ctx.dataset, shard: ctx.shard, key: entry.key, offset: entry.offset + m.offset };
 }

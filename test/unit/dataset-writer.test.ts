@@ -73,6 +73,20 @@ describe('DatasetWriter', () => {
     await ds.close();
   });
 
+  it('merges hundreds of runs in bounded groups (fan-in) and still sorts every key', async () => {
+    const dir = tmpDir();
+    const w = new DatasetWriter({ dir, shardBytes: 16 * 1024, runEntries: 7 });
+    const order = Array.from({ length: 1500 }, (_, i) => (i * 733) % 1500);
+    for (const i of order) w.add(sample(i, 20));
+    await w.finish();
+    const ds = await openDataset(dir);
+    const keys: string[] = [];
+    for await (const k of ds.keys()) keys.push(k);
+    expect(keys).toEqual(Array.from({ length: 1500 }, (_, i) => sample(i).key));
+    await ds.close();
+    expect(fs.existsSync(path.join(dir, '.shardkit-work'))).toBe(false);
+  });
+
   it('refuses duplicate keys', async () => {
     const dir = tmpDir();
     const w = new DatasetWriter({ dir });

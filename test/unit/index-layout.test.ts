@@ -75,4 +75,12 @@ describe('leaf records', () => {
     page[PAGE_HEADER_BYTES + 3] ^= 0x40;
     expect(() => decodePage(page, 1, 'i')).toThrow(expect.objectContaining({ code: ErrorCodes.CORRUPT_INDEX }));
   });
+
+  it('regression: a checksummed page claiming a huge key suffix is CORRUPT_INDEX, not an allocation', () => {
+    const page = new Uint8Array(1024);
+    // shared 0, suffix length 2^40 (varint), then nothing: a hostile page with a valid CRC
+    page.set([0x00, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20], PAGE_HEADER_BYTES);
+    sealPage(page, PageType.leaf, 1, 1, 0);
+    expect(() => decodePage(page, 1, 'i')).toThrow(expect.objectContaining({ code: ErrorCodes.CORRUPT_INDEX }));
+  });
 });
