@@ -6,8 +6,6 @@ import { ErrorCodes, ShardkitError, type ErrorCode } from './errors.js';
 
 export const MAX_VARINT_BYTES = 8; // 8 x 7 bits = 56 bits >= 53
 
-export const utf8Encoder = new TextEncoder();
-
 /**
  * UTF-8 bytes of a string. Buffer.from is about 3x faster than TextEncoder.encode for the short strings (keys,
  * names, extensions) that packing encodes several times per sample.
@@ -16,16 +14,6 @@ export function utf8Bytes(text: string): Uint8Array {
   return Buffer.from(text, 'utf8');
 }
 export const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
-
-/** Bytes a varint of `value` takes. */
-export function varintLength(value: number): number {
-  let n = 1;
-  while (value >= 0x80) {
-    value = Math.floor(value / 0x80);
-    n++;
-  }
-  return n;
-}
 
 /** Appends to a growable buffer. */
 export class ByteWriter {

@@ -8,17 +8,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import { DEFAULT_PAGE_SIZE, validatePageSize, type ShardRecord } from '../../formats/index-layout.js';
+import { DEFAULT_PAGE_SIZE, validatePageSize } from '../../formats/index-layout.js';
 import { maxKeyBytes } from '../../formats/index-page.js';
 import { MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
 import { INDEX_FILE } from '../pack/dataset-writer.js';
-import { EntrySorter } from '../pack/entry-runs.js';
 import { fsCall, ioError } from '../pack/fs-errors.js';
-import { scanTarFile, type ScanProgress } from './scan-tar.js';
+import { ADOPT_WORK_DIR, scanTarShards, type ScanProgress } from './scan-tar.js';
 import { writeDatasetFiles } from './write-dataset-files.js';
 
 /** Work directory for the external sort, removed when done. */
-export const ADOPT_WORK_DIR = '.shardkit-index-work';
+export { ADOPT_WORK_DIR };
 /** Recorded in the manifest's `extra` so `reindex` knows these shards follow the adoption rules. */
 export const ADOPTED_EXTRA_KEY = 'adopted';
 const DEFAULT_MAX_MEMBER_BYTES = 1 << 30;
@@ -72,30 +71,9 @@ export async function adoptTars(tars: readonly string[], options: AdoptOptions):
   const used = new Set<string>([MANIFEST_FILE, INDEX_FILE, ADOPT_WORK_DIR]);
   const placed: AdoptedShard[] = inputs.map(({ input, real, st }) => place(input, real, st, out, outReal, used, options.link ?? 'auto'));
 
-  const workDir = path.join(out, ADOPT_WORK_DIR);
-  fs.rmSync(workDir, { recursive: true, force: true });
-  fsCall('create', workDir, () => fs.mkdirSync(workDir));
-  try {
-    const sorter = new EntrySorter(workDir);
-    const shards: ShardRecord[] = [];
-    const skipped: { path: string; reason: string }[] = [];
-    for (const [i, p] of placed.entries()) {
-      const scanned = await scanTarFile(
-        path.join(out, p.file),
-        {
-          style: 'webdataset',
-          shard: i,
-          shardFile: p.file,
-          lz4: 'no',
-          maxKeyBytes: maxKeyBytes(pageSize),
-          maxMemberBytes: DEFAULT_MAX_MEMBER_BYTES,
-          onSample: (e) => sorter.add(e),
-          onSkip: (where, reason) => skipped.push({ path: where, reason }),
-        },
-        options.onProgress === undefined ? undefined : (pr) => options.onProgress?.({ ...pr, shard: i, shards: placed.length }),
-      );
-      shards.push(scanned.record);
-    }
+  const skipped: { path: string; reason: string }[] = [];
+  const rules = { style: 'webdataset' as const, lz4: 'no' as const, maxKeyBytes: maxKeyBytes(pageSize), maxMemberBytes: DEFAULT_MAX_MEMBER_BYTES };
+  return scanTarShards(out, placed.map((p) => p.file), { ...rules, onSkip: (where, reason) => skipped.push({ path: where, reason }) }, options.onProgress, ({ sorter, shards }) => {
     const manifest = writeDatasetFiles({
       dir: out,
       shards,
@@ -110,9 +88,7 @@ export async function adoptTars(tars: readonly string[], options: AdoptOptions):
       duplicates: 'skip',
     });
     return { manifest, shards: placed };
-  } finally {
-    fs.rmSync(workDir, { recursive: true, force: true });
-  }
+  });
 }
 
 /** Chooses the tar's name in `out` and links it there (or finds it already there). */

@@ -10,16 +10,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
-import { DEFAULT_PAGE_SIZE, HEADER_BYTES, decodeIndexHeader, validatePageSize, type ShardRecord } from '../../formats/index-layout.js';
+import { DEFAULT_PAGE_SIZE, HEADER_BYTES, decodeIndexHeader, validatePageSize } from '../../formats/index-layout.js';
 import { maxKeyBytes } from '../../formats/index-page.js';
 import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { isRemote } from '../io/location.js';
 import { INDEX_FILE } from '../pack/dataset-writer.js';
-import { EntrySorter } from '../pack/entry-runs.js';
-import { fsCall } from '../pack/fs-errors.js';
-import { ADOPTED_EXTRA_KEY, ADOPT_WORK_DIR } from './adopt-tars.js';
-import { scanTarFile, type ScanProgress } from './scan-tar.js';
+import { ADOPTED_EXTRA_KEY } from './adopt-tars.js';
+import { scanTarShards, type ScanProgress } from './scan-tar.js';
 import { writeDatasetFiles } from './write-dataset-files.js';
 
 /** Shard files as the writer names them. */
@@ -49,35 +47,18 @@ export async function reindexDataset(dir: string, options: ReindexOptions = {}):
   const shardFiles = old !== undefined ? old.shards.map((s) => s.file) : findWriterShards(dir);
   const adopted = old !== undefined && typeof old.extra[ADOPTED_EXTRA_KEY] === 'object';
   const pageSize = choosePageSize(dir, old);
-  const workDir = path.join(dir, ADOPT_WORK_DIR);
-  fs.rmSync(workDir, { recursive: true, force: true });
-  fsCall('create', workDir, () => fs.mkdirSync(workDir));
-  try {
-    const sorter = new EntrySorter(workDir);
-    const shards: ShardRecord[] = [];
-    const skipped: { path: string; reason: string }[] = [];
-    let compressedMembers = 0;
-    for (const [i, file] of shardFiles.entries()) {
-      const scanned = await scanTarFile(
-        path.join(dir, file),
-        {
-          style: adopted ? 'webdataset' : 'shardkit',
-          shard: i,
-          shardFile: file,
-          lz4: adopted || old?.compress === 'none' ? 'no' : 'detect',
-          maxKeyBytes: maxKeyBytes(pageSize),
-          maxMemberBytes: DEFAULT_MAX_MEMBER_BYTES,
-          onSample: (e) => sorter.add(e),
-          onSkip: (where, reason) => {
-            if (adopted) return void skipped.push({ path: where, reason });
-            throw new ShardkitError(ErrorCodes.CORRUPT_SHARD, `${where}: not an entry shardkit writes (${reason}); for tars made by other tools use \`shardkit index\``, { file });
-          },
-        },
-        options.onProgress === undefined ? undefined : (p) => options.onProgress?.({ ...p, shard: i, shards: shardFiles.length }),
-      );
-      shards.push(scanned.record);
-      compressedMembers += scanned.compressedMembers;
-    }
+  const skipped: { path: string; reason: string }[] = [];
+  const rules = {
+    style: adopted ? ('webdataset' as const) : ('shardkit' as const),
+    lz4: adopted || old?.compress === 'none' ? ('no' as const) : ('detect' as const),
+    maxKeyBytes: maxKeyBytes(pageSize),
+    maxMemberBytes: DEFAULT_MAX_MEMBER_BYTES,
+    onSkip: (where: string, reason: string): void => {
+      if (adopted) return void skipped.push({ path: where, reason });
+      throw new ShardkitError(ErrorCodes.CORRUPT_SHARD, `${where}: not an entry shardkit writes (${reason}); for tars made by other tools use \`shardkit index\``, { file: where });
+    },
+  };
+  return scanTarShards(dir, shardFiles, rules, options.onProgress, ({ sorter, shards, compressedMembers }) => {
     const manifest = writeDatasetFiles({
       dir,
       shards,
@@ -93,9 +74,7 @@ export async function reindexDataset(dir: string, options: ReindexOptions = {}):
       duplicates: adopted ? 'skip' : 'fail',
     });
     return { manifest, keptManifestFields: old !== undefined, manifestProblem: problem };
-  } finally {
-    fs.rmSync(workDir, { recursive: true, force: true });
-  }
+  });
 }
 
 function readOldManifest(dir: string): { manifest: Manifest | undefined; problem: string | undefined } {

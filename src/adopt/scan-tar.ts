@@ -7,10 +7,14 @@ import { crc32c } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { FINGERPRINT_BYTES, type ShardRecord } from '../../formats/index-layout.js';
 import { TarScanner } from '../../formats/tar-scan.js';
-import { ioError } from '../pack/fs-errors.js';
+import path from 'node:path';
+import { EntrySorter } from '../pack/entry-runs.js';
+import { fsCall, ioError } from '../pack/fs-errors.js';
 import { TarSampleCollector, type TarSampleOptions } from './tar-samples.js';
 
 export const SCAN_CHUNK_BYTES = 8 << 20;
+/** Index runs while `index`/`reindex` scan tars; removed when they finish. */
+export const ADOPT_WORK_DIR = '.shardkit-index-work';
 
 export interface ScannedShard {
   record: ShardRecord;
@@ -75,5 +79,46 @@ export async function scanTarFile(
     };
   } finally {
     await handle.close();
+  }
+}
+
+export interface ScannedShards {
+  /** Every sample's index entry, in any order (the sorter sorts). */
+  sorter: EntrySorter;
+  shards: ShardRecord[];
+  compressedMembers: number;
+}
+
+/**
+ * Scans the tar shards `files` of the dataset directory `dir` in order, then hands the result to `commit` (which
+ * writes the index and manifest); the work directory of index runs exists only meanwhile. Shared by `index`
+ * (foreign tars) and `reindex` (our own).
+ */
+export async function scanTarShards<T>(
+  dir: string,
+  files: readonly string[],
+  options: Pick<TarSampleOptions, 'style' | 'lz4' | 'maxKeyBytes' | 'maxMemberBytes' | 'onSkip'>,
+  onProgress: ((p: ScanProgress & { shard: number; shards: number }) => void) | undefined,
+  commit: (scanned: ScannedShards) => T,
+): Promise<T> {
+  const workDir = path.join(dir, ADOPT_WORK_DIR);
+  fs.rmSync(workDir, { recursive: true, force: true });
+  fsCall('create', workDir, () => fs.mkdirSync(workDir));
+  try {
+    const sorter = new EntrySorter(workDir);
+    const shards: ShardRecord[] = [];
+    let compressedMembers = 0;
+    for (const [i, file] of files.entries()) {
+      const scanned = await scanTarFile(
+        path.join(dir, file),
+        { ...options, shard: i, shardFile: file, onSample: (e) => sorter.add(e) },
+        onProgress === undefined ? undefined : (p) => onProgress({ ...p, shard: i, shards: files.length }),
+      );
+      shards.push(scanned.record);
+      compressedMembers += scanned.compressedMembers;
+    }
+    return commit({ sorter, shards, compressedMembers });
+  } finally {
+    fs.rmSync(workDir, { recursive: true, force: true });
   }
 }

@@ -21,12 +21,6 @@ export function expectInteger(name: string, value: unknown, min: number, max: nu
   return value;
 }
 
-export function expectNumber(name: string, value: unknown, min: number, max: number): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
-    throw invalidOption(`number between ${min} and ${max}`, name, value);
-  }
-  return value;
-}
 
 export function expectOneOf<T extends string>(name: string, value: unknown, allowed: readonly T[]): T {
   if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
