@@ -4,26 +4,24 @@
  * through a bounded page cache; a sample costs one positional read of its span. Each shard is opened at most once
  * while in use, under a bounded handle budget (LRU).
  */
-import { crc32c, crc32cHex } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import type { LeafPage } from '../../formats/index-page.js';
 import { compareKeys, prefixEnd } from '../../formats/key-order.js';
-import { FINGERPRINT_BYTES, type ShardRecord } from '../../formats/index-layout.js';
+import type { ShardRecord } from '../../formats/index-layout.js';
 import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
-import { checkPackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
 import type { Sample } from '../../formats/sample.js';
-import type { ByteSource, SyncByteSource } from '../io/byte-source.js';
+import type { ByteSource } from '../io/byte-source.js';
 import { DEFAULT_SYNC_READ_MAX_BYTES, FileSource } from '../io/file-source.js';
 import { HandlePool, DEFAULT_MAX_OPEN } from '../io/handle-pool.js';
 import { HttpClient, type HttpClientOptions } from '../io/http-client.js';
 import { HttpSource } from '../io/http-source.js';
 import { IoStats } from '../io/io-stats.js';
-import { expectIntegerInRange } from '../io/io-options.js';
 import { isRemote, redactLocation, resolveLocation } from '../io/location.js';
 import { openByteSource, readAll } from '../io/open-source.js';
 import { DEFAULT_PAGE_CACHE_BYTES, IndexReader } from './index-reader.js';
 import { decodeSpan } from './sample-decode.js';
+import { checkIndexMatchesManifest, checkOpenOptions, checkShardOnOpen } from './dataset-checks.js';
 import { ReadArena } from './read-arena.js';
 import type { DecodedSample } from './decode-image.js';
 import { Loader } from './loader.js';
@@ -394,46 +392,13 @@ export class Dataset {
   private checkShard(source: ByteSource, loc: string): void | Promise<void> {
     const shard = this.shardByLocation.get(loc) as number;
     if (this.checked.has(shard)) return;
-    const record = this.shardRecord(loc);
-    const mismatch = (what: string): ShardkitError =>
-      new ShardkitError(ErrorCodes.SHARD_MISMATCH, `${source.name}: ${what} differs from what the index recorded; the shard was replaced or damaged (run \`shardkit verify\`)`, { file: source.name, shard: record.file });
-    const head = Math.min(record.bytes, FINGERPRINT_BYTES);
-    const checkHead = (bytes: Uint8Array): void => {
-      if (crc32c(bytes) !== record.fingerprint) throw mismatch('its fingerprint');
-      if (this.manifest.layout === 'packed' && record.bytes >= PACKED_HEADER_BYTES) checkPackedHeader(bytes, source.name);
-      this.checked.add(shard);
-    };
-    const sync = source as SyncByteSource;
-    if (typeof sync.sizeSync === 'function') {
-      const size = sync.sizeSync();
-      if (size !== record.bytes) throw size < record.bytes ? new ShardkitError(ErrorCodes.TRUNCATED, `${source.name}: shard is ${size} bytes, the index says ${record.bytes}`, { file: source.name }) : mismatch(`its size (${size} bytes)`);
-      if (this.checkShards === 'size') {
-        this.checked.add(shard);
-        return;
-      }
-      checkHead(sync.readSync(0, head));
-      return;
-    }
-    if (this.checkShards === 'size') {
-      this.checked.add(shard);
-      return;
-    }
-    return source.read(0, head).then(checkHead);
+    const done = checkShardOnOpen(source, this.shardRecord(loc), this.manifest.layout, this.checkShards);
+    if (done === undefined) this.checked.add(shard);
+    else return done.then(() => void this.checked.add(shard));
   }
+
 }
 
-function checkOpenOptions(o: OpenDatasetOptions): void {
-  const int = (name: string, v: unknown, min: number, max: number): void => {
-    if (v !== undefined) expectIntegerInRange(name, v, min, max);
-  };
-  int('maxOpenShards', o.maxOpenShards, 1, 65_536);
-  int('pageCacheBytes', o.pageCacheBytes, 0, Number.MAX_SAFE_INTEGER);
-  int('maxMemberBytes', o.maxMemberBytes, 0, Number.MAX_SAFE_INTEGER);
-  if (o.verify !== undefined && typeof o.verify !== 'boolean') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a boolean for verify but received ${JSON.stringify(o.verify)}`);
-  if (o.checkShards !== undefined && o.checkShards !== 'size' && o.checkShards !== 'fingerprint') {
-    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected "size" or "fingerprint" for checkShards but received ${JSON.stringify(o.checkShards)}`);
-  }
-}
 
 function maxKey(a: string | undefined, b: string | undefined): string | undefined {
   if (a === undefined) return b;
@@ -447,19 +412,6 @@ function minKey(a: string | undefined, b: string | undefined): string | undefine
   return compareKeys(a, b) <= 0 ? a : b;
 }
 
-function checkIndexMatchesManifest(index: IndexReader, manifest: Manifest, location: string): void {
-  const mismatch = (why: string): never => {
-    throw new ShardkitError(ErrorCodes.INDEX_MISMATCH, `${location}: the index does not belong to this manifest (${why}); run \`shardkit reindex\``, { file: location });
-  };
-  if (crc32cHex(index.header.crc) !== manifest.index.crc32c) mismatch('header checksum differs');
-  if (index.header.layout !== manifest.layout) mismatch('layout differs');
-  if (index.header.entryCount !== manifest.totals.samples) mismatch('sample count differs');
-  if (index.shards.length !== manifest.shards.length) mismatch('shard count differs');
-  index.shards.forEach((s, i) => {
-    const m = manifest.shards[i];
-    if (m === undefined || m.file !== s.file || m.bytes !== s.bytes || m.samples !== s.samples || m.crc32c !== crc32cHex(s.crc32c)) mismatch(`shard ${i} differs`);
-  });
-}
 
 /** Opens a dataset directory or http(s) URL. See {@link Dataset}. */
 export function openDataset(location: string, options: OpenDatasetOptions = {}): Promise<Dataset> {

@@ -1,0 +1,65 @@
+/**
+ * What opening a dataset and first opening each shard check: options, the index against the manifest, and a
+ * shard's size and fingerprint against the index's shard table. Each failure has its own code.
+ */
+import { crc32c, crc32cHex } from '../../formats/checksum.js';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { FINGERPRINT_BYTES, type Layout, type ShardRecord } from '../../formats/index-layout.js';
+import type { Manifest } from '../../formats/manifest.js';
+import { checkPackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
+import type { ByteSource, SyncByteSource } from '../io/byte-source.js';
+import { expectIntegerInRange } from '../io/io-options.js';
+import type { OpenDatasetOptions } from './dataset.js';
+import type { IndexReader } from './index-reader.js';
+
+/**
+ * Size (one fstat for local files) and, with 'fingerprint', the CRC32C of the shard's first 4 KiB. Synchronous for
+ * local sources (the getSync path opens shards synchronously); a promise for remote ones.
+ */
+export function checkShardOnOpen(source: ByteSource, record: ShardRecord, layout: Layout, mode: 'size' | 'fingerprint'): void | Promise<void> {
+  const mismatch = (what: string): ShardkitError =>
+    new ShardkitError(ErrorCodes.SHARD_MISMATCH, `${source.name}: ${what} differs from what the index recorded; the shard was replaced or damaged (run \`shardkit verify\`)`, { file: source.name, shard: record.file });
+  const head = Math.min(record.bytes, FINGERPRINT_BYTES);
+  const checkHead = (bytes: Uint8Array): void => {
+    if (crc32c(bytes) !== record.fingerprint) throw mismatch('its fingerprint');
+    if (layout === 'packed' && record.bytes >= PACKED_HEADER_BYTES) checkPackedHeader(bytes, source.name);
+  };
+  const sync = source as SyncByteSource;
+  if (typeof sync.sizeSync === 'function') {
+    const size = sync.sizeSync();
+    if (size !== record.bytes) {
+      throw size < record.bytes ? new ShardkitError(ErrorCodes.TRUNCATED, `${source.name}: shard is ${size} bytes, the index says ${record.bytes}`, { file: source.name }) : mismatch(`its size (${size} bytes)`);
+    }
+    if (mode === 'fingerprint') checkHead(sync.readSync(0, head));
+    return;
+  }
+  if (mode === 'size') return;
+  return source.read(0, head).then(checkHead);
+}
+
+export function checkOpenOptions(o: OpenDatasetOptions): void {
+  const int = (name: string, v: unknown, min: number, max: number): void => {
+    if (v !== undefined) expectIntegerInRange(name, v, min, max);
+  };
+  int('maxOpenShards', o.maxOpenShards, 1, 65_536);
+  int('pageCacheBytes', o.pageCacheBytes, 0, Number.MAX_SAFE_INTEGER);
+  int('maxMemberBytes', o.maxMemberBytes, 0, Number.MAX_SAFE_INTEGER);
+  if (o.verify !== undefined && typeof o.verify !== 'boolean') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a boolean for verify but received ${JSON.stringify(o.verify)}`);
+  if (o.checkShards !== undefined && o.checkShards !== 'size' && o.checkShards !== 'fingerprint') {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected "size" or "fingerprint" for checkShards but received ${JSON.stringify(o.checkShards)}`);
+  }
+}
+
+export function checkIndexMatchesManifest(index: IndexReader, manifest: Manifest, location: string): void {
+  const mismatch = (why: string): never => {
+    throw new ShardkitError(ErrorCodes.INDEX_MISMATCH, `${location}: the index does not belong to this manifest (${why}); run \`shardkit reindex\``, { file: location });
+  };
+  if (crc32cHex(index.header.crc) !== manifest.index.crc32c) mismatch('header checksum differs');
+  if (index.header.layout !== manifest.layout) mismatch('layout differs');
+  if (index.header.entryCount !== manifest.totals.samples) mismatch('sample count differs');
+  if (index.shards.length !== manifest.shards.length) mismatch('shard count differs');
+  index.shards.forEach((s, i) => {
+    const m = manifest.shards[i];
+    if (m === undefined || m.file !== s.file || m.bytes !== s.bytes || m.samples !== s.samples || m.crc32c !== crc32cHex(s.crc32c)) mismatch(`shard ${i} differs`);
+  });
+}
