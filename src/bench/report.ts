@@ -176,18 +176,9 @@ export interface ThrottledDevice {
 }
 
 /** One side's cold-cache epochs inside the throttle group. */
-export interface ThrottledSide {
-  side: SideName;
-  label: string;
-  /** Wall seconds of each throttled epoch, in run order. */
-  epochSeconds: number[];
-  medianSeconds: number;
-  minSeconds: number;
-  maxSeconds: number;
+export interface ThrottledSide extends Pick<SideResult, 'side' | 'label' | 'epochSeconds' | 'medianSeconds' | 'minSeconds' | 'maxSeconds' | 'samplesPerSecond'> {
   /** Samples per epoch (median). */
   samples: number;
-  /** samples / medianSeconds. */
-  samplesPerSecond: number;
   /** Read requests the kernel charged to the group on the throttled devices, per epoch; null where unreadable. */
   deviceReads: (number | null)[];
   /** Bytes of those reads, per epoch. */
