@@ -7,7 +7,6 @@
  */
 import type { IndexEntry } from '../../formats/index-entry.js';
 import type { Sample } from '../../formats/sample.js';
-import { DEFAULT_SYNC_READ_MAX_BYTES } from '../io/file-source.js';
 import type { Dataset } from './dataset.js';
 import { planReads, type CoalesceOptions, type ReadRun } from './fetch-plan.js';
 import { decodeSpan } from './sample-decode.js';
@@ -19,6 +18,8 @@ export interface BatchReadOptions extends CoalesceOptions {
   dataset: string;
   /** View mode: read local runs into one slab from this pool. */
   slabs: SlabPool | undefined;
+  /** Local reads up to this size are synchronous preads (see LoaderOptions.syncReadMaxBytes). */
+  syncReadMaxBytes: number;
   /** Runs an async read under the loader's concurrency bound. */
   limit: <T>(fn: () => Promise<T>) => Promise<T>;
 }
@@ -58,7 +59,7 @@ export function readBatch(ds: Dataset, entries: readonly IndexEntry[], options: 
       const at = target === undefined ? 0 : slabOffset;
       slabOffset += run.length;
       if (run.length === 0) runBytes[r] = EMPTY;
-      else if (local && run.length <= DEFAULT_SYNC_READ_MAX_BYTES) {
+      else if (local && run.length <= options.syncReadMaxBytes) {
         runBytes[r] = ds.readShardRangeSync(run.shard, run.offset, run.length, target, at);
       } else {
         (pending ??= []).push(

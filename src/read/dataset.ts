@@ -12,7 +12,7 @@ import type { ShardRecord } from '../../formats/index-layout.js';
 import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
 import type { Sample } from '../../formats/sample.js';
 import type { ByteSource } from '../io/byte-source.js';
-import { DEFAULT_SYNC_READ_MAX_BYTES, FileSource } from '../io/file-source.js';
+import { FileSource } from '../io/file-source.js';
 import { HandlePool, DEFAULT_MAX_OPEN } from '../io/handle-pool.js';
 import { HttpClient, type HttpClientOptions } from '../io/http-client.js';
 import { HttpSource } from '../io/http-source.js';
@@ -40,6 +40,12 @@ export interface OpenDatasetOptions {
    * 4 KiB, one read per shard per dataset lifetime; default). Either detects a shard replaced under the index.
    */
   checkShards?: 'size' | 'fingerprint';
+  /**
+   * Async reads of local shards up to this many bytes are synchronous preads (faster than a thread-pool round trip
+   * on a warm page cache); larger ones use the thread pool. Default 64 KiB. Set 0 on network file systems or cold
+   * disks, together with the loader's `syncReadMaxBytes: 0`, so reads in flight overlap device latency.
+   */
+  syncReadMaxBytes?: number;
   /** Refuse members larger than this (default 1 GiB): a guard against damaged or hostile indexes. */
   maxMemberBytes?: number;
   /** HTTP options for remote datasets (sockets, retries, timeouts, headers). */
@@ -97,7 +103,7 @@ export class Dataset {
     this.maxMemberBytes = options.maxMemberBytes ?? DEFAULT_MAX_MEMBER_BYTES;
     this.shardLocations = index.shards.map((s) => resolveLocation(location, s.file));
     this.shardLocations.forEach((loc, i) => this.shardByLocation.set(loc, i));
-    const sourceOptions = { stats: io };
+    const sourceOptions = { stats: io, ...(options.syncReadMaxBytes === undefined ? {} : { syncReadMaxBytes: options.syncReadMaxBytes }) };
     this.pool = new HandlePool<ByteSource>({
       maxOpen: options.maxOpenShards ?? DEFAULT_MAX_OPEN,
       open: (loc) =>
@@ -305,14 +311,13 @@ export class Dataset {
   }
 
   /**
-   * @internal Async twin of {@link Dataset.readShardRangeSync} for any run: local runs over 64 KiB go to the
-   * thread pool with the shard handle held until the read ends; remote runs are one ranged GET (`target` is
-   * ignored: the response body is returned).
+   * @internal Async twin of {@link Dataset.readShardRangeSync} for any run: local runs go to the thread pool with
+   * the shard handle held until the read ends (the loader decides which runs come here: syncReadMaxBytes); remote
+   * runs are one ranged GET (`target` is ignored: the response body is returned).
    */
   async readShardRange(shard: number, offset: number, length: number, target?: Uint8Array, targetOffset = 0): Promise<Uint8Array> {
     const loc = this.shardLocations[shard] as string;
     if (isRemote(loc)) return this.pool.use(loc, (src) => src.read(offset, length));
-    if (length <= DEFAULT_SYNC_READ_MAX_BYTES) return this.readShardRangeSync(shard, offset, length, target, targetOffset);
     const source = this.pool.acquireSync(loc) as FileSource;
     try {
       const buffer = target ?? this.arena.take(length);

@@ -138,6 +138,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     this.batchOptions = {
       gapBytes: this.opts.coalesceGapBytes,
       maxReadBytes: this.opts.maxReadBytes,
+      syncReadMaxBytes: this.opts.syncReadMaxBytes,
       verify: this.opts.verify,
       dataset: redactLocation(ds.location),
       slabs: this.slabs,

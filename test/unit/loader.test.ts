@@ -26,6 +26,15 @@ async function dataset(n = N, options: Parameters<typeof writeLoaderDataset>[2] 
 }
 
 describe('Dataset.loader', () => {
+  it('syncReadMaxBytes 0 (network file systems, cold disks): every read goes through the thread pool, same bytes', async () => {
+    const ds = await openDataset(await writeLoaderDataset(tmpDir(), 300), { syncReadMaxBytes: 0 });
+    const samples = (await collect(ds.loader({ batchSize: 16, shuffle: 'full', seed: 3, syncReadMaxBytes: 0, concurrency: 3 }))).flat();
+    expect(samples.length).toBe(300);
+    for (const s of samples) expect(sameBytes(s.members.bin, loaderSample(Number(s.key.split('/').pop())).members.bin), s.key).toBe(true);
+    await expect(openDataset(tmpDir(), { syncReadMaxBytes: -1 })).rejects.toMatchObject({ code: ErrorCodes.INVALID_ARG });
+    await ds.close();
+  });
+
   it('shuffle none: batches of batchSize in key order, bytes equal to atSync, last batch short', async () => {
     const ds = await dataset();
     expect(ds.shards.length).toBeGreaterThan(3);
