@@ -32,7 +32,7 @@ export function registerDerive(program: Command): void {
         const layout = flags.layout === undefined ? undefined : parseChoice(flags.layout, '--layout', ['tar', 'packed'] as const);
         const compress = flags.compress === undefined ? undefined : parseChoice(flags.compress, '--compress', ['none', 'lz4'] as const);
         const concurrency = flags.concurrency === undefined ? undefined : parseCount(flags.concurrency, '--concurrency', 1);
-        configureSharpForPacking();
+        if (passes.length > 0) await configureSharpForPacking();
         const bar = progressBar(!flags.json && !flags.quiet, 'samples');
         let r;
         try {

@@ -3,8 +3,6 @@ import type { Command } from 'commander';
 import { pack, defaultOutDir, type PackResult } from '../../src/pack/pack.js';
 import { parsePart } from '../../src/pack/partition.js';
 import { parseSize, formatSize } from '../../src/pack/size-arg.js';
-import { loadPassModule } from '../../src/passes/load-pass-module.js';
-import { parsePassSpec } from '../../src/passes/parse-pass-spec.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
 import type { Pass } from '../../src/passes/pass.js';
 import { parseChoice, parseCount } from '../args.js';
@@ -43,8 +41,9 @@ export async function passesFromArgv(argv: readonly string[], cwd: string): Prom
     const [flag, inline] = arg.includes('=') && arg.startsWith('--') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
     if (flag !== '--pass' && flag !== '--pass-module') continue;
     const value = inline ?? (argv[++i] as string);
-    if (flag === '--pass') passes.push(parsePassSpec(value, { cwd }));
-    else passes.push(...(await loadPassModule(path.resolve(cwd, value))));
+    // pass code (sharp, libvips) loads only when a pass is asked for
+    if (flag === '--pass') passes.push((await import('../../src/passes/parse-pass-spec.js')).parsePassSpec(value, { cwd }));
+    else passes.push(...(await (await import('../../src/passes/load-pass-module.js')).loadPassModule(path.resolve(cwd, value))));
   }
   return passes;
 }
@@ -83,7 +82,7 @@ export function registerPack(program: Command): void {
         const pageSize = parseSize(flags.pageSize, '--page-size');
         const part = flags.part === undefined ? undefined : parsePart(flags.part);
         const passes = await passesFromArgv(process.argv, process.cwd());
-        configureSharpForPacking();
+        if (passes.length > 0) await configureSharpForPacking();
         const interactive = !flags.json && !flags.quiet && process.stderr.isTTY === true;
         const bar = progressBar(interactive, 'samples');
         let result: PackResult;

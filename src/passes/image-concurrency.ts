@@ -12,7 +12,6 @@
  * value to set (jobs plus the default 4 for I/O): the CLI's launcher should export it.
  */
 import { availableParallelism } from 'node:os';
-import sharp from 'sharp';
 import { checkInteger } from './validate.js';
 
 export interface ImageConcurrency {
@@ -44,7 +43,9 @@ export function imageConcurrency(cores: number = availableParallelism()): ImageC
  * Applies the libvips side of {@link imageConcurrency} to sharp (process-wide): threads per image, and no
  * operation cache, since every input image is decoded once and caching only costs memory.
  */
-export function configureSharpForPacking(settings: ImageConcurrency = imageConcurrency()): void {
+export async function configureSharpForPacking(settings: ImageConcurrency = imageConcurrency()): Promise<void> {
+  // loaded here, not at import: a pack without image passes never pays for libvips
+  const { default: sharp } = await import('sharp');
   sharp.concurrency(settings.sharpThreads);
   sharp.cache(false);
 }

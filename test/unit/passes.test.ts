@@ -15,7 +15,7 @@ import { makeTempDir, removeTree } from '../helpers/source-tree.js';
 let fixtures: Map<string, FixtureSample>;
 let tmp: string;
 beforeAll(async () => {
-  configureSharpForPacking(imageConcurrency(2));
+  await configureSharpForPacking(imageConcurrency(2));
   fixtures = await loadImageFixtures();
   tmp = await makeTempDir('shardkit-passes-');
 });
