@@ -3,7 +3,7 @@
  * file). Files, not IPC: the same child runs under `strace -f -c`, which sits between parent and child.
  */
 import type { GroupIoStatSource, GroupReads } from './cgroup-io-stat.js';
-import type { SideName } from './report.js';
+import type { EpochCounters, SideName } from './report.js';
 
 export interface EpochJob {
   side: SideName;
@@ -56,15 +56,10 @@ export interface CacheDropResult {
   detail?: string;
 }
 
-export interface EpochResult {
+/** One epoch as a child reports it: the report's counters (syscallsPerSample is derived later), plus timings. */
+export interface EpochResult extends Omit<EpochCounters, 'syscallsPerSample'> {
   epoch: number;
   seconds: number;
-  samples: number;
-  opens: number;
-  reads: number;
-  stats: number;
-  closes: number;
-  bytesRead: number;
   /** Wait of each batch: next() called to batch in hand (seconds). */
   batchWaits: number[];
   /** Bytes this process caused to be fetched from the storage layer (/proc/self/io read_bytes), null where unknown. */
