@@ -55,14 +55,25 @@ export class IndexReader {
     return page;
   };
 
+  /** Pages being fetched: concurrent lookups that need one page share one read (one HTTP request remotely). */
+  private readonly loading = new Map<number, Promise<Page>>();
+
   private loadAsync = (pageNo: number): Page | Promise<Page> => {
     const cached = this.cache.get(pageNo);
     if (cached !== undefined) return cached;
-    return this.source.read(pageNo * this.header.pageSize, this.header.pageSize).then((bytes) => {
-      const page = decodePage(bytes, pageNo, this.source.name);
-      this.cache.set(pageNo, page);
-      return page;
-    });
+    let pending = this.loading.get(pageNo);
+    if (pending === undefined) {
+      pending = this.source
+        .read(pageNo * this.header.pageSize, this.header.pageSize)
+        .then((bytes) => {
+          const page = decodePage(bytes, pageNo, this.source.name);
+          this.cache.set(pageNo, page);
+          return page;
+        })
+        .finally(() => this.loading.delete(pageNo));
+      this.loading.set(pageNo, pending);
+    }
+    return pending;
   };
 
   runSync<T>(op: PageOp<T>): T {

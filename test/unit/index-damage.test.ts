@@ -78,3 +78,17 @@ describe('index damage', () => {
     await expect(openDataset(dir)).rejects.toMatchObject({ code: ErrorCodes.INDEX_MISMATCH });
   });
 });
+
+describe('concurrent lookups', () => {
+  it('share one read per index page', async () => {
+    const ds = await openDataset(source, { pageCacheBytes: 1 << 20 });
+    const before = ds.stats().io.reads;
+    // 50 lookups at once of keys on the same few pages: each page is read once
+    const keys = Array.from({ length: 50 }, (_, i) => keyOf(i));
+    const found = await Promise.all(keys.map((k) => ds.locate(k)));
+    expect(found.map((e) => e.key)).toEqual(keys);
+    const pageReads = ds.stats().io.reads - before;
+    expect(pageReads).toBeLessThanOrEqual(ds.index.header.height + 2);
+    await ds.close();
+  });
+});
