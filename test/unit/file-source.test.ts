@@ -141,11 +141,20 @@ describe('FileSource', () => {
     dirSource.closeSync();
   });
 
-  it.skipIf(process.getuid?.() === 0)('an unreadable file is IO (EACCES), not SHARD_MISSING', () => {
+  it('an unreadable file is IO (EACCES), not SHARD_MISSING', () => {
     const locked = path.join(dir, 'locked.bin');
     fs.writeFileSync(locked, 'x');
     fs.chmodSync(locked, 0);
-    const err = expectCode(() => FileSource.openSync(locked), ErrorCodes.IO);
+    fs.chmodSync(dir, 0o755);
+    // root reads anything: drop the effective uid to nobody for the open (this worker is its own process)
+    const root = process.getuid?.() === 0;
+    if (root) process.seteuid?.(65534);
+    let err: ShardkitError;
+    try {
+      err = expectCode(() => FileSource.openSync(locked), ErrorCodes.IO);
+    } finally {
+      if (root) process.seteuid?.(0);
+    }
     expect((err.cause as NodeJS.ErrnoException).code).toBe('EACCES');
   });
 
