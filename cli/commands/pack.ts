@@ -133,7 +133,9 @@ function packSummary(r: PackResult) {
     indexBytes: m.index.bytes,
     seconds: r.seconds,
     samplesPerSecond: r.seconds > 0 ? (m.totals.samples + m.skipped.length) / r.seconds : 0,
-    bytesPerSecond: r.seconds > 0 ? r.writer.originalBytes / r.seconds : 0,
+    sourceBytes: r.sourceBytes,
+    /** Source bytes read per second by this run. */
+    bytesPerSecond: r.seconds > 0 ? r.sourceBytes / r.seconds : 0,
     resumedSamples: r.resumedSamples,
     oversizeSamples: r.writer.oversizeSamples,
     skipped: m.skipped,
@@ -145,7 +147,7 @@ function packSummary(r: PackResult) {
 
 function summaryLine(s: ReturnType<typeof packSummary>): string {
   const parts = [
-    `packed ${s.samples} samples (${formatSize(s.bytes)}) into ${s.shards} shard${s.shards === 1 ? '' : 's'} + index (${formatSize(s.indexBytes)}) in ${s.out}`,
+    `packed ${s.samples} samples (${s.passes.length === 0 ? formatSize(s.bytes) : `${formatSize(s.sourceBytes)} read, ${formatSize(s.bytes)} after passes`}) into ${s.shards} shard${s.shards === 1 ? '' : 's'} + index (${formatSize(s.indexBytes)}) in ${s.out}`,
     `${s.seconds.toFixed(1)} s, ${Math.round(s.samplesPerSecond)} files/s, ${formatSize(s.bytesPerSecond)}/s`,
   ];
   if (s.resumedSamples > 0) parts.push(`${s.resumedSamples} resumed`);

@@ -13,7 +13,8 @@ export function writePackReport(out: string, r: PackResult): void {
   const doc = {
     seconds: r.seconds,
     samples: r.manifest.totals.samples,
-    sourceBytes: r.writer.originalBytes,
+    sourceBytes: r.sourceBytes,
+    storedMemberBytes: r.writer.originalBytes,
     samplesPerSecond: r.seconds > 0 ? r.manifest.totals.samples / r.seconds : 0,
     resumedSamples: r.resumedSamples,
     oversizeSamples: r.writer.oversizeSamples,

@@ -69,6 +69,8 @@ export interface PackResult {
   writer: WriterStats;
   /** Samples of this pack that a resume found already written. */
   resumedSamples: number;
+  /** Bytes read from the source by this run (a resume reads only what was left). */
+  sourceBytes: number;
   passStats: Record<string, Record<string, number>>;
 }
 
@@ -139,7 +141,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
         };
       }
     }
-    await runPipeline(items(), passes, writer, {
+    const counted = await runPipeline(items(), passes, writer, {
       concurrency,
       onError,
       onEach: (c) => {
@@ -158,6 +160,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
       walk: { ...walk.stats },
       writer: { ...writer.stats },
       resumedSamples: resumed,
+      sourceBytes: counted.bytes,
       passStats: Object.fromEntries(passes.filter((p) => p.stats).map((p) => [p.name, (p.stats as () => Record<string, number>)()])),
     };
     writePackReport(out, result);
