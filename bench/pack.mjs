@@ -4,7 +4,7 @@
  * Runs `tar -cf` and `shardkit pack` alternately (A B A B ...) in fresh processes under a python3 wrapper that
  * reports wall time and the child's peak RSS (getrusage RUSAGE_CHILDREN); prints medians with min and max.
  *
- *   npm run build && node bench/pack.mjs [--files 100000] [--repeat 5] [--size 100-4000] [--keep DIR]
+ *   npm run build && node bench/pack.mjs [--files 100000] [--repeat 5] [--size 100-4000] [--tree DIR] [--layout tar|packed] [--cold] [--tar-sort]
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,7 +13,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 
-const { values } = parseArgs({ options: { files: { type: 'string', default: '100000' }, repeat: { type: 'string', default: '5' }, size: { type: 'string', default: '100-4000' }, tree: { type: 'string' }, layout: { type: 'string', default: 'tar' } } });
+const { values } = parseArgs({ options: { files: { type: 'string', default: '100000' }, repeat: { type: 'string', default: '5' }, size: { type: 'string', default: '100-4000' }, tree: { type: 'string' }, layout: { type: 'string', default: 'tar' }, cold: { type: 'boolean', default: false }, 'tar-sort': { type: 'boolean', default: false } } });
 const N = Number(values.files);
 const R = Number(values.repeat);
 const [minSize, maxSize] = values.size.split('-').map(Number);
@@ -40,12 +40,20 @@ t = time.monotonic()
 subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
 print(time.monotonic() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
 `;
+// --cold: drop the page cache before every run (root only), so both read the tree from the disk
+const dropCaches = () => {
+  if (!values.cold) return;
+  execFileSync('sync');
+  fs.writeFileSync('/proc/sys/vm/drop_caches', '3');
+};
 const measure = (cmd) => {
+  dropCaches();
   const [secs, rss] = execFileSync('python3', ['-c', wrapper, ...cmd]).toString().trim().split(' ').map(Number);
   return { secs, rss };
 };
 const sides = {
-  tar: () => measure(['tar', '-cf', path.join(work, 'out.tar'), '-C', src, '.']),
+  // --tar-sort: GNU tar with --sort=name, the deterministic archive shardkit's sorted output corresponds to
+  tar: () => measure(['tar', ...(values['tar-sort'] ? ['--sort=name'] : []), '-cf', path.join(work, 'out.tar'), '-C', src, '.']),
   shardkit: () => measure([process.execPath, cli, 'pack', src, '--out', path.join(work, 'out.shards'), '--force', '--quiet', '--layout', values.layout]),
 };
 // one warm-up each: the tree comes from the page cache for every measured run
@@ -62,6 +70,8 @@ const result = {
   files: N,
   repeat: R,
   layout: values.layout,
+  tar: values['tar-sort'] ? 'tar --sort=name -cf' : 'tar -cf',
+  cache: values.cold ? 'cold (drop_caches before every run)' : 'warm',
   tarSeconds: stat(runs.tar.map((x) => x.secs)),
   shardkitSeconds: stat(runs.shardkit.map((x) => x.secs)),
   shardkitPeakRssMiB: stat(runs.shardkit.map((x) => x.rss / 2 ** 20)),
