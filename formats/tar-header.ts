@@ -94,13 +94,20 @@ const HEADER_TEMPLATE = ((): Uint8Array => {
   return block;
 })();
 
+/** Sum of the template's bytes, its checksum field counted as spaces: the fields ustarBlock fills start as zeros. */
+const TEMPLATE_SUM = headerChecksum(HEADER_TEMPLATE);
+
 function ustarBlock(nameField: Uint8Array, prefixField: Uint8Array, size: number, type: string): Uint8Array {
   const block = HEADER_TEMPLATE.slice();
   writeBytes(block, F_NAME, nameField);
   writeBytes(block, F_PREFIX, prefixField);
   writeOctal(block, F_SIZE, size);
   block[F_TYPEFLAG[0]] = type.charCodeAt(0);
-  const sum = headerChecksum(block);
+  // the checksum adds what was written to the template's sum (instead of summing all 512 bytes again)
+  let sum = TEMPLATE_SUM + (block[F_TYPEFLAG[0]] as number);
+  for (let i = 0, n = Math.min(nameField.length, F_NAME[1]); i < n; i++) sum += nameField[i] as number;
+  for (let i = 0, n = Math.min(prefixField.length, F_PREFIX[1]); i < n; i++) sum += prefixField[i] as number;
+  for (let i = 0; i < F_SIZE[1]; i++) sum += block[F_SIZE[0] + i] as number;
   for (let i = 5, v = sum; i >= 0; i--, v >>>= 3) block[F_CHKSUM[0] + i] = 0x30 + (v & 7);
   block[F_CHKSUM[0] + 6] = 0;
   block[F_CHKSUM[0] + 7] = 0x20;

@@ -12,7 +12,7 @@ import { DEFAULT_PAGE_SIZE, validatePageSize, type Layout, type ShardRecord } fr
 import { MANIFEST_FILE, type Manifest, type ManifestPass } from '../../formats/manifest.js';
 import { encodePackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
 import type { Sample } from '../../formats/sample.js';
-import { encodeSample } from '../../formats/sample-layout.js';
+import { encodeSample, type EncodedSample } from '../../formats/sample-layout.js';
 import { maxKeyBytes } from '../../formats/index-page.js';
 import { TAR_END_BYTES } from '../../formats/tar-header.js';
 import { EntrySorter } from './entry-runs.js';
@@ -70,7 +70,6 @@ export class DatasetWriter {
   readonly compress: 'none' | 'lz4';
   readonly shardBytes: number;
   readonly pageSize: number;
-  private readonly maxKeyBytes: number;
   /** Input samples already consumed by the interrupted write this one resumes (0 for a fresh write). */
   readonly resumedCursor: number;
   private readonly prefix: string;
@@ -99,7 +98,6 @@ export class DatasetWriter {
     this.compress = o.compress;
     this.shardBytes = o.shardBytes;
     this.pageSize = o.pageSize;
-    this.maxKeyBytes = maxKeyBytes(o.pageSize);
     this.prefix = o.shardPrefix;
     this.passes = o.passes;
     this.sync = o.sync;
@@ -137,11 +135,16 @@ export class DatasetWriter {
   add(sample: Sample): void {
     this.assertOpen();
     // the index limits keys: refuse here, before any byte is written, not at the end of the pack
-    const keyBytes = Buffer.byteLength(sample.key, 'utf8');
-    if (keyBytes > this.maxKeyBytes) {
-      throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample key ${JSON.stringify(sample.key.slice(0, 80))} is ${keyBytes} bytes; ${this.pageSize}-byte index pages allow ${this.maxKeyBytes} (use a larger page size)`, { key: sample.key });
-    }
-    const encoded = encodeSample(sample, this.layout, this.compress === 'lz4' ? Codec.lz4 : Codec.none);
+    assertKeyFits(sample.key, this.pageSize);
+    this.addEncoded(sample.key, encodeSample(sample, this.layout, this.compress === 'lz4' ? Codec.lz4 : Codec.none));
+  }
+
+  /**
+   * {@link DatasetWriter.add} for a sample already encoded for this writer's layout and codec (by a reader thread,
+   * say): `encodeSample(sample, layout, codec)` with a key that {@link assertKeyFits}.
+   */
+  addEncoded(key: string, encoded: EncodedSample): void {
+    this.assertOpen();
     const trailer = this.layout === 'tar' ? TAR_END_BYTES : 0;
     if (this.current !== undefined && this.current.file.samples > 0 && this.current.file.bytes + encoded.bytes + trailer > this.shardBytes) {
       this.closeShard();
@@ -151,7 +154,7 @@ export class DatasetWriter {
     const base = shard.file.bytes;
     for (const part of encoded.parts) shard.file.write(part);
     shard.file.samples++;
-    this.sorter.add({ key: sample.key, shard: this.shards.length, offset: base + encoded.spanStart, length: spanLength(encoded.members), members: encoded.members });
+    this.sorter.add({ key, shard: this.shards.length, offset: base + encoded.spanStart, length: spanLength(encoded.members), members: encoded.members });
     this.stats.samples++;
     this.stats.members += encoded.members.length;
     this.stats.originalBytes += encoded.originalBytes;
@@ -244,6 +247,15 @@ export class DatasetWriter {
     this.journaled = { originalBytes: this.stats.originalBytes, storedBytes: this.stats.storedBytes, members: this.stats.members };
     this.skippedJournaled = this.skipped.length;
     this.onShard?.(record);
+  }
+}
+
+/** Refuses a key longer than index pages of `pageSize` bytes can hold (TOO_LARGE, naming the key). */
+export function assertKeyFits(key: string, pageSize: number): void {
+  const keyBytes = Buffer.byteLength(key, 'utf8');
+  const max = maxKeyBytes(pageSize);
+  if (keyBytes > max) {
+    throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample key ${JSON.stringify(key.slice(0, 80))} is ${keyBytes} bytes; ${pageSize}-byte index pages allow ${max} (use a larger page size)`, { key });
   }
 }
 

@@ -6,7 +6,7 @@
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { splitKey } from '../../formats/sample.js';
-import { walkSource, type WalkEntry, type WalkOptions, type WalkStats } from './walk.js';
+import { walkSource, type SourceWalk, type WalkEntry, type WalkOptions, type WalkStats } from './walk.js';
 
 /** The files of one sample, before their bytes are read. */
 export interface SourceSample {
@@ -18,16 +18,19 @@ export interface SourceSample {
 }
 
 /**
- * Groups entries by WebDataset key (`splitKey` of the relative path).
+ * Groups entries by WebDataset key, one entry at a time: `push` returns the sample the entry completed (the
+ * previous one, when the key changes), `end` the last one. Synchronous, so a caller can group a whole chunk of a
+ * walk without an await per file.
  * @throws ShardkitError INPUT for a name whose first dot is its last character (`a.`): WebDataset cannot tell it
  *   from `a`. DUPLICATE_KEY when a (key, ext) pair repeats (two source names that decode to one
  *   string) or the entries are not in sample order (a key comes back after another one: walk with
  *   `order: 'sample'`).
  */
-export async function* groupSamples(entries: AsyncIterable<WalkEntry>): AsyncGenerator<SourceSample> {
-  let current: SourceSample | undefined;
-  let lastExt = '';
-  for await (const entry of entries) {
+export class SampleGrouper {
+  private current: SourceSample | undefined;
+  private lastExt = '';
+
+  push(entry: WalkEntry): SourceSample | undefined {
     const { key, ext } = splitKey(entry.relPath);
     if (ext === '' && key !== entry.relPath) {
       // 'a.' splits to key 'a', ext '': stored under that name it would come back as 'a'.
@@ -37,25 +40,40 @@ export async function* groupSamples(entries: AsyncIterable<WalkEntry>): AsyncGen
         { key, file: entry.absPath },
       );
     }
+    const current = this.current;
     if (current !== undefined && key === current.key) {
-      const order = compareKeys(ext, lastExt);
+      const order = compareKeys(ext, this.lastExt);
       if (order === 0) {
         throw new ShardkitError(ErrorCodes.DUPLICATE_KEY, `Two source files give sample ${key} the member ${ext === '' ? '(no extension)' : ext}: ${entry.relPath}`, { key, file: entry.absPath });
       }
-      if (order < 0) throw outOfOrder(entry.relPath, `${current.key}.${lastExt}`, key);
+      if (order < 0) throw outOfOrder(entry.relPath, `${current.key}.${this.lastExt}`, key);
       current.files.push(entry);
       current.exts.push(ext);
-      lastExt = ext;
-      continue;
+      this.lastExt = ext;
+      return undefined;
     }
-    if (current !== undefined) {
-      if (compareKeys(key, current.key) < 0) throw outOfOrder(entry.relPath, current.key, key);
-      yield current;
-    }
-    current = { key, files: [entry], exts: [ext] };
-    lastExt = ext;
+    if (current !== undefined && compareKeys(key, current.key) < 0) throw outOfOrder(entry.relPath, current.key, key);
+    this.current = { key, files: [entry], exts: [ext] };
+    this.lastExt = ext;
+    return current;
   }
-  if (current !== undefined) yield current;
+
+  end(): SourceSample | undefined {
+    const last = this.current;
+    this.current = undefined;
+    return last;
+  }
+}
+
+/** Groups entries by WebDataset key (see {@link SampleGrouper} for the rules and errors). */
+export async function* groupSamples(entries: AsyncIterable<WalkEntry>): AsyncGenerator<SourceSample> {
+  const grouper = new SampleGrouper();
+  for await (const entry of entries) {
+    const done = grouper.push(entry);
+    if (done !== undefined) yield done;
+  }
+  const last = grouper.end();
+  if (last !== undefined) yield last;
 }
 
 function outOfOrder(relPath: string, previous: string, key: string): ShardkitError {
@@ -69,6 +87,8 @@ function outOfOrder(relPath: string, previous: string, key: string): ShardkitErr
 /** A walk grouped into samples; `stats` are the walk's counters. */
 export interface SampleWalk extends AsyncIterable<SourceSample> {
   readonly stats: WalkStats;
+  /** The same samples in chunks, one await per chunk (see {@link SourceWalk.chunks}). */
+  chunks(): AsyncIterable<SourceSample[]>;
 }
 
 /**
@@ -80,8 +100,24 @@ export interface SampleWalk extends AsyncIterable<SourceSample> {
  */
 export function walkSamples(root: string, options: Omit<WalkOptions, 'order'> = {}): SampleWalk {
   const walk = walkSource(root, { ...options, order: 'sample' });
+  async function* chunks(): AsyncGenerator<SourceSample[]> {
+    const grouper = new SampleGrouper();
+    for await (const entries of walk.chunks()) {
+      const samples: SourceSample[] = [];
+      for (const entry of entries) {
+        const done = grouper.push(entry);
+        if (done !== undefined) samples.push(done);
+      }
+      if (samples.length > 0) yield samples;
+    }
+    const last = grouper.end();
+    if (last !== undefined) yield [last];
+  }
   return {
     stats: walk.stats,
-    [Symbol.asyncIterator]: () => groupSamples(walk)[Symbol.asyncIterator](),
+    chunks,
+    async *[Symbol.asyncIterator]() {
+      for await (const samples of chunks()) yield* samples;
+    },
   };
 }

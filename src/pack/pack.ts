@@ -7,15 +7,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { Layout } from '../../formats/index-layout.js';
+import { Codec } from '../../formats/index-entry.js';
 import type { Manifest } from '../../formats/manifest.js';
 import type { Pass } from '../passes/pass.js';
 import { imageConcurrency } from '../passes/image-concurrency.js';
 import { DatasetWriter, type WriterStats } from './dataset-writer.js';
 import { walkSamples } from './group-samples.js';
-import { runPipeline, validateConcurrency, validateOnError, type PipelineItem } from './sample-pipeline.js';
+import { batchSamples, openSourceBatches, sampleError, workerAvailable, type SourceBatches } from './source-batches.js';
+import { memberPath } from '../../formats/sample.js';
+import { runPipeline, settle, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 import { partOfKey, partShardPrefix, type PartSpec } from './partition.js';
 import { finishWithPassOutputs, preparePasses } from './run-passes.js';
-import { readSourceSample } from './read-source.js';
 import type { WalkOptions, WalkStats } from './walk.js';
 import { writePackReport } from './pack-report.js';
 
@@ -58,6 +60,11 @@ export interface PackOptions {
   sync?: boolean;
   /** Walk once first to count samples and bytes (for progress totals). Passes with prepare() walk keys anyway. */
   prescan?: boolean;
+  /**
+   * Walk and read the source in a worker thread, ahead of the writer (default: true where the compiled worker
+   * script is present, i.e. whenever shardkit runs from its build). false reads in the calling thread.
+   */
+  readThread?: boolean;
   onProgress?: (p: PackProgress) => void;
 }
 
@@ -123,41 +130,33 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     options.onProgress({ ...progress });
   };
 
-  // sizes come from the fstat at read time: no lstat per file in the walk
-  const walk = walkSamples(source, { ...walkOptions, stat: false });
   const resumed = writer.resumedCursor;
+  const batches = openSourceBatches(
+    {
+      root: source,
+      ...walkOptions,
+      ...(options.part === undefined ? {} : { part: options.part }),
+      skip: resumed,
+      // without passes, the reader thread encodes samples for the writer too
+      ...(passes.length === 0 ? { encode: { layout: writer.layout, codec: writer.compress === 'lz4' ? Codec.lz4 : Codec.none, pageSize: writer.pageSize } } : {}),
+    },
+    options.readThread ?? workerAvailable(),
+  );
   try {
-    let index = 0;
-    async function* items(): AsyncGenerator<PipelineItem> {
-      for await (const s of walk) {
-        if (!inPart(s.key)) continue;
-        if (index++ < resumed) continue; // written by the interrupted run
-        yield {
-          name: s.files[0]?.relPath ?? s.key,
-          load: () => {
-            const { sample, paths } = readSourceSample(s);
-            return { sample, ctx: { paths } };
-          },
-        };
-      }
-    }
-    const counted = await runPipeline(items(), passes, writer, {
-      concurrency,
-      onError,
-      onEach: (c) => {
-        progress.samples = c.samples;
-        progress.bytes = c.bytes;
-        progress.skipped = c.skipped;
-        report();
-      },
-    });
+    const onEach = (c: PipelineCounters): void => {
+      progress.samples = c.samples;
+      progress.bytes = c.bytes;
+      progress.skipped = c.skipped;
+      report();
+    };
+    const counted = passes.length === 0 ? await writeBatches(batches, writer, onError, onEach) : await runPipeline(pipelineItems(batches), passes, writer, { concurrency, onError, onEach });
     const manifest = await finishWithPassOutputs(writer, passes);
     report(true);
     const result: PackResult = {
       out,
       manifest,
       seconds: (performance.now() - started) / 1000,
-      walk: { ...walk.stats },
+      walk: { ...batches.stats },
       writer: { ...writer.stats },
       resumedSamples: resumed,
       sourceBytes: counted.bytes,
@@ -168,6 +167,44 @@ export async function pack(options: PackOptions): Promise<PackResult> {
   } catch (err) {
     writer.abort();
     throw err;
+  }
+}
+
+/**
+ * Without passes there is nothing to wait for between reading and writing: each batch goes straight to the writer
+ * (no promise per sample), and its buffers go back to the reader for the next one.
+ */
+async function writeBatches(batches: SourceBatches, writer: DatasetWriter, onError: 'fail' | 'skip', onEach: (c: PipelineCounters) => void): Promise<PipelineCounters> {
+  const counters: PipelineCounters = { samples: 0, bytes: 0, skipped: 0 };
+  for await (const batch of batches) {
+    for (const s of batchSamples(batch, true)) {
+      const name = memberPath(s.key, s.exts[0] as string);
+      settle(
+        s.error === undefined ? { name, bytes: s.sourceBytes, kind: 'encoded', key: s.key, encoded: s.encoded() } : { name, bytes: 0, kind: 'failed', error: sampleError(s.error) },
+        writer,
+        onError,
+        counters,
+      );
+    }
+    onEach(counters);
+    batches.recycle(batch);
+  }
+  return counters;
+}
+
+/** Pipeline items over the read batches; passes may hold a sample's bytes, so its buffers are not recycled. */
+async function* pipelineItems(batches: SourceBatches): AsyncGenerator<PipelineItem> {
+  for await (const batch of batches) {
+    for (const s of batchSamples(batch, false)) {
+      yield {
+        name: memberPath(s.key, s.exts[0] as string),
+        load: () => {
+          if (s.error !== undefined) throw sampleError(s.error);
+          const paths = Object.fromEntries(s.exts.map((ext) => [ext, memberPath(s.key, ext)]));
+          return { sample: { key: s.key, members: s.members() }, ctx: { paths } };
+        },
+      };
+    }
   }
 }
 

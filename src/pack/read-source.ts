@@ -4,8 +4,6 @@
  */
 import fs from 'node:fs';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import type { Sample } from '../../formats/sample.js';
-import type { SourceSample } from './group-samples.js';
 import type { WalkEntry } from './walk.js';
 
 /**
@@ -14,6 +12,14 @@ import type { WalkEntry } from './walk.js';
  * made an error.
  */
 export function readSourceFile(file: WalkEntry): Uint8Array {
+  return readSourceFileInto(file, (size) => Buffer.allocUnsafe(size));
+}
+
+/**
+ * {@link readSourceFile} into memory the caller provides: `place(size)` returns a view of exactly `size` bytes
+ * (a slice of a batch buffer, say), called once the first fstat has given the size.
+ */
+export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uint8Array): Uint8Array {
   let fd: number;
   try {
     fd = fs.openSync(file.absPath, 'r');
@@ -24,7 +30,7 @@ export function readSourceFile(file: WalkEntry): Uint8Array {
     const before = fs.fstatSync(fd);
     if (!before.isFile()) throw new ShardkitError(ErrorCodes.INPUT_CHANGED, `${file.absPath} is no longer a regular file`, { file: file.absPath });
     if (file.size >= 0 && (before.size !== file.size || before.mtimeMs !== file.mtimeMs)) throw changed(file);
-    const bytes = Buffer.allocUnsafe(before.size);
+    const bytes = place(before.size);
     let off = 0;
     while (off < before.size) {
       const n = fs.readSync(fd, bytes, off, before.size - off, off);
@@ -51,16 +57,4 @@ function inputError(file: WalkEntry, cause: unknown, action: string): ShardkitEr
   if (code === 'ENOENT') return new ShardkitError(ErrorCodes.INPUT_CHANGED, `${file.absPath} vanished while it was being packed`, { file: file.absPath, cause });
   const why = code === 'EACCES' || code === 'EPERM' ? 'permission denied' : ((cause as Error)?.message ?? String(cause));
   return new ShardkitError(ErrorCodes.INPUT, `cannot ${action} ${file.absPath}: ${why}`, { file: file.absPath, cause });
-}
-
-/** The sample with every member's bytes, plus each member's source path (for passes and messages). */
-export function readSourceSample(s: SourceSample): { sample: Sample; paths: Record<string, string> } {
-  const members: Record<string, Uint8Array> = {};
-  const paths: Record<string, string> = {};
-  s.files.forEach((file, i) => {
-    const ext = s.exts[i] as string;
-    members[ext] = readSourceFile(file);
-    paths[ext] = file.relPath;
-  });
-  return { sample: { key: s.key, members }, paths };
 }

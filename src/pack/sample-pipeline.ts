@@ -4,6 +4,7 @@
  */
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import type { Sample } from '../../formats/sample.js';
+import type { EncodedSample } from '../../formats/sample-layout.js';
 import type { Pass, PassContext } from '../passes/pass.js';
 import type { DatasetWriter } from './dataset-writer.js';
 import { orderedMap } from './ordered-map.js';
@@ -22,7 +23,8 @@ export interface PipelineCounters {
   skipped: number;
 }
 
-type Processed = { item: PipelineItem; bytes: number } & ({ kind: 'ok'; sample: Sample } | { kind: 'dropped'; pass: string } | { kind: 'failed'; error: ShardkitError });
+/** What became of one input sample, ready for the writer. */
+export type Processed = { name: string; bytes: number } & ({ kind: 'ok'; sample: Sample } | { kind: 'encoded'; key: string; encoded: EncodedSample } | { kind: 'dropped'; pass: string } | { kind: 'failed'; error: ShardkitError });
 
 /** Input errors a user may choose to skip; anything else (a bug, the output disk) always stops. */
 function isInputError(err: unknown): err is ShardkitError {
@@ -35,9 +37,9 @@ async function processItem(item: PipelineItem, passes: readonly Pass[]): Promise
     const { sample, ctx } = await item.load();
     for (const m of Object.values(sample.members)) bytes += m.length;
     const out = await runPasses(sample, passes, ctx);
-    return out.kind === 'skip' ? { item, bytes, kind: 'dropped', pass: out.pass } : { item, bytes, kind: 'ok', sample: out.sample };
+    return out.kind === 'skip' ? { name: item.name, bytes, kind: 'dropped', pass: out.pass } : { name: item.name, bytes, kind: 'ok', sample: out.sample };
   } catch (err) {
-    if (isInputError(err)) return { item, bytes, kind: 'failed', error: err };
+    if (isInputError(err)) return { name: item.name, bytes, kind: 'failed', error: err };
     throw err;
   }
 }
@@ -50,26 +52,31 @@ export async function runPipeline(
 ): Promise<PipelineCounters> {
   const counters: PipelineCounters = { samples: 0, bytes: 0, skipped: 0 };
   for await (const r of orderedMap(items, options.concurrency, (item) => processItem(item, passes))) {
-    if (r.kind === 'ok') {
-      try {
-        writer.add(r.sample);
-      } catch (err) {
-        // a sample the layout or index cannot hold (key too long, unsafe name) is bad input like any other
-        if (options.onError !== 'skip' || !isShardkitError(err) || (err.code !== ErrorCodes.TOO_LARGE && err.code !== ErrorCodes.UNSAFE_PATH)) throw err;
-        writer.skip(r.item.name, `${err.code}: ${err.message}`);
-        counters.skipped++;
-      }
-    }
-    else if (r.kind === 'dropped') writer.skip(r.item.name, `dropped by pass ${r.pass}`);
-    else if (options.onError === 'skip') {
-      writer.skip(r.item.name, `${r.error.code}: ${r.error.message}`);
-      counters.skipped++;
-    } else throw r.error;
-    counters.samples++;
-    counters.bytes += r.bytes;
+    settle(r, writer, options.onError, counters);
     options.onEach?.(counters);
   }
   return counters;
+}
+
+/** Hands one result to the writer: written, listed as skipped (`onError: 'skip'`, or dropped by a pass), or thrown. */
+export function settle(r: Processed, writer: DatasetWriter, onError: 'fail' | 'skip', counters: PipelineCounters): void {
+  if (r.kind === 'ok' || r.kind === 'encoded') {
+    try {
+      if (r.kind === 'ok') writer.add(r.sample);
+      else writer.addEncoded(r.key, r.encoded);
+    } catch (err) {
+      // a sample the layout or index cannot hold (key too long, unsafe name) is bad input like any other
+      if (onError !== 'skip' || !isShardkitError(err) || (err.code !== ErrorCodes.TOO_LARGE && err.code !== ErrorCodes.UNSAFE_PATH)) throw err;
+      writer.skip(r.name, `${err.code}: ${err.message}`);
+      counters.skipped++;
+    }
+  } else if (r.kind === 'dropped') writer.skip(r.name, `dropped by pass ${r.pass}`);
+  else if (onError === 'skip') {
+    writer.skip(r.name, `${r.error.code}: ${r.error.message}`);
+    counters.skipped++;
+  } else throw r.error;
+  counters.samples++;
+  counters.bytes += r.bytes;
 }
 
 export function validateConcurrency(concurrency: number): number {

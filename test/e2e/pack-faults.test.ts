@@ -34,22 +34,24 @@ afterAll(() => {
 describe('pack faults', () => {
   it('a source file deleted during the pack stops it with INPUT_CHANGED; --resume finishes after the fix', async () => {
     const src = tmpDir();
-    makeTree(src, 60);
-    const victim = path.join(src, 'd0', 'f0057.bin'); // same directory: listed before the deletion
+    // the reader thread reads at most four batches (1024 samples each) ahead of the pass that deletes the victim, so
+    // the victim is the last of 6000 files in d0: listed by the walk before the deletion, not yet read when it goes
+    makeTree(src, 18000, 100);
+    const victim = path.join(src, 'd0', 'f9999.bin');
     const mod = path.join(tmpDir(), 'delete-later.mjs');
     // a pass that, while the pack runs, deletes a file the walk has already listed
     fs.writeFileSync(mod, `import fs from 'node:fs';\nexport default (s) => { if (s.key === 'd0/f0003') fs.rmSync(${JSON.stringify(victim)}, { force: true }); return s; };\n`);
     const out = path.join(tmpDir(), 'ds');
-    const r = shardkit(['pack', src, '--out', out, '--shard', '16KB', '--concurrency', '1', '--pass-module', mod]);
+    const r = shardkit(['pack', src, '--out', out, '--shard', '256KB', '--concurrency', '1', '--pass-module', mod]);
     expect(r.status).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
-    expect(r.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INPUT_CHANGED: .*f0057\.bin vanished/);
+    expect(r.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INPUT_CHANGED: .*f9999\.bin vanished/);
     expect(fs.existsSync(path.join(out, 'manifest.json'))).toBe(false);
-    fs.writeFileSync(victim, Buffer.alloc(3057, 57)); // the cause is fixed
-    const ok = shardkit(['pack', src, '--out', out, '--shard', '16KB', '--concurrency', '1', '--pass-module', mod, '--resume', '--json']);
+    fs.writeFileSync(victim, Buffer.alloc(100 + 9999, 9999 & 255)); // the cause is fixed
+    const ok = shardkit(['pack', src, '--out', out, '--shard', '256KB', '--concurrency', '1', '--pass-module', mod, '--resume', '--json']);
     expect(ok.status, ok.stderr).toBe(0);
     expect(JSON.parse(ok.stdout).resumedSamples).toBeGreaterThan(0);
-    expect(await sampleCount(out)).toBe(60);
+    expect(await sampleCount(out)).toBe(18000);
   });
 
   it.runIf(isRoot)('no space left on the device: one line naming the file, no manifest; --resume completes with room', async () => {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { openDataset } from '../../src/read/dataset.js';
+import { pack } from '../../src/pack/pack.js';
 import { decodeNpy } from '../../src/passes/npy.js';
 import { ROOT, readTree, shardkit, shardkitAsync } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
@@ -124,6 +125,23 @@ describe('shardkit pack', () => {
     const tb = readTree(b, ['pack-report.json']);
     expect([...ta.keys()].sort()).toEqual([...tb.keys()].sort());
     for (const [name, bytes] of ta) expect(bytes.equals(tb.get(name) as Buffer), name).toBe(true);
+  });
+
+  it('writes the same bytes whether the source is read in a worker thread (CLI) or in the calling thread', async () => {
+    const src = makeTree(300, 100);
+    // files of half a read batch or more travel in buffers of their own
+    fs.writeFileSync(path.join(src, 'c0', 'big.bin'), Buffer.alloc(3 << 20, 7));
+    fs.writeFileSync(path.join(src, 'c1', 'huge.bin'), Buffer.alloc(9 << 20, 9));
+    for (const compress of ['none', 'lz4'] as const) {
+      const a = path.join(tmpDir(), 'a');
+      const b = path.join(tmpDir(), 'b');
+      expect(shardkit(['pack', src, '--out', a, '--shard', '1MiB', '--compress', compress]).status).toBe(0);
+      await pack({ source: src, out: b, shardBytes: 1 << 20, compress, readThread: false });
+      const ta = readTree(a, ['pack-report.json']);
+      const tb = readTree(b, ['pack-report.json']);
+      expect([...ta.keys()].sort()).toEqual([...tb.keys()].sort());
+      for (const [name, bytes] of ta) expect(bytes.equals(tb.get(name) as Buffer), `${compress} ${name}`).toBe(true);
+    }
   });
 
   it('refuses to pack over a finished dataset without --force, and refuses bad arguments with exit 2', () => {

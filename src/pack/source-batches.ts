@@ -1,0 +1,365 @@
+/**
+ * The source side of a pack: walk, group into samples, read their files, in batches. With `thread: true` all of it
+ * runs in a worker thread (source-worker.ts) that reads ahead of the writer, so on Lots Of Small Files the
+ * open/fstat/read/close of the next files overlap the main thread's tar encoding, checksums, writes and index
+ * work instead of adding to them. Batches carry the bytes in transferred ArrayBuffers (no copy between threads)
+ * that the consumer hands back for reuse; credits bound how many batches are in flight, so memory stays at a few
+ * batches whatever the dataset size.
+ */
+import { Worker } from 'node:worker_threads';
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { ErrorCodes, ShardkitError, isShardkitError, type ErrorCode } from '../../formats/errors.js';
+import { walkSamples } from './group-samples.js';
+import { partOfKey, type PartSpec } from './partition.js';
+import { readSourceFileInto } from './read-source.js';
+import type { WalkStats } from './walk.js';
+import type { CodecId, MemberEntry } from '../../formats/index-entry.js';
+import type { Layout } from '../../formats/index-layout.js';
+import { encodeSample, type EncodedSample } from '../../formats/sample-layout.js';
+import { assertKeyFits } from './dataset-writer.js';
+
+/** Bytes a batch holds before it is handed over (one large file may make one batch larger). */
+export const BATCH_BYTES = 4 << 20;
+/** Samples a batch holds at most (bounds the per-batch metadata of tiny files). */
+export const BATCH_SAMPLES = 1024;
+/** Batches read ahead of the consumer. */
+const BATCHES_AHEAD = 3;
+
+export interface SourceBatchOptions {
+  /** Absolute source directory. */
+  root: string;
+  followSymlinks: boolean;
+  includeHidden: boolean;
+  include?: string[];
+  exclude?: string[];
+  /** Only the samples of this part. */
+  part?: PartSpec;
+  /** Samples (of this part) to pass over without reading: written already by the run a `--resume` continues. */
+  skip: number;
+  /**
+   * Encode each sample for the writer too (tar headers, LZ4, member CRCs; see encodeSample), so that work runs on
+   * the reader's thread. Without it, batches carry the members' raw bytes (for passes).
+   */
+  encode?: { layout: Layout; codec: CodecId; pageSize: number };
+}
+
+/** The failure of one sample's input (unreadable, vanished, changed): the pack skips it or stops, as told. */
+export interface SampleInputError {
+  code: ErrorCode;
+  message: string;
+  file?: string;
+}
+
+/**
+ * One batch, compact so that handing it between threads costs a few copies, not an object per sample: strings in
+ * `names` (per sample its key, then its member extensions), numbers in `meta`, bytes in `chunks`.
+ *
+ * `meta` per sample: members, source bytes, error index (-1: none), range count, then (chunk index, offset, length)
+ * per range; with `encode`, then span start, encoded bytes, original bytes and, per member, (offset, size, stored
+ * size, codec, CRC32C). Ranges are the member bytes in ext order or, with `encode`, the encoded sample's bytes.
+ */
+export interface SourceBatch {
+  count: number;
+  names: string[];
+  meta: Float64Array;
+  errors: SampleInputError[];
+  chunks: ArrayBuffer[];
+}
+
+/** One sample of a batch, decoded. */
+export interface BatchSample {
+  key: string;
+  exts: string[];
+  /** Bytes of the sample's source files. */
+  sourceBytes: number;
+  error?: SampleInputError;
+  /** Member bytes (batches read without `encode`), views into the batch's chunks. */
+  members(): Record<string, Uint8Array>;
+  /** The encoded sample (batches read with `encode`), its parts views into the batch's chunks. */
+  encoded(): EncodedSample;
+}
+
+export interface SourceBatches extends AsyncIterable<SourceBatch> {
+  /** The walk's counters; complete once the iteration has ended. */
+  readonly stats: WalkStats;
+  /** Gives a batch's buffers back for reuse once none of its bytes are needed any more (optional). */
+  recycle(batch: SourceBatch): void;
+}
+
+/** The samples of a batch, in order. */
+export function* batchSamples(batch: SourceBatch, encoded: boolean): Generator<BatchSample> {
+  const { meta, names, chunks } = batch;
+  let m = 0;
+  let n = 0;
+  for (let i = 0; i < batch.count; i++) {
+    const key = names[n++] as string;
+    const memberCount = meta[m++] as number;
+    const exts = names.slice(n, n + memberCount);
+    n += memberCount;
+    const sourceBytes = meta[m++] as number;
+    const errorIndex = meta[m++] as number;
+    const rangeCount = meta[m++] as number;
+    const views: Uint8Array[] = [];
+    for (let r = 0; r < rangeCount; r++, m += 3) views.push(new Uint8Array(chunks[meta[m] as number] as ArrayBuffer, meta[m + 1], meta[m + 2]));
+    let enc: Omit<EncodedSample, 'parts'> | undefined;
+    if (encoded && errorIndex < 0) {
+      const spanStart = meta[m++] as number;
+      const bytes = meta[m++] as number;
+      const originalBytes = meta[m++] as number;
+      const members: MemberEntry[] = [];
+      for (const ext of exts) {
+        members.push({ ext, offset: meta[m] as number, size: meta[m + 1] as number, storedSize: meta[m + 2] as number, codec: meta[m + 3] as CodecId, crc32c: meta[m + 4] as number });
+        m += 5;
+      }
+      enc = { spanStart, bytes, originalBytes, members };
+    }
+    yield {
+      key,
+      exts,
+      sourceBytes,
+      ...(errorIndex < 0 ? {} : { error: batch.errors[errorIndex] as SampleInputError }),
+      members: () => Object.fromEntries(exts.map((ext, j) => [ext, views[j] as Uint8Array])),
+      encoded: () => ({ ...(enc as Omit<EncodedSample, 'parts'>), parts: views }),
+    };
+  }
+}
+
+/** The error recorded for a sample, as the ShardkitError it was. */
+export function sampleError(e: SampleInputError): ShardkitError {
+  return new ShardkitError(e.code, e.message, e.file === undefined ? {} : { file: e.file });
+}
+
+/**
+ * Produces the batches: walks, groups, filters by part, passes over `skip` samples, reads. `takeChunk` offers a
+ * recycled buffer. `ready` resolves when the consumer wants another batch. Input errors of one sample are recorded
+ * on it; anything else (an unreadable directory, a name that is not UTF-8) ends the iteration with an error.
+ */
+export async function* produceBatches(
+  options: SourceBatchOptions,
+  stats: (s: WalkStats) => void,
+  takeChunk: () => ArrayBuffer | undefined = () => undefined,
+): AsyncGenerator<SourceBatch> {
+  const walk = walkSamples(options.root, {
+    followSymlinks: options.followSymlinks,
+    includeHidden: options.includeHidden,
+    ...(options.include === undefined ? {} : { include: options.include }),
+    ...(options.exclude === undefined ? {} : { exclude: options.exclude }),
+    // sizes come from the fstat at read time: no lstat per file in the walk
+    stat: false,
+  });
+  let seen = 0;
+  let count = 0;
+  let names: string[] = [];
+  let meta: number[] = [];
+  let errors: SampleInputError[] = [];
+  let chunks: ArrayBuffer[] = [];
+  let chunk: Uint8Array | undefined;
+  let used = 0;
+  let batchBytes = 0;
+  /** Room for `size` bytes in the current chunk (a new one when they do not fit); returns their offset. */
+  const reserve = (size: number): number => {
+    if (chunk === undefined || used + size > chunk.length) {
+      // a file of half a batch or more gets a buffer of its own; smaller ones share batch-sized chunks
+      const buffer = size >= BATCH_BYTES / 2 ? new ArrayBuffer(size) : (takeChunk() ?? new ArrayBuffer(BATCH_BYTES));
+      chunks.push(buffer);
+      chunk = new Uint8Array(buffer);
+      used = 0;
+    }
+    const at = used;
+    used += size;
+    batchBytes += size;
+    return at;
+  };
+  /** Appends `bytes` to the ranges (copied, or its own buffer handed over as a chunk), extending the last range when adjacent. */
+  const append = (ranges: number[], bytes: Uint8Array, owned: boolean): void => {
+    if (owned && bytes.length >= BATCH_BYTES / 2 && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer) {
+      chunks.push(bytes.buffer);
+      ranges.push(chunks.length - 1, 0, bytes.length);
+      batchBytes += bytes.length;
+      chunk = undefined;
+      return;
+    }
+    const at = reserve(bytes.length);
+    (chunk as Uint8Array).set(bytes, at);
+    const n = ranges.length;
+    if (n > 0 && ranges[n - 3] === chunks.length - 1 && (ranges[n - 2] as number) + (ranges[n - 1] as number) === at) ranges[n - 1] = (ranges[n - 1] as number) + bytes.length;
+    else ranges.push(chunks.length - 1, at, bytes.length);
+  };
+  const encode = options.encode;
+  // encode mode reads a sample's files here first; files of half a batch or more get buffers of their own
+  let scratch = new Uint8Array(encode === undefined ? 0 : BATCH_BYTES);
+  let scratchUsed = 0;
+  const placeInScratch = (size: number): Uint8Array => {
+    if (size >= BATCH_BYTES / 2) return new Uint8Array(size);
+    if (scratchUsed + size > scratch.length) {
+      scratch = new Uint8Array(Math.max(BATCH_BYTES, 2 * (scratchUsed + size)));
+      scratchUsed = 0;
+    }
+    scratchUsed += size;
+    return scratch.subarray(scratchUsed - size, scratchUsed);
+  };
+  const ranges: number[] = [];
+  for await (const samples of walk.chunks()) {
+    for (const s of samples) {
+      if (options.part !== undefined && partOfKey(s.key, options.part.count) !== options.part.index) continue;
+      if (seen++ < options.skip) continue;
+      let sourceBytes = 0;
+      let tail: number[] = [];
+      let error = -1;
+      ranges.length = 0;
+      try {
+        if (encode === undefined) {
+          for (const file of s.files) {
+            readSourceFileInto(file, (size) => {
+              const at = reserve(size);
+              ranges.push(chunks.length - 1, at, size);
+              sourceBytes += size;
+              return (chunk as Uint8Array).subarray(at, at + size);
+            });
+          }
+        } else {
+          scratchUsed = 0;
+          const members: Record<string, Uint8Array> = {};
+          s.files.forEach((file, i) => {
+            const bytes = readSourceFileInto(file, placeInScratch);
+            sourceBytes += bytes.length;
+            members[s.exts[i] as string] = bytes;
+          });
+          assertKeyFits(s.key, encode.pageSize);
+          const encoded = encodeSample({ key: s.key, members }, encode.layout, encode.codec);
+          // data read into a buffer of its own travels as its own chunk; everything else is copied
+          for (const part of encoded.parts) append(ranges, part, part.buffer !== scratch.buffer);
+          tail = [encoded.spanStart, encoded.bytes, encoded.originalBytes];
+          for (const mem of encoded.members) tail.push(mem.offset, mem.size, mem.storedSize, mem.codec, mem.crc32c);
+        }
+      } catch (err) {
+        if (!isShardkitError(err) || !SAMPLE_ERRORS.has(err.code)) throw err;
+        ranges.length = 0;
+        tail = [];
+        error = errors.length;
+        errors.push({ code: err.code, message: err.message, ...(err.file === undefined ? {} : { file: err.file }) });
+      }
+      names.push(s.key, ...s.exts);
+      meta.push(s.exts.length, sourceBytes, error, ranges.length / 3, ...ranges, ...tail);
+      count++;
+      if (batchBytes >= BATCH_BYTES || count >= BATCH_SAMPLES) {
+        yield { count, names, meta: Float64Array.from(meta), errors, chunks };
+        count = 0;
+        names = [];
+        meta = [];
+        errors = [];
+        chunks = [];
+        chunk = undefined;
+        batchBytes = 0;
+      }
+    }
+  }
+  if (count > 0) yield { count, names, meta: Float64Array.from(meta), errors, chunks };
+  stats({ ...walk.stats });
+}
+
+/**
+ * Errors that concern one sample, which `--on-error skip` leaves out: its input (unreadable, vanished, changed),
+ * and, when encoding, a key or name the dataset cannot hold.
+ */
+const SAMPLE_ERRORS = new Set<ErrorCode>([ErrorCodes.INPUT, ErrorCodes.INPUT_CHANGED, ErrorCodes.TOO_LARGE, ErrorCodes.UNSAFE_PATH]);
+
+/** The worker's script next to this module once compiled; absent when running from TypeScript sources. */
+const WORKER_URL = new URL('./source-worker.js', import.meta.url);
+
+/** Whether the source can be read in a worker thread here (the compiled worker script exists). */
+export function workerAvailable(): boolean {
+  return fs.existsSync(fileURLToPath(WORKER_URL));
+}
+
+/** Opens the batches of a source, read in a worker thread when `thread` is true, else in this one. */
+export function openSourceBatches(options: SourceBatchOptions, thread: boolean): SourceBatches {
+  return thread ? inWorker(options) : inThread(options);
+}
+
+function inThread(options: SourceBatchOptions): SourceBatches {
+  const spare: ArrayBuffer[] = [];
+  const result = {
+    stats: undefined as unknown as WalkStats,
+    recycle(batch: SourceBatch): void {
+      for (const c of batch.chunks) if (c.byteLength === BATCH_BYTES && spare.length < BATCHES_AHEAD) spare.push(c);
+    },
+    [Symbol.asyncIterator]: () =>
+      produceBatches(
+        options,
+        (s) => {
+          result.stats = s;
+        },
+        () => spare.pop(),
+      )[Symbol.asyncIterator](),
+  };
+  return result;
+}
+
+/** Messages from the worker. */
+export type WorkerMessage =
+  | { type: 'batch'; batch: SourceBatch }
+  | { type: 'end'; stats: WalkStats }
+  | { type: 'error'; code?: ErrorCode; message: string; file?: string; key?: string };
+
+/** Messages to the worker: one more batch wanted, with buffers to reuse. */
+export interface CreditMessage {
+  type: 'credit';
+  chunks: ArrayBuffer[];
+}
+
+function inWorker(options: SourceBatchOptions): SourceBatches {
+  const spare: ArrayBuffer[] = [];
+  const result = {
+    stats: undefined as unknown as WalkStats,
+    recycle(batch: SourceBatch): void {
+      for (const c of batch.chunks) if (c.byteLength === BATCH_BYTES && spare.length < BATCHES_AHEAD) spare.push(c);
+    },
+    async *[Symbol.asyncIterator](): AsyncGenerator<SourceBatch> {
+      const worker = new Worker(WORKER_URL, { workerData: { options, ahead: BATCHES_AHEAD } });
+      const queue: WorkerMessage[] = [];
+      let wake: (() => void) | undefined;
+      let failure: Error | undefined;
+      worker.on('message', (m: WorkerMessage) => {
+        queue.push(m);
+        wake?.();
+      });
+      worker.on('error', (err) => {
+        failure = err;
+        wake?.();
+      });
+      worker.on('exit', (code) => {
+        if (code !== 0) failure ??= new ShardkitError(ErrorCodes.IO, `the source reader thread stopped (exit code ${code})`);
+        wake?.();
+      });
+      try {
+        for (;;) {
+          const m = queue.shift();
+          if (m === undefined) {
+            if (failure !== undefined) throw failure;
+            await new Promise<void>((resolve) => {
+              wake = resolve;
+            });
+            wake = undefined;
+            continue;
+          }
+          if (m.type === 'end') {
+            result.stats = m.stats;
+            return;
+          }
+          if (m.type === 'error') {
+            const details = { ...(m.file === undefined ? {} : { file: m.file }), ...(m.key === undefined ? {} : { key: m.key }) };
+            throw m.code === undefined ? new Error(m.message) : new ShardkitError(m.code, m.message, details);
+          }
+          yield m.batch;
+          const chunks = spare.splice(0);
+          worker.postMessage({ type: 'credit', chunks } satisfies CreditMessage, chunks);
+        }
+      } finally {
+        await worker.terminate();
+      }
+    },
+  };
+  return result;
+}
