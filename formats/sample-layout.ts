@@ -15,6 +15,8 @@ export const LZ4_NAME_SUFFIX = '.lz4';
 /** Shared, never written to: tar padding. */
 const ZERO_BLOCK = new Uint8Array(TAR_BLOCK);
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+/** An empty, `.` or `..` path segment. */
+const BAD_SEGMENT = /(?:^|\/)\.{0,2}(?:\/|$)/;
 
 export interface EncodedSample {
   /** Bytes to append to the shard, in order. */
@@ -39,7 +41,7 @@ export function checkSampleNames(sample: Sample): void {
   if (key.length === 0) bad('is empty');
   if (key.includes('\0') || key.includes('\\')) bad('contains NUL or a backslash');
   if (LONE_SURROGATE.test(key)) bad('is not valid Unicode (lone surrogate)');
-  if (key.split('/').some((seg) => seg === '' || seg === '.' || seg === '..')) bad('has an empty, "." or ".." path segment');
+  if (BAD_SEGMENT.test(key)) bad('has an empty, "." or ".." path segment');
   const exts = Object.keys(sample.members);
   if (exts.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample ${JSON.stringify(key)} has no members`, { key });
   for (const ext of exts) if (ext.includes('/') || ext.includes('\0')) bad(`has a member extension ${JSON.stringify(ext)} with "/" or NUL`);
@@ -47,12 +49,45 @@ export function checkSampleNames(sample: Sample): void {
 
 /** Members in stored order: by extension, byte-wise (so tar members follow sorted paths). */
 export function orderedMembers(sample: Sample): [string, Uint8Array][] {
-  return Object.entries(sample.members).sort((a, b) => compareKeys(a[0], b[0]));
+  const entries = Object.entries(sample.members);
+  return entries.length < 2 ? entries : entries.sort((a, b) => compareKeys(a[0], b[0]));
 }
 
+/** Receives an encoded sample's bytes in order (see {@link encodeSampleTo}). */
+export interface SampleSink {
+  /** A member's tar header; returns its length in bytes (512, more with a pax header). */
+  header(path: string, size: number): number;
+  /** Stored bytes of a member. */
+  data(bytes: Uint8Array): void;
+  /** `n` zero bytes of tar padding. */
+  padding(n: number): void;
+}
+
+/** Collects the parts in an array: headers freshly encoded, data as given, padding as views of one zero block. */
+function partsSink(parts: Uint8Array[]): SampleSink {
+  return {
+    header(path, size) {
+      const h = encodeFileHeader(path, size);
+      parts.push(h);
+      return h.length;
+    },
+    data: (bytes) => parts.push(bytes),
+    padding: (n) => parts.push(ZERO_BLOCK.subarray(0, n)),
+  };
+}
+
+/** The bytes of one sample in a layout, and its index entry: see {@link encodeSampleTo}. */
 export function encodeSample(sample: Sample, layout: Layout, codec: CodecId): EncodedSample {
-  checkSampleNames(sample);
   const parts: Uint8Array[] = [];
+  return { ...encodeSampleTo(sample, layout, codec, partsSink(parts)), parts };
+}
+
+/**
+ * Encodes one sample into `sink`: per member in stored order, a tar header (tar layout), the stored bytes (LZ4
+ * where it pays), and tar padding. Returns everything of {@link EncodedSample} but the bytes.
+ */
+export function encodeSampleTo(sample: Sample, layout: Layout, codec: CodecId, sink: SampleSink): Omit<EncodedSample, 'parts'> {
+  checkSampleNames(sample);
   const members: MemberEntry[] = [];
   let pos = 0;
   let spanStart = -1;
@@ -62,24 +97,19 @@ export function encodeSample(sample: Sample, layout: Layout, codec: CodecId): En
     const compressed = codec === Codec.lz4 ? lz4CompressMember(data) : undefined;
     const memberCodec: CodecId = compressed !== undefined && compressed.length < data.length ? Codec.lz4 : Codec.none;
     const stored = memberCodec === Codec.lz4 ? (compressed as Uint8Array) : data;
-    if (layout === 'tar') {
-      const name = memberPath(sample.key, ext) + (memberCodec === Codec.lz4 ? LZ4_NAME_SUFFIX : '');
-      const header = encodeFileHeader(name, stored.length);
-      parts.push(header);
-      pos += header.length;
-    }
+    if (layout === 'tar') pos += sink.header(memberPath(sample.key, ext) + (memberCodec === Codec.lz4 ? LZ4_NAME_SUFFIX : ''), stored.length);
     if (spanStart < 0) spanStart = pos;
     members.push({ ext, offset: pos - spanStart, size: data.length, storedSize: stored.length, codec: memberCodec, crc32c: crc32c(data) });
-    parts.push(stored);
+    sink.data(stored);
     pos += stored.length;
     originalBytes += data.length;
     if (layout === 'tar') {
       const pad = tarPadding(stored.length);
       if (pad > 0) {
-        parts.push(ZERO_BLOCK.subarray(0, pad));
+        sink.padding(pad);
         pos += pad;
       }
     }
   }
-  return { parts, bytes: pos, spanStart, members, originalBytes };
+  return { bytes: pos, spanStart, members, originalBytes };
 }

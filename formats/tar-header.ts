@@ -135,11 +135,49 @@ export function paxRecord(key: string, value: string): string {
   return `${len}${body}`;
 }
 
+const pathEncoder = new TextEncoder();
+const TYPE_FILE = TarType.file.charCodeAt(0);
+
+/**
+ * Writes the ustar header of a regular file at `target[offset..offset+512)` without allocating, when a single
+ * ustar block holds it: a path of at most 100 UTF-8 bytes without NUL and a size below 8 GiB (the common case).
+ * Returns false otherwise, leaving the bytes there undefined; {@link encodeFileHeader} handles every case.
+ */
+export function encodeShortFileHeaderInto(target: Uint8Array, offset: number, path: string, size: number): boolean {
+  if (path.length === 0 || path.length > F_NAME[1] || !Number.isSafeInteger(size) || size < 0 || size > USTAR_MAX_SIZE) return false;
+  target.set(HEADER_TEMPLATE, offset);
+  const { read, written } = pathEncoder.encodeInto(path, target.subarray(offset, offset + F_NAME[1]));
+  if (read !== path.length) return false;
+  let sum = TEMPLATE_SUM + TYPE_FILE;
+  for (let i = offset, end = offset + written; i < end; i++) {
+    const c = target[i] as number;
+    if (c === 0) return false;
+    sum += c;
+  }
+  // 11 octal digits and a NUL, as writeOctal
+  const sizeAt = offset + F_SIZE[0];
+  let v = size;
+  for (let i = F_SIZE[1] - 2; i >= 0; i--) {
+    const digit = 0x30 + (v % 8);
+    target[sizeAt + i] = digit;
+    sum += digit;
+    v = Math.floor(v / 8);
+  }
+  target[sizeAt + F_SIZE[1] - 1] = 0;
+  target[offset + F_TYPEFLAG[0]] = TYPE_FILE;
+  for (let i = 5, c = sum; i >= 0; i--, c >>>= 3) target[offset + F_CHKSUM[0] + i] = 0x30 + (c & 7);
+  target[offset + F_CHKSUM[0] + 6] = 0;
+  target[offset + F_CHKSUM[0] + 7] = 0x20;
+  return true;
+}
+
 /**
  * The header blocks that precede a regular file's data: one ustar block, preceded by a pax header and its data
  * blocks when the path or size does not fit ustar. The file data follows, padded with {@link tarPadding}.
  */
 export function encodeFileHeader(path: string, size: number): Uint8Array {
+  const block = new Uint8Array(TAR_BLOCK);
+  if (encodeShortFileHeaderInto(block, 0, path, size)) return block;
   if (!Number.isSafeInteger(size) || size < 0) throw new RangeError(`invalid member size ${size}`);
   const pathBytes = utf8Bytes(path);
   if (pathBytes.length === 0 || pathBytes.includes(0)) throw new ShardkitError(ErrorCodes.INVALID_ARG, `invalid member name ${JSON.stringify(path)}`);

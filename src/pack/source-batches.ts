@@ -16,7 +16,8 @@ import { readSourceFileInto } from './read-source.js';
 import type { WalkStats } from './walk.js';
 import type { CodecId, MemberEntry } from '../../formats/index-entry.js';
 import type { Layout } from '../../formats/index-layout.js';
-import { encodeSample, type EncodedSample } from '../../formats/sample-layout.js';
+import { encodeSampleTo, type EncodedSample, type SampleSink } from '../../formats/sample-layout.js';
+import { encodeFileHeader, encodeShortFileHeaderInto, TAR_BLOCK } from '../../formats/tar-header.js';
 import { assertKeyFits } from './dataset-writer.js';
 
 /** Bytes a batch holds before it is handed over (one large file may make one batch larger). */
@@ -182,9 +183,13 @@ export async function* produceBatches(
     }
     const at = reserve(bytes.length);
     (chunk as Uint8Array).set(bytes, at);
+    extendRanges(ranges, at, bytes.length);
+  };
+  /** Adds `length` bytes at `at` in the current chunk to the ranges, extending the last range when adjacent. */
+  const extendRanges = (ranges: number[], at: number, length: number): void => {
     const n = ranges.length;
-    if (n > 0 && ranges[n - 3] === chunks.length - 1 && (ranges[n - 2] as number) + (ranges[n - 1] as number) === at) ranges[n - 1] = (ranges[n - 1] as number) + bytes.length;
-    else ranges.push(chunks.length - 1, at, bytes.length);
+    if (n > 0 && ranges[n - 3] === chunks.length - 1 && (ranges[n - 2] as number) + (ranges[n - 1] as number) === at) ranges[n - 1] = (ranges[n - 1] as number) + length;
+    else ranges.push(chunks.length - 1, at, length);
   };
   const encode = options.encode;
   // encode mode reads a sample's files here first; files of half a batch or more get buffers of their own
@@ -200,6 +205,28 @@ export async function* produceBatches(
     return scratch.subarray(scratchUsed - size, scratchUsed);
   };
   const ranges: number[] = [];
+  /** Encodes straight into the batch: headers written in place, data copied (or handed over when it has a buffer of its own). */
+  const sink: SampleSink = {
+    header(path, size) {
+      const at = reserve(TAR_BLOCK);
+      if (encodeShortFileHeaderInto(chunk as Uint8Array, at, path, size)) {
+        extendRanges(ranges, at, TAR_BLOCK);
+        return TAR_BLOCK;
+      }
+      used -= TAR_BLOCK;
+      batchBytes -= TAR_BLOCK;
+      const long = encodeFileHeader(path, size);
+      append(ranges, long, false);
+      return long.length;
+    },
+    // data read into a buffer of its own travels as its own chunk; everything else is copied
+    data: (bytes) => append(ranges, bytes, bytes.buffer !== scratch.buffer),
+    padding(n) {
+      const at = reserve(n);
+      (chunk as Uint8Array).fill(0, at, at + n);
+      extendRanges(ranges, at, n);
+    },
+  };
   for await (const samples of walk.chunks()) {
     for (const s of samples) {
       if (options.part !== undefined && partOfKey(s.key, options.part.count) !== options.part.index) continue;
@@ -227,9 +254,7 @@ export async function* produceBatches(
             members[s.exts[i] as string] = bytes;
           });
           assertKeyFits(s.key, encode.pageSize);
-          const encoded = encodeSample({ key: s.key, members }, encode.layout, encode.codec);
-          // data read into a buffer of its own travels as its own chunk; everything else is copied
-          for (const part of encoded.parts) append(ranges, part, part.buffer !== scratch.buffer);
+          const encoded = encodeSampleTo({ key: s.key, members }, encode.layout, encode.codec, sink);
           tail = [encoded.spanStart, encoded.bytes, encoded.originalBytes];
           for (const mem of encoded.members) tail.push(mem.offset, mem.size, mem.storedSize, mem.codec, mem.crc32c);
         }
@@ -240,8 +265,11 @@ export async function* produceBatches(
         error = errors.length;
         errors.push({ code: err.code, message: err.message, ...(err.file === undefined ? {} : { file: err.file }) });
       }
-      names.push(s.key, ...s.exts);
-      meta.push(s.exts.length, sourceBytes, error, ranges.length / 3, ...ranges, ...tail);
+      names.push(s.key);
+      for (const ext of s.exts) names.push(ext);
+      meta.push(s.exts.length, sourceBytes, error, ranges.length / 3);
+      for (const x of ranges) meta.push(x);
+      for (const x of tail) meta.push(x);
       count++;
       if (batchBytes >= BATCH_BYTES || count >= BATCH_SAMPLES) {
         yield { count, names, meta: Float64Array.from(meta), errors, chunks };

@@ -1,10 +1,32 @@
 import { describe, expect, it } from 'vitest';
-import { decodeTarHeader, encodeFileHeader, paxRecord, parsePaxRecords, tarPadding, TAR_BLOCK } from '../../formats/tar-header.js';
+import fc from 'fast-check';
+import { decodeTarHeader, encodeFileHeader, encodeShortFileHeaderInto, paxRecord, parsePaxRecords, tarPadding, TAR_BLOCK, USTAR_MAX_SIZE } from '../../formats/tar-header.js';
 
 /** A 512-byte block from [offset, ascii] fields, the rest zero. */
 function block(fields: [number, string][]): Uint8Array {
   const b = new Uint8Array(TAR_BLOCK);
   for (const [off, text] of fields) b.set(Buffer.from(text, 'latin1'), off);
+  return b;
+}
+
+/** A one-block ustar header built field by field as SPEC.md describes it (reference for the encoder). */
+function referenceHeader(path: string, size: number): Uint8Array {
+  const b = block([
+    [100, '0000644\0'],
+    [108, '0000000\0'],
+    [116, '0000000\0'],
+    [124, `${size.toString(8).padStart(11, '0')}\0`],
+    [136, '00000000000\0'],
+    [148, '        '],
+    [156, '0'],
+    [257, 'ustar\0'],
+    [263, '00'],
+    [329, '0000000\0'],
+    [337, '0000000\0'],
+  ]);
+  b.set(Buffer.from(path, 'utf8'), 0);
+  const sum = b.reduce((a, x) => a + x, 0);
+  b.set(Buffer.from(`${sum.toString(8).padStart(6, '0')}\0 `, 'latin1'), 148);
   return b;
 }
 
@@ -25,6 +47,26 @@ describe('tar headers', () => {
       [337, '0000000\0'],
     ]);
     expect(Buffer.from(encodeFileHeader('a/b.txt', 3)).toString('hex')).toBe(Buffer.from(expected).toString('hex'));
+  });
+
+  it('writes short headers in place, byte for byte as the ustar fields say, over dirty memory', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 60 }), fc.integer({ min: 0, max: USTAR_MAX_SIZE }), fc.nat({ max: 64 }), (path, size, offset) => {
+        fc.pre(!path.includes('\0') && Buffer.byteLength(path) <= 100);
+        const target = new Uint8Array(offset + TAR_BLOCK + 7).fill(0xa5);
+        expect(encodeShortFileHeaderInto(target, offset, path, size)).toBe(true);
+        const h = target.subarray(offset, offset + TAR_BLOCK);
+        expect(Buffer.from(h).equals(Buffer.from(referenceHeader(path, size)))).toBe(true);
+        expect(Buffer.from(encodeFileHeader(path, size)).equals(Buffer.from(h))).toBe(true);
+        expect(decodeTarHeader(h, 't')).toMatchObject({ name: path, size, type: '0' });
+        expect(target[offset + TAR_BLOCK]).toBe(0xa5);
+      }),
+    );
+    const t = new Uint8Array(TAR_BLOCK);
+    expect(encodeShortFileHeaderInto(t, 0, 'a', USTAR_MAX_SIZE + 1)).toBe(false);
+    expect(encodeShortFileHeaderInto(t, 0, 'x'.repeat(101), 1)).toBe(false);
+    expect(encodeShortFileHeaderInto(t, 0, 'é'.repeat(51), 1)).toBe(false); // 102 UTF-8 bytes
+    expect(encodeShortFileHeaderInto(t, 0, 'a\0b', 1)).toBe(false);
   });
 
   it('splits a long path into prefix and name before falling back to pax', () => {
