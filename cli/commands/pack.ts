@@ -17,6 +17,7 @@ interface PackFlags {
   pass: string[];
   passModule: string[];
   concurrency?: string;
+  readThreads?: string;
   onError: string;
   resume?: boolean;
   force?: boolean;
@@ -60,6 +61,7 @@ export function registerPack(program: Command): void {
     .option('--pass <spec>', 'preprocessing pass, repeatable, run in order: resize=WxH[:fit], normalize[=M:S], format=jpeg|webp|png[:q], tag=dirname|FILE.csv|FILE.json', collect, [])
     .option('--pass-module <file>', 'ES module whose default export is a pass function (repeatable, runs in command-line order)', collect, [])
     .option('--concurrency <n>', 'samples in flight (default: 2 x cores)')
+    .option('--read-threads <n>', 'threads walking and reading the source ahead of the writer; more keep more reads in flight on slow disks (default: 2; 0: none)')
     .option('--on-error <mode>', 'fail (stop at the first bad input) or skip (leave it out, list it)', 'fail')
     .option('--resume', 'finish an interrupted pack of the same source and options')
     .option('--force', 'replace a dataset or an interrupted pack in the output directory')
@@ -79,6 +81,7 @@ export function registerPack(program: Command): void {
         const compress = parseChoice(flags.compress, '--compress', ['none', 'lz4'] as const);
         const onError = parseChoice(flags.onError, '--on-error', ['fail', 'skip'] as const);
         const concurrency = flags.concurrency === undefined ? undefined : parseCount(flags.concurrency, '--concurrency', 1);
+        const readThreads = flags.readThreads === undefined ? undefined : parseCount(flags.readThreads, '--read-threads', 0);
         const pageSize = parseSize(flags.pageSize, '--page-size');
         const part = flags.part === undefined ? undefined : parsePart(flags.part);
         const passes = await passesFromArgv(process.argv, process.cwd());
@@ -105,6 +108,7 @@ export function registerPack(program: Command): void {
             sync: flags.sync === true,
             prescan: interactive,
             ...(concurrency === undefined ? {} : { concurrency }),
+            ...(readThreads === undefined ? {} : { readThreads }),
             ...(part === undefined ? {} : { part }),
             onProgress: (p) => {
               const secs = Math.max(p.elapsedMs / 1000, 1e-3);

@@ -61,10 +61,11 @@ export interface PackOptions {
   /** Walk once first to count samples and bytes (for progress totals). Passes with prepare() walk keys anyway. */
   prescan?: boolean;
   /**
-   * Walk and read the source in a worker thread, ahead of the writer (default: true where the compiled worker
-   * script is present, i.e. whenever shardkit runs from its build). false reads in the calling thread.
+   * Worker threads that walk and read the source ahead of the writer, each reading every n-th group of samples
+   * (more keep more reads in flight on a cold or remote disk); 0 reads in the calling thread. Default
+   * {@link DEFAULT_READ_THREADS} where the compiled worker script is present (shardkit running from its build), else 0.
    */
-  readThread?: boolean;
+  readThreads?: number;
   onProgress?: (p: PackProgress) => void;
 }
 
@@ -80,6 +81,9 @@ export interface PackResult {
   sourceBytes: number;
   passStats: Record<string, Record<string, number>>;
 }
+
+/** Reader threads by default: two keep two reads in flight (see PackOptions.readThreads). */
+export const DEFAULT_READ_THREADS = 2;
 
 export function defaultOutDir(source: string): string {
   return `${path.resolve(source).replace(/[\\/]+$/, '')}.shards`;
@@ -103,6 +107,10 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     // an output directory inside the source is never packed into itself
     exclude: [...(options.exclude ?? []), ...(isInside(out, source) ? [path.relative(source, out).split(path.sep).join('/')] : [])],
   };
+  const readThreads = options.readThreads ?? (workerAvailable() ? DEFAULT_READ_THREADS : 0);
+  if (!Number.isSafeInteger(readThreads) || readThreads < 0 || readThreads > 64) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected an integer between 0 and 64 for readThreads but received ${readThreads}`);
+  }
   const inPart = (key: string): boolean => options.part === undefined || partOfKey(key, options.part.count) === options.part.index;
 
   const totals = options.prescan || passes.some((p) => p.prepare) ? await prescan(source, walkOptions, inPart, passes) : undefined;
@@ -140,7 +148,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
       // without passes, the reader thread encodes samples for the writer too
       ...(passes.length === 0 ? { encode: { layout: writer.layout, codec: writer.compress === 'lz4' ? Codec.lz4 : Codec.none, pageSize: writer.pageSize } } : {}),
     },
-    options.readThread ?? workerAvailable(),
+    readThreads,
   );
   try {
     const onEach = (c: PipelineCounters): void => {

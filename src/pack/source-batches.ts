@@ -10,7 +10,7 @@ import { Worker } from 'node:worker_threads';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ErrorCodes, ShardkitError, isShardkitError, type ErrorCode } from '../../formats/errors.js';
-import { walkSamples } from './group-samples.js';
+import { walkSamples, type SourceSample } from './group-samples.js';
 import { partOfKey, type PartSpec } from './partition.js';
 import { readSourceFileInto } from './read-source.js';
 import type { WalkStats } from './walk.js';
@@ -45,6 +45,23 @@ export interface SourceBatchOptions {
   encode?: { layout: Layout; codec: CodecId; pageSize: number };
 }
 
+/**
+ * Samples per task: the walk cuts the samples (after the part and skip filters) into tasks of this many, and
+ * reader thread i of n reads the tasks t with t mod n = i.
+ */
+export const TASK_SAMPLES = 256;
+/** Tasks handed to one reader thread beyond those the writer has finished. */
+const TASKS_AHEAD = 2;
+
+/** One task: consecutive samples of the walk, read by one reader. */
+export interface SourceTask {
+  task: number;
+  samples: SourceSample[];
+}
+
+/** How readers encode (see {@link SourceBatchOptions.encode}). */
+export type EncodeOptions = NonNullable<SourceBatchOptions['encode']>;
+
 /** The failure of one sample's input (unreadable, vanished, changed): the pack skips it or stops, as told. */
 export interface SampleInputError {
   code: ErrorCode;
@@ -61,6 +78,9 @@ export interface SampleInputError {
  * size, codec, CRC32C). Ranges are the member bytes in ext order or, with `encode`, the encoded sample's bytes.
  */
 export interface SourceBatch {
+  /** The task these samples belong to; `last` marks its final batch (a task may span several). */
+  task: number;
+  last: boolean;
   count: number;
   names: string[];
   meta: Float64Array;
@@ -131,16 +151,8 @@ export function sampleError(e: SampleInputError): ShardkitError {
   return new ShardkitError(e.code, e.message, e.file === undefined ? {} : { file: e.file });
 }
 
-/**
- * Produces the batches: walks, groups, filters by part, passes over `skip` samples, reads. `takeChunk` offers a
- * recycled buffer. `ready` resolves when the consumer wants another batch. Input errors of one sample are recorded
- * on it; anything else (an unreadable directory, a name that is not UTF-8) ends the iteration with an error.
- */
-export async function* produceBatches(
-  options: SourceBatchOptions,
-  stats: (s: WalkStats) => void,
-  takeChunk: () => ArrayBuffer | undefined = () => undefined,
-): AsyncGenerator<SourceBatch> {
+/** Walks the source, keeps the samples of the part past `skip`, and cuts them into tasks. */
+export async function* sourceTasks(options: SourceBatchOptions, stats: (s: WalkStats) => void): AsyncGenerator<SourceTask> {
   const walk = walkSamples(options.root, {
     followSymlinks: options.followSymlinks,
     includeHidden: options.includeHidden,
@@ -150,6 +162,27 @@ export async function* produceBatches(
     stat: false,
   });
   let seen = 0;
+  let task: SourceTask = { task: 0, samples: [] };
+  for await (const samples of walk.chunks()) {
+    for (const s of samples) {
+      if (options.part !== undefined && partOfKey(s.key, options.part.count) !== options.part.index) continue;
+      if (seen++ < options.skip) continue;
+      task.samples.push(s);
+      if (task.samples.length === TASK_SAMPLES) {
+        yield task;
+        task = { task: task.task + 1, samples: [] };
+      }
+    }
+  }
+  if (task.samples.length > 0) yield task;
+  stats({ ...walk.stats });
+}
+
+/**
+ * Reads the samples of tasks into batches (raw members, or encoded with `encode`). `takeChunk` offers a recycled
+ * buffer. Input errors of one sample are recorded on it; anything else ends the iteration with an error.
+ */
+export async function* readTasks(tasks: AsyncIterable<SourceTask>, encode: EncodeOptions | undefined, takeChunk: () => ArrayBuffer | undefined = () => undefined): AsyncGenerator<SourceBatch> {
   let count = 0;
   let names: string[] = [];
   let meta: number[] = [];
@@ -191,7 +224,6 @@ export async function* produceBatches(
     if (n > 0 && ranges[n - 3] === chunks.length - 1 && (ranges[n - 2] as number) + (ranges[n - 1] as number) === at) ranges[n - 1] = (ranges[n - 1] as number) + length;
     else ranges.push(chunks.length - 1, at, length);
   };
-  const encode = options.encode;
   // encode mode reads a sample's files here first; files of half a batch or more get buffers of their own
   let scratch = new Uint8Array(encode === undefined ? 0 : BATCH_BYTES);
   let scratchUsed = 0;
@@ -227,10 +259,21 @@ export async function* produceBatches(
       extendRanges(ranges, at, n);
     },
   };
-  for await (const samples of walk.chunks()) {
-    for (const s of samples) {
-      if (options.part !== undefined && partOfKey(s.key, options.part.count) !== options.part.index) continue;
-      if (seen++ < options.skip) continue;
+  let task = 0;
+  const take = (last: boolean): SourceBatch => {
+    const b: SourceBatch = { task, last, count, names, meta: Float64Array.from(meta), errors, chunks };
+    count = 0;
+    names = [];
+    meta = [];
+    errors = [];
+    chunks = [];
+    chunk = undefined;
+    batchBytes = 0;
+    return b;
+  };
+  for await (const t of tasks) {
+    task = t.task;
+    for (const s of t.samples) {
       let sourceBytes = 0;
       let tail: number[] = [];
       let error = -1;
@@ -271,20 +314,10 @@ export async function* produceBatches(
       for (const x of ranges) meta.push(x);
       for (const x of tail) meta.push(x);
       count++;
-      if (batchBytes >= BATCH_BYTES || count >= BATCH_SAMPLES) {
-        yield { count, names, meta: Float64Array.from(meta), errors, chunks };
-        count = 0;
-        names = [];
-        meta = [];
-        errors = [];
-        chunks = [];
-        chunk = undefined;
-        batchBytes = 0;
-      }
+      if (batchBytes >= BATCH_BYTES || count >= BATCH_SAMPLES) yield take(false);
     }
+    yield take(true);
   }
-  if (count > 0) yield { count, names, meta: Float64Array.from(meta), errors, chunks };
-  stats({ ...walk.stats });
 }
 
 /**
@@ -301,93 +334,147 @@ export function workerAvailable(): boolean {
   return fs.existsSync(fileURLToPath(WORKER_URL));
 }
 
-/** Opens the batches of a source, read in a worker thread when `thread` is true, else in this one. */
-export function openSourceBatches(options: SourceBatchOptions, thread: boolean): SourceBatches {
-  return thread ? inWorker(options) : inThread(options);
-}
-
-function inThread(options: SourceBatchOptions): SourceBatches {
-  const spare: ArrayBuffer[] = [];
+/**
+ * Opens the batches of a source. The walk runs in this thread and cuts the samples into tasks; `threads` worker
+ * threads read and encode the tasks (task t in thread t mod threads), and their batches come back here in task
+ * order. 0 reads in this thread.
+ */
+export function openSourceBatches(options: SourceBatchOptions, threads: number): SourceBatches {
+  const spare = new Map<number, ArrayBuffer[]>();
+  const keep = (lane: number, batch: SourceBatch): void => {
+    const pool = spare.get(lane) ?? [];
+    spare.set(lane, pool);
+    for (const c of batch.chunks) if (c.byteLength === BATCH_BYTES && pool.length < BATCHES_AHEAD) pool.push(c);
+  };
   const result = {
     stats: undefined as unknown as WalkStats,
-    recycle(batch: SourceBatch): void {
-      for (const c of batch.chunks) if (c.byteLength === BATCH_BYTES && spare.length < BATCHES_AHEAD) spare.push(c);
+    recycle: (batch: SourceBatch): void => keep(threads <= 0 ? 0 : batch.task % threads, batch),
+    [Symbol.asyncIterator]: (): AsyncIterator<SourceBatch> => {
+      const setStats = (s: WalkStats): void => {
+        result.stats = s;
+      };
+      if (threads <= 0) return readTasks(sourceTasks(options, setStats), options.encode, () => spare.get(0)?.pop())[Symbol.asyncIterator]();
+      return inWorkers(options, threads, setStats, (lane) => spare.get(lane)?.splice(0) ?? [])[Symbol.asyncIterator]();
     },
-    [Symbol.asyncIterator]: () =>
-      produceBatches(
-        options,
-        (s) => {
-          result.stats = s;
-        },
-        () => spare.pop(),
-      )[Symbol.asyncIterator](),
   };
   return result;
 }
 
-/** Messages from the worker. */
-export type WorkerMessage =
-  | { type: 'batch'; batch: SourceBatch }
-  | { type: 'end'; stats: WalkStats }
-  | { type: 'error'; code?: ErrorCode; message: string; file?: string; key?: string };
+/** Messages from a reader thread. */
+export type WorkerMessage = { type: 'batch'; batch: SourceBatch } | { type: 'error'; code?: ErrorCode; message: string; file?: string; key?: string };
 
-/** Messages to the worker: one more batch wanted, with buffers to reuse. */
-export interface CreditMessage {
-  type: 'credit';
-  chunks: ArrayBuffer[];
-}
+/** Messages to a reader thread: a task to read, no more tasks, or one more batch wanted (with buffers to reuse). */
+export type ReaderMessage = { type: 'task'; task: SourceTask } | { type: 'end' } | { type: 'credit'; chunks: ArrayBuffer[] };
 
-function inWorker(options: SourceBatchOptions): SourceBatches {
-  const spare: ArrayBuffer[] = [];
-  const result = {
-    stats: undefined as unknown as WalkStats,
-    recycle(batch: SourceBatch): void {
-      for (const c of batch.chunks) if (c.byteLength === BATCH_BYTES && spare.length < BATCHES_AHEAD) spare.push(c);
-    },
-    async *[Symbol.asyncIterator](): AsyncGenerator<SourceBatch> {
-      const worker = new Worker(WORKER_URL, { workerData: { options, ahead: BATCHES_AHEAD } });
-      const queue: WorkerMessage[] = [];
-      let wake: (() => void) | undefined;
-      let failure: Error | undefined;
-      worker.on('message', (m: WorkerMessage) => {
-        queue.push(m);
-        wake?.();
-      });
-      worker.on('error', (err) => {
-        failure = err;
-        wake?.();
-      });
-      worker.on('exit', (code) => {
-        if (code !== 0) failure ??= new ShardkitError(ErrorCodes.IO, `the source reader thread stopped (exit code ${code})`);
-        wake?.();
-      });
-      try {
-        for (;;) {
-          const m = queue.shift();
-          if (m === undefined) {
-            if (failure !== undefined) throw failure;
-            await new Promise<void>((resolve) => {
-              wake = resolve;
-            });
-            wake = undefined;
-            continue;
-          }
-          if (m.type === 'end') {
-            result.stats = m.stats;
-            return;
-          }
-          if (m.type === 'error') {
-            const details = { ...(m.file === undefined ? {} : { file: m.file }), ...(m.key === undefined ? {} : { key: m.key }) };
-            throw m.code === undefined ? new Error(m.message) : new ShardkitError(m.code, m.message, details);
-          }
-          yield m.batch;
-          const chunks = spare.splice(0);
-          worker.postMessage({ type: 'credit', chunks } satisfies CreditMessage, chunks);
-        }
-      } finally {
-        await worker.terminate();
+/** One reader thread: takes tasks, sends batches. */
+class ReaderLane {
+  private readonly worker: Worker;
+  private readonly queue: SourceBatch[] = [];
+  private failure: Error | undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(encode: EncodeOptions | undefined) {
+    this.worker = new Worker(WORKER_URL, { workerData: { encode, ahead: BATCHES_AHEAD } });
+    this.worker.on('message', (m: WorkerMessage) => {
+      if (m.type === 'batch') this.queue.push(m.batch);
+      else {
+        const details = { ...(m.file === undefined ? {} : { file: m.file }), ...(m.key === undefined ? {} : { key: m.key }) };
+        this.failure ??= m.code === undefined ? new Error(m.message) : new ShardkitError(m.code, m.message, details);
       }
-    },
-  };
-  return result;
+      this.wake?.();
+    });
+    this.worker.on('error', (err) => {
+      this.failure ??= err;
+      this.wake?.();
+    });
+    this.worker.on('exit', (code) => {
+      this.failure ??= new ShardkitError(ErrorCodes.IO, `a source reader thread stopped (exit code ${code})`);
+      this.wake?.();
+    });
+  }
+
+  send(m: ReaderMessage): void {
+    this.worker.postMessage(m, m.type === 'credit' ? m.chunks : []);
+  }
+
+  /** The next batch this reader sends. */
+  async next(): Promise<SourceBatch> {
+    for (;;) {
+      const batch = this.queue.shift();
+      if (batch !== undefined) return batch;
+      if (this.failure !== undefined) throw this.failure;
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+      });
+      this.wake = undefined;
+    }
+  }
+
+  /** Stops the thread (after an error: a reader stopped mid-task must not keep running). */
+  async close(): Promise<void> {
+    this.failure ??= new Error('closed');
+    await this.worker.terminate();
+  }
+}
+
+async function* inWorkers(options: SourceBatchOptions, threads: number, setStats: (s: WalkStats) => void, spareChunks: (lane: number) => ArrayBuffer[]): AsyncGenerator<SourceBatch> {
+  const lanes = Array.from({ length: threads }, () => new ReaderLane(options.encode));
+  // the walk hands out tasks, at most TASKS_AHEAD per reader beyond the task being written
+  let dispatched = 0;
+  let stopped = false;
+  let total: number | undefined;
+  let walkFailure: unknown;
+  let written = 0;
+  let progress: (() => void) | undefined;
+  let dispatchWake: (() => void) | undefined;
+  const dispatch = (async (): Promise<void> => {
+    try {
+      for await (const task of sourceTasks(options, setStats)) {
+        while (task.task >= written + TASKS_AHEAD * threads && !stopped) {
+          await new Promise<void>((resolve) => {
+            dispatchWake = resolve;
+          });
+          dispatchWake = undefined;
+        }
+        if (stopped) return;
+        (lanes[task.task % threads] as ReaderLane).send({ type: 'task', task });
+        dispatched = task.task + 1;
+        progress?.();
+      }
+      total = dispatched;
+    } catch (err) {
+      walkFailure = err;
+    }
+    for (const lane of lanes) lane.send({ type: 'end' });
+    progress?.();
+  })();
+  try {
+    for (let task = 0; ; task++) {
+      // wait until the walk has handed out this task, or has ended before it
+      while (task >= dispatched && total === undefined && walkFailure === undefined) {
+        await new Promise<void>((resolve) => {
+          progress = resolve;
+        });
+        progress = undefined;
+      }
+      if (walkFailure !== undefined) throw walkFailure;
+      if (total !== undefined && task >= total) break;
+      const lane = lanes[task % threads] as ReaderLane;
+      for (;;) {
+        const batch = await lane.next();
+        if (batch.task !== task) throw new Error(`source reader ${task % threads} sent task ${batch.task} where task ${task} was due`);
+        yield batch;
+        const chunks = spareChunks(task % threads);
+        lane.send({ type: 'credit', chunks });
+        if (batch.last) break;
+      }
+      written = task + 1;
+      dispatchWake?.();
+    }
+    await dispatch;
+  } finally {
+    stopped = true;
+    dispatchWake?.();
+    await Promise.all(lanes.map((l) => l.close()));
+  }
 }

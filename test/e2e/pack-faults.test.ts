@@ -34,8 +34,8 @@ afterAll(() => {
 describe('pack faults', () => {
   it('a source file deleted during the pack stops it with INPUT_CHANGED; --resume finishes after the fix', async () => {
     const src = tmpDir();
-    // the reader thread reads at most four batches (1024 samples each) ahead of the pass that deletes the victim, so
-    // the victim is the last of 6000 files in d0: listed by the walk before the deletion, not yet read when it goes
+    // the reader threads hold at most a few tasks (256 samples each) ahead of the pass that deletes the victim, so the
+    // victim is the last of 6000 files in d0: listed by the walk before the deletion, not yet read when it goes
     makeTree(src, 18000, 100);
     const victim = path.join(src, 'd0', 'f9999.bin');
     const mod = path.join(tmpDir(), 'delete-later.mjs');

@@ -127,16 +127,16 @@ describe('shardkit pack', () => {
     for (const [name, bytes] of ta) expect(bytes.equals(tb.get(name) as Buffer), name).toBe(true);
   });
 
-  it('writes the same bytes whether the source is read in a worker thread (CLI) or in the calling thread', async () => {
-    const src = makeTree(300, 100);
+  it('writes the same bytes whether the source is read by several reader threads (CLI) or in the calling thread', async () => {
+    const src = makeTree(1100, 100); // 1100 samples: five tasks of 256 spread over the reader threads
     // files of half a read batch or more travel in buffers of their own
     fs.writeFileSync(path.join(src, 'c0', 'big.bin'), Buffer.alloc(3 << 20, 7));
     fs.writeFileSync(path.join(src, 'c1', 'huge.bin'), Buffer.alloc(9 << 20, 9));
-    for (const compress of ['none', 'lz4'] as const) {
+    for (const [compress, threads] of [['none', '2'], ['lz4', '3']] as const) {
       const a = path.join(tmpDir(), 'a');
       const b = path.join(tmpDir(), 'b');
-      expect(shardkit(['pack', src, '--out', a, '--shard', '1MiB', '--compress', compress]).status).toBe(0);
-      await pack({ source: src, out: b, shardBytes: 1 << 20, compress, readThread: false });
+      expect(shardkit(['pack', src, '--out', a, '--shard', '1MiB', '--compress', compress, '--read-threads', threads]).status).toBe(0);
+      await pack({ source: src, out: b, shardBytes: 1 << 20, compress, readThreads: 0 });
       const ta = readTree(a, ['pack-report.json']);
       const tb = readTree(b, ['pack-report.json']);
       expect([...ta.keys()].sort()).toEqual([...tb.keys()].sort());
