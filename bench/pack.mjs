@@ -5,6 +5,7 @@
  * reports wall time and the child's peak RSS (getrusage RUSAGE_CHILDREN); prints medians with min and max.
  *
  *   npm run build && node bench/pack.mjs [--files 100000] [--repeat 5] [--size 100-4000] [--tree DIR] [--layout tar|packed] [--cold] [--tar-sort]
+ *                                        [--read-threads N]
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,7 +14,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 
-const { values } = parseArgs({ options: { files: { type: 'string', default: '100000' }, repeat: { type: 'string', default: '5' }, size: { type: 'string', default: '100-4000' }, tree: { type: 'string' }, layout: { type: 'string', default: 'tar' }, cold: { type: 'boolean', default: false }, 'tar-sort': { type: 'boolean', default: false } } });
+const { values } = parseArgs({ options: { files: { type: 'string', default: '100000' }, repeat: { type: 'string', default: '5' }, size: { type: 'string', default: '100-4000' }, tree: { type: 'string' }, layout: { type: 'string', default: 'tar' }, cold: { type: 'boolean', default: false }, 'tar-sort': { type: 'boolean', default: false }, 'read-threads': { type: 'string' } } });
 const N = Number(values.files);
 const R = Number(values.repeat);
 const [minSize, maxSize] = values.size.split('-').map(Number);
@@ -54,7 +55,7 @@ const measure = (cmd) => {
 const sides = {
   // --tar-sort: GNU tar with --sort=name, the deterministic archive shardkit's sorted output corresponds to
   tar: () => measure(['tar', ...(values['tar-sort'] ? ['--sort=name'] : []), '-cf', path.join(work, 'out.tar'), '-C', src, '.']),
-  shardkit: () => measure([process.execPath, cli, 'pack', src, '--out', path.join(work, 'out.shards'), '--force', '--quiet', '--layout', values.layout]),
+  shardkit: () => measure([process.execPath, cli, 'pack', src, '--out', path.join(work, 'out.shards'), '--force', '--quiet', '--layout', values.layout, ...(values['read-threads'] === undefined ? [] : ['--read-threads', values['read-threads']])]),
 };
 // one warm-up each: the tree comes from the page cache for every measured run
 sides.tar();
@@ -70,6 +71,7 @@ const result = {
   files: N,
   repeat: R,
   layout: values.layout,
+  readThreads: values['read-threads'] ?? 'default (2)',
   tar: values['tar-sort'] ? 'tar --sort=name -cf' : 'tar -cf',
   cache: values.cold ? 'cold (drop_caches before every run)' : 'warm',
   tarSeconds: stat(runs.tar.map((x) => x.secs)),

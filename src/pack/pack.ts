@@ -13,7 +13,7 @@ import type { Pass } from '../passes/pass.js';
 import { imageConcurrency } from '../passes/image-concurrency.js';
 import { DatasetWriter, type WriterStats } from './dataset-writer.js';
 import { walkSamples } from './group-samples.js';
-import { batchSamples, openSourceBatches, sampleError, workerAvailable, type SourceBatches } from './source-batches.js';
+import { batchSamples, openSourceBatches, sampleError, workerAvailable, type SampleInputError, type SourceBatches } from './source-batches.js';
 import { memberPath } from '../../formats/sample.js';
 import { runPipeline, settle, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 import { partOfKey, partShardPrefix, type PartSpec } from './partition.js';
@@ -188,7 +188,7 @@ async function writeBatches(batches: SourceBatches, writer: DatasetWriter, onErr
     for (const s of batchSamples(batch, true)) {
       const name = memberPath(s.key, s.exts[0] as string);
       settle(
-        s.error === undefined ? { name, bytes: s.sourceBytes, kind: 'encoded', key: s.key, encoded: s.encoded() } : { name, bytes: 0, kind: 'failed', error: sampleError(s.error) },
+        s.encoded !== undefined ? { name, bytes: s.sourceBytes, kind: 'encoded', key: s.key, encoded: s.encoded } : { name, bytes: 0, kind: 'failed', error: sampleError(s.error as SampleInputError) },
         writer,
         onError,
         counters,
@@ -209,7 +209,7 @@ async function* pipelineItems(batches: SourceBatches): AsyncGenerator<PipelineIt
         load: () => {
           if (s.error !== undefined) throw sampleError(s.error);
           const paths = Object.fromEntries(s.exts.map((ext) => [ext, memberPath(s.key, ext)]));
-          return { sample: { key: s.key, members: s.members() }, ctx: { paths } };
+          return { sample: { key: s.key, members: Object.fromEntries(s.exts.map((ext, i) => [ext, s.parts[i] as Uint8Array])) }, ctx: { paths } };
         },
       };
     }

@@ -10,10 +10,11 @@ import { Worker } from 'node:worker_threads';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ErrorCodes, ShardkitError, isShardkitError, type ErrorCode } from '../../formats/errors.js';
-import { walkSamples, type SourceSample } from './group-samples.js';
+import { walkSamples } from './group-samples.js';
 import { partOfKey, type PartSpec } from './partition.js';
 import { readSourceFileInto } from './read-source.js';
-import type { WalkStats } from './walk.js';
+import type { WalkEntry, WalkStats } from './walk.js';
+import { memberPath } from '../../formats/sample.js';
 import type { CodecId, MemberEntry } from '../../formats/index-entry.js';
 import type { Layout } from '../../formats/index-layout.js';
 import { encodeSampleTo, type EncodedSample, type SampleSink } from '../../formats/sample-layout.js';
@@ -53,10 +54,16 @@ export const TASK_SAMPLES = 256;
 /** Tasks handed to one reader thread beyond those the writer has finished. */
 const TASKS_AHEAD = 2;
 
-/** One task: consecutive samples of the walk, read by one reader. */
+/**
+ * One task: consecutive samples of the walk, read by one reader. Compact for the trip between threads: per sample
+ * its key and member count, per member its extension and absolute path.
+ */
 export interface SourceTask {
   task: number;
-  samples: SourceSample[];
+  keys: string[];
+  counts: number[];
+  exts: string[];
+  paths: string[];
 }
 
 /** How readers encode (see {@link SourceBatchOptions.encode}). */
@@ -95,10 +102,10 @@ export interface BatchSample {
   /** Bytes of the sample's source files. */
   sourceBytes: number;
   error?: SampleInputError;
-  /** Member bytes (batches read without `encode`), views into the batch's chunks. */
-  members(): Record<string, Uint8Array>;
-  /** The encoded sample (batches read with `encode`), its parts views into the batch's chunks. */
-  encoded(): EncodedSample;
+  /** Views into the batch's chunks: the member bytes in ext order, or (with `encode`) the encoded sample's bytes. */
+  parts: Uint8Array[];
+  /** With `encode` (and no error): the encoded sample, its bytes in `parts`. */
+  encoded?: EncodedSample;
 }
 
 export interface SourceBatches extends AsyncIterable<SourceBatch> {
@@ -121,10 +128,11 @@ export function* batchSamples(batch: SourceBatch, encoded: boolean): Generator<B
     const sourceBytes = meta[m++] as number;
     const errorIndex = meta[m++] as number;
     const rangeCount = meta[m++] as number;
-    const views: Uint8Array[] = [];
-    for (let r = 0; r < rangeCount; r++, m += 3) views.push(new Uint8Array(chunks[meta[m] as number] as ArrayBuffer, meta[m + 1], meta[m + 2]));
-    let enc: Omit<EncodedSample, 'parts'> | undefined;
-    if (encoded && errorIndex < 0) {
+    const parts: Uint8Array[] = [];
+    for (let r = 0; r < rangeCount; r++, m += 3) parts.push(new Uint8Array(chunks[meta[m] as number] as ArrayBuffer, meta[m + 1], meta[m + 2]));
+    const sample: BatchSample = { key, exts, sourceBytes, parts };
+    if (errorIndex >= 0) sample.error = batch.errors[errorIndex] as SampleInputError;
+    else if (encoded) {
       const spanStart = meta[m++] as number;
       const bytes = meta[m++] as number;
       const originalBytes = meta[m++] as number;
@@ -133,16 +141,9 @@ export function* batchSamples(batch: SourceBatch, encoded: boolean): Generator<B
         members.push({ ext, offset: meta[m] as number, size: meta[m + 1] as number, storedSize: meta[m + 2] as number, codec: meta[m + 3] as CodecId, crc32c: meta[m + 4] as number });
         m += 5;
       }
-      enc = { spanStart, bytes, originalBytes, members };
+      sample.encoded = { spanStart, bytes, originalBytes, members, parts };
     }
-    yield {
-      key,
-      exts,
-      sourceBytes,
-      ...(errorIndex < 0 ? {} : { error: batch.errors[errorIndex] as SampleInputError }),
-      members: () => Object.fromEntries(exts.map((ext, j) => [ext, views[j] as Uint8Array])),
-      encoded: () => ({ ...(enc as Omit<EncodedSample, 'parts'>), parts: views }),
-    };
+    yield sample;
   }
 }
 
@@ -162,19 +163,25 @@ export async function* sourceTasks(options: SourceBatchOptions, stats: (s: WalkS
     stat: false,
   });
   let seen = 0;
-  let task: SourceTask = { task: 0, samples: [] };
+  const empty = (task: number): SourceTask => ({ task, keys: [], counts: [], exts: [], paths: [] });
+  let task = empty(0);
   for await (const samples of walk.chunks()) {
     for (const s of samples) {
       if (options.part !== undefined && partOfKey(s.key, options.part.count) !== options.part.index) continue;
       if (seen++ < options.skip) continue;
-      task.samples.push(s);
-      if (task.samples.length === TASK_SAMPLES) {
+      task.keys.push(s.key);
+      task.counts.push(s.files.length);
+      for (let i = 0; i < s.files.length; i++) {
+        task.exts.push(s.exts[i] as string);
+        task.paths.push((s.files[i] as WalkEntry).absPath);
+      }
+      if (task.keys.length === TASK_SAMPLES) {
         yield task;
-        task = { task: task.task + 1, samples: [] };
+        task = empty(task.task + 1);
       }
     }
   }
-  if (task.samples.length > 0) yield task;
+  if (task.keys.length > 0) yield task;
   stats({ ...walk.stats });
 }
 
@@ -273,14 +280,19 @@ export async function* readTasks(tasks: AsyncIterable<SourceTask>, encode: Encod
   };
   for await (const t of tasks) {
     task = t.task;
-    for (const s of t.samples) {
+    let member = 0;
+    for (let k = 0; k < t.keys.length; k++) {
+      const key = t.keys[k] as string;
+      const exts = t.exts.slice(member, member + (t.counts[k] as number));
+      const files: WalkEntry[] = exts.map((ext, i) => ({ relPath: memberPath(key, ext), absPath: t.paths[member + i] as string, size: -1, mtimeMs: -1 }));
+      member += exts.length;
       let sourceBytes = 0;
       let tail: number[] = [];
       let error = -1;
       ranges.length = 0;
       try {
         if (encode === undefined) {
-          for (const file of s.files) {
+          for (const file of files) {
             readSourceFileInto(file, (size) => {
               const at = reserve(size);
               ranges.push(chunks.length - 1, at, size);
@@ -291,13 +303,13 @@ export async function* readTasks(tasks: AsyncIterable<SourceTask>, encode: Encod
         } else {
           scratchUsed = 0;
           const members: Record<string, Uint8Array> = {};
-          s.files.forEach((file, i) => {
+          files.forEach((file, i) => {
             const bytes = readSourceFileInto(file, placeInScratch);
             sourceBytes += bytes.length;
-            members[s.exts[i] as string] = bytes;
+            members[exts[i] as string] = bytes;
           });
-          assertKeyFits(s.key, encode.pageSize);
-          const encoded = encodeSampleTo({ key: s.key, members }, encode.layout, encode.codec, sink);
+          assertKeyFits(key, encode.pageSize);
+          const encoded = encodeSampleTo({ key, members }, encode.layout, encode.codec, sink);
           tail = [encoded.spanStart, encoded.bytes, encoded.originalBytes];
           for (const mem of encoded.members) tail.push(mem.offset, mem.size, mem.storedSize, mem.codec, mem.crc32c);
         }
@@ -308,9 +320,9 @@ export async function* readTasks(tasks: AsyncIterable<SourceTask>, encode: Encod
         error = errors.length;
         errors.push({ code: err.code, message: err.message, ...(err.file === undefined ? {} : { file: err.file }) });
       }
-      names.push(s.key);
-      for (const ext of s.exts) names.push(ext);
-      meta.push(s.exts.length, sourceBytes, error, ranges.length / 3);
+      names.push(key);
+      for (const ext of exts) names.push(ext);
+      meta.push(exts.length, sourceBytes, error, ranges.length / 3);
       for (const x of ranges) meta.push(x);
       for (const x of tail) meta.push(x);
       count++;
