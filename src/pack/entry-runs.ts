@@ -28,6 +28,11 @@ export function runFileName(n: number): string {
 
 export class EntrySorter {
   private buffer: IndexEntry[] = [];
+  /**
+   * Every entry of this sorter while they number at most `runEntries` and none came from an earlier process: the
+   * runs are still written (a resume needs them), but `sorted()` serves these instead of reading the runs back.
+   */
+  private all: IndexEntry[] | undefined;
   private readonly encoder = new LeafRecordEncoder();
   private readonly out = new ByteWriter(1 << 16);
 
@@ -36,7 +41,9 @@ export class EntrySorter {
     private readonly dir: string,
     private runs = 0,
     private readonly runEntries = 100_000,
-  ) {}
+  ) {
+    this.all = runs === 0 ? [] : undefined;
+  }
 
   get runCount(): number {
     return this.runs;
@@ -44,6 +51,10 @@ export class EntrySorter {
 
   add(entry: IndexEntry): void {
     this.buffer.push(entry);
+    if (this.all !== undefined) {
+      if (this.all.length < this.runEntries) this.all.push(entry);
+      else this.all = undefined;
+    }
     if (this.buffer.length >= this.runEntries) this.flush();
   }
 
@@ -87,6 +98,11 @@ export class EntrySorter {
    */
   *sorted(): Generator<IndexEntry> {
     this.flush();
+    if (this.all !== undefined) {
+      // stable sort of what the runs hold: the same order a merge of them gives
+      yield* this.all.sort((a, b) => compareKeys(a.key, b.key));
+      return;
+    }
     let files = Array.from({ length: this.runs }, (_, i) => path.join(this.dir, runFileName(i)));
     let merges = 0;
     while (files.length > MERGE_FAN_IN) {
