@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { WalkEntry } from './walk.js';
+import { nativeAddon } from '../native/native.js';
 
 /**
  * open, fstat, read, fstat, close. The file must still match what the walk saw (when the walk stat'ed it) and must
@@ -17,9 +18,13 @@ export function readSourceFile(file: WalkEntry): Uint8Array {
 
 /**
  * {@link readSourceFile} into memory the caller provides: `place(size)` returns a view of exactly `size` bytes
- * (a slice of a batch buffer, say), called once the first fstat has given the size.
+ * (a slice of a batch buffer, say), called once the size is known. `free()`, when given, returns the free view
+ * where `place(n)` puts any `n` bytes that fit in it: with the native addon, a file that fits is read straight
+ * there, in one call instead of five.
  */
-export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uint8Array): Uint8Array {
+export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uint8Array, free?: () => Uint8Array): Uint8Array {
+  const readFile = nativeReadFile();
+  if (readFile !== undefined && file.size < 0) return readNative(readFile, file, place, free?.() ?? EMPTY);
   let fd: number;
   try {
     fd = fs.openSync(file.absPath, 'r');
@@ -46,6 +51,41 @@ export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uin
   } finally {
     fs.closeSync(fd);
   }
+}
+
+type NativeReadFile = (path: string, target: Uint8Array, offset: number, room: number) => number;
+const EMPTY = new Uint8Array(0);
+
+function nativeReadFile(): NativeReadFile | undefined {
+  return (nativeAddon() as { readFile?: NativeReadFile } | undefined)?.readFile;
+}
+
+/**
+ * The same protocol in C (src/native): open, fstat, read, fstat, close, with the same checks. A file larger than
+ * the free view is read again once `place` has found room for it.
+ */
+function readNative(readFile: NativeReadFile, file: WalkEntry, place: (size: number) => Uint8Array, free: Uint8Array): Uint8Array {
+  const call = (target: Uint8Array): number => {
+    try {
+      return readFile(file.absPath, target, 0, target.length);
+    } catch (cause) {
+      const code = (cause as NodeJS.ErrnoException).code;
+      if (code === 'ERR_SHARDKIT_NATIVE_CHANGED') throw changed(file);
+      if (code === 'ERR_SHARDKIT_NATIVE_NOT_FILE') throw new ShardkitError(ErrorCodes.INPUT_CHANGED, `${file.absPath} is no longer a regular file`, { file: file.absPath });
+      throw inputError(file, cause, (cause as NodeJS.ErrnoException).syscall === 'open' ? 'open' : 'read');
+    }
+  };
+  const n = call(free);
+  if (n >= 0) {
+    const view = place(n);
+    // place(n) is free's start whenever n fits there; copy if a caller's place ever decides otherwise
+    if (view.buffer !== free.buffer || view.byteOffset !== free.byteOffset) view.set(free.subarray(0, n));
+    return view;
+  }
+  const view = place(-n - 1);
+  // read again where there is room; a file that changed size in between changed while it was being packed
+  if (call(view) !== view.length) throw changed(file);
+  return view;
 }
 
 function changed(file: WalkEntry): ShardkitError {

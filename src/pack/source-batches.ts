@@ -25,6 +25,8 @@ import { assertKeyFits } from './dataset-writer.js';
 export const BATCH_BYTES = 4 << 20;
 /** Samples a batch holds at most (bounds the per-batch metadata of tiny files). */
 export const BATCH_SAMPLES = 1024;
+/** An empty view (no free room). */
+const NOTHING = new Uint8Array(0);
 /** Batches read ahead of the consumer. */
 const BATCHES_AHEAD = 3;
 
@@ -243,6 +245,8 @@ export async function* readTasks(tasks: AsyncIterable<SourceTask>, encode: Encod
     scratchUsed += size;
     return scratch.subarray(scratchUsed - size, scratchUsed);
   };
+  /** Where placeInScratch puts a file that fits (files of half a batch or more go elsewhere). */
+  const scratchFree = (): Uint8Array => scratch.subarray(scratchUsed, Math.min(scratch.length, scratchUsed + BATCH_BYTES / 2 - 1));
   const ranges: number[] = [];
   /** Encodes straight into the batch: headers written in place, data copied (or handed over when it has a buffer of its own). */
   const sink: SampleSink = {
@@ -293,18 +297,22 @@ export async function* readTasks(tasks: AsyncIterable<SourceTask>, encode: Encod
       try {
         if (encode === undefined) {
           for (const file of files) {
-            readSourceFileInto(file, (size) => {
-              const at = reserve(size);
-              ranges.push(chunks.length - 1, at, size);
-              sourceBytes += size;
-              return (chunk as Uint8Array).subarray(at, at + size);
-            });
+            readSourceFileInto(
+              file,
+              (size) => {
+                const at = reserve(size);
+                ranges.push(chunks.length - 1, at, size);
+                sourceBytes += size;
+                return (chunk as Uint8Array).subarray(at, at + size);
+              },
+              () => chunk?.subarray(used) ?? NOTHING,
+            );
           }
         } else {
           scratchUsed = 0;
           const members: Record<string, Uint8Array> = {};
           files.forEach((file, i) => {
-            const bytes = readSourceFileInto(file, placeInScratch);
+            const bytes = readSourceFileInto(file, placeInScratch, scratchFree);
             sourceBytes += bytes.length;
             members[exts[i] as string] = bytes;
           });

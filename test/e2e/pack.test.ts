@@ -132,10 +132,11 @@ describe('shardkit pack', () => {
     // files of half a read batch or more travel in buffers of their own
     fs.writeFileSync(path.join(src, 'c0', 'big.bin'), Buffer.alloc(3 << 20, 7));
     fs.writeFileSync(path.join(src, 'c1', 'huge.bin'), Buffer.alloc(9 << 20, 9));
-    for (const [compress, threads] of [['none', '2'], ['lz4', '3']] as const) {
+    // the reader threads read with the native addon when it is built; SHARDKIT_NATIVE=0 reads with Node's fs
+    for (const [compress, threads, native] of [['none', '2', '1'], ['lz4', '3', '1'], ['none', '2', '0']] as const) {
       const a = path.join(tmpDir(), 'a');
       const b = path.join(tmpDir(), 'b');
-      expect(shardkit(['pack', src, '--out', a, '--shard', '1MiB', '--compress', compress, '--read-threads', threads]).status).toBe(0);
+      expect(shardkit(['pack', src, '--out', a, '--shard', '1MiB', '--compress', compress, '--read-threads', threads], { env: { SHARDKIT_NATIVE: native } }).status).toBe(0);
       await pack({ source: src, out: b, shardBytes: 1 << 20, compress, readThreads: 0 });
       const ta = readTree(a, ['pack-report.json']);
       const tb = readTree(b, ['pack-report.json']);
