@@ -141,10 +141,22 @@ export class DatasetWriter {
 
   /**
    * {@link DatasetWriter.add} for a sample already encoded for this writer's layout and codec (by a reader thread,
-   * say): `encodeSample(sample, layout, codec)` with a key that {@link assertKeyFits}.
+   * say): `encodeSample(sample, layout, codec)` with a key that {@link assertKeyFits}. With `retain`, the writer
+   * may keep referencing the parts' memory (adjacent parts of consecutive samples then go out in one write, without
+   * a copy) until {@link DatasetWriter.release}; without it, nothing is referenced once this returns.
    */
-  addEncoded(key: string, encoded: EncodedSample): void {
+  addEncoded(key: string, encoded: EncodedSample, retain = false): void {
     this.assertOpen();
+    this.append(key, encoded);
+    if (!retain) this.release();
+  }
+
+  /** Lets go of the caller memory that `addEncoded(..., true)` may still reference (writes or copies it). */
+  release(): void {
+    this.current?.file.settle();
+  }
+
+  private append(key: string, encoded: EncodedSample): void {
     const trailer = this.layout === 'tar' ? TAR_END_BYTES : 0;
     if (this.current !== undefined && this.current.file.samples > 0 && this.current.file.bytes + encoded.bytes + trailer > this.shardBytes) {
       this.closeShard();

@@ -192,8 +192,11 @@ async function writeBatches(batches: SourceBatches, writer: DatasetWriter, onErr
         writer,
         onError,
         counters,
+        true,
       );
     }
+    // the writer may still reference the batch's buffers: let go before they go back to the reader
+    writer.release();
     onEach(counters);
     batches.recycle(batch);
   }

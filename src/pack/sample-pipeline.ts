@@ -58,12 +58,15 @@ export async function runPipeline(
   return counters;
 }
 
-/** Hands one result to the writer: written, listed as skipped (`onError: 'skip'`, or dropped by a pass), or thrown. */
-export function settle(r: Processed, writer: DatasetWriter, onError: 'fail' | 'skip', counters: PipelineCounters): void {
+/**
+ * Hands one result to the writer: written, listed as skipped (`onError: 'skip'`, or dropped by a pass), or thrown.
+ * `retain`: see {@link DatasetWriter.addEncoded}.
+ */
+export function settle(r: Processed, writer: DatasetWriter, onError: 'fail' | 'skip', counters: PipelineCounters, retain = false): void {
   if (r.kind === 'ok' || r.kind === 'encoded') {
     try {
       if (r.kind === 'ok') writer.add(r.sample);
-      else writer.addEncoded(r.key, r.encoded);
+      else writer.addEncoded(r.key, r.encoded, retain);
     } catch (err) {
       // a sample the layout or index cannot hold (key too long, unsafe name) is bad input like any other
       if (onError !== 'skip' || !isShardkitError(err) || (err.code !== ErrorCodes.TOO_LARGE && err.code !== ErrorCodes.UNSAFE_PATH)) throw err;

@@ -8,11 +8,18 @@ import { FINGERPRINT_BYTES } from '../../formats/index-layout.js';
 import { fsCall } from './fs-errors.js';
 
 const WRITE_BUFFER_BYTES = 4 << 20;
+/** A run of caller bytes at least this long is written from where it lies instead of copied into the buffer. */
+const DIRECT_WRITE_BYTES = 64 << 10;
 
 export class ShardFile {
   private readonly fd: number;
   private readonly buf = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
   private buffered = 0;
+  /**
+   * The caller's bytes not yet written or copied: consecutive writes of adjacent views (a reader thread's batch)
+   * join here and go out in one write, without a copy. {@link ShardFile.settle} lets go of them.
+   */
+  private pending: Uint8Array | undefined;
   private crc = 0;
   private readonly head = new Uint8Array(FINGERPRINT_BYTES);
   private headBytes = 0;
@@ -27,6 +34,10 @@ export class ShardFile {
     this.fd = fsCall('create', tmpPath, () => fs.openSync(tmpPath, 'w'));
   }
 
+  /**
+   * Appends `data`. The bytes may stay referenced until the next non-adjacent write or {@link ShardFile.settle}:
+   * callers that reuse their memory settle first.
+   */
   write(data: Uint8Array): void {
     if (this.headBytes < FINGERPRINT_BYTES) {
       const take = Math.min(FINGERPRINT_BYTES - this.headBytes, data.length);
@@ -34,15 +45,29 @@ export class ShardFile {
       this.headBytes += take;
     }
     this.bytes += data.length;
-    if (data.length >= WRITE_BUFFER_BYTES) {
-      this.flush();
-      this.crc = crc32c(data, this.crc);
-      this.writeFully(data);
+    const p = this.pending;
+    if (p !== undefined && data.buffer === p.buffer && data.byteOffset === p.byteOffset + p.length) {
+      this.pending = new Uint8Array(p.buffer, p.byteOffset, p.length + data.length);
       return;
     }
-    if (this.buffered + data.length > WRITE_BUFFER_BYTES) this.flush();
-    this.buf.set(data, this.buffered);
-    this.buffered += data.length;
+    this.settle();
+    this.pending = data;
+  }
+
+  /** Writes (long runs) or copies (short ones) the pending bytes: afterwards no caller memory is referenced. */
+  settle(): void {
+    const p = this.pending;
+    if (p === undefined) return;
+    this.pending = undefined;
+    if (p.length >= DIRECT_WRITE_BYTES) {
+      this.flush();
+      this.crc = crc32c(p, this.crc);
+      this.writeFully(p);
+      return;
+    }
+    if (this.buffered + p.length > WRITE_BUFFER_BYTES) this.flush();
+    this.buf.set(p, this.buffered);
+    this.buffered += p.length;
   }
 
   /** Writes `n` zero bytes (tar padding). */
@@ -66,6 +91,7 @@ export class ShardFile {
 
   /** Flushes, optionally fsyncs, closes and renames into place. Returns the checksums. */
   commit(sync: boolean): { crc32c: number; fingerprint: number } {
+    this.settle();
     this.flush();
     if (sync) fsCall('sync', this.tmpPath, () => fs.fsyncSync(this.fd));
     fsCall('close', this.tmpPath, () => fs.closeSync(this.fd));
