@@ -56,8 +56,12 @@ export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uin
 type NativeReadFile = (path: string, target: Uint8Array, offset: number, room: number) => number;
 const EMPTY = new Uint8Array(0);
 
+let nativeRead: NativeReadFile | null | undefined;
+
+/** The addon's readFile, looked up once per thread (SHARDKIT_NATIVE=0 turns it off for the process). */
 function nativeReadFile(): NativeReadFile | undefined {
-  return (nativeAddon() as { readFile?: NativeReadFile } | undefined)?.readFile;
+  nativeRead ??= (nativeAddon() as { readFile?: NativeReadFile } | undefined)?.readFile ?? null;
+  return nativeRead ?? undefined;
 }
 
 /**

@@ -1,10 +1,11 @@
 /**
- * The source side of a pack: walk, group into samples, read their files, in batches. With `thread: true` all of it
- * runs in a worker thread (source-worker.ts) that reads ahead of the writer, so on Lots Of Small Files the
- * open/fstat/read/close of the next files overlap the main thread's tar encoding, checksums, writes and index
- * work instead of adding to them. Batches carry the bytes in transferred ArrayBuffers (no copy between threads)
- * that the consumer hands back for reuse; credits bound how many batches are in flight, so memory stays at a few
- * batches whatever the dataset size.
+ * The source side of a pack: walk, group into samples, read (and encode) their files, in batches. The walk runs
+ * in the calling thread and cuts the samples into tasks; reader threads (source-worker.ts) read and encode the
+ * tasks ahead of the writer, so on Lots Of Small Files the open/fstat/read/close of the next files overlap the
+ * main thread's writes and index work instead of adding to them, and several readers keep several reads in flight
+ * on a cold disk. Batches carry the bytes in transferred ArrayBuffers (no copy between threads) that the consumer
+ * hands back for reuse; credits bound the batches in flight, and tasks the work handed out, so memory stays at a
+ * few batches per reader whatever the dataset size. With no reader threads, the same code runs in this thread.
  */
 import { Worker } from 'node:worker_threads';
 import fs from 'node:fs';
