@@ -14,6 +14,7 @@ export type { Manifest } from '../formats/manifest.js';
 // reading
 export { openDataset, Dataset, type OpenDatasetOptions, type KeyRange, type DatasetStats } from './read/dataset.js';
 export { IoStats } from './io/io-stats.js';
+export { nativeAvailable } from './native/native.js';
 
 // writing
 export { DatasetWriter, type DatasetWriterOptions, type WriterStats } from './pack/dataset-writer.js';

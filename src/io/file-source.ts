@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { nativeAddon, NativeErrorCodes, type NativeAddon, type NativeMap } from '../native/native.js';
 import type { SyncByteSource } from './byte-source.js';
 import { expectByteRange, expectIntegerInRange } from './io-options.js';
 import type { IoStats } from './io-stats.js';
@@ -26,7 +27,21 @@ export interface FileSourceOptions {
    * caches and network file systems, where one pread can take milliseconds. Default 65536.
    */
   syncReadMaxBytes?: number;
+  /**
+   * Serve synchronous reads (and async ones up to syncReadMaxBytes) by copying out of a read-only memory map of the
+   * whole file, made at the first such read, when the native addon is available (see src/native/native.ts):
+   * a memcpy from the page cache instead of a pread system call. Default false. Falls back to pread when the
+   * addon is missing, SHARDKIT_NATIVE=0 is set, mmap(2) fails, or a range lies past the size mapped.
+   */
+  mmap?: boolean;
 }
+
+/**
+ * No MADV_RANDOM: on a warm cache it changes nothing (measured, 20,000 random 1-10 KiB reads: 3.1 vs 3.1-3.4 us per
+ * atViewSync), and on a cold one it would turn a sample spanning k pages into k serial device reads (one per page
+ * fault), where the kernel's default read-around fetches it with one.
+ */
+const MAP_RANDOM_ACCESS = false;
 
 /**
  * One local file on one file descriptor, read only with positional reads (pread), so any number of reads may be
@@ -48,12 +63,19 @@ export class FileSource implements SyncByteSource {
   private closed = false;
   private inFlight = 0;
   private fdClosed = false;
+  /** The addon when this source may map its file; undefined: pread only. */
+  private readonly addon: NativeAddon | undefined;
+  /** undefined: not mapped yet; null: not mappable (empty file, mmap failed); else the map and its length. */
+  private map: NativeMap | null | undefined;
+  private mapLength = 0;
 
   private constructor(path: string, fd: number, options: FileSourceOptions) {
     this.name = path;
     this.fd = fd;
     this.stats = options.stats;
     this.syncReadMaxBytes = options.syncReadMaxBytes ?? DEFAULT_SYNC_READ_MAX_BYTES;
+    this.addon = options.mmap === true ? nativeAddon() : undefined;
+    if (this.addon === undefined) this.map = null;
     if (this.stats !== undefined) this.stats.opens++;
   }
 
@@ -120,10 +142,16 @@ export class FileSource implements SyncByteSource {
   /**
    * Reads exactly `length` bytes at file position `position` into `buffer` starting at `bufferOffset`: the
    * zero-copy path for callers that reuse pooled buffers. Fails with SHARDKIT_ERR_TRUNCATED if the file ends first.
+   * With the `mmap` option, a copy out of the file's memory map (no system call).
    */
   readIntoSync(buffer: Uint8Array, bufferOffset: number, length: number, position: number): void {
     this.assertOpen();
     checkTarget(this.name, buffer, bufferOffset, length, position);
+    const map = this.map === undefined ? this.mapFile() : this.map;
+    if (map !== null && position + length <= this.mapLength) {
+      this.copyFromMap(map, buffer, bufferOffset, length, position);
+      return;
+    }
     let done = 0;
     while (done < length) {
       let n: number;
@@ -137,6 +165,29 @@ export class FileSource implements SyncByteSource {
       done += n;
     }
     if (done < length) throw this.truncated(position, length, done);
+  }
+
+  /**
+   * {@link FileSource.readIntoSync} that also returns the CRC32C of bytes [crcStart, crcStart + crcLength) of what
+   * it read, when it read from the memory map (the copy and the checksum are one native call); undefined when it
+   * read with pread, and the caller computes the checksum. `crcStart + crcLength` must lie within `length`.
+   */
+  readIntoSyncCrc32c(buffer: Uint8Array, bufferOffset: number, length: number, position: number, crcStart: number, crcLength: number): number | undefined {
+    this.assertOpen();
+    checkTarget(this.name, buffer, bufferOffset, length, position);
+    const map = this.map === undefined ? this.mapFile() : this.map;
+    if (map === null || position + length > this.mapLength || crcStart < 0 || crcLength < 0 || crcStart + crcLength > length) {
+      this.readIntoSync(buffer, bufferOffset, length, position);
+      return undefined;
+    }
+    let crc: number;
+    try {
+      crc = (this.addon as NativeAddon).copy(map, position, length, buffer, bufferOffset, crcStart, crcLength);
+    } catch (err) {
+      throw this.mapError(err, position, length);
+    }
+    this.countMappedRead(length);
+    return crc;
   }
 
   read(offset: number, length: number): Promise<Uint8Array> {
@@ -194,10 +245,23 @@ export class FileSource implements SyncByteSource {
     });
   }
 
-  /** Closes the descriptor now, or when the last thread-pool read finishes. Idempotent. */
+  /** True when synchronous reads copy from a memory map (the file is mapped; see the `mmap` option). */
+  get mapped(): boolean {
+    return this.map !== undefined && this.map !== null;
+  }
+
+  /**
+   * Closes the descriptor now, or when the last thread-pool read finishes, and unmaps the file now (thread-pool
+   * reads use the descriptor, never the map). Idempotent.
+   */
   closeSync(): void {
     if (this.closed) return;
     this.closed = true;
+    if (this.map !== undefined && this.map !== null) {
+      const map = this.map;
+      this.map = null;
+      this.addon?.unmap(map);
+    }
     if (this.inFlight === 0) this.closeFd();
   }
 
@@ -227,6 +291,63 @@ export class FileSource implements SyncByteSource {
         cause: err,
       });
     }
+  }
+
+  /** Maps the whole file once (its size from the cached fstat); null when it cannot be mapped: pread then. */
+  private mapFile(): NativeMap | null {
+    const addon = this.addon as NativeAddon;
+    let map: NativeMap | null = null;
+    const size = this.sizeSync();
+    if (size > 0) {
+      try {
+        map = addon.map(this.fd, size, MAP_RANDOM_ACCESS);
+        this.mapLength = size;
+      } catch {
+        map = null; // e.g. a file system without mmap support: pread works everywhere
+      }
+    }
+    this.map = map;
+    return map;
+  }
+
+  private copyFromMap(map: NativeMap, buffer: Uint8Array, bufferOffset: number, length: number, position: number): void {
+    try {
+      (this.addon as NativeAddon).copy(map, position, length, buffer, bufferOffset);
+    } catch (err) {
+      throw this.mapError(err, position, length);
+    }
+    this.countMappedRead(length);
+  }
+
+  private countMappedRead(length: number): void {
+    if (this.stats !== undefined) {
+      this.stats.reads++;
+      this.stats.mappedReads++;
+      this.stats.bytesRead += length;
+    }
+  }
+
+  /** The addon's errors as the pread path would report them: a file that shrank is TRUNCATED, naming the file. */
+  private mapError(err: unknown, position: number, length: number): ShardkitError {
+    const code = (err as { code?: unknown } | null)?.code;
+    if (code === NativeErrorCodes.TRUNCATED || code === NativeErrorCodes.RANGE) {
+      let now = '';
+      try {
+        now = ` (it is ${fs.fstatSync(this.fd).size} bytes now)`;
+      } catch {
+        // the message only loses the current size
+      }
+      return new ShardkitError(
+        ErrorCodes.TRUNCATED,
+        `${this.name} is truncated: needed ${length} bytes at offset ${position} but the file shrank while open` +
+          `${now}; restore the file or re-pack the dataset`,
+        { file: this.name, offset: position, cause: err },
+      );
+    }
+    if (code === NativeErrorCodes.CLOSED) {
+      return new ShardkitError(ErrorCodes.CLOSED, `${this.name} was closed; open it again to read`, { file: this.name, cause: err });
+    }
+    return this.readError(position, err);
   }
 
   private countRead(n: number): void {

@@ -47,6 +47,10 @@ interface Entry<T> {
   /** Settles when an async open (and onOpen) finished; undefined once open or for sync opens. */
   opening: Promise<void> | undefined;
   refs: number;
+  /** Links in the idle list (least recently released first); `idle` says whether the entry is in it. */
+  idle: boolean;
+  older: Entry<T> | undefined;
+  newer: Entry<T> | undefined;
 }
 
 /**
@@ -81,8 +85,14 @@ export class HandlePool<T extends ByteSource> {
   private readonly options: HandlePoolOptions<T>;
   /** Open or opening entries. */
   private readonly entries = new Map<string, Entry<T>>();
-  /** Entries with no references, least recently released first (Map keeps insertion order). */
-  private readonly idle = new Map<string, Entry<T>>();
+  /**
+   * Entries with no references, least recently released first: an intrusive doubly linked list, so the acquire and
+   * release of every synchronous read move an entry with a few pointer writes instead of a Map delete and insert
+   * (measured ~0.1 us per getSync, and no hash-table rehashing from the churn).
+   */
+  private idleOldest: Entry<T> | undefined;
+  private idleNewest: Entry<T> | undefined;
+  private idleCount = 0;
   private readonly bySource = new Map<T, Entry<T>>();
   private slotWaiters: Array<() => void> = [];
   private closed = false;
@@ -102,7 +112,7 @@ export class HandlePool<T extends ByteSource> {
 
   /** Sources open with at least one reference. */
   get inUseCount(): number {
-    return this.entries.size - this.idle.size;
+    return this.entries.size - this.idleCount;
   }
 
   async acquire(key: string): Promise<T> {
@@ -179,7 +189,7 @@ export class HandlePool<T extends ByteSource> {
     if (this.closed || this.entries.size > this.maxOpen) {
       this.evict(entry, false);
     } else {
-      this.idle.set(entry.key, entry);
+      this.idleAppend(entry);
     }
     this.wakeOne();
   }
@@ -208,7 +218,9 @@ export class HandlePool<T extends ByteSource> {
     if (this.closed) return;
     this.closed = true;
     const closing: Array<Promise<void>> = [];
-    for (const entry of [...this.idle.values()]) {
+    const idle: Array<Entry<T>> = [];
+    for (let e = this.idleOldest; e !== undefined; e = e.newer) idle.push(e);
+    for (const entry of idle) {
       const source = entry.source;
       this.removeEntry(entry);
       if (source !== undefined) {
@@ -268,14 +280,14 @@ export class HandlePool<T extends ByteSource> {
   /** True if a new entry fits in the budget, after evicting the least recently used idle source if needed. */
   private makeRoom(): boolean {
     if (this.entries.size < this.maxOpen) return true;
-    const oldest = this.idle.values().next();
-    if (oldest.done === true) return false;
-    this.evict(oldest.value, true);
+    const oldest = this.idleOldest;
+    if (oldest === undefined) return false;
+    this.evict(oldest, true);
     return this.entries.size < this.maxOpen;
   }
 
   private addEntry(key: string): Entry<T> {
-    const entry: Entry<T> = { key, source: undefined, opening: undefined, refs: 0 };
+    const entry: Entry<T> = { key, source: undefined, opening: undefined, refs: 0, idle: false, older: undefined, newer: undefined };
     this.entries.set(key, entry);
     if (this.entries.size > this.counters.peakOpen) this.counters.peakOpen = this.entries.size;
     return entry;
@@ -287,7 +299,7 @@ export class HandlePool<T extends ByteSource> {
   }
 
   private ref(entry: Entry<T>): void {
-    if (entry.refs === 0) this.idle.delete(entry.key);
+    if (entry.refs === 0) this.idleRemove(entry);
     entry.refs++;
   }
 
@@ -301,8 +313,31 @@ export class HandlePool<T extends ByteSource> {
 
   private removeEntry(entry: Entry<T>): void {
     if (this.entries.get(entry.key) === entry) this.entries.delete(entry.key);
-    this.idle.delete(entry.key);
+    this.idleRemove(entry);
     if (entry.source !== undefined) this.bySource.delete(entry.source);
+  }
+
+  private idleAppend(entry: Entry<T>): void {
+    if (entry.idle) this.idleRemove(entry);
+    entry.idle = true;
+    entry.older = this.idleNewest;
+    entry.newer = undefined;
+    if (this.idleNewest === undefined) this.idleOldest = entry;
+    else this.idleNewest.newer = entry;
+    this.idleNewest = entry;
+    this.idleCount++;
+  }
+
+  private idleRemove(entry: Entry<T>): void {
+    if (!entry.idle) return;
+    entry.idle = false;
+    if (entry.older === undefined) this.idleOldest = entry.newer;
+    else entry.older.newer = entry.newer;
+    if (entry.newer === undefined) this.idleNewest = entry.older;
+    else entry.newer.older = entry.older;
+    entry.older = undefined;
+    entry.newer = undefined;
+    this.idleCount--;
   }
 
   /** Sources release their OS resource inside close() before it returns (FileSource does), so the bound holds now. */

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { WalkEntry } from './walk.js';
-import { nativeAddon } from '../native/native.js';
+import { nativeAddon, NativeErrorCodes, type NativeAddon } from '../native/native.js';
 
 /**
  * open, fstat, read, fstat, close. The file must still match what the walk saw (when the walk stat'ed it) and must
@@ -53,14 +53,14 @@ export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uin
   }
 }
 
-type NativeReadFile = (path: string, target: Uint8Array, offset: number, room: number) => number;
+type NativeReadFile = NativeAddon['readFile'];
 const EMPTY = new Uint8Array(0);
 
 let nativeRead: NativeReadFile | null | undefined;
 
 /** The addon's readFile, looked up once per thread (SHARDKIT_NATIVE=0 turns it off for the process). */
 function nativeReadFile(): NativeReadFile | undefined {
-  nativeRead ??= (nativeAddon() as { readFile?: NativeReadFile } | undefined)?.readFile ?? null;
+  nativeRead ??= nativeAddon()?.readFile ?? null;
   return nativeRead ?? undefined;
 }
 
@@ -74,8 +74,8 @@ function readNative(readFile: NativeReadFile, file: WalkEntry, place: (size: num
       return readFile(file.absPath, target, 0, target.length);
     } catch (cause) {
       const code = (cause as NodeJS.ErrnoException).code;
-      if (code === 'ERR_SHARDKIT_NATIVE_CHANGED') throw changed(file);
-      if (code === 'ERR_SHARDKIT_NATIVE_NOT_FILE') throw new ShardkitError(ErrorCodes.INPUT_CHANGED, `${file.absPath} is no longer a regular file`, { file: file.absPath });
+      if (code === NativeErrorCodes.CHANGED) throw changed(file);
+      if (code === NativeErrorCodes.NOT_FILE) throw new ShardkitError(ErrorCodes.INPUT_CHANGED, `${file.absPath} is no longer a regular file`, { file: file.absPath });
       throw inputError(file, cause, (cause as NodeJS.ErrnoException).syscall === 'open' ? 'open' : 'read');
     }
   };

@@ -93,7 +93,7 @@ function slice(ds: Dataset, entries: readonly IndexEntry[], runs: readonly ReadR
     // Plain Uint8Array views, not Buffers: Buffer#slice() returns a view, and users copy a member with slice().
     const read = runBytes[r] as Uint8Array;
     const bytes = read instanceof Buffer ? new Uint8Array(read.buffer, read.byteOffset, read.byteLength) : read;
-    const ctx = { dataset: options.dataset, shard: ds.shardName(run.shard), verify: options.verify };
+    const ctx = { dataset: options.dataset, shard: ds.shardName(run.shard), verify: options.verify, crc32c: ds.memberCrc32c };
     for (const s of run.slices) {
       const span = s.start === 0 && s.length === bytes.length ? bytes : bytes.subarray(s.start, s.start + s.length);
       samples[s.request] = decodeSpan(entries[s.request] as IndexEntry, span, ctx);

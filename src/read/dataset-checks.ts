@@ -46,6 +46,7 @@ export function checkOpenOptions(o: OpenDatasetOptions): void {
   int('maxMemberBytes', o.maxMemberBytes, 0, Number.MAX_SAFE_INTEGER);
   int('syncReadMaxBytes', o.syncReadMaxBytes, 0, 2 ** 31 - 1);
   if (o.verify !== undefined && typeof o.verify !== 'boolean') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a boolean for verify but received ${JSON.stringify(o.verify)}`);
+  if (o.native !== undefined && typeof o.native !== 'boolean') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a boolean for native but received ${JSON.stringify(o.native)}`);
   if (o.checkShards !== undefined && o.checkShards !== 'size' && o.checkShards !== 'fingerprint') {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected "size" or "fingerprint" for checkShards but received ${JSON.stringify(o.checkShards)}`);
   }

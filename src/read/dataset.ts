@@ -5,7 +5,7 @@
  * while in use, under a bounded handle budget (LRU).
  */
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
-import type { IndexEntry } from '../../formats/index-entry.js';
+import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
 import type { LeafPage } from '../../formats/index-page.js';
 import { compareKeys, prefixEnd } from '../../formats/key-order.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
@@ -19,8 +19,10 @@ import { HttpSource } from '../io/http-source.js';
 import { IoStats } from '../io/io-stats.js';
 import { isRemote, redactLocation, resolveLocation } from '../io/location.js';
 import { openByteSource, readAll } from '../io/open-source.js';
+import { nativeAddon } from '../native/native.js';
+import { crc32c } from '../../formats/checksum.js';
 import { DEFAULT_PAGE_CACHE_BYTES, IndexReader } from './index-reader.js';
-import { decodeSpan } from './sample-decode.js';
+import { decodeSpan, type DecodeContext } from './sample-decode.js';
 import { checkIndexMatchesManifest, checkOpenOptions, checkShardOnOpen } from './dataset-checks.js';
 import { ReadArena } from './read-arena.js';
 import type { DecodedSample } from './decode-image.js';
@@ -52,6 +54,14 @@ export interface OpenDatasetOptions {
   http?: HttpClientOptions;
   /** Counters to add this dataset's operations to (default: its own, see stats()). */
   ioStats?: IoStats;
+  /**
+   * Use shardkit's optional native addon when it is built (default true; see {@link nativeAvailable}): the
+   * synchronous reads of local shards (getSync, atSync, the view twins, and the loader's reads up to
+   * syncReadMaxBytes) copy out of a read-only memory map of each shard instead of calling pread, and CRC32C runs on
+   * SSE4.2. Results and errors are the same either way. `false`, or SHARDKIT_NATIVE=0 in the environment, keeps
+   * the portable path.
+   */
+  native?: boolean;
 }
 
 export interface KeyRange {
@@ -87,10 +97,15 @@ export class Dataset {
   private readonly checkShards: 'size' | 'fingerprint';
   private readonly maxMemberBytes: number;
   private readonly client: HttpClient | undefined;
+  private readonly isRemote: boolean;
   private closed = false;
   /** Owned read buffers for get/at and the loader's copy mode (see read-arena.ts). */
   private readonly arena = new ReadArena();
   private viewReader: SyncViewReader | undefined;
+  /** True when local shards are read through memory maps (the native addon is built and enabled). */
+  readonly native: boolean;
+  /** @internal The CRC32C that verifies members: the addon's hardware one when enabled. */
+  readonly memberCrc32c: (bytes: Uint8Array) => number;
 
   private constructor(location: string, manifest: Manifest, index: IndexReader, options: OpenDatasetOptions, io: IoStats, client: HttpClient | undefined) {
     this.location = location;
@@ -98,12 +113,16 @@ export class Dataset {
     this.index = index;
     this.io = io;
     this.client = client;
+    this.isRemote = isRemote(location);
     this.verify = options.verify ?? true;
     this.checkShards = options.checkShards ?? 'fingerprint';
     this.maxMemberBytes = options.maxMemberBytes ?? DEFAULT_MAX_MEMBER_BYTES;
     this.shardLocations = index.shards.map((s) => resolveLocation(location, s.file));
     this.shardLocations.forEach((loc, i) => this.shardByLocation.set(loc, i));
-    const sourceOptions = { stats: io, ...(options.syncReadMaxBytes === undefined ? {} : { syncReadMaxBytes: options.syncReadMaxBytes }) };
+    const addon = options.native === false ? undefined : nativeAddon();
+    this.native = addon !== undefined && !this.isRemote;
+    this.memberCrc32c = addon === undefined ? crc32c : addon.crc32c;
+    const sourceOptions = { stats: io, mmap: this.native, ...(options.syncReadMaxBytes === undefined ? {} : { syncReadMaxBytes: options.syncReadMaxBytes }) };
     this.pool = new HandlePool<ByteSource>({
       maxOpen: options.maxOpenShards ?? DEFAULT_MAX_OPEN,
       open: (loc) =>
@@ -243,14 +262,37 @@ export class Dataset {
     this.checkEntry(entry);
     const loc = this.shardLocations[entry.shard] as string;
     const span = await this.pool.use(loc, (src) => (entry.length === 0 ? new Uint8Array(0) : src.read(entry.offset, entry.length)));
-    return decodeSpan(entry, span, { dataset: redactLocation(this.location), shard: this.shardName(entry.shard), verify: this.verify });
+    return decodeSpan(entry, span, { dataset: redactLocation(this.location), shard: this.shardName(entry.shard), verify: this.verify, crc32c: this.memberCrc32c });
   }
 
   readSync(entry: IndexEntry): Sample {
     this.assertLocal('readSync');
     this.checkEntry(entry);
-    const span = entry.length === 0 ? new Uint8Array(0) : this.readShardRangeSync(entry.shard, entry.offset, entry.length);
-    return decodeSpan(entry, span, { dataset: this.location, shard: this.shardName(entry.shard), verify: this.verify });
+    return this.readSampleSync(entry, undefined, this.location);
+  }
+
+  /**
+   * @internal One sample: one read of its span into `target` (from 0; the view twins) or an arena buffer, then
+   * decode. A sample of one uncompressed member read from a memory map gets its checksum from the same native
+   * call as the copy. The entry must have passed checkEntry.
+   */
+  readSampleSync(entry: IndexEntry, target: Uint8Array | undefined, dataset: string): Sample {
+    const length = entry.length;
+    const ctx: DecodeContext = { dataset, shard: this.shardName(entry.shard), verify: this.verify, crc32c: this.memberCrc32c, firstMemberCrc32c: undefined };
+    if (length === 0) return decodeSpan(entry, new Uint8Array(0), ctx);
+    const buffer = target ?? this.arena.take(length);
+    const only = entry.members.length === 1 ? (entry.members[0] as MemberEntry) : undefined;
+    const source = this.pool.acquireSync(this.shardLocations[entry.shard] as string) as FileSource;
+    try {
+      if (this.verify && this.native && only !== undefined && only.codec === Codec.none) {
+        ctx.firstMemberCrc32c = source.readIntoSyncCrc32c(buffer, 0, length, entry.offset, only.offset, only.storedSize);
+      } else {
+        source.readIntoSync(buffer, 0, length, entry.offset);
+      }
+    } finally {
+      this.pool.release(source);
+    }
+    return decodeSpan(entry, buffer.length === length ? buffer : buffer.subarray(0, length), ctx);
   }
 
   /**
@@ -278,7 +320,7 @@ export class Dataset {
     const entry = this.index.findSync(key);
     if (entry === undefined) throw this.notFound(key);
     this.checkEntry(entry);
-    return this.views.read(this, entry, this.verify);
+    return this.views.read(this, entry);
   }
 
   /** Zero-copy twin of {@link Dataset.atSync}; the same lifetime rule as {@link Dataset.getViewSync}. */
@@ -286,12 +328,12 @@ export class Dataset {
     this.assertLocal('atViewSync');
     const entry = this.index.atSync(position);
     this.checkEntry(entry);
-    return this.views.read(this, entry, this.verify);
+    return this.views.read(this, entry);
   }
 
   /** True when the dataset is behind an http(s) URL (no synchronous reads). */
   get remote(): boolean {
-    return isRemote(this.location);
+    return this.isRemote;
   }
 
   /**
@@ -302,9 +344,13 @@ export class Dataset {
   readShardRangeSync(shard: number, offset: number, length: number, target?: Uint8Array, targetOffset = 0): Uint8Array {
     const source = this.pool.acquireSync(this.shardLocations[shard] as string) as FileSource;
     try {
-      const buffer = target ?? this.arena.take(length);
-      source.readIntoSync(buffer, targetOffset, length, offset);
-      return buffer.subarray(targetOffset, targetOffset + length);
+      if (target === undefined) {
+        const buffer = this.arena.take(length); // exactly `length` bytes: no second view to make
+        source.readIntoSync(buffer, 0, length, offset);
+        return buffer;
+      }
+      source.readIntoSync(target, targetOffset, length, offset);
+      return target.subarray(targetOffset, targetOffset + length);
     } finally {
       this.pool.release(source);
     }

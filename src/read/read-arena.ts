@@ -3,6 +3,10 @@
  * than the pread itself on a warm cache); a view of a slab costs ~0.15 us. The bytes handed out are the caller's to
  * keep (no slab is ever reused), but a kept view keeps its whole slab alive, as Node's own Buffer pool does with 8
  * KiB: long-lived small samples are best copied with `slice()`. Large reads get a buffer of their own.
+ *
+ * The views are plain Uint8Arrays over uninitialised memory (Buffer.allocUnsafeSlow), not Buffers: a member is a
+ * Uint8Array as the Sample type says, `slice()` copies as users expect, and TypedArray#subarray costs about half
+ * of Buffer#subarray (measured ~0.1 us per sample on the getSync path).
  */
 export const ARENA_SLAB_BYTES = 256 * 1024;
 /** Reads above this get their own buffer: a slab holds at least 8 of them, and allocation is small next to the copy. */
@@ -13,13 +17,17 @@ export class ReadArena {
   private used = 0;
 
   take(length: number): Uint8Array {
-    if (length > ARENA_MAX_READ_BYTES) return Buffer.allocUnsafe(length);
+    if (length > ARENA_MAX_READ_BYTES) return plain(Buffer.allocUnsafeSlow(length));
     if (this.used + length > this.slab.length) {
-      this.slab = Buffer.allocUnsafeSlow(ARENA_SLAB_BYTES);
+      this.slab = plain(Buffer.allocUnsafeSlow(ARENA_SLAB_BYTES));
       this.used = 0;
     }
     const view = this.slab.subarray(this.used, this.used + length);
     this.used += (length + 7) & ~7; // 8-byte aligned starts keep typed-array views of members possible
     return view;
   }
+}
+
+function plain(buffer: Buffer): Uint8Array {
+  return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
 }

@@ -7,7 +7,6 @@
 import type { IndexEntry } from '../../formats/index-entry.js';
 import type { Sample } from '../../formats/sample.js';
 import type { Dataset } from './dataset.js';
-import { decodeSpan } from './sample-decode.js';
 
 const INITIAL_VIEW_BYTES = 64 * 1024;
 /** Larger spans are read into a buffer of their own, so one huge sample does not pin its size in memory. */
@@ -19,14 +18,14 @@ export class SyncViewReader {
 
   constructor(private readonly dataset: string) {}
 
-  read(ds: Dataset, entry: IndexEntry, verify: boolean): Sample {
+  /** Reads `entry` (checked by the caller) into the reused buffer; verifies as the dataset does. */
+  read(ds: Dataset, entry: IndexEntry): Sample {
     let target = this.buffer;
     if (entry.length > target.length) {
       target = new Uint8Array(entry.length <= MAX_RETAINED_VIEW_BYTES ? nextPowerOfTwo(entry.length) : entry.length);
       if (target.length <= MAX_RETAINED_VIEW_BYTES) this.buffer = target;
     }
-    const span = entry.length === 0 ? target.subarray(0, 0) : ds.readShardRangeSync(entry.shard, entry.offset, entry.length, target, 0);
-    return decodeSpan(entry, span, { dataset: this.dataset, shard: ds.shardName(entry.shard), verify });
+    return ds.readSampleSync(entry, target, this.dataset);
   }
 }
 

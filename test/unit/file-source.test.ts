@@ -172,6 +172,7 @@ describe('FileSource', () => {
       opens: 1,
       closes: 1,
       reads: 3,
+      mappedReads: 0,
       bytesRead: 100_200,
       stats: 1,
       httpRequests: 0,

@@ -1,0 +1,99 @@
+/**
+ * The optional native addon (src/native/shardkit.c): read-only memory maps of local shards, copied out into
+ * JS-owned buffers, and hardware CRC32C. It gives the local synchronous read path what LMDB has: a sample read is a
+ * memcpy out of the page cache instead of a pread system call. When the addon was not built (no compiler at install
+ * time, an unsupported platform) or SHARDKIT_NATIVE=0 is set, shardkit reads with pread and checks with
+ * @node-rs/crc32: same results, same errors, slower.
+ */
+import { createRequire } from 'node:module';
+
+/** An opaque handle to one mapped file; only the addon looks inside. */
+export type NativeMap = { readonly __nativeMap: unique symbol };
+
+export interface NativeAddon {
+  /** Maps `length` bytes of the open file `fd` read-only (MAP_SHARED); `randomAccess` adds MADV_RANDOM. */
+  map(fd: number, length: number, randomAccess?: boolean): NativeMap;
+  /** Unmaps now (idempotent); later copies throw ERR_SHARDKIT_NATIVE_CLOSED. */
+  unmap(map: NativeMap): void;
+  /**
+   * Copies `length` mapped bytes at `offset` into `target` at `targetOffset` (both ranges checked in C). Throws
+   * ERR_SHARDKIT_NATIVE_TRUNCATED when the file shrank under the map (SIGBUS caught), ..._RANGE past the mapped
+   * length, ..._CLOSED after unmap.
+   */
+  copy(map: NativeMap, offset: number, length: number, target: Uint8Array, targetOffset: number): void;
+  /** The same copy, returning the CRC32C of the copied bytes [crcStart, crcStart + crcLength) (one call, not two). */
+  copy(map: NativeMap, offset: number, length: number, target: Uint8Array, targetOffset: number, crcStart: number, crcLength: number): number;
+  /** CRC32C of `bytes` continuing from `seed` (0 to start): the same value as formats/checksum.ts crc32c. */
+  crc32c(bytes: Uint8Array, seed?: number): number;
+  /** The same through the portable table code, whatever the CPU (for tests). */
+  crc32cPortable(bytes: Uint8Array, seed?: number): number;
+  /** True when crc32c uses the SSE4.2 instruction. */
+  readonly hardwareCrc32c: boolean;
+  /**
+   * Reads a source file for pack as GNU tar does (open, fstat, read, fstat, close) in one call, into
+   * `target[offset, offset + room)`: returns its size, or -(size + 1) without reading when it does not fit.
+   * Throws an Error with the errno name as `code` and `syscall`, or ERR_SHARDKIT_NATIVE_NOT_FILE (no longer a
+   * regular file) or ERR_SHARDKIT_NATIVE_CHANGED (size, mtime or ctime changed while it was read).
+   */
+  readFile(path: string, target: Uint8Array, offset: number, room: number): number;
+}
+
+/** Error codes the addon throws (Error#code). */
+export const NativeErrorCodes = {
+  ARG: 'ERR_SHARDKIT_NATIVE_ARG',
+  CLOSED: 'ERR_SHARDKIT_NATIVE_CLOSED',
+  RANGE: 'ERR_SHARDKIT_NATIVE_RANGE',
+  TRUNCATED: 'ERR_SHARDKIT_NATIVE_TRUNCATED',
+  MAP: 'ERR_SHARDKIT_NATIVE_MAP',
+  NOT_FILE: 'ERR_SHARDKIT_NATIVE_NOT_FILE',
+  CHANGED: 'ERR_SHARDKIT_NATIVE_CHANGED',
+} as const;
+
+/**
+ * Where node-gyp leaves the addon (src/native/build/Release), seen from this module under src/ (vitest runs the
+ * TypeScript sources) and under dist/src/ (the compiled package).
+ */
+const CANDIDATES = ['./build/Release/shardkit.node', '../../../src/native/build/Release/shardkit.node'];
+
+let loaded: { addon: NativeAddon | undefined; error: unknown } | undefined;
+
+function load(): { addon: NativeAddon | undefined; error: unknown } {
+  if (loaded !== undefined) return loaded;
+  if (process.platform === 'win32') return (loaded = { addon: undefined, error: new Error('no native addon on Windows') });
+  const require = createRequire(import.meta.url);
+  let error: unknown;
+  for (const candidate of CANDIDATES) {
+    try {
+      const addon = require(candidate) as NativeAddon;
+      if (typeof addon.copy === 'function' && typeof addon.crc32c === 'function') return (loaded = { addon, error: undefined });
+    } catch (err) {
+      error ??= err;
+    }
+  }
+  return (loaded = { addon: undefined, error });
+}
+
+/** SHARDKIT_NATIVE=0 (or "false", "off") turns the addon off for the whole process: useful for tests and benchmarks. */
+function disabledByEnvironment(): boolean {
+  const v = process.env.SHARDKIT_NATIVE;
+  return v === '0' || v === 'false' || v === 'off';
+}
+
+/** The addon, or undefined when it is not built or SHARDKIT_NATIVE=0. Loads it on first use. */
+export function nativeAddon(): NativeAddon | undefined {
+  if (disabledByEnvironment()) return undefined;
+  return load().addon;
+}
+
+/**
+ * True when shardkit's native addon is built and enabled: local datasets then read shards through read-only memory
+ * maps and verify CRC32C in hardware. False means the portable pread path (same results, slower).
+ */
+export function nativeAvailable(): boolean {
+  return nativeAddon() !== undefined;
+}
+
+/** Why the addon did not load (for diagnostics), or undefined when it did or was turned off. */
+export function nativeLoadError(): unknown {
+  return disabledByEnvironment() ? undefined : load().error;
+}

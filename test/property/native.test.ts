@@ -1,0 +1,88 @@
+/**
+ * The native addon against the portable code it replaces: hardware and table CRC32C equal formats/checksum.ts
+ * crc32c for any length, seed and alignment; copies out of a memory map equal pread for any span. Skipped when the
+ * addon is not built (the portable path is what every other test then exercises).
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { crc32c } from '../../formats/checksum.js';
+import { FileSource } from '../../src/io/file-source.js';
+import { IoStats } from '../../src/io/io-stats.js';
+import { nativeAddon, nativeAvailable } from '../../src/native/native.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+const POOL = randomBytes(128 * 1024);
+
+describe.skipIf(!nativeAvailable())('native addon (property)', () => {
+  it('crc32c equals formats/checksum.ts for random lengths 0..100k, seeds and alignments, hardware and table paths', () => {
+    const addon = nativeAddon()!;
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 100_000 }),
+        fc.integer({ min: 0, max: 2 ** 32 - 1 }),
+        fc.integer({ min: 0, max: 15 }),
+        fc.integer({ min: 0, max: 12_000 }),
+        (length, seed, align, start) => {
+          // `align` moves the view's start off an 8-byte boundary; `start` varies the bytes
+          const from = (start & ~15) + align;
+          const bytes = new Uint8Array(POOL.buffer, POOL.byteOffset + from, length);
+          const want = crc32c(bytes, seed);
+          expect(addon.crc32c(bytes, seed)).toBe(want);
+          expect(addon.crc32cPortable(bytes, seed)).toBe(want);
+          if (seed === 0) expect(addon.crc32c(bytes)).toBe(want);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('crc32c continues across chunks exactly like one call', () => {
+    const addon = nativeAddon()!;
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 70_000 }), fc.integer({ min: 0, max: 70_000 }), (a, b) => {
+        const [cut, end] = a <= b ? [a, b] : [b, a];
+        const whole = POOL.subarray(0, end);
+        expect(addon.crc32c(POOL.subarray(cut, end), addon.crc32c(POOL.subarray(0, cut)))).toBe(crc32c(whole));
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('a mapped FileSource returns what pread returns for random spans and targets, and counts mapped reads', () => {
+    const dir = tmpDir();
+    const file = path.join(dir, 'shard.bin');
+    const content = randomBytes(300_001); // not a page multiple: the last page is partial
+    fs.writeFileSync(file, content);
+    const stats = new IoStats();
+    const mapped = FileSource.openSync(file, { mmap: true, stats });
+    const plain = FileSource.openSync(file);
+    try {
+      fc.assert(
+        fc.property(
+          fc.integer({ min: 0, max: content.length }).chain((offset) => fc.tuple(fc.constant(offset), fc.integer({ min: 0, max: content.length - offset }))),
+          fc.integer({ min: 0, max: 64 }),
+          ([offset, length], at) => {
+            const a = new Uint8Array(length + at + 8).fill(0xaa);
+            const b = new Uint8Array(length + at + 8).fill(0xaa);
+            mapped.readIntoSync(a, at, length, offset);
+            plain.readIntoSync(b, at, length, offset);
+            expect(Buffer.from(a).equals(Buffer.from(b))).toBe(true);
+            expect(Buffer.from(mapped.readSync(offset, length)).equals(content.subarray(offset, offset + length))).toBe(true);
+          },
+        ),
+        { numRuns: 300 },
+      );
+      expect(mapped.mapped).toBe(true);
+      expect(stats.mappedReads).toBe(stats.reads);
+      expect(stats.reads).toBeGreaterThanOrEqual(600);
+      // past the end: TRUNCATED like pread, never a crash
+      expect(() => mapped.readSync(content.length - 10, 20)).toThrow(expect.objectContaining({ code: 'SHARDKIT_ERR_TRUNCATED' }));
+    } finally {
+      mapped.closeSync();
+      plain.closeSync();
+    }
+  });
+});

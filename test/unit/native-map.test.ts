@@ -1,0 +1,204 @@
+/**
+ * The memory-mapped read path (src/native): a closed map throws instead of touching freed memory, LRU closes of
+ * shard handles unmap, a shard truncated under a live map is a TRUNCATED error (in a child process: a SIGBUS that
+ * escaped would kill it, not the test runner), and SHARDKIT_NATIVE=0 / native: false read the same bytes with pread.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ErrorCodes } from '../../formats/errors.js';
+import { FileSource } from '../../src/io/file-source.js';
+import { IoStats } from '../../src/io/io-stats.js';
+import { nativeAddon, nativeAvailable } from '../../src/native/native.js';
+import { DatasetWriter } from '../../src/pack/dataset-writer.js';
+import { openDataset } from '../../src/read/dataset.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+const SAMPLES = 60;
+let dir: string;
+const contents = new Map<string, Uint8Array>();
+const keyOf = (i: number): string => `k/${String(i).padStart(4, '0')}`;
+
+beforeAll(async () => {
+  dir = path.join(tmpDir(), 'ds');
+  const w = new DatasetWriter({ dir, shardBytes: 64 * 1024 });
+  for (let i = 0; i < SAMPLES; i++) {
+    const bytes = randomBytes(500 + ((i * 7919) % 9000));
+    contents.set(keyOf(i), bytes);
+    w.add({ key: keyOf(i), members: { bin: bytes } });
+  }
+  await w.finish();
+});
+
+const savedEnv = process.env.SHARDKIT_NATIVE;
+afterEach(() => {
+  if (savedEnv === undefined) delete process.env.SHARDKIT_NATIVE;
+  else process.env.SHARDKIT_NATIVE = savedEnv;
+});
+
+describe.skipIf(!nativeAvailable())('memory-mapped reads', () => {
+  it('a closed FileSource throws CLOSED; the raw addon refuses closed maps and bad ranges without crashing', () => {
+    const file = path.join(tmpDir(), 'f.bin');
+    fs.writeFileSync(file, randomBytes(10_000));
+    const src = FileSource.openSync(file, { mmap: true });
+    expect(src.readSync(0, 10).length).toBe(10);
+    expect(src.mapped).toBe(true);
+    src.closeSync();
+    expect(() => src.readSync(0, 10)).toThrow(expect.objectContaining({ code: ErrorCodes.CLOSED }));
+
+    const addon = nativeAddon()!;
+    const fd = fs.openSync(file, 'r');
+    try {
+      const map = addon.map(fd, 10_000);
+      const target = new Uint8Array(100);
+      expect(() => addon.copy(map, 9_950, 100, target, 0)).toThrow(expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_RANGE' }));
+      expect(() => addon.copy(map, 0, 100, target, 1)).toThrow(expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_ARG' }));
+      expect(() => addon.copy({} as never, 0, 1, target, 0)).toThrow(expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_ARG' }));
+      addon.copy(map, 9_900, 100, target, 0);
+      addon.unmap(map);
+      addon.unmap(map);
+      expect(() => addon.copy(map, 0, 1, target, 0)).toThrow(expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_CLOSED' }));
+    } finally {
+      fs.closeSync(fd);
+    }
+  });
+
+  it('reads every sample right through LRU closes of shard maps (maxOpenShards 1), then CLOSED after close()', async () => {
+    const io = new IoStats();
+    const ds = await openDataset(dir, { maxOpenShards: 1, ioStats: io });
+    expect(ds.native).toBe(true);
+    expect(ds.shards.length).toBeGreaterThan(3);
+    for (let round = 0; round < 3; round++) {
+      for (let i = SAMPLES - 1 - round; i >= 0; i -= 3) {
+        const key = keyOf(i);
+        expect(Buffer.from(ds.getSync(key).members.bin!).equals(Buffer.from(contents.get(key)!))).toBe(true);
+        expect(Buffer.from(ds.atViewSync(i).members.bin!).equals(Buffer.from(contents.get(key)!))).toBe(true);
+      }
+    }
+    expect(ds.stats().shardHandles.evictions).toBeGreaterThan(10);
+    expect(io.mappedReads).toBeGreaterThan(0);
+    await ds.close();
+    expect(() => ds.atSync(0)).toThrow(expect.objectContaining({ code: ErrorCodes.CLOSED }));
+  });
+
+  it('a flipped byte is a CHECKSUM error on every read path, with the native checksum and without', async () => {
+    const copy = path.join(tmpDir(), 'ds');
+    fs.cpSync(dir, copy, { recursive: true });
+    const probe = await openDataset(copy);
+    const entry = probe.index.atSync(5);
+    await probe.close();
+    const shard = path.join(copy, probe.shardName(entry.shard));
+    const member = entry.members[0]!;
+    const fd = fs.openSync(shard, 'r+');
+    const at = entry.offset + member.offset + 17;
+    const one = Buffer.alloc(1);
+    fs.readSync(fd, one, 0, 1, at);
+    one[0] = one[0]! ^ 0x40;
+    fs.writeSync(fd, one, 0, 1, at);
+    fs.closeSync(fd);
+    for (const native of [true, false]) {
+      const ds = await openDataset(copy, { native });
+      try {
+        expect(ds.native).toBe(native);
+        expect(() => ds.atSync(5)).toThrow(expect.objectContaining({ code: ErrorCodes.CHECKSUM, key: entry.key }));
+        expect(() => ds.atViewSync(5)).toThrow(expect.objectContaining({ code: ErrorCodes.CHECKSUM }));
+        await expect(ds.at(5)).rejects.toMatchObject({ code: ErrorCodes.CHECKSUM });
+        expect(ds.atSync(4).key).toBe(keyOf(4)); // neighbours are intact
+      } finally {
+        await ds.close();
+      }
+    }
+  });
+
+  it('a shard truncated under a live map: the next read throws TRUNCATED naming the shard, the process lives on', async () => {
+    const built = fileURLToPath(new URL('../../dist/src/read/dataset.js', import.meta.url));
+    expect(fs.existsSync(built), 'needs the build in dist/ (npm run build)').toBe(true);
+    const copy = path.join(tmpDir(), 'ds');
+    fs.cpSync(dir, copy, { recursive: true });
+    const shard = path.join(copy, 'shard-000000.tar');
+    const script = `
+      import { openDataset } from ${JSON.stringify(built)};
+      const ds = await openDataset(${JSON.stringify(copy)}, { checkShards: 'size', verify: false });
+      let last = 0;
+      for (let i = 0; i < ds.size; i++) if (ds.index.atSync(i).shard === 0) last = i;
+      ds.atSync(0); // maps shard 0
+      process.stdout.write('mapped ' + last + '\\n');
+      process.stdin.once('data', () => {
+        try {
+          ds.atSync(last);
+          process.stdout.write(JSON.stringify({ ok: true }) + '\\n');
+        } catch (err) {
+          // the guard is left cleanly: the same map still serves the bytes that remain, twice over
+          const again = ds.atSync(0).key === ds.atSync(0).key;
+          process.stdout.write(JSON.stringify({ code: err.code, message: err.message, file: err.file, mapped: ds.stats().io.mappedReads, again }) + '\\n');
+        }
+        process.exit(0);
+      });`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('\n')) resolve();
+      });
+      child.on('exit', () => reject(new Error(`child ended before mapping: ${err}`)));
+    });
+    fs.truncateSync(shard, 4096); // the last sample of shard 0 now lies pages past the end
+    child.stdin.write('go\n');
+    const { code, signal } = await exit;
+    expect(signal, err).toBeNull();
+    expect(code, err).toBe(0);
+    const result = JSON.parse(out.trim().split('\n').pop()!) as { code: string; message: string; file: string; mapped: number; again: boolean };
+    expect(result.code).toBe(ErrorCodes.TRUNCATED);
+    expect(result.message).toContain('shrank while open'); // the SIGBUS path, not a pread past the end
+    expect(result.again).toBe(true);
+    expect(result.file).toBe(shard);
+    expect(result.message).toContain('shard-000000.tar');
+    expect(result.mapped).toBeGreaterThan(0);
+  });
+  it('a SIGBUS that is not a mapped read (here: sent with kill) still gets the default action', async () => {
+    const addonFile = fileURLToPath(new URL('../../src/native/build/Release/shardkit.node', import.meta.url));
+    const script = `
+      const fs = require('node:fs');
+      const addon = require(${JSON.stringify(addonFile)});
+      const fd = fs.openSync(${JSON.stringify(fileURLToPath(import.meta.url))}, 'r');
+      addon.copy(addon.map(fd, 64), 0, 8, new Uint8Array(8), 0); // handler installed, guard used once
+      process.kill(process.pid, 'SIGBUS');
+      setTimeout(() => process.stdout.write('survived'), 500);`;
+    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, sig) => resolve(sig)));
+    expect(signal).toBe('SIGBUS');
+    expect(out).toBe('');
+  });
+});
+
+describe('portable fallback', () => {
+  it('native: false and SHARDKIT_NATIVE=0 read the same bytes with pread and no map', async () => {
+    for (const how of ['option', 'env'] as const) {
+      if (how === 'env') process.env.SHARDKIT_NATIVE = '0';
+      const io = new IoStats();
+      const ds = await openDataset(dir, how === 'option' ? { native: false, ioStats: io } : { ioStats: io });
+      try {
+        expect(ds.native).toBe(false);
+        for (let i = 0; i < SAMPLES; i++) expect(Buffer.from(ds.atSync(i).members.bin!).equals(Buffer.from(contents.get(keyOf(i))!))).toBe(true);
+        expect(io.mappedReads).toBe(0);
+        expect(io.reads).toBeGreaterThanOrEqual(SAMPLES);
+      } finally {
+        await ds.close();
+      }
+    }
+    expect(nativeAvailable()).toBe(false); // SHARDKIT_NATIVE=0 is still set here
+  });
+
+  it('rejects a non-boolean native option', async () => {
+    await expect(openDataset(dir, { native: 'yes' as never })).rejects.toMatchObject({ code: ErrorCodes.INVALID_ARG });
+  });
+});
