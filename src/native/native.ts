@@ -6,6 +6,7 @@
  * @node-rs/crc32: same results, same errors, slower.
  */
 import { createRequire } from 'node:module';
+import { useCrc32c } from '../../formats/checksum.js';
 
 /** An opaque handle to one mapped file; only the addon looks inside. */
 export type NativeMap = { readonly __nativeMap: unique symbol };
@@ -77,6 +78,17 @@ function load(): { addon: NativeAddon | undefined; error: unknown } {
 function disabledByEnvironment(): boolean {
   const v = process.env.SHARDKIT_NATIVE;
   return v === '0' || v === 'false' || v === 'off';
+}
+
+/**
+ * Makes formats/checksum.ts crc32c use the addon's hardware CRC32C in this thread, when the addon is there and
+ * not turned off; returns whether it does. Pack calls it in each of its threads.
+ */
+export function useNativeCrc32c(): boolean {
+  const addon = nativeAddon();
+  if (addon === undefined) return false;
+  useCrc32c((data, previous) => addon.crc32c(data, previous));
+  return true;
 }
 
 /** The addon, or undefined when it is not built or SHARDKIT_NATIVE=0. Loads it on first use. */

@@ -15,6 +15,7 @@ import { DatasetWriter, type WriterStats } from './dataset-writer.js';
 import { walkSamples } from './group-samples.js';
 import { batchSamples, openSourceBatches, sampleError, workerAvailable, type SampleInputError, type SourceBatches } from './source-batches.js';
 import { memberPath } from '../../formats/sample.js';
+import { useNativeCrc32c } from '../native/native.js';
 import { runPipeline, settle, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 import { partOfKey, partShardPrefix, type PartSpec } from './partition.js';
 import { finishWithPassOutputs, preparePasses } from './run-passes.js';
@@ -91,6 +92,7 @@ export function defaultOutDir(source: string): string {
 
 export async function pack(options: PackOptions): Promise<PackResult> {
   const started = performance.now();
+  useNativeCrc32c();
   const source = path.resolve(options.source);
   if (!fs.existsSync(source) || !fs.statSync(source).isDirectory()) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `source ${options.source} is not a directory`, { file: options.source });

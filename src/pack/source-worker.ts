@@ -4,11 +4,13 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { isShardkitError } from '../../formats/errors.js';
+import { useNativeCrc32c } from '../native/native.js';
 import { readTasks, type EncodeOptions, type ReaderMessage, type SourceTask, type WorkerMessage } from './source-batches.js';
 
 const port = parentPort;
 if (port === null) throw new Error('source-worker.js runs only as a worker thread');
 const { encode, ahead } = workerData as { encode: EncodeOptions | undefined; ahead: number };
+useNativeCrc32c();
 
 let credits = ahead;
 let ended = false;

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { crc32c } from '../../formats/checksum.js';
+import { crc32cReference as crc32c } from '../../formats/checksum.js';
 import { FileSource } from '../../src/io/file-source.js';
 import { IoStats } from '../../src/io/io-stats.js';
 import { nativeAddon, nativeAvailable } from '../../src/native/native.js';
