@@ -55,7 +55,7 @@ export interface SourceBatchOptions {
  */
 export const TASK_SAMPLES = 256;
 /** Tasks handed to one reader thread beyond those the writer has finished. */
-const TASKS_AHEAD = 2;
+const TASKS_AHEAD = 8;
 
 /**
  * One task: consecutive samples of the walk, read by one reader. Compact for the trip between threads: per sample
