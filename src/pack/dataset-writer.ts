@@ -222,6 +222,7 @@ export class DatasetWriter {
     this.finished = true;
     this.current?.file.discard();
     this.current = undefined;
+    this.sorter.abort();
   }
 
   private assertOpen(): void {

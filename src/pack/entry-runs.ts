@@ -1,8 +1,8 @@
 /**
- * External sort of index entries in bounded memory. Entries are buffered up to `runEntries`, sorted by key and
- * spilled to numbered run files; `sorted()` merges the runs with a heap, reading each through a small window.
- * Input that arrives in key order (a pack walks sorted paths) costs one sequential write and read per entry.
- * Run files also carry the entries of finished shards across a `--resume`.
+ * External sort of index entries in bounded memory. Entries that arrive in key order (a pack walks sorted paths)
+ * stream straight into the current run file; entries out of order are buffered up to `runEntries`, sorted and
+ * spilled as a run. `sorted()` merges the runs with a heap, reading each through a small window. Run files also
+ * carry the entries of finished shards across a `--resume`.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -26,15 +26,74 @@ export function runFileName(n: number): string {
   return `run-${String(n).padStart(6, '0')}.bin`;
 }
 
+/** A run file written entry by entry, each record standalone (no reference to the one before). */
+class RunFile {
+  private readonly fd: number;
+  private readonly encoder = new LeafRecordEncoder();
+  private readonly out = new ByteWriter(1 << 16);
+  count = 0;
+
+  constructor(private readonly file: string) {
+    this.fd = fsCall('create', file, () => fs.openSync(file, 'w'));
+  }
+
+  append(entry: IndexEntry): void {
+    this.encoder.reset();
+    const record = this.encoder.encode(entry, utf8Bytes(entry.key));
+    if (record.length > MAX_PAGE_SIZE) {
+      throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample "${entry.key}" needs ${record.length} index bytes, more than the largest page (${MAX_PAGE_SIZE})`, { key: entry.key });
+    }
+    this.out.varint(record.length).bytes(record);
+    this.count++;
+    if (this.out.length >= READ_WINDOW_BYTES) this.drain();
+  }
+
+  close(): void {
+    try {
+      this.drain();
+    } finally {
+      fs.closeSync(this.fd);
+    }
+  }
+
+  /** Closes after a failure, keeping nothing open (the file is left for a resume to remove). */
+  abandon(): void {
+    try {
+      fs.closeSync(this.fd);
+    } catch {
+      // already closed
+    }
+  }
+
+  private drain(): void {
+    const bytes = this.out.view_();
+    let off = 0;
+    while (off < bytes.length) off += fsCall('write', this.file, () => fs.writeSync(this.fd, bytes, off, bytes.length - off));
+    this.out.reset();
+  }
+}
+
+function writeRun(file: string, entries: Iterable<IndexEntry>): void {
+  const run = new RunFile(file);
+  try {
+    for (const entry of entries) run.append(entry);
+    run.close();
+  } catch (err) {
+    run.abandon();
+    throw err;
+  }
+}
+
 export class EntrySorter {
   private buffer: IndexEntry[] = [];
+  /** The run being streamed while entries arrive in key order, and its last key. */
+  private stream: RunFile | undefined;
+  private lastKey = '';
   /**
    * Every entry of this sorter while they number at most `runEntries` and none came from an earlier process: the
    * runs are still written (a resume needs them), but `sorted()` serves these instead of reading the runs back.
    */
   private all: IndexEntry[] | undefined;
-  private readonly encoder = new LeafRecordEncoder();
-  private readonly out = new ByteWriter(1 << 16);
 
   /** `runs`: run files already on disk in `dir` (a resumed writer keeps the runs of finished shards). */
   constructor(
@@ -50,46 +109,44 @@ export class EntrySorter {
   }
 
   add(entry: IndexEntry): void {
-    this.buffer.push(entry);
     if (this.all !== undefined) {
       if (this.all.length < this.runEntries) this.all.push(entry);
       else this.all = undefined;
     }
+    if (this.buffer.length === 0 && (this.stream === undefined || compareKeys(entry.key, this.lastKey) > 0)) {
+      this.stream ??= new RunFile(path.join(this.dir, runFileName(this.runs)));
+      this.stream.append(entry);
+      this.lastKey = entry.key;
+      if (this.stream.count >= this.runEntries) this.closeStream();
+      return;
+    }
+    // out of order: the streamed run ends here; the rest of this run is sorted in memory
+    this.closeStream();
+    this.buffer.push(entry);
     if (this.buffer.length >= this.runEntries) this.flush();
   }
 
-  /** Sorts and writes the buffered entries as a new run (nothing when empty). */
+  /** Ends the current run: the streamed one, or the buffered entries sorted (nothing when empty). */
   flush(): void {
+    this.closeStream();
     if (this.buffer.length === 0) return;
     this.buffer.sort((a, b) => compareKeys(a.key, b.key));
-    this.writeRun(path.join(this.dir, runFileName(this.runs)), this.buffer);
+    writeRun(path.join(this.dir, runFileName(this.runs)), this.buffer);
     this.buffer = [];
     this.runs++;
   }
 
-  private writeRun(file: string, entries: Iterable<IndexEntry>): void {
-    const fd = fsCall('create', file, () => fs.openSync(file, 'w'));
-    try {
-      for (const entry of entries) {
-        this.encoder.reset();
-        const record = this.encoder.encode(entry, utf8Bytes(entry.key));
-        if (record.length > MAX_PAGE_SIZE) {
-          throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample "${entry.key}" needs ${record.length} index bytes, more than the largest page (${MAX_PAGE_SIZE})`, { key: entry.key });
-        }
-        this.out.varint(record.length).bytes(record);
-        if (this.out.length >= READ_WINDOW_BYTES) this.drain(fd, file);
-      }
-      this.drain(fd, file);
-    } finally {
-      fs.closeSync(fd);
-    }
+  /** Stops after a failure: closes the streamed run without counting it (a resume removes it). */
+  abort(): void {
+    this.stream?.abandon();
+    this.stream = undefined;
   }
 
-  private drain(fd: number, file: string): void {
-    const bytes = this.out.view_();
-    let off = 0;
-    while (off < bytes.length) off += fsCall('write', file, () => fs.writeSync(fd, bytes, off, bytes.length - off));
-    this.out.reset();
+  private closeStream(): void {
+    if (this.stream === undefined) return;
+    this.stream.close();
+    this.stream = undefined;
+    this.runs++;
   }
 
   /**
@@ -114,7 +171,7 @@ export class EntrySorter {
           continue;
         }
         const file = path.join(this.dir, `merge-${String(merges++).padStart(6, '0')}.bin`);
-        this.writeRun(file, mergeRuns(group));
+        writeRun(file, mergeRuns(group));
         for (const g of group) if (path.basename(g).startsWith('merge-')) fs.rmSync(g, { force: true });
         next.push(file);
       }
