@@ -11,14 +11,14 @@ import type { Layout, ShardRecord } from '../../formats/index-layout.js';
 import { MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION, serializeManifest, type Manifest, type ManifestPass } from '../../formats/manifest.js';
 import { VERSION } from '../version.js';
 import { fsCall } from './fs-errors.js';
-import { writeIndexFile } from './index-file.js';
+import { IndexFileWriter, writeIndexFile } from './index-file.js';
 
 export const INDEX_FILE = 'index.skidx';
 
 export interface CommitInput {
   dir: string;
-  /** Index entries in strictly increasing key order. */
-  entries: Iterable<IndexEntry>;
+  /** Index entries in strictly increasing key order, or the index already built from them as they came. */
+  entries: Iterable<IndexEntry> | IndexFileWriter;
   shards: readonly ShardRecord[];
   layout: Layout;
   compress: 'none' | 'lz4';
@@ -34,7 +34,7 @@ export interface CommitInput {
 }
 
 export function commitDataset(c: CommitInput): Manifest {
-  const index = writeIndexFile(path.join(c.dir, INDEX_FILE), c.entries, c.shards, c.layout, c.pageSize, c.sync);
+  const index = c.entries instanceof IndexFileWriter ? c.entries.finish(c.shards, c.sync) : writeIndexFile(path.join(c.dir, INDEX_FILE), c.entries, c.shards, c.layout, c.pageSize, c.sync);
   for (const [name, bytes] of c.files) writeAtomically(path.join(c.dir, name), bytes);
   const names = [...new Set([...c.files.keys(), ...(c.keepFiles ?? [])])].sort();
   const manifest: Manifest = {

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import { Codec, spanLength } from '../../formats/index-entry.js';
+import { Codec, spanLength, type IndexEntry } from '../../formats/index-entry.js';
 import { DEFAULT_PAGE_SIZE, validatePageSize, type Layout, type ShardRecord } from '../../formats/index-layout.js';
 import { MANIFEST_FILE, type Manifest, type ManifestPass } from '../../formats/manifest.js';
 import { encodePackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
@@ -16,6 +16,7 @@ import { encodeSample, type EncodedSample } from '../../formats/sample-layout.js
 import { maxKeyBytes } from '../../formats/index-page.js';
 import { TAR_END_BYTES } from '../../formats/tar-header.js';
 import { EntrySorter } from './entry-runs.js';
+import { IndexFileWriter } from './index-file.js';
 import { fsCall } from './fs-errors.js';
 import { commitDataset, INDEX_FILE } from './commit.js';
 import { JournalWriter, WORK_DIR, readJournal, type JournalShard } from './journal.js';
@@ -46,6 +47,11 @@ export interface DatasetWriterOptions {
   sync?: boolean;
   /** Index entries held in memory before spilling a sorted run (bounds memory). */
   runEntries?: number;
+  /**
+   * Build the index while writing, for as long as samples come in key order (default true: a pack's walk gives
+   * that order, so the index is ready when the last shard is). false always builds it at the end from the runs.
+   */
+  liveIndex?: boolean;
   onShard?: (shard: ShardRecord) => void;
 }
 
@@ -78,6 +84,8 @@ export class DatasetWriter {
   private readonly workDir: string;
   private readonly journal: JournalWriter;
   private readonly sorter: EntrySorter;
+  /** The index, built as entries arrive while they arrive in key order (a fresh write only); see addLive. */
+  private live: IndexFileWriter | undefined;
   private readonly shards: ShardRecord[] = [];
   private readonly skipped: { path: string; reason: string }[] = [];
   private skippedJournaled = 0;
@@ -129,6 +137,7 @@ export class DatasetWriter {
     }
     this.resumedCursor = this.cursor;
     this.sorter = new EntrySorter(this.workDir, runs, o.runEntries);
+    this.live = resumed === undefined && options.liveIndex !== false ? new IndexFileWriter(path.join(this.dir, INDEX_FILE), this.layout, this.pageSize) : undefined;
   }
 
   /** Appends a sample to the current shard (opening the next shard when the budget would be exceeded). */
@@ -166,7 +175,9 @@ export class DatasetWriter {
     const base = shard.file.bytes;
     for (const part of encoded.parts) shard.file.write(part);
     shard.file.samples++;
-    this.sorter.add({ key, shard: this.shards.length, offset: base + encoded.spanStart, length: spanLength(encoded.members), members: encoded.members });
+    const entry = { key, shard: this.shards.length, offset: base + encoded.spanStart, length: spanLength(encoded.members), members: encoded.members };
+    this.sorter.add(entry);
+    this.addLive(entry);
     this.stats.samples++;
     this.stats.members += encoded.members.length;
     this.stats.originalBytes += encoded.originalBytes;
@@ -199,9 +210,13 @@ export class DatasetWriter {
     this.assertOpen();
     if (this.current !== undefined) this.closeShard();
     this.finished = true;
+    // the index built as the entries came, when they came in order; else one from the sorted runs
+    const live = this.live;
+    this.live = undefined;
+    if (live !== undefined) this.sorter.flush();
     const manifest = commitDataset({
       dir: this.dir,
-      entries: this.sorter.sorted(),
+      entries: live ?? this.sorter.sorted(),
       shards: this.shards,
       layout: this.layout,
       compress: this.compress,
@@ -223,6 +238,23 @@ export class DatasetWriter {
     this.current?.file.discard();
     this.current = undefined;
     this.sorter.abort();
+    this.live?.abort();
+    this.live = undefined;
+  }
+
+  /**
+   * Feeds the index being built as entries come. The first entry out of key order (or any failure) drops it: the
+   * index is then built at the end from the sorted runs, which hold every entry either way.
+   */
+  private addLive(entry: IndexEntry): void {
+    const live = this.live;
+    if (live === undefined) return;
+    try {
+      live.add(entry);
+    } catch {
+      live.abort();
+      this.live = undefined;
+    }
   }
 
   private assertOpen(): void {

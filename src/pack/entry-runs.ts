@@ -89,30 +89,19 @@ export class EntrySorter {
   /** The run being streamed while entries arrive in key order, and its last key. */
   private stream: RunFile | undefined;
   private lastKey = '';
-  /**
-   * Every entry of this sorter while they number at most `runEntries` and none came from an earlier process: the
-   * runs are still written (a resume needs them), but `sorted()` serves these instead of reading the runs back.
-   */
-  private all: IndexEntry[] | undefined;
 
   /** `runs`: run files already on disk in `dir` (a resumed writer keeps the runs of finished shards). */
   constructor(
     private readonly dir: string,
     private runs = 0,
     private readonly runEntries = 100_000,
-  ) {
-    this.all = runs === 0 ? [] : undefined;
-  }
+  ) {}
 
   get runCount(): number {
     return this.runs;
   }
 
   add(entry: IndexEntry): void {
-    if (this.all !== undefined) {
-      if (this.all.length < this.runEntries) this.all.push(entry);
-      else this.all = undefined;
-    }
     if (this.buffer.length === 0 && (this.stream === undefined || compareKeys(entry.key, this.lastKey) > 0)) {
       this.stream ??= new RunFile(path.join(this.dir, runFileName(this.runs)));
       this.stream.append(entry);
@@ -155,11 +144,6 @@ export class EntrySorter {
    */
   *sorted(): Generator<IndexEntry> {
     this.flush();
-    if (this.all !== undefined) {
-      // stable sort of what the runs hold: the same order a merge of them gives
-      yield* this.all.sort((a, b) => compareKeys(a.key, b.key));
-      return;
-    }
     let files = Array.from({ length: this.runs }, (_, i) => path.join(this.dir, runFileName(i)));
     let merges = 0;
     while (files.length > MERGE_FAN_IN) {

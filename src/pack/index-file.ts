@@ -30,58 +30,102 @@ export function writeIndexFile(
   pageSize: number,
   sync: boolean,
 ): WrittenIndex {
-  const tmp = `${finalPath}.tmp`;
-  const fd = fsCall('create', tmp, () => fs.openSync(tmp, 'w'));
+  const index = new IndexFileWriter(finalPath, layout, pageSize);
   try {
-    const write = (data: Uint8Array, position: number): void => {
-      let off = 0;
-      while (off < data.length) off += fsCall('write', tmp, () => fs.writeSync(fd, data, off, data.length - off, position + off));
-    };
-    const builder = new BTreeBuilder(pageSize, (pageNo, page) => write(page, pageNo * pageSize));
-    let memberBytes = 0;
-    let storedBytes = 0;
     for (const entry of entries) {
-      for (const m of entry.members) {
-        memberBytes += m.size;
-        storedBytes += m.storedSize;
-      }
       const shard = shards[entry.shard];
       if (shard === undefined || entry.offset + entry.length > shard.bytes) {
         throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `sample ${JSON.stringify(entry.key)} points outside shard ${entry.shard}`, { key: entry.key });
       }
-      builder.add(entry);
+      index.add(entry);
     }
-    const tree = builder.finish();
-    const table = encodeShardTable(shards);
-    const tableOffset = tree.pageCount * pageSize;
-    write(table, tableOffset);
-    const { page, crc } = encodeIndexHeader({
-      layout,
-      pageSize,
-      entryCount: tree.entryCount,
-      rootPage: tree.rootPage,
-      height: tree.height,
-      pageCount: tree.pageCount,
-      firstLeaf: tree.firstLeaf,
-      shardCount: shards.length,
-      tableCrc: crc32c(table),
-      tableOffset,
-      tableLength: table.length,
-      memberCount: tree.memberCount,
-      spanBytes: tree.spanBytes,
-    });
-    write(page, 0);
-    if (sync) fsCall('sync', tmp, () => fs.fsyncSync(fd));
-    fsCall('close', tmp, () => fs.closeSync(fd));
-    fsCall('rename', tmp, () => fs.renameSync(tmp, finalPath));
-    return { bytes: tableOffset + table.length, headerCrc: crc, entryCount: tree.entryCount, memberCount: tree.memberCount, spanBytes: tree.spanBytes, memberBytes, storedBytes };
   } catch (err) {
-    try {
-      fs.closeSync(fd);
-    } catch {
-      // closed above
-    }
-    fs.rmSync(tmp, { force: true });
+    index.abort();
     throw err;
+  }
+  return index.finish(shards, sync);
+}
+
+/**
+ * An index file written as its entries arrive (in key order): B+-tree pages go to the temporary file as they fill,
+ * so a writer whose entries come sorted builds its index while it writes shards, not after. `finish` adds the
+ * shard table and the header and renames the file into place; `abort` removes it.
+ */
+export class IndexFileWriter {
+  private readonly tmp: string;
+  private readonly fd: number;
+  private readonly builder: BTreeBuilder;
+  private memberBytes = 0;
+  private storedBytes = 0;
+  private closed = false;
+
+  constructor(
+    private readonly finalPath: string,
+    private readonly layout: Layout,
+    private readonly pageSize: number,
+  ) {
+    this.tmp = `${finalPath}.tmp`;
+    this.fd = fsCall('create', this.tmp, () => fs.openSync(this.tmp, 'w'));
+    this.builder = new BTreeBuilder(pageSize, (pageNo, page) => this.write(page, pageNo * pageSize));
+  }
+
+  /** Adds the next entry; keys must increase (DUPLICATE_KEY otherwise). */
+  add(entry: IndexEntry): void {
+    this.builder.add(entry);
+    for (const m of entry.members) {
+      this.memberBytes += m.size;
+      this.storedBytes += m.storedSize;
+    }
+  }
+
+  finish(shards: readonly ShardRecord[], sync: boolean): WrittenIndex {
+    try {
+      const tree = this.builder.finish();
+      const table = encodeShardTable(shards);
+      const tableOffset = tree.pageCount * this.pageSize;
+      this.write(table, tableOffset);
+      const { page, crc } = encodeIndexHeader({
+        layout: this.layout,
+        pageSize: this.pageSize,
+        entryCount: tree.entryCount,
+        rootPage: tree.rootPage,
+        height: tree.height,
+        pageCount: tree.pageCount,
+        firstLeaf: tree.firstLeaf,
+        shardCount: shards.length,
+        tableCrc: crc32c(table),
+        tableOffset,
+        tableLength: table.length,
+        memberCount: tree.memberCount,
+        spanBytes: tree.spanBytes,
+      });
+      this.write(page, 0);
+      if (sync) fsCall('sync', this.tmp, () => fs.fsyncSync(this.fd));
+      this.closed = true;
+      fsCall('close', this.tmp, () => fs.closeSync(this.fd));
+      fsCall('rename', this.tmp, () => fs.renameSync(this.tmp, this.finalPath));
+      return { bytes: tableOffset + table.length, headerCrc: crc, entryCount: tree.entryCount, memberCount: tree.memberCount, spanBytes: tree.spanBytes, memberBytes: this.memberBytes, storedBytes: this.storedBytes };
+    } catch (err) {
+      this.abort();
+      throw err;
+    }
+  }
+
+  /** Closes and removes the temporary file. */
+  abort(): void {
+    if (!this.closed) {
+      this.closed = true;
+      try {
+        fs.closeSync(this.fd);
+      } catch {
+        // already closed
+      }
+    }
+    fs.rmSync(this.tmp, { force: true });
+  }
+
+  private write(data: Uint8Array, position: number): void {
+    let off = 0;
+    while (off < data.length) off += fsCall('write', this.tmp, () => fs.writeSync(this.fd, data, off, data.length - off, position + off));
   }
 }

@@ -73,13 +73,13 @@ describe('DatasetWriter', () => {
     await ds.close();
   });
 
-  it('writes the same index from entries kept in memory as from entries merged back from streamed or sorted runs', async () => {
+  it('writes the same index live (keys in order) as from the runs, streamed or sorted, merged back', async () => {
     // keys in order stream into runs; out of order, with ascending streaks, they switch between streaming and sorting
     for (const order of [Array.from({ length: 400 }, (_, i) => i), Array.from({ length: 400 }, (_, i) => (i * 37) % 400)]) {
       const dirs = [tmpDir(), tmpDir()];
-      // runEntries 1000 keeps every entry in memory; 9 spills dozens of runs and merges them
-      for (const [dir, runEntries] of [[dirs[0], 1000], [dirs[1], 9]] as const) {
-        const w = new DatasetWriter({ dir, shardBytes: 8 * 1024, runEntries });
+      // the first builds its index as samples come (when they come in order); the second from dozens of runs
+      for (const [dir, runEntries, liveIndex] of [[dirs[0], 1000, true], [dirs[1], 9, false]] as const) {
+        const w = new DatasetWriter({ dir, shardBytes: 8 * 1024, runEntries, liveIndex });
         for (const i of order) w.add(sample(i));
         await w.finish();
       }
