@@ -40,6 +40,15 @@ export function maxKeyBytes(pageSize: number): number {
   return Math.floor((pageSize - PAGE_HEADER_BYTES) / 2) - BRANCH_RECORD_OVERHEAD;
 }
 
+/** Refuses a key longer than index pages of `pageSize` bytes can hold (TOO_LARGE, naming the key). */
+export function assertKeyFits(key: string, pageSize: number): void {
+  const keyBytes = Buffer.byteLength(key, 'utf8');
+  const max = maxKeyBytes(pageSize);
+  if (keyBytes > max) {
+    throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample key ${JSON.stringify(key.slice(0, 80))} is ${keyBytes} bytes; ${pageSize}-byte index pages allow ${max} (use a larger page size)`, { key });
+  }
+}
+
 export interface LeafPage {
   type: 'leaf';
   pageNo: number;

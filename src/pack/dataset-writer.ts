@@ -13,7 +13,7 @@ import { MANIFEST_FILE, type Manifest, type ManifestPass } from '../../formats/m
 import { encodePackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
 import type { Sample } from '../../formats/sample.js';
 import { encodeSample, type EncodedSample } from '../../formats/sample-layout.js';
-import { maxKeyBytes } from '../../formats/index-page.js';
+import { assertKeyFits } from '../../formats/index-page.js';
 import { TAR_END_BYTES } from '../../formats/tar-header.js';
 import { EntrySorter } from './entry-runs.js';
 import { IndexFileWriter } from './index-file.js';
@@ -292,15 +292,6 @@ export class DatasetWriter {
     this.journaled = { originalBytes: this.stats.originalBytes, storedBytes: this.stats.storedBytes, members: this.stats.members };
     this.skippedJournaled = this.skipped.length;
     this.onShard?.(record);
-  }
-}
-
-/** Refuses a key longer than index pages of `pageSize` bytes can hold (TOO_LARGE, naming the key). */
-export function assertKeyFits(key: string, pageSize: number): void {
-  const keyBytes = Buffer.byteLength(key, 'utf8');
-  const max = maxKeyBytes(pageSize);
-  if (keyBytes > max) {
-    throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample key ${JSON.stringify(key.slice(0, 80))} is ${keyBytes} bytes; ${pageSize}-byte index pages allow ${max} (use a larger page size)`, { key });
   }
 }
 

@@ -20,7 +20,7 @@ import type { CodecId, MemberEntry } from '../../formats/index-entry.js';
 import type { Layout } from '../../formats/index-layout.js';
 import { encodeSampleTo, type EncodedSample, type SampleSink } from '../../formats/sample-layout.js';
 import { encodeFileHeader, encodeShortFileHeaderInto, TAR_BLOCK } from '../../formats/tar-header.js';
-import { assertKeyFits } from './dataset-writer.js';
+import { assertKeyFits } from '../../formats/index-page.js';
 
 /** Bytes a batch holds before it is handed over (one large file may make one batch larger). */
 export const BATCH_BYTES = 4 << 20;
