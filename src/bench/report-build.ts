@@ -77,7 +77,7 @@ export function summarizeLatency(seconds: readonly number[], what = 'sample fetc
 }
 
 function withSyscallsPerSample(c: Omit<EpochCounters, 'syscallsPerSample'>): EpochCounters {
-  return { ...c, syscallsPerSample: c.samples === 0 ? 0 : (c.opens + c.reads + c.stats + c.closes) / c.samples };
+  return { ...c, syscallsPerSample: c.samples === 0 ? 0 : (c.opens + c.reads - c.mappedReads + c.stats + c.closes) / c.samples };
 }
 
 /** Per-field median of a side's epoch counters: the operation counts projections price. */

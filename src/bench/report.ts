@@ -81,12 +81,14 @@ export interface EpochCounters {
   samples: number;
   /** open/openat calls (files opened). */
   opens: number;
-  /** read/pread calls (read requests). */
+  /** Read requests: read/pread calls, or copies out of a memory map. */
   reads: number;
+  /** The reads served by copying out of a memory map (shardkit's native addon, LMDB): no system call. */
+  mappedReads: number;
   stats: number;
   closes: number;
   bytesRead: number;
-  /** (opens + reads + stats + closes) / samples. */
+  /** (opens + reads - mappedReads + stats + closes) / samples. */
   syscallsPerSample: number;
 }
 

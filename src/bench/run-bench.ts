@@ -189,7 +189,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
         epochSeconds: a.epochs.map((e) => e.seconds),
         latenciesSeconds: a.epochs.flatMap((e) => e.batchWaits),
         latencyWhat: o.batch === 1 ? 'sample wait (next() to sample in hand)' : `batch wait (next() to a batch of ${o.batch} in hand)`,
-        counters: a.epochs.map((e) => ({ samples: e.samples, opens: e.opens, reads: e.reads, stats: e.stats, closes: e.closes, bytesRead: e.bytesRead })),
+        counters: a.epochs.map((e) => ({ samples: e.samples, opens: e.opens, reads: e.reads, mappedReads: e.mappedReads, stats: e.stats, closes: e.closes, bytesRead: e.bytesRead })),
         straceCalls: a.straceCalls,
         peakRssBytes: a.peakRssBytes,
       };
