@@ -96,7 +96,8 @@ napi_value sk_read_file(napi_env env, napi_callback_info info) {
   uint8_t *dst = (uint8_t *)data + (size_t)offset_d;
   size_t room = (size_t)room_d;
 
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO swapped in for a listed file must not block the pack (fstat then says it is not a file)
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return rf_errno(env, errno, "open");
   struct stat before, after;
   if (fstat(fd, &before) != 0) {

@@ -27,7 +27,8 @@ export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uin
   if (readFile !== undefined && file.size < 0) return readNative(readFile, file, place, free?.() ?? EMPTY);
   let fd: number;
   try {
-    fd = fs.openSync(file.absPath, 'r');
+    // O_NONBLOCK: a FIFO swapped in for a listed file must not block the pack (the fstat below refuses it)
+    fd = fs.openSync(file.absPath, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   } catch (cause) {
     throw inputError(file, cause, 'open');
   }

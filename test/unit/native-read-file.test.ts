@@ -64,9 +64,13 @@ describe.skipIf(!nativeAvailable())('native readFile', () => {
     expect(Buffer.from(b).equals(fs.readFileSync(big))).toBe(true);
   });
 
-  it('gives the errors of the fs path: vanished, not a regular file', () => {
+  it('gives the errors of the fs path: vanished, not a regular file, and never blocks on a FIFO', () => {
     const dir = tmpDir();
     expect(() => readSourceFile(entry(path.join(dir, 'gone.bin')))).toThrow(expect.objectContaining({ code: ErrorCodes.INPUT_CHANGED, message: expect.stringMatching(/gone\.bin vanished while it was being packed/) }));
     expect(() => readSourceFile(entry(dir))).toThrow(expect.objectContaining({ code: ErrorCodes.INPUT_CHANGED, message: expect.stringMatching(/is no longer a regular file/) }));
+    // a FIFO put where a file was listed: refused at once, not a pack blocked waiting for a writer
+    const fifo = path.join(dir, 'fifo.bin');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    expect(() => readSourceFile(entry(fifo))).toThrow(expect.objectContaining({ code: ErrorCodes.INPUT_CHANGED, message: expect.stringMatching(/is no longer a regular file/) }));
   });
 });
