@@ -59,8 +59,8 @@ export class BTreeBuilder {
     this.maxKey = maxKeyBytes(pageSize);
   }
 
-  /** Adds the next entry; keys must increase strictly in UTF-8 byte order. */
-  add(entry: IndexEntry): void {
+  /** Adds the next entry; keys must increase strictly in UTF-8 byte order. `keyBytes`: its key's UTF-8, if at hand. */
+  add(entry: IndexEntry, keyBytes: Uint8Array = utf8Bytes(entry.key)): void {
     if (this.done) throw new Error('BTreeBuilder.add after finish');
     if (this.lastKey !== undefined) {
       const c = compareKeys(entry.key, this.lastKey);
@@ -71,7 +71,6 @@ export class BTreeBuilder {
     if (entry.length !== spanLength(entry.members)) {
       throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample "${entry.key}" span length ${entry.length} does not end at its last member`, { key: entry.key });
     }
-    const keyBytes = utf8Bytes(entry.key);
     if (keyBytes.length > this.maxKey) {
       throw new ShardkitError(ErrorCodes.TOO_LARGE, `key "${entry.key.slice(0, 80)}…" is ${keyBytes.length} bytes; ${this.pageSize}-byte pages allow ${this.maxKey} (use a larger pageSize)`, { key: entry.key });
     }

@@ -6,6 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { utf8Bytes } from '../../formats/bytes.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { Codec, spanLength, type IndexEntry } from '../../formats/index-entry.js';
 import { DEFAULT_PAGE_SIZE, validatePageSize, type Layout, type ShardRecord } from '../../formats/index-layout.js';
@@ -176,8 +177,9 @@ export class DatasetWriter {
     for (const part of encoded.parts) shard.file.write(part);
     shard.file.samples++;
     const entry = { key, shard: this.shards.length, offset: base + encoded.spanStart, length: spanLength(encoded.members), members: encoded.members };
-    this.sorter.add(entry);
-    this.addLive(entry);
+    const keyBytes = utf8Bytes(key);
+    this.sorter.add(entry, keyBytes);
+    this.addLive(entry, keyBytes);
     this.stats.samples++;
     this.stats.members += encoded.members.length;
     this.stats.originalBytes += encoded.originalBytes;
@@ -246,11 +248,11 @@ export class DatasetWriter {
    * Feeds the index being built as entries come. The first entry out of key order (or any failure) drops it: the
    * index is then built at the end from the sorted runs, which hold every entry either way.
    */
-  private addLive(entry: IndexEntry): void {
+  private addLive(entry: IndexEntry, keyBytes: Uint8Array): void {
     const live = this.live;
     if (live === undefined) return;
     try {
-      live.add(entry);
+      live.add(entry, keyBytes);
     } catch {
       live.abort();
       this.live = undefined;

@@ -37,9 +37,9 @@ class RunFile {
     this.fd = fsCall('create', file, () => fs.openSync(file, 'w'));
   }
 
-  append(entry: IndexEntry): void {
+  append(entry: IndexEntry, keyBytes: Uint8Array = utf8Bytes(entry.key)): void {
     this.encoder.reset();
-    const record = this.encoder.encode(entry, utf8Bytes(entry.key));
+    const record = this.encoder.encode(entry, keyBytes);
     if (record.length > MAX_PAGE_SIZE) {
       throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample "${entry.key}" needs ${record.length} index bytes, more than the largest page (${MAX_PAGE_SIZE})`, { key: entry.key });
     }
@@ -101,10 +101,11 @@ export class EntrySorter {
     return this.runs;
   }
 
-  add(entry: IndexEntry): void {
+  /** Adds an entry; `keyBytes`: its key's UTF-8, if at hand. */
+  add(entry: IndexEntry, keyBytes?: Uint8Array): void {
     if (this.buffer.length === 0 && (this.stream === undefined || compareKeys(entry.key, this.lastKey) > 0)) {
       this.stream ??= new RunFile(path.join(this.dir, runFileName(this.runs)));
-      this.stream.append(entry);
+      this.stream.append(entry, keyBytes);
       this.lastKey = entry.key;
       if (this.stream.count >= this.runEntries) this.closeStream();
       return;

@@ -69,9 +69,9 @@ export class IndexFileWriter {
     this.builder = new BTreeBuilder(pageSize, (pageNo, page) => this.write(page, pageNo * pageSize));
   }
 
-  /** Adds the next entry; keys must increase (DUPLICATE_KEY otherwise). */
-  add(entry: IndexEntry): void {
-    this.builder.add(entry);
+  /** Adds the next entry; keys must increase (DUPLICATE_KEY otherwise). `keyBytes`: its key's UTF-8, if at hand. */
+  add(entry: IndexEntry, keyBytes?: Uint8Array): void {
+    this.builder.add(entry, keyBytes);
     for (const m of entry.members) {
       this.memberBytes += m.size;
       this.storedBytes += m.storedSize;

@@ -4,7 +4,7 @@
  */
 import type { Dirent, Stats } from 'node:fs';
 import { lstat, readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { normalize, sep } from 'node:path';
 import picomatch from 'picomatch';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { compareListingKeys, listingSortKey, type ListingSortKey, type WalkOrder } from './walk-order.js';
@@ -177,7 +177,8 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
     for (const dirent of dirents) {
       const name = decodeName(dirent.name, relDir);
       const relPath = relDir === '' ? name : `${relDir}/${name}`;
-      const absPath = join(absDir, name);
+      // absDir is already normal (the resolved root, then names): concatenation is join without its normalising pass
+      const absPath = absDir.endsWith(sep) ? `${absDir}${name}` : `${absDir}${sep}${name}`;
       if (!includeHidden && name.startsWith('.')) {
         skip(relPath, 'hidden');
         continue;
@@ -316,7 +317,7 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
     if (!rootStats.isDirectory()) {
       throw new ShardkitError(ErrorCodes.INPUT, `Source ${root} is not a directory; pack takes a directory of files`, { file: root });
     }
-    yield* walkDirectory(root, '');
+    yield* walkDirectory(normalize(root), '');
   }
 
   return {
