@@ -7,7 +7,7 @@
  * hands back for reuse; credits bound the batches in flight, and tasks the work handed out, so memory stays at a
  * few batches per reader whatever the dataset size. With no reader threads, the same code runs in this thread.
  */
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ErrorCodes, ShardkitError, isShardkitError, type ErrorCode } from '../../formats/errors.js';
@@ -55,7 +55,7 @@ export interface SourceBatchOptions {
  */
 export const TASK_SAMPLES = 256;
 /** Tasks handed to one reader thread beyond those the writer has finished. */
-const TASKS_AHEAD = 8;
+export const TASKS_AHEAD = 8;
 
 /**
  * One task: consecutive samples of the walk, read by one reader. Compact for the trip between threads: per sample
@@ -382,26 +382,52 @@ export function openSourceBatches(options: SourceBatchOptions, threads: number):
 }
 
 /** Messages from a reader thread. */
-export type WorkerMessage = { type: 'batch'; batch: SourceBatch } | { type: 'error'; code?: ErrorCode; message: string; file?: string; key?: string };
+export type WorkerMessage = { type: 'batch'; batch: SourceBatch } | ThreadError;
+
+/** A failure reported by a reader or the walk thread. */
+export type ThreadError = { type: 'error'; code?: ErrorCode; message: string; file?: string; key?: string };
 
 /** Messages to a reader thread: a task to read, no more tasks, or one more batch wanted (with buffers to reuse). */
 export type ReaderMessage = { type: 'task'; task: SourceTask } | { type: 'end' } | { type: 'credit'; chunks: ArrayBuffer[] };
 
-/** One reader thread: takes tasks, sends batches. */
+/** Messages from the walk thread. */
+export type WalkerMessage = { type: 'dispatched'; tasks: number } | { type: 'end'; tasks: number; stats: WalkStats } | ThreadError;
+
+/** What the walk thread is told: tasks written so far (it stays at most TASKS_AHEAD per reader beyond). */
+export interface WrittenMessage {
+  type: 'written';
+  tasks: number;
+}
+
+/** The walk thread's start-up data. */
+export interface WalkerData {
+  options: SourceBatchOptions;
+  threads: number;
+  tasksAhead: number;
+  /** One port per reader thread: task t goes to port t mod threads. */
+  ports: MessagePort[];
+}
+
+function threadError(m: ThreadError): Error {
+  const details = { ...(m.file === undefined ? {} : { file: m.file }), ...(m.key === undefined ? {} : { key: m.key }) };
+  return m.code === undefined ? new Error(m.message) : new ShardkitError(m.code, m.message, details);
+}
+
+/** The walk thread's script, next to this module once compiled. */
+const WALKER_URL = new URL('./walk-worker.js', import.meta.url);
+
+/** One reader thread: takes tasks (from the walk thread's port), sends batches. */
 class ReaderLane {
   private readonly worker: Worker;
   private readonly queue: SourceBatch[] = [];
   private failure: Error | undefined;
   private wake: (() => void) | undefined;
 
-  constructor(encode: EncodeOptions | undefined) {
-    this.worker = new Worker(WORKER_URL, { workerData: { encode, ahead: BATCHES_AHEAD } });
+  constructor(encode: EncodeOptions | undefined, tasks: MessagePort) {
+    this.worker = new Worker(WORKER_URL, { workerData: { encode, ahead: BATCHES_AHEAD, tasks }, transferList: [tasks] });
     this.worker.on('message', (m: WorkerMessage) => {
       if (m.type === 'batch') this.queue.push(m.batch);
-      else {
-        const details = { ...(m.file === undefined ? {} : { file: m.file }), ...(m.key === undefined ? {} : { key: m.key }) };
-        this.failure ??= m.code === undefined ? new Error(m.message) : new ShardkitError(m.code, m.message, details);
-      }
+      else this.failure ??= threadError(m);
       this.wake?.();
     });
     this.worker.on('error', (err) => {
@@ -414,8 +440,9 @@ class ReaderLane {
     });
   }
 
-  send(m: ReaderMessage): void {
-    this.worker.postMessage(m, m.type === 'credit' ? m.chunks : []);
+  /** One more batch wanted, with buffers to reuse. */
+  credit(chunks: ArrayBuffer[]): void {
+    this.worker.postMessage({ type: 'credit', chunks } satisfies ReaderMessage, chunks);
   }
 
   /** The next batch this reader sends. */
@@ -438,37 +465,35 @@ class ReaderLane {
   }
 }
 
+/**
+ * Reader threads fed by a walk thread: the walk cuts tasks and sends task t straight to reader t mod threads; the
+ * batches come back here and are yielded in task order. Nothing of the walk or the reads runs on this thread.
+ */
 async function* inWorkers(options: SourceBatchOptions, threads: number, setStats: (s: WalkStats) => void, spareChunks: (lane: number) => ArrayBuffer[]): AsyncGenerator<SourceBatch> {
-  const lanes = Array.from({ length: threads }, () => new ReaderLane(options.encode));
-  // the walk hands out tasks, at most TASKS_AHEAD per reader beyond the task being written
+  const channels = Array.from({ length: threads }, () => new MessageChannel());
+  const lanes = channels.map((c) => new ReaderLane(options.encode, c.port2));
+  const ports = channels.map((c) => c.port1);
+  const walker = new Worker(WALKER_URL, { workerData: { options, threads, tasksAhead: TASKS_AHEAD, ports } satisfies WalkerData, transferList: ports });
   let dispatched = 0;
-  let stopped = false;
   let total: number | undefined;
-  let walkFailure: unknown;
-  let written = 0;
+  let walkFailure: Error | undefined;
   let progress: (() => void) | undefined;
-  let dispatchWake: (() => void) | undefined;
-  const dispatch = (async (): Promise<void> => {
-    try {
-      for await (const task of sourceTasks(options, setStats)) {
-        while (task.task >= written + TASKS_AHEAD * threads && !stopped) {
-          await new Promise<void>((resolve) => {
-            dispatchWake = resolve;
-          });
-          dispatchWake = undefined;
-        }
-        if (stopped) return;
-        (lanes[task.task % threads] as ReaderLane).send({ type: 'task', task });
-        dispatched = task.task + 1;
-        progress?.();
-      }
-      total = dispatched;
-    } catch (err) {
-      walkFailure = err;
-    }
-    for (const lane of lanes) lane.send({ type: 'end' });
+  walker.on('message', (m: WalkerMessage) => {
+    if (m.type === 'dispatched') dispatched = m.tasks;
+    else if (m.type === 'end') {
+      setStats(m.stats);
+      total = dispatched = m.tasks;
+    } else walkFailure ??= threadError(m);
     progress?.();
-  })();
+  });
+  walker.on('error', (err) => {
+    walkFailure ??= err;
+    progress?.();
+  });
+  walker.on('exit', (code) => {
+    if (total === undefined) walkFailure ??= new ShardkitError(ErrorCodes.IO, `the source walk thread stopped (exit code ${code})`);
+    progress?.();
+  });
   try {
     for (let task = 0; ; task++) {
       // wait until the walk has handed out this task, or has ended before it
@@ -485,17 +510,12 @@ async function* inWorkers(options: SourceBatchOptions, threads: number, setStats
         const batch = await lane.next();
         if (batch.task !== task) throw new Error(`source reader ${task % threads} sent task ${batch.task} where task ${task} was due`);
         yield batch;
-        const chunks = spareChunks(task % threads);
-        lane.send({ type: 'credit', chunks });
+        lane.credit(spareChunks(task % threads));
         if (batch.last) break;
       }
-      written = task + 1;
-      dispatchWake?.();
+      walker.postMessage({ type: 'written', tasks: task + 1 } satisfies WrittenMessage);
     }
-    await dispatch;
   } finally {
-    stopped = true;
-    dispatchWake?.();
-    await Promise.all(lanes.map((l) => l.close()));
+    await Promise.all([walker.terminate(), ...lanes.map((l) => l.close())]);
   }
 }

@@ -1,15 +1,16 @@
 /**
- * Reader thread of {@link openSourceBatches}: reads (and encodes) the tasks it is given, in order, and posts the
- * batches with their buffers transferred, at most `ahead` batches beyond what the main thread has taken.
+ * Reader thread of {@link openSourceBatches}: reads (and encodes) the tasks the walk thread sends it, in order, and
+ * posts the batches to the main thread with their buffers transferred, at most `ahead` batches beyond what the main
+ * thread has taken.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { isShardkitError } from '../../formats/errors.js';
 import { useNativeCrc32c } from '../native/native.js';
 import { readTasks, type EncodeOptions, type ReaderMessage, type SourceTask, type WorkerMessage } from './source-batches.js';
 
 const port = parentPort;
 if (port === null) throw new Error('source-worker.js runs only as a worker thread');
-const { encode, ahead } = workerData as { encode: EncodeOptions | undefined; ahead: number };
+const { encode, ahead, tasks: taskPort } = workerData as { encode: EncodeOptions | undefined; ahead: number; tasks: MessagePort };
 useNativeCrc32c();
 
 let credits = ahead;
@@ -17,7 +18,7 @@ let ended = false;
 const tasks: SourceTask[] = [];
 const spare: ArrayBuffer[] = [];
 let wake: (() => void) | undefined;
-port.on('message', (m: ReaderMessage) => {
+const onMessage = (m: ReaderMessage): void => {
   if (m.type === 'task') tasks.push(m.task);
   else if (m.type === 'end') ended = true;
   else {
@@ -25,7 +26,10 @@ port.on('message', (m: ReaderMessage) => {
     spare.push(...m.chunks);
   }
   wake?.();
-});
+};
+// tasks and their end come from the walk thread; credits from the main thread
+port.on('message', onMessage);
+taskPort.on('message', onMessage);
 const sleep = (): Promise<void> =>
   new Promise<void>((resolve) => {
     wake = resolve;
@@ -52,3 +56,4 @@ try {
   else post({ type: 'error', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
 }
 port.unref();
+taskPort.close();
