@@ -1,11 +1,12 @@
 /**
- * The source side of a pack: walk, group into samples, read (and encode) their files, in batches. The walk runs
- * in the calling thread and cuts the samples into tasks; reader threads (source-worker.ts) read and encode the
- * tasks ahead of the writer, so on Lots Of Small Files the open/fstat/read/close of the next files overlap the
- * main thread's writes and index work instead of adding to them, and several readers keep several reads in flight
- * on a cold disk. Batches carry the bytes in transferred ArrayBuffers (no copy between threads) that the consumer
- * hands back for reuse; credits bound the batches in flight, and tasks the work handed out, so memory stays at a
- * few batches per reader whatever the dataset size. With no reader threads, the same code runs in this thread.
+ * The source side of a pack: walk, group into samples, read (and encode) their files, in batches. A walk thread
+ * (walk-worker.ts) cuts the samples into tasks and hands task t to reader thread t mod N (source-worker.ts), which
+ * reads and encodes it ahead of the writer; the batches come back to the calling thread in task order. So on Lots
+ * Of Small Files the open/fstat/read/close of the next files overlap the writer's shard writes and index work
+ * instead of adding to them, and N readers keep N reads in flight on a cold disk. Batches carry the bytes in
+ * transferred ArrayBuffers (no copy between threads) that the consumer hands back for reuse; credits bound the
+ * batches in flight, and tasks-ahead the work handed out, so memory stays at a few batches per reader whatever the
+ * dataset size. With no reader threads, the same walk and read code runs in the calling thread.
  */
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import fs from 'node:fs';
