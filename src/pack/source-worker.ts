@@ -4,9 +4,9 @@
  * thread has taken.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { isShardkitError } from '../../formats/errors.js';
 import { useNativeCrc32c } from '../native/native.js';
-import { readTasks, type EncodeOptions, type ReaderMessage, type SourceTask, type WorkerMessage } from './source-batches.js';
+import { readTasks, type EncodeOptions, type SourceTask } from './source-batches.js';
+import { toThreadError, type ReaderMessage, type WorkerMessage } from './source-threads.js';
 
 const port = parentPort;
 if (port === null) throw new Error('source-worker.js runs only as a worker thread');
@@ -52,8 +52,7 @@ try {
     post({ type: 'batch', batch }, [...batch.chunks, batch.meta.buffer as ArrayBuffer]);
   }
 } catch (err) {
-  if (isShardkitError(err)) post({ type: 'error', code: err.code, message: err.message, ...(err.file === undefined ? {} : { file: err.file }), ...(err.key === undefined ? {} : { key: err.key }) });
-  else post({ type: 'error', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+  post(toThreadError(err));
 }
 port.unref();
 taskPort.close();

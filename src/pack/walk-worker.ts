@@ -4,8 +4,8 @@
  * the main thread has written. Tells the main thread how many tasks are out, and the walk's counters at the end.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { isShardkitError } from '../../formats/errors.js';
-import { sourceTasks, type ReaderMessage, type WalkerData, type WalkerMessage, type WrittenMessage } from './source-batches.js';
+import { sourceTasks } from './source-batches.js';
+import { toThreadError, type ReaderMessage, type WalkerData, type WalkerMessage, type WrittenMessage } from './source-threads.js';
 import type { WalkStats } from './walk.js';
 
 const port = parentPort;
@@ -37,8 +37,7 @@ try {
   }
   post({ type: 'end', tasks, stats: stats as WalkStats });
 } catch (err) {
-  if (isShardkitError(err)) post({ type: 'error', code: err.code, message: err.message, ...(err.file === undefined ? {} : { file: err.file }), ...(err.key === undefined ? {} : { key: err.key }) });
-  else post({ type: 'error', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+  post(toThreadError(err));
 }
 for (let i = 0; i < threads; i++) toReader(i, { type: 'end' });
 port.unref();
