@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 /**
  * Read benchmark: the same samples as raw files, as a shardkit dataset and in LMDB, read on a warm page cache in
- * random order. Reports medians of alternated runs and their ratios, syscalls per sample (IoStats, cross-checked
+ * random order. Each run times every method in a fresh process of its own (a warm-up epoch, then the median of
+ * three epochs, each after a full GC). Reports medians of alternated runs and their ratios, syscalls per sample (IoStats, cross-checked
  * with `strace -c -f` when strace is installed) and files opened per epoch.
  *
  *   npm run build && node bench/read.mjs [--samples 20000] [--runs 5] [--concurrency 8] [--batch 32]
  *                                        [--min-kb 1] [--max-kb 100] [--dir DIR] [--keep] [--json FILE]
+ *                                        [--only REGEX]   (time only the methods matching REGEX, plus the raw baseline)
  *
  * Every shardkit method verifies CRC32C (the default) except the rows marked "verify off"; the raw and LMDB reads
  * check nothing. CPU time (all threads) is reported next to wall time: on a shared machine it is the steadier one.
@@ -30,7 +32,7 @@ import { IoStats } from '../dist/src/io/io-stats.js';
 const SELF = fileURLToPath(import.meta.url);
 
 function parseArgs(argv) {
-  const opts = { samples: 20000, runs: 5, concurrency: 8, batch: 32, minKb: 1, maxKb: 100, dir: '', keep: false, json: '', child: '' };
+  const opts = { samples: 20000, runs: 5, concurrency: 8, batch: 32, minKb: 1, maxKb: 100, dir: '', keep: false, json: '', child: '', time: '', only: '' };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const next = () => argv[++i];
@@ -44,6 +46,8 @@ function parseArgs(argv) {
     else if (a === '--keep') opts.keep = true;
     else if (a === '--json') opts.json = next();
     else if (a === '--child') opts.child = next();
+    else if (a === '--time') opts.time = next();
+    else if (a === '--only') opts.only = next();
     else throw new Error(`unknown argument ${a}`);
   }
   return opts;
@@ -220,6 +224,42 @@ function methods(ctx) {
   };
 }
 
+/** Epochs timed in each fresh process, after one warm-up epoch; the process reports their median. */
+const EPOCHS_PER_PROCESS = 3;
+
+/**
+ * Times one method in this (fresh) process: a warm-up epoch (JIT, index pages, shard handles and maps), then
+ * EPOCHS_PER_PROCESS epochs, each after a full GC. Every method gets a process of its own, so no method runs on a
+ * heap, page tables or GC state another method left behind (in one shared process the same call was measured 1.7x
+ * slower or faster depending on which dataset handle had been opened first).
+ */
+async function timeChild(opts, dir) {
+  const ctx = await context(opts, dir, new IoStats());
+  const fn = methods(ctx)[opts.time];
+  const bytes = await fn();
+  const ms = [];
+  const cpuMs = [];
+  for (let e = 0; e < EPOCHS_PER_PROCESS; e++) {
+    globalThis.gc();
+    const start = performance.now();
+    const cpu0 = process.cpuUsage();
+    const got = await fn();
+    const cpu = process.cpuUsage(cpu0);
+    ms.push(performance.now() - start);
+    cpuMs.push((cpu.user + cpu.system) / 1000); // all threads of the process: thread-pool reads count
+    if (got !== bytes) throw new Error(`${opts.time} read ${got} bytes, then ${bytes}`);
+  }
+  await closeContext(ctx);
+  process.stdout.write(`${JSON.stringify({ ms: median(ms), cpuMs: median(cpuMs), bytes })}\n`);
+}
+
+function timeInChild(opts, dir, name) {
+  const args = ['--expose-gc', SELF, '--time', name, '--dir', dir, '--samples', String(opts.samples), '--concurrency', String(opts.concurrency), '--batch', String(opts.batch)];
+  const res = spawnSync(process.execPath, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  if (res.status !== 0) throw new Error(`timing ${name} failed (exit ${res.status})`);
+  return JSON.parse(res.stdout.trim().split('\n').pop());
+}
+
 /** One epoch of one method in a child process, for strace. */
 async function child(opts, dir) {
   const ctx = await context(opts, dir, new IoStats());
@@ -262,8 +302,8 @@ function strace(opts, dir, method) {
 }
 
 async function main() {
-  // Each method is timed after a full GC, so garbage one method leaves (fs.promises.readFile makes a lot) is not
-  // charged to the next one: re-run this script with --expose-gc if it was started without.
+  // Each epoch is timed after a full GC, so garbage from the warm-up epoch is not charged to it: re-run this script
+  // with --expose-gc if it was started without.
   if (typeof globalThis.gc !== 'function') {
     const res = spawnSync(process.execPath, ['--expose-gc', SELF, ...process.argv.slice(2)], { stdio: 'inherit' });
     process.exitCode = res.status ?? 1;
@@ -272,6 +312,7 @@ async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const dir = opts.dir || path.join(os.tmpdir(), `shardkit-bench-read-${opts.samples}-${opts.minKb}-${opts.maxKb}`);
   if (opts.child) return child(opts, dir);
+  if (opts.time) return timeChild(opts, dir);
 
   const t0 = performance.now();
   await generate(opts, dir);
@@ -279,24 +320,19 @@ async function main() {
   warm(dir);
   const io = new IoStats();
   const ctx = await context(opts, dir, io);
-  const all = methods(ctx);
+  const all = Object.fromEntries(Object.entries(methods(ctx)).filter(([k]) => k === 'raw readFileSync' || !opts.only || new RegExp(opts.only).test(k)));
   const times = Object.fromEntries(Object.keys(all).map((k) => [k, []]));
   const cpuTimes = Object.fromEntries(Object.keys(all).map((k) => [k, []]));
   const expectedBytes = all['raw readFileSync']();
-  for (const fn of Object.values(all)) await fn(); // warm-up: JIT, index pages, shard handles
   const shardCount = ctx.ds.shards.length;
 
   for (let run = 0; run < opts.runs; run++) {
     // Alternate the order of methods between runs so drift (thermal, background work) spreads evenly.
     const names = run % 2 === 0 ? Object.keys(all) : Object.keys(all).reverse();
     for (const name of names) {
-      globalThis.gc();
-      const start = performance.now();
-      const cpu0 = process.cpuUsage();
-      const bytes = await all[name]();
-      const cpu = process.cpuUsage(cpu0);
-      times[name].push(performance.now() - start);
-      cpuTimes[name].push((cpu.user + cpu.system) / 1000); // all threads of the process: thread-pool reads count
+      const { ms, cpuMs, bytes } = timeInChild(opts, dir, name);
+      times[name].push(ms);
+      cpuTimes[name].push(cpuMs);
       if (bytes !== expectedBytes) throw new Error(`${name} read ${bytes} bytes, expected ${expectedBytes}`);
     }
   }

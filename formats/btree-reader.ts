@@ -110,15 +110,21 @@ export interface LeafHit {
 
 /** Descends to the leaf that would hold `key`; `index` is the first record >= key. */
 export function* seekKey(t: TreeInfo, key: string): PageOp<LeafHit | undefined> {
+  const hit = yield* seekLeaf(t, key);
+  if (hit === undefined) return undefined;
+  return { leaf: hit.leaf, base: hit.base, index: firstAtLeast(hit.leaf.keys, key, comparatorFor(hit.leaf, key, isSimpleKey(key))) };
+}
+
+/** Descends to the leaf that would hold `key`, without searching it (for callers with a faster way to look inside). */
+export function* seekLeaf(t: TreeInfo, key: string): PageOp<{ leaf: LeafPage; base: number } | undefined> {
   if (t.header.entryCount === 0) return undefined;
   const simple = isSimpleKey(key);
   let step = rootStep(t);
   for (;;) {
     const page = yield checkPageNo(t, step);
     checkPage(t, step, page);
-    const cmp = comparatorFor(page, key, simple);
-    if (page.type === 'leaf') return { leaf: page, base: step.base, index: firstAtLeast(page.keys, key, cmp) };
-    step = childStep(page, step, Math.max(0, lastAtMost(page.keys, key, cmp)));
+    if (page.type === 'leaf') return { leaf: page, base: step.base };
+    step = childStep(page, step, Math.max(0, lastAtMost(page.keys, key, comparatorFor(page, key, simple))));
   }
 }
 

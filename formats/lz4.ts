@@ -21,9 +21,10 @@ export function lz4CompressMember(data: Uint8Array): Uint8Array {
 }
 
 /** Decompresses one member frame to exactly `expectedSize` bytes, or throws CORRUPT_SHARD naming `where`. */
-export function lz4DecompressMember(frame: Uint8Array, expectedSize: number, where: string): Uint8Array {
+export function lz4DecompressMember(frame: Uint8Array, expectedSize: number, where: string | (() => string)): Uint8Array {
+  const place = (): string => (typeof where === 'string' ? where : where());
   const fail = (why: string): never => {
-    throw new ShardkitError(ErrorCodes.CORRUPT_SHARD, `${where}: LZ4 frame ${why}`);
+    throw new ShardkitError(ErrorCodes.CORRUPT_SHARD, `${place()}: LZ4 frame ${why}`);
   };
   const v = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
   if (frame.length < 7 || v.getUint32(0, true) !== LZ4_FRAME_MAGIC) fail('has a wrong magic number');
@@ -50,7 +51,7 @@ export function lz4DecompressMember(frame: Uint8Array, expectedSize: number, whe
   try {
     out = decompressFrameSync(Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength));
   } catch (cause) {
-    throw new ShardkitError(ErrorCodes.CORRUPT_SHARD, `${where}: LZ4 frame does not decompress`, { cause });
+    throw new ShardkitError(ErrorCodes.CORRUPT_SHARD, `${place()}: LZ4 frame does not decompress`, { cause });
   }
   if (out.length !== expectedSize) fail(`decompresses to ${out.length} bytes, the index says ${expectedSize}`);
   return out;

@@ -65,13 +65,47 @@ function load(): { addon: NativeAddon | undefined; error: unknown } {
   let error: unknown;
   for (const candidate of CANDIDATES) {
     try {
-      const addon = require(candidate) as NativeAddon;
-      if (typeof addon.copy === 'function' && typeof addon.crc32c === 'function') return (loaded = { addon, error: undefined });
+      const raw = require(candidate) as RawAddon;
+      if (typeof raw.copyWithParams === 'function' && typeof raw.crc32c === 'function') return (loaded = { addon: wrap(raw), error: undefined });
     } catch (err) {
       error ??= err;
     }
   }
   return (loaded = { addon: undefined, error });
+}
+
+/** What the compiled module exports: NativeAddon's functions, with copy's numbers passed through a shared block. */
+interface RawAddon extends NativeAddon {
+  /** copy(map, p[0], p[1], target, p[2], p[3], p[4]) with p = copyParams (p[4] < 0: no checksum); the CRC32C lands in p[5]. */
+  copyWithParams(map: NativeMap, target: Uint8Array): void;
+  /** This thread's parameter block (memory the addon owns). */
+  copyParams: Float64Array;
+}
+
+/**
+ * The addon with copy() going through copyWithParams: five numbers written to a Float64Array the addon reads in
+ * place cost less than five Node-API conversions (see shardkit.c); arguments are checked in C either way.
+ */
+function wrap(raw: RawAddon): NativeAddon {
+  const params = raw.copyParams;
+  const copyWithParams = raw.copyWithParams;
+  function copy(map: NativeMap, offset: number, length: number, target: Uint8Array, targetOffset: number): void;
+  function copy(map: NativeMap, offset: number, length: number, target: Uint8Array, targetOffset: number, crcStart: number, crcLength: number): number;
+  function copy(map: NativeMap, offset: number, length: number, target: Uint8Array, targetOffset: number, crcStart?: number, crcLength?: number): number | undefined {
+    params[0] = offset;
+    params[1] = length;
+    params[2] = targetOffset;
+    if (crcLength === undefined) {
+      params[4] = -1;
+      copyWithParams(map, target);
+      return undefined;
+    }
+    params[3] = crcStart ?? Number.NaN;
+    params[4] = crcLength >= 0 ? crcLength : Number.NaN; // negative means "no checksum" to C: refuse it here
+    copyWithParams(map, target);
+    return params[5];
+  }
+  return { map: raw.map, unmap: raw.unmap, copy, crc32c: raw.crc32c, crc32cPortable: raw.crc32cPortable, hardwareCrc32c: raw.hardwareCrc32c, readFile: raw.readFile };
 }
 
 /** SHARDKIT_NATIVE=0 (or "false", "off") turns the addon off for the whole process: useful for tests and benchmarks. */

@@ -36,6 +36,8 @@ export interface BatchRead {
 }
 
 const EMPTY = new Uint8Array(0);
+/** Marks a run whose only sample was read and decoded whole by Dataset.readSampleSync. */
+const DECODED = new Uint8Array(0);
 
 export function readBatch(ds: Dataset, entries: readonly IndexEntry[], options: BatchReadOptions): BatchRead {
   const runs = planReads(entries, options);
@@ -52,6 +54,7 @@ export function readBatch(ds: Dataset, entries: readonly IndexEntry[], options: 
   const target = local && bytes > 0 && options.slabs !== undefined ? options.slabs.take(bytes) : undefined;
   const slab = target;
   const runBytes: Uint8Array[] = new Array<Uint8Array>(runs.length);
+  const samples = new Array<Sample>(entries.length);
   let pending: Array<Promise<void>> | undefined;
   let slabOffset = 0;
   try {
@@ -60,7 +63,15 @@ export function readBatch(ds: Dataset, entries: readonly IndexEntry[], options: 
       slabOffset += run.length;
       if (run.length === 0) runBytes[r] = EMPTY;
       else if (local && run.length <= options.syncReadMaxBytes) {
-        runBytes[r] = ds.readShardRangeSync(run.shard, run.offset, run.length, target, at);
+        if (target === undefined && run.slices.length === 1) {
+          // A run of one sample (most runs of a shuffled epoch): the sync path's read, which verifies a lone
+          // uncompressed member in the same native call as the copy.
+          const request = (run.slices[0] as ReadRun['slices'][number]).request;
+          samples[request] = ds.readSampleSync(entries[request] as IndexEntry, undefined, options.verify);
+          runBytes[r] = DECODED;
+        } else {
+          runBytes[r] = ds.readShardRangeSync(run.shard, run.offset, run.length, target, at);
+        }
       } else {
         (pending ??= []).push(
           options.limit(() => ds.readShardRange(run.shard, run.offset, run.length, target, at)).then((b) => {
@@ -76,7 +87,7 @@ export function readBatch(ds: Dataset, entries: readonly IndexEntry[], options: 
     else if (slab !== undefined) options.slabs?.give(slab);
     throw err;
   }
-  const build = (): Sample[] => slice(ds, entries, runs, runBytes, options);
+  const build = (): Sample[] => slice(ds, entries, runs, runBytes, samples, options);
   return {
     bytes,
     reads,
@@ -86,12 +97,12 @@ export function readBatch(ds: Dataset, entries: readonly IndexEntry[], options: 
 }
 
 /** Cuts each sample's span out of its run and decodes it (members are views of the run; CRC verified). */
-function slice(ds: Dataset, entries: readonly IndexEntry[], runs: readonly ReadRun[], runBytes: readonly Uint8Array[], options: BatchReadOptions): Sample[] {
-  const samples = new Array<Sample>(entries.length);
+function slice(ds: Dataset, entries: readonly IndexEntry[], runs: readonly ReadRun[], runBytes: readonly Uint8Array[], samples: Sample[], options: BatchReadOptions): Sample[] {
   for (let r = 0; r < runs.length; r++) {
     const run = runs[r] as ReadRun;
     // Plain Uint8Array views, not Buffers: Buffer#slice() returns a view, and users copy a member with slice().
     const read = runBytes[r] as Uint8Array;
+    if (read === DECODED) continue;
     const bytes = read instanceof Buffer ? new Uint8Array(read.buffer, read.byteOffset, read.byteLength) : read;
     const ctx = { dataset: options.dataset, shard: ds.shardName(run.shard), verify: options.verify, crc32c: ds.memberCrc32c };
     for (const s of run.slices) {

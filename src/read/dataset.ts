@@ -22,7 +22,7 @@ import { openByteSource, readAll } from '../io/open-source.js';
 import { nativeAddon } from '../native/native.js';
 import { crc32c } from '../../formats/checksum.js';
 import { DEFAULT_PAGE_CACHE_BYTES, IndexReader } from './index-reader.js';
-import { decodeSpan, type DecodeContext } from './sample-decode.js';
+import { decodeMember, decodeSpan, type DecodeContext } from './sample-decode.js';
 import { checkIndexMatchesManifest, checkOpenOptions, checkShardOnOpen } from './dataset-checks.js';
 import { ReadArena } from './read-arena.js';
 import type { DecodedSample } from './decode-image.js';
@@ -82,6 +82,7 @@ export interface DatasetStats {
 }
 
 const DEFAULT_MAX_MEMBER_BYTES = 1 << 30;
+const EMPTY = new Uint8Array(0);
 
 export class Dataset {
   readonly location: string;
@@ -102,6 +103,7 @@ export class Dataset {
   /** Owned read buffers for get/at and the loader's copy mode (see read-arena.ts). */
   private readonly arena = new ReadArena();
   private viewReader: SyncViewReader | undefined;
+  private readonly decodeContexts: DecodeContext[] = [];
   /** True when local shards are read through memory maps (the native addon is built and enabled). */
   readonly native: boolean;
   /** @internal The CRC32C that verifies members: the addon's hardware one when enabled. */
@@ -261,14 +263,14 @@ export class Dataset {
   async read(entry: IndexEntry): Promise<Sample> {
     this.checkEntry(entry);
     const loc = this.shardLocations[entry.shard] as string;
-    const span = await this.pool.use(loc, (src) => (entry.length === 0 ? new Uint8Array(0) : src.read(entry.offset, entry.length)));
-    return decodeSpan(entry, span, { dataset: redactLocation(this.location), shard: this.shardName(entry.shard), verify: this.verify, crc32c: this.memberCrc32c });
+    const span = await this.pool.use(loc, (src) => (entry.length === 0 ? EMPTY : src.read(entry.offset, entry.length)));
+    return decodeSpan(entry, span, this.decodeContext(entry.shard));
   }
 
   readSync(entry: IndexEntry): Sample {
     this.assertLocal('readSync');
     this.checkEntry(entry);
-    return this.readSampleSync(entry, undefined, this.location);
+    return this.readSampleSync(entry, undefined);
   }
 
   /**
@@ -276,23 +278,35 @@ export class Dataset {
    * decode. A sample of one uncompressed member read from a memory map gets its checksum from the same native
    * call as the copy. The entry must have passed checkEntry.
    */
-  readSampleSync(entry: IndexEntry, target: Uint8Array | undefined, dataset: string): Sample {
+  readSampleSync(entry: IndexEntry, target: Uint8Array | undefined, verify = this.verify): Sample {
     const length = entry.length;
-    const ctx: DecodeContext = { dataset, shard: this.shardName(entry.shard), verify: this.verify, crc32c: this.memberCrc32c, firstMemberCrc32c: undefined };
-    if (length === 0) return decodeSpan(entry, new Uint8Array(0), ctx);
+    const ctx = this.decodeContext(entry.shard, verify);
+    if (length === 0) return decodeSpan(entry, EMPTY, ctx);
     const buffer = target ?? this.arena.take(length);
-    const only = entry.members.length === 1 ? (entry.members[0] as MemberEntry) : undefined;
+    const members = entry.members;
+    const only = members.length === 1 ? (members[0] as MemberEntry) : undefined;
+    let crc: number | undefined;
     const source = this.pool.acquireSync(this.shardLocations[entry.shard] as string) as FileSource;
     try {
-      if (this.verify && this.native && only !== undefined && only.codec === Codec.none) {
-        ctx.firstMemberCrc32c = source.readIntoSyncCrc32c(buffer, 0, length, entry.offset, only.offset, only.storedSize);
+      if (verify && this.native && only !== undefined && only.codec === Codec.none) {
+        crc = source.readIntoSyncCrc32c(buffer, 0, length, entry.offset, only.offset, only.storedSize);
       } else {
         source.readIntoSync(buffer, 0, length, entry.offset);
       }
     } finally {
       this.pool.release(source);
     }
-    return decodeSpan(entry, buffer.length === length ? buffer : buffer.subarray(0, length), ctx);
+    const span = buffer.length === length ? buffer : buffer.subarray(0, length);
+    // One member filling the whole span, the common case: the span is the member (no second view, no loop).
+    if (only !== undefined && only.offset === 0 && only.storedSize === length) {
+      return { key: entry.key, members: { [only.ext]: decodeMember(entry, only, span, ctx, crc) } };
+    }
+    return decodeSpan(entry, span, ctx, crc);
+  }
+
+  /** @internal How members of a shard's samples are decoded and named in errors (made once per shard and verify). */
+  decodeContext(shard: number, verify = this.verify): DecodeContext {
+    return (this.decodeContexts[2 * shard + (verify ? 1 : 0)] ??= { dataset: redactLocation(this.location), shard: this.shardName(shard), verify, crc32c: this.memberCrc32c });
   }
 
   /**
@@ -405,7 +419,7 @@ export class Dataset {
   }
 
   private get views(): SyncViewReader {
-    return (this.viewReader ??= new SyncViewReader(redactLocation(this.location)));
+    return (this.viewReader ??= new SyncViewReader());
   }
 
   /** The synchronous twins read local files only; over http they would block on the network. */

@@ -12,37 +12,45 @@ export interface DecodeContext {
   verify: boolean;
   /** The CRC32C to verify with (the native addon's when built); default formats/checksum.ts crc32c. */
   crc32c?: (bytes: Uint8Array) => number;
-  /** The CRC32C of the first member's stored bytes when the read already computed it (uncompressed members only). */
-  firstMemberCrc32c?: number | undefined;
 }
 
 /**
  * Members of an uncompressed sample are views into `span` (no copy); compressed ones are fresh buffers.
  * With `verify`, a CRC32C mismatch throws SHARDKIT_ERR_CHECKSUM naming dataset, shard, key and offset.
+ * `firstMemberCrc32c` is the CRC32C of the first member's stored bytes when the read already computed it.
  */
-/** LZ4 damage carries the same details as a checksum error: which dataset, shard, sample and offset. */
-function decompress(stored: Uint8Array, size: number, where: string, details: { file: string; shard: string; key: string; offset: number }): Uint8Array {
-  try {
-    return lz4DecompressMember(stored, size, where);
-  } catch (err) {
-    if (err instanceof ShardkitError) throw new ShardkitError(err.code, err.message, { ...details, cause: err.cause });
-    throw err;
-  }
-}
-
-export function decodeSpan(entry: IndexEntry, span: Uint8Array, ctx: DecodeContext): Sample {
+export function decodeSpan(entry: IndexEntry, span: Uint8Array, ctx: DecodeContext, firstMemberCrc32c?: number): Sample {
   const members: Record<string, Uint8Array> = {};
-  const checksum = ctx.crc32c ?? crc32c;
-  const known = ctx.firstMemberCrc32c;
-  for (const m of entry.members) {
-    const stored = span.subarray(m.offset, m.offset + m.storedSize);
-    const bytes = m.codec === Codec.lz4 ? decompress(stored, m.size, where(entry, m, ctx), details(entry, m, ctx)) : stored;
-    if (ctx.verify && (known !== undefined && m === entry.members[0] && m.codec === Codec.none ? known : checksum(bytes)) !== m.crc32c) {
-      throw new ShardkitError(ErrorCodes.CHECKSUM, `${where(entry, m, ctx)}: checksum mismatch, the stored bytes are damaged; run \`shardkit verify\``, details(entry, m, ctx));
-    }
-    members[m.ext] = bytes;
+  const list = entry.members;
+  for (let i = 0; i < list.length; i++) {
+    const m = list[i] as MemberEntry;
+    members[m.ext] = decodeMember(entry, m, span.subarray(m.offset, m.offset + m.storedSize), ctx, i === 0 ? firstMemberCrc32c : undefined);
   }
   return { key: entry.key, members };
+}
+
+/**
+ * One member from its stored bytes: decompressed when LZ4 (a fresh buffer), else `stored` itself; verified with
+ * `ctx.verify`. `storedCrc32c` is the CRC32C of `stored` when the caller has it (used for uncompressed members).
+ */
+export function decodeMember(entry: IndexEntry, m: MemberEntry, stored: Uint8Array, ctx: DecodeContext, storedCrc32c?: number): Uint8Array {
+  const bytes = m.codec === Codec.lz4 ? decompress(entry, m, stored, ctx) : stored;
+  if (!ctx.verify) return bytes;
+  const crc = storedCrc32c !== undefined && m.codec === Codec.none ? storedCrc32c : (ctx.crc32c ?? crc32c)(bytes);
+  if (crc !== m.crc32c) {
+    throw new ShardkitError(ErrorCodes.CHECKSUM, `${where(entry, m, ctx)}: checksum mismatch, the stored bytes are damaged; run \`shardkit verify\``, details(entry, m, ctx));
+  }
+  return bytes;
+}
+
+/** LZ4 damage carries the same details as a checksum error: which dataset, shard, sample and offset. */
+function decompress(entry: IndexEntry, m: MemberEntry, stored: Uint8Array, ctx: DecodeContext): Uint8Array {
+  try {
+    return lz4DecompressMember(stored, m.size, () => where(entry, m, ctx));
+  } catch (err) {
+    if (err instanceof ShardkitError) throw new ShardkitError(err.code, err.message, { ...details(entry, m, ctx), cause: err.cause });
+    throw err;
+  }
 }
 
 /** Built only when something failed: the hot path makes no strings. */

@@ -16,8 +16,6 @@ export class SyncViewReader {
   /** A plain Uint8Array (not a Buffer): members are views of it, and Uint8Array#slice() copies as users expect. */
   private buffer = new Uint8Array(INITIAL_VIEW_BYTES);
 
-  constructor(private readonly dataset: string) {}
-
   /** Reads `entry` (checked by the caller) into the reused buffer; verifies as the dataset does. */
   read(ds: Dataset, entry: IndexEntry): Sample {
     let target = this.buffer;
@@ -25,7 +23,7 @@ export class SyncViewReader {
       target = new Uint8Array(entry.length <= MAX_RETAINED_VIEW_BYTES ? nextPowerOfTwo(entry.length) : entry.length);
       if (target.length <= MAX_RETAINED_VIEW_BYTES) this.buffer = target;
     }
-    return ds.readSampleSync(entry, target, this.dataset);
+    return ds.readSampleSync(entry, target);
   }
 }
 

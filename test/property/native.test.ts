@@ -75,6 +75,24 @@ describe.skipIf(!nativeAvailable())('native addon (property)', () => {
         ),
         { numRuns: 300 },
       );
+      // the copy that checksums a sub-range in the same pass: same bytes, and the CRC32C of exactly that range
+      fc.assert(
+        fc.property(
+          fc.integer({ min: 0, max: content.length }).chain((offset) => fc.tuple(fc.constant(offset), fc.integer({ min: 0, max: Math.min(40_000, content.length - offset) }))),
+          fc.integer({ min: 0, max: 15 }),
+          fc.nat(),
+          fc.nat(),
+          ([offset, length], at, x, y) => {
+            const [crcStart, crcEnd] = [x % (length + 1), y % (length + 1)].sort((p, q) => p - q) as [number, number];
+            const target = new Uint8Array(length + at + 8).fill(0xaa);
+            const crc = mapped.readIntoSyncCrc32c(target, at, length, offset, crcStart, crcEnd - crcStart);
+            expect(Buffer.from(target.subarray(at, at + length)).equals(content.subarray(offset, offset + length))).toBe(true);
+            expect(target[at + length]).toBe(0xaa);
+            expect(crc).toBe(crc32c(content.subarray(offset + crcStart, offset + crcEnd)));
+          },
+        ),
+        { numRuns: 300 },
+      );
       expect(mapped.mapped).toBe(true);
       expect(stats.mappedReads).toBe(stats.reads);
       expect(stats.reads).toBeGreaterThanOrEqual(600);

@@ -216,6 +216,17 @@ describe('Dataset.loader', () => {
     expect(unverified.length).toBe(200);
     expect(sameBytes(unverified[123]?.members.bin, loaderSample(123).members.bin)).toBe(false);
     await ds.close();
+    // One read per sample (maxReadBytes 0): each sample goes through the sync path's read, which checksums a lone
+    // member in the native copy when the addon is built; the same error either way, and the same bytes unverified.
+    for (const native of [true, false]) {
+      const single = await openDataset(dir, { checkShards: 'size', native });
+      const failed = await collect(single.loader({ batchSize: 16, shuffle: 'full', seed: 2, maxReadBytes: 0 })).catch((e: unknown) => e);
+      expect(failed).toMatchObject({ code: ErrorCodes.CHECKSUM, key: loaderSample(123).key, shard: path.basename(shardFile), offset: memberOffset });
+      const plain = (await collect(single.loader({ batchSize: 16, verify: false, maxReadBytes: 0 }))).flat();
+      expect(plain.map((x) => x.key)).toEqual(unverified.map((x) => x.key));
+      plain.forEach((x, i) => expect(sameBytes(x.members.bin, unverified[i]?.members.bin)).toBe(true));
+      await single.close();
+    }
   });
 
   it('decode image: image members become raw pixels with their shape; others stay bytes', async () => {

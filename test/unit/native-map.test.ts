@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../formats/errors.js';
 import { FileSource } from '../../src/io/file-source.js';
@@ -57,6 +57,12 @@ describe.skipIf(!nativeAvailable())('memory-mapped reads', () => {
       expect(() => addon.copy(map, 9_950, 100, target, 0)).toThrow(expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_RANGE' }));
       expect(() => addon.copy(map, 0, 100, target, 1)).toThrow(expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_ARG' }));
       expect(() => addon.copy({} as never, 0, 1, target, 0)).toThrow(expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_ARG' }));
+      // numbers travel through a shared parameter block: fractions, NaN and bad checksum ranges are refused in C
+      expect(() => addon.copy(map, 0.5, 1, target, 0)).toThrow(expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_ARG' }));
+      expect(() => addon.copy(map, Number.NaN, 1, target, 0)).toThrow(expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_ARG' }));
+      expect(() => addon.copy(map, 0, 10, target, 0, 5, 6)).toThrow(expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_ARG' }));
+      expect(() => addon.copy(map, 0, 10, target, 0, 0, -1)).toThrow(expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_ARG' }));
+      expect(() => addon.copy(map, -1, 10, target, 0)).toThrow(expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_ARG' }));
       addon.copy(map, 9_900, 100, target, 0);
       addon.unmap(map);
       addon.unmap(map);
@@ -162,6 +168,35 @@ describe.skipIf(!nativeAvailable())('memory-mapped reads', () => {
     expect(result.message).toContain('shard-000000.tar');
     expect(result.mapped).toBeGreaterThan(0);
   });
+  it('worker threads read through maps of their own with their own parameter block, concurrently with this thread', async () => {
+    const built = fileURLToPath(new URL('../../dist/src/read/dataset.js', import.meta.url));
+    expect(fs.existsSync(built), 'needs the build in dist/ (npm run build)').toBe(true);
+    const script = `
+      const { parentPort, workerData } = require('node:worker_threads');
+      import(workerData.built).then(async ({ openDataset }) => {
+        const ds = await openDataset(workerData.dir, { checkShards: 'size' });
+        const sums = [];
+        for (let round = 0; round < 20; round++) for (let i = ds.size - 1; i >= 0; i--) sums.push(ds.atSync(i).members.bin.reduce((a, b) => (a + b) | 0, 0));
+        parentPort.postMessage({ native: ds.native, sums: sums.slice(0, ds.size) });
+        await ds.close();
+      });`;
+    const { Worker } = await import('node:worker_threads');
+    const workers = [0, 1].map(() => new Worker(script, { eval: true, workerData: { built: pathToFileURL(built).href, dir } }));
+    const results = workers.map((w) => new Promise<{ native: boolean; sums: number[] }>((resolve, reject) => w.once('message', resolve).once('error', reject)));
+    // meanwhile this thread copies with other numbers through its own block
+    const ds = await openDataset(dir, { checkShards: 'size' });
+    let same = 0;
+    for (let round = 0; round < 20; round++) for (let i = 0; i < ds.size; i++) if (Buffer.from(ds.atSync(i).members.bin!).equals(contents.get(keyOf(i))!)) same++;
+    expect(same).toBe(20 * SAMPLES);
+    await ds.close();
+    const want = Array.from({ length: SAMPLES }, (_, i) => contents.get(keyOf(SAMPLES - 1 - i))!.reduce((a, b) => (a + b) | 0, 0));
+    for (const r of await Promise.all(results)) {
+      expect(r.native).toBe(true);
+      expect(r.sums).toEqual(want);
+    }
+    await Promise.all(workers.map((w) => w.terminate()));
+  });
+
   it('a SIGBUS that is not a mapped read (here: sent with kill) still gets the default action', async () => {
     const addonFile = fileURLToPath(new URL('../../src/native/build/Release/shardkit.node', import.meta.url));
     const script = `
