@@ -38,234 +38,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <nmmintrin.h>
-#define SK_X86_CRC 1
-#endif
-
-/* ---------------------------------------------------------------------------------------------------------------
- * CRC32C. The internal state is the raw register (no pre/post inversion); crc32c(bytes, seed) = ~raw(~seed, bytes),
- * the convention of formats/checksum.ts (seed = previous result, 0 to start).
- */
-
-#define CRC32C_POLY_REFLECTED 0x82F63B78u
-
-/* Slicing-by-8 tables for the portable path; row 0 is the classic byte-at-a-time table. */
-static uint32_t crc_table[8][256];
-
-/*
- * Three-way interleaving: the SSE4.2 crc32 instruction has a latency of 3 cycles and a throughput of 1, so three
- * independent streams over three adjacent lanes run ~3x faster than one. The lane results are joined by shifting a
- * CRC state past LANE zero bytes, a linear map over GF(2) kept as four 256-entry tables (one per state byte).
- */
-#define LONG_LANE_BYTES 4096
-#define SHORT_LANE_BYTES 256
-
-typedef struct {
-  uint32_t byte[4][256];
-} crc_shift_table;
-
-static crc_shift_table shift_long;
-static crc_shift_table shift_short;
-static int use_hardware_crc;
-static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-
-static uint32_t crc_zero_bytes(uint32_t state, size_t zeros) {
-  for (size_t i = 0; i < zeros; i++) state = crc_table[0][state & 0xff] ^ (state >> 8);
-  return state;
-}
-
-static void make_shift_table(crc_shift_table *t, size_t zeros) {
-  uint32_t basis[32];
-  for (int bit = 0; bit < 32; bit++) basis[bit] = crc_zero_bytes(1u << bit, zeros);
-  for (int k = 0; k < 4; k++) {
-    for (int b = 0; b < 256; b++) {
-      uint32_t v = 0;
-      for (int j = 0; j < 8; j++) {
-        if ((b >> j) & 1) v ^= basis[8 * k + j];
-      }
-      t->byte[k][b] = v;
-    }
-  }
-}
-
-static inline uint32_t crc_shift(const crc_shift_table *t, uint32_t state) {
-  return t->byte[0][state & 0xff] ^ t->byte[1][(state >> 8) & 0xff] ^ t->byte[2][(state >> 16) & 0xff] ^
-         t->byte[3][state >> 24];
-}
-
-static void crc_init(void) {
-  for (uint32_t n = 0; n < 256; n++) {
-    uint32_t c = n;
-    for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ CRC32C_POLY_REFLECTED : c >> 1;
-    crc_table[0][n] = c;
-  }
-  for (uint32_t n = 0; n < 256; n++) {
-    for (int k = 1; k < 8; k++) crc_table[k][n] = (crc_table[k - 1][n] >> 8) ^ crc_table[0][crc_table[k - 1][n] & 0xff];
-  }
-  make_shift_table(&shift_long, LONG_LANE_BYTES);
-  make_shift_table(&shift_short, SHORT_LANE_BYTES);
-#ifdef SK_X86_CRC
-  __builtin_cpu_init();
-  use_hardware_crc = __builtin_cpu_supports("sse4.2") ? 1 : 0;
-#endif
-}
-
-static uint32_t crc_raw_table(uint32_t state, const uint8_t *p, size_t n) {
-  while (n > 0 && ((uintptr_t)p & 7) != 0) {
-    state = crc_table[0][(state ^ *p++) & 0xff] ^ (state >> 8);
-    n--;
-  }
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  while (n >= 8) {
-    uint64_t word;
-    memcpy(&word, p, 8);
-    uint32_t lo = (uint32_t)word ^ state;
-    uint32_t hi = (uint32_t)(word >> 32);
-    state = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^ crc_table[5][(lo >> 16) & 0xff] ^
-            crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff] ^
-            crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
-    p += 8;
-    n -= 8;
-  }
-#endif
-  while (n > 0) {
-    state = crc_table[0][(state ^ *p++) & 0xff] ^ (state >> 8);
-    n--;
-  }
-  return state;
-}
-
-#ifdef SK_X86_CRC
-__attribute__((target("sse4.2"))) static inline uint64_t crc_lanes3(uint64_t state, const uint8_t *p, size_t lane,
-                                                                    const crc_shift_table *shift) {
-  uint64_t a = state, b = 0, c = 0;
-  const uint8_t *end = p + lane;
-  while (p < end) {
-    uint64_t wa, wb, wc;
-    memcpy(&wa, p, 8);
-    memcpy(&wb, p + lane, 8);
-    memcpy(&wc, p + 2 * lane, 8);
-    a = _mm_crc32_u64(a, wa);
-    b = _mm_crc32_u64(b, wb);
-    c = _mm_crc32_u64(c, wc);
-    p += 8;
-  }
-  uint32_t joined = crc_shift(shift, (uint32_t)a) ^ (uint32_t)b;
-  return crc_shift(shift, joined) ^ (uint32_t)c;
-}
-
-__attribute__((target("sse4.2"))) static uint32_t crc_raw_hardware(uint32_t state32, const uint8_t *p, size_t n) {
-  uint64_t state = state32;
-  while (n > 0 && ((uintptr_t)p & 7) != 0) {
-    state = _mm_crc32_u8((uint32_t)state, *p++);
-    n--;
-  }
-  while (n >= 3 * LONG_LANE_BYTES) {
-    state = crc_lanes3(state, p, LONG_LANE_BYTES, &shift_long);
-    p += 3 * LONG_LANE_BYTES;
-    n -= 3 * LONG_LANE_BYTES;
-  }
-  while (n >= 3 * SHORT_LANE_BYTES) {
-    state = crc_lanes3(state, p, SHORT_LANE_BYTES, &shift_short);
-    p += 3 * SHORT_LANE_BYTES;
-    n -= 3 * SHORT_LANE_BYTES;
-  }
-  while (n >= 8) {
-    uint64_t word;
-    memcpy(&word, p, 8);
-    state = _mm_crc32_u64(state, word);
-    p += 8;
-    n -= 8;
-  }
-  while (n > 0) {
-    state = _mm_crc32_u8((uint32_t)state, *p++);
-    n--;
-  }
-  return (uint32_t)state;
-}
-
-/*
- * The same CRC over src while copying it to dst, one pass: every word is loaded once, stored and folded into the
- * CRC from the register. A copy out of the page cache is bound by loads that miss the CPU caches, so the checksum
- * rides along almost free, where copy-then-checksum reads the bytes twice.
- */
-__attribute__((target("sse4.2"))) static inline uint64_t crc_copy_lanes3(uint64_t state, const uint8_t *p, uint8_t *d,
-                                                                         size_t lane, const crc_shift_table *shift) {
-  uint64_t a = state, b = 0, c = 0;
-  const uint8_t *end = p + lane;
-  while (p < end) {
-    uint64_t wa, wb, wc;
-    memcpy(&wa, p, 8);
-    memcpy(&wb, p + lane, 8);
-    memcpy(&wc, p + 2 * lane, 8);
-    memcpy(d, &wa, 8);
-    memcpy(d + lane, &wb, 8);
-    memcpy(d + 2 * lane, &wc, 8);
-    a = _mm_crc32_u64(a, wa);
-    b = _mm_crc32_u64(b, wb);
-    c = _mm_crc32_u64(c, wc);
-    p += 8;
-    d += 8;
-  }
-  uint32_t joined = crc_shift(shift, (uint32_t)a) ^ (uint32_t)b;
-  return crc_shift(shift, joined) ^ (uint32_t)c;
-}
-
-__attribute__((target("sse4.2"))) static uint32_t crc_copy_raw_hardware(uint32_t state32, const uint8_t *p, uint8_t *d,
-                                                                       size_t n) {
-  uint64_t state = state32;
-  while (n > 0 && ((uintptr_t)p & 7) != 0) {
-    *d++ = *p;
-    state = _mm_crc32_u8((uint32_t)state, *p++);
-    n--;
-  }
-  while (n >= 3 * LONG_LANE_BYTES) {
-    state = crc_copy_lanes3(state, p, d, LONG_LANE_BYTES, &shift_long);
-    p += 3 * LONG_LANE_BYTES;
-    d += 3 * LONG_LANE_BYTES;
-    n -= 3 * LONG_LANE_BYTES;
-  }
-  while (n >= 3 * SHORT_LANE_BYTES) {
-    state = crc_copy_lanes3(state, p, d, SHORT_LANE_BYTES, &shift_short);
-    p += 3 * SHORT_LANE_BYTES;
-    d += 3 * SHORT_LANE_BYTES;
-    n -= 3 * SHORT_LANE_BYTES;
-  }
-  while (n >= 8) {
-    uint64_t word;
-    memcpy(&word, p, 8);
-    memcpy(d, &word, 8);
-    state = _mm_crc32_u64(state, word);
-    p += 8;
-    d += 8;
-    n -= 8;
-  }
-  while (n > 0) {
-    *d++ = *p;
-    state = _mm_crc32_u8((uint32_t)state, *p++);
-    n--;
-  }
-  return (uint32_t)state;
-}
-#endif
-
-static uint32_t crc32c_update(uint32_t seed, const uint8_t *p, size_t n) {
-  uint32_t state = ~seed;
-#ifdef SK_X86_CRC
-  if (use_hardware_crc) return ~crc_raw_hardware(state, p, n);
-#endif
-  return ~crc_raw_table(state, p, n);
-}
-
-/* memcpy(dst, src, n) that returns crc32c_update(seed, src, n), in one pass where the CPU allows. */
-static uint32_t crc32c_copy(uint32_t seed, const uint8_t *src, uint8_t *dst, size_t n) {
-#ifdef SK_X86_CRC
-  if (use_hardware_crc) return ~crc_copy_raw_hardware(~seed, src, dst, n);
-#endif
-  memcpy(dst, src, n);
-  return ~crc_raw_table(~seed, dst, n);
-}
+#include "crc32c.h"
 
 /* ---------------------------------------------------------------------------------------------------------------
  * SIGBUS guard. A copy publishes a guard (jump buffer + the mapping's address range) in a thread-local pointer for
@@ -480,7 +253,7 @@ static int copy_checked(napi_env env, shard_map *m, int64_t offset, int64_t leng
       /* the checksummed range is copied and checksummed in one pass; the bytes around it are copied */
       size_t head = (size_t)crc_start, body = (size_t)crc_length, tail = (size_t)length - head - body;
       memcpy(dst, src, head);
-      crc = crc32c_copy(0, src + head, dst + head, body);
+      crc = sk_crc32c_copy(0, src + head, dst + head, body);
       memcpy(dst + head + body, src + head + body, tail);
     }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -613,7 +386,7 @@ static napi_value js_crc32c(napi_env env, napi_callback_info info) {
     if (type != napi_undefined) CHECK(napi_get_value_uint32(env, argv[1], &seed));
   }
   napi_value result;
-  uint32_t crc = portable != NULL ? ~crc_raw_table(~seed, data, length) : crc32c_update(seed, data, length);
+  uint32_t crc = portable != NULL ? sk_crc32c_portable(seed, data, length) : sk_crc32c(seed, data, length);
   CHECK(napi_create_uint32(env, crc, &result));
   return result;
 }
@@ -622,7 +395,7 @@ static napi_value js_crc32c(napi_env env, napi_callback_info info) {
 napi_value sk_read_file(napi_env env, napi_callback_info info);
 
 static napi_value init(napi_env env, napi_value exports) {
-  pthread_once(&crc_once, crc_init);
+  sk_crc32c_init();
   napi_value hardware;
   napi_property_descriptor props[] = {
       {"map", NULL, js_map, NULL, NULL, NULL, napi_enumerable, NULL},
@@ -634,7 +407,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"readFile", NULL, sk_read_file, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
-  if (napi_get_boolean(env, use_hardware_crc != 0, &hardware) != napi_ok) return NULL;
+  if (napi_get_boolean(env, sk_crc32c_hardware(), &hardware) != napi_ok) return NULL;
   if (napi_set_named_property(env, exports, "hardwareCrc32c", hardware) != napi_ok) return NULL;
   if (!init_params(env, exports)) return NULL;
   return exports;

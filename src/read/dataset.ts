@@ -6,8 +6,6 @@
  */
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
-import type { LeafPage } from '../../formats/index-page.js';
-import { compareKeys, prefixEnd } from '../../formats/key-order.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
 import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
 import type { Sample } from '../../formats/sample.js';
@@ -27,6 +25,7 @@ import { checkIndexMatchesManifest, checkOpenOptions, checkShardOnOpen } from '.
 import { ReadArena } from './read-arena.js';
 import type { DecodedSample } from './decode-image.js';
 import { Loader } from './loader.js';
+import { rangeEntries, type KeyRange } from './key-range.js';
 import { SyncViewReader } from './view-reader.js';
 import type { LoaderOptions } from './loader-options.js';
 
@@ -64,22 +63,14 @@ export interface OpenDatasetOptions {
   native?: boolean;
 }
 
-export interface KeyRange {
-  /** First key (inclusive). */
-  start?: string;
-  /** Last key (exclusive). */
-  end?: string;
-  /** Only keys that start with this (combines with start/end). */
-  prefix?: string;
-  limit?: number;
-  reverse?: boolean;
-}
 
 export interface DatasetStats {
   io: ReturnType<IoStats['snapshot']>;
   shardHandles: HandlePool<ByteSource>['counters'];
   pageCache: { hits: number; misses: number; pages: number };
 }
+
+export type { KeyRange };
 
 const DEFAULT_MAX_MEMBER_BYTES = 1 << 30;
 const EMPTY = new Uint8Array(0);
@@ -228,30 +219,7 @@ export class Dataset {
   /** Index entries in key order within `range`, lazily, leaf page by leaf page. */
   async *entries(range: KeyRange = {}): AsyncGenerator<IndexEntry & { position: number }> {
     this.assertOpen();
-    const start = maxKey(range.start, range.prefix);
-    const lo = start === undefined ? 0 : await this.index.lowerBound(start);
-    const end = minKey(range.end, range.prefix === undefined ? undefined : prefixEnd(range.prefix));
-    const hi = end === undefined ? this.size : await this.index.lowerBound(end);
-    let remaining = range.limit ?? Number.POSITIVE_INFINITY;
-    if (!range.reverse) {
-      // one descent to the first leaf, then along the leaf links
-      let hit: { leaf: LeafPage; base: number; index: number } | undefined = lo < hi ? await this.index.leafAt(lo) : undefined;
-      while (hit !== undefined && remaining > 0) {
-        const { leaf, base, index } = hit;
-        const stop = Math.min(leaf.entries.length, hi - base);
-        for (let i = index; i < stop && remaining > 0; i++, remaining--) yield { ...(leaf.entries[i] as IndexEntry), position: base + i };
-        const next = base + leaf.entries.length;
-        hit = next < hi && remaining > 0 ? { leaf: await this.index.nextLeaf(leaf), base: next, index: 0 } : undefined;
-      }
-      return;
-    }
-    let pos = hi - 1;
-    while (pos >= lo && remaining > 0) {
-      const { leaf, base, index } = await this.index.leafAt(pos);
-      const from = Math.max(0, lo - base);
-      for (let i = index; i >= from && remaining > 0; i--, remaining--) yield { ...(leaf.entries[i] as IndexEntry), position: base + i };
-      pos = base + from - 1;
-    }
+    yield* rangeEntries(this.index, range);
   }
 
   /** Keys in order within `range` (lazy). */
@@ -462,19 +430,6 @@ export class Dataset {
     else return done.then(() => void this.checked.add(shard));
   }
 
-}
-
-
-function maxKey(a: string | undefined, b: string | undefined): string | undefined {
-  if (a === undefined) return b;
-  if (b === undefined) return a;
-  return compareKeys(a, b) >= 0 ? a : b;
-}
-
-function minKey(a: string | undefined, b: string | undefined): string | undefined {
-  if (a === undefined) return b;
-  if (b === undefined) return a;
-  return compareKeys(a, b) <= 0 ? a : b;
 }
 
 
