@@ -14,8 +14,6 @@ import type { SlabPool } from './slab-pool.js';
 
 export interface BatchReadOptions extends CoalesceOptions {
   verify: boolean;
-  /** Dataset location for messages (credentials removed). */
-  dataset: string;
   /** View mode: read local runs into one slab from this pool. */
   slabs: SlabPool | undefined;
   /** Local reads up to this size are synchronous preads (see LoaderOptions.syncReadMaxBytes). */
@@ -104,7 +102,7 @@ function slice(ds: Dataset, entries: readonly IndexEntry[], runs: readonly ReadR
     const read = runBytes[r] as Uint8Array;
     if (read === DECODED) continue;
     const bytes = read instanceof Buffer ? new Uint8Array(read.buffer, read.byteOffset, read.byteLength) : read;
-    const ctx = { dataset: options.dataset, shard: ds.shardName(run.shard), verify: options.verify, crc32c: ds.memberCrc32c };
+    const ctx = ds.decodeContext(run.shard, options.verify);
     for (const s of run.slices) {
       const span = s.start === 0 && s.length === bytes.length ? bytes : bytes.subarray(s.start, s.start + s.length);
       samples[s.request] = decodeSpan(entries[s.request] as IndexEntry, span, ctx);

@@ -63,7 +63,6 @@ export interface OpenDatasetOptions {
   native?: boolean;
 }
 
-
 export interface DatasetStats {
   io: ReturnType<IoStats['snapshot']>;
   shardHandles: HandlePool<ByteSource>['counters'];
@@ -431,7 +430,6 @@ export class Dataset {
   }
 
 }
-
 
 /** Opens a dataset directory or http(s) URL. See {@link Dataset}. */
 export function openDataset(location: string, options: OpenDatasetOptions = {}): Promise<Dataset> {

@@ -18,7 +18,6 @@ import pLimit from 'p-limit';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import type { Sample } from '../../formats/sample.js';
-import { redactLocation } from '../io/location.js';
 import { readBatch, type BatchReadOptions } from './batch-read.js';
 import type { Dataset } from './dataset.js';
 import { decodeImage, type DecodedImage, type DecodedSample } from './decode-image.js';
@@ -140,7 +139,6 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
       maxReadBytes: this.opts.maxReadBytes,
       syncReadMaxBytes: this.opts.syncReadMaxBytes,
       verify: this.opts.verify,
-      dataset: redactLocation(ds.location),
       slabs: this.slabs,
       limit: (fn) => readLimit(fn),
     };
