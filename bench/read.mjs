@@ -2,8 +2,8 @@
 /**
  * Read benchmark: the same samples as raw files, as a shardkit dataset and in LMDB, read on a warm page cache in
  * random order. Each run times every method in a fresh process of its own (a warm-up epoch, then the median of
- * three epochs, each after a full GC). Reports medians of alternated runs and their ratios, syscalls per sample (IoStats, cross-checked
- * with `strace -c -f` when strace is installed) and files opened per epoch.
+ * three epochs run back to back). Reports medians of alternated runs and their ratios, syscalls per sample
+ * (IoStats, cross-checked with `strace -c -f` when strace is installed) and files opened per epoch.
  *
  *   npm run build && node bench/read.mjs [--samples 20000] [--runs 5] [--concurrency 8] [--batch 32]
  *                                        [--min-kb 1] [--max-kb 100] [--dir DIR] [--keep] [--json FILE]
@@ -229,9 +229,11 @@ const EPOCHS_PER_PROCESS = 3;
 
 /**
  * Times one method in this (fresh) process: a warm-up epoch (JIT, index pages, shard handles and maps), then
- * EPOCHS_PER_PROCESS epochs, each after a full GC. Every method gets a process of its own, so no method runs on a
- * heap, page tables or GC state another method left behind (in one shared process the same call was measured 1.7x
- * slower or faster depending on which dataset handle had been opened first).
+ * EPOCHS_PER_PROCESS epochs back to back, as a training loop runs them: each pays for the garbage it makes, and no
+ * forced GC resets the heap in between (a full GC before each epoch was measured to make the next one's allocations
+ * up to 1.6x slower: the heap and malloc give memory back, and it is faulted in again). Every method gets a process
+ * of its own, so no method runs on a heap, page tables or GC state another method left behind (in one shared process
+ * the same call was measured 1.7x slower or faster depending on which dataset handle had been opened first).
  */
 async function timeChild(opts, dir) {
   const ctx = await context(opts, dir, new IoStats());
@@ -240,7 +242,6 @@ async function timeChild(opts, dir) {
   const ms = [];
   const cpuMs = [];
   for (let e = 0; e < EPOCHS_PER_PROCESS; e++) {
-    globalThis.gc();
     const start = performance.now();
     const cpu0 = process.cpuUsage();
     const got = await fn();
@@ -254,7 +255,7 @@ async function timeChild(opts, dir) {
 }
 
 function timeInChild(opts, dir, name) {
-  const args = ['--expose-gc', SELF, '--time', name, '--dir', dir, '--samples', String(opts.samples), '--concurrency', String(opts.concurrency), '--batch', String(opts.batch)];
+  const args = [SELF, '--time', name, '--dir', dir, '--samples', String(opts.samples), '--concurrency', String(opts.concurrency), '--batch', String(opts.batch)];
   const res = spawnSync(process.execPath, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (res.status !== 0) throw new Error(`timing ${name} failed (exit ${res.status})`);
   return JSON.parse(res.stdout.trim().split('\n').pop());
@@ -302,13 +303,6 @@ function strace(opts, dir, method) {
 }
 
 async function main() {
-  // Each epoch is timed after a full GC, so garbage from the warm-up epoch is not charged to it: re-run this script
-  // with --expose-gc if it was started without.
-  if (typeof globalThis.gc !== 'function') {
-    const res = spawnSync(process.execPath, ['--expose-gc', SELF, ...process.argv.slice(2)], { stdio: 'inherit' });
-    process.exitCode = res.status ?? 1;
-    return;
-  }
   const opts = parseArgs(process.argv.slice(2));
   const dir = opts.dir || path.join(os.tmpdir(), `shardkit-bench-read-${opts.samples}-${opts.minKb}-${opts.maxKb}`);
   if (opts.child) return child(opts, dir);
