@@ -106,61 +106,16 @@ static uint32_t crc_raw_table(uint32_t state, const uint8_t *p, size_t n) {
 }
 
 #ifdef SK_X86_CRC
-__attribute__((target("sse4.2"))) static inline uint64_t crc_lanes3(uint64_t state, const uint8_t *p, size_t lane,
-                                                                    const crc_shift_table *shift) {
-  uint64_t a = state, b = 0, c = 0;
-  const uint8_t *end = p + lane;
-  while (p < end) {
-    uint64_t wa, wb, wc;
-    memcpy(&wa, p, 8);
-    memcpy(&wb, p + lane, 8);
-    memcpy(&wc, p + 2 * lane, 8);
-    a = _mm_crc32_u64(a, wa);
-    b = _mm_crc32_u64(b, wb);
-    c = _mm_crc32_u64(c, wc);
-    p += 8;
-  }
-  uint32_t joined = crc_shift(shift, (uint32_t)a) ^ (uint32_t)b;
-  return crc_shift(shift, joined) ^ (uint32_t)c;
-}
-
-__attribute__((target("sse4.2"))) static uint32_t crc_raw_hardware(uint32_t state32, const uint8_t *p, size_t n) {
-  uint64_t state = state32;
-  while (n > 0 && ((uintptr_t)p & 7) != 0) {
-    state = _mm_crc32_u8((uint32_t)state, *p++);
-    n--;
-  }
-  while (n >= 3 * LONG_LANE_BYTES) {
-    state = crc_lanes3(state, p, LONG_LANE_BYTES, &shift_long);
-    p += 3 * LONG_LANE_BYTES;
-    n -= 3 * LONG_LANE_BYTES;
-  }
-  while (n >= 3 * SHORT_LANE_BYTES) {
-    state = crc_lanes3(state, p, SHORT_LANE_BYTES, &shift_short);
-    p += 3 * SHORT_LANE_BYTES;
-    n -= 3 * SHORT_LANE_BYTES;
-  }
-  while (n >= 8) {
-    uint64_t word;
-    memcpy(&word, p, 8);
-    state = _mm_crc32_u64(state, word);
-    p += 8;
-    n -= 8;
-  }
-  while (n > 0) {
-    state = _mm_crc32_u8((uint32_t)state, *p++);
-    n--;
-  }
-  return (uint32_t)state;
-}
-
 /*
- * The same CRC over src while copying it to dst, one pass: every word is loaded once, stored and folded into the
- * CRC from the register. A copy out of the page cache is bound by loads that miss the CPU caches, so the checksum
- * rides along almost free, where copy-then-checksum reads the bytes twice.
+ * The hardware CRC, optionally copying src to dst in the same pass (`copy` is a constant at every call site, so the
+ * compiler emits two loops, one with stores and one without). In the copy, every word is loaded once, stored and
+ * folded into the CRC from the register: a copy out of the page cache is bound by loads that miss the CPU caches,
+ * so the checksum rides along almost free, where copy-then-checksum reads the bytes twice.
  */
-__attribute__((target("sse4.2"))) static inline uint64_t crc_copy_lanes3(uint64_t state, const uint8_t *p, uint8_t *d,
-                                                                         size_t lane, const crc_shift_table *shift) {
+#define SK_ALWAYS_INLINE __attribute__((target("sse4.2"), always_inline)) static inline
+
+SK_ALWAYS_INLINE uint64_t crc_lanes3(uint64_t state, const uint8_t *p, uint8_t *d, const int copy, size_t lane,
+                                     const crc_shift_table *shift) {
   uint64_t a = state, b = 0, c = 0;
   const uint8_t *end = p + lane;
   while (p < end) {
@@ -168,54 +123,66 @@ __attribute__((target("sse4.2"))) static inline uint64_t crc_copy_lanes3(uint64_
     memcpy(&wa, p, 8);
     memcpy(&wb, p + lane, 8);
     memcpy(&wc, p + 2 * lane, 8);
-    memcpy(d, &wa, 8);
-    memcpy(d + lane, &wb, 8);
-    memcpy(d + 2 * lane, &wc, 8);
+    if (copy) {
+      memcpy(d, &wa, 8);
+      memcpy(d + lane, &wb, 8);
+      memcpy(d + 2 * lane, &wc, 8);
+      d += 8;
+    }
     a = _mm_crc32_u64(a, wa);
     b = _mm_crc32_u64(b, wb);
     c = _mm_crc32_u64(c, wc);
     p += 8;
-    d += 8;
   }
   uint32_t joined = crc_shift(shift, (uint32_t)a) ^ (uint32_t)b;
   return crc_shift(shift, joined) ^ (uint32_t)c;
 }
 
-__attribute__((target("sse4.2"))) static uint32_t crc_copy_raw_hardware(uint32_t state32, const uint8_t *p, uint8_t *d,
-                                                                       size_t n) {
+SK_ALWAYS_INLINE uint32_t crc_hardware(uint32_t state32, const uint8_t *p, uint8_t *d, const int copy, size_t n) {
   uint64_t state = state32;
   while (n > 0 && ((uintptr_t)p & 7) != 0) {
-    *d++ = *p;
+    if (copy) *d++ = *p;
     state = _mm_crc32_u8((uint32_t)state, *p++);
     n--;
   }
   while (n >= 3 * LONG_LANE_BYTES) {
-    state = crc_copy_lanes3(state, p, d, LONG_LANE_BYTES, &shift_long);
+    state = crc_lanes3(state, p, d, copy, LONG_LANE_BYTES, &shift_long);
     p += 3 * LONG_LANE_BYTES;
-    d += 3 * LONG_LANE_BYTES;
+    if (copy) d += 3 * LONG_LANE_BYTES;
     n -= 3 * LONG_LANE_BYTES;
   }
   while (n >= 3 * SHORT_LANE_BYTES) {
-    state = crc_copy_lanes3(state, p, d, SHORT_LANE_BYTES, &shift_short);
+    state = crc_lanes3(state, p, d, copy, SHORT_LANE_BYTES, &shift_short);
     p += 3 * SHORT_LANE_BYTES;
-    d += 3 * SHORT_LANE_BYTES;
+    if (copy) d += 3 * SHORT_LANE_BYTES;
     n -= 3 * SHORT_LANE_BYTES;
   }
   while (n >= 8) {
     uint64_t word;
     memcpy(&word, p, 8);
-    memcpy(d, &word, 8);
+    if (copy) {
+      memcpy(d, &word, 8);
+      d += 8;
+    }
     state = _mm_crc32_u64(state, word);
     p += 8;
-    d += 8;
     n -= 8;
   }
   while (n > 0) {
-    *d++ = *p;
+    if (copy) *d++ = *p;
     state = _mm_crc32_u8((uint32_t)state, *p++);
     n--;
   }
   return (uint32_t)state;
+}
+
+__attribute__((target("sse4.2"))) static uint32_t crc_raw_hardware(uint32_t state, const uint8_t *p, size_t n) {
+  return crc_hardware(state, p, NULL, 0, n);
+}
+
+__attribute__((target("sse4.2"))) static uint32_t crc_copy_raw_hardware(uint32_t state, const uint8_t *p, uint8_t *d,
+                                                                       size_t n) {
+  return crc_hardware(state, p, d, 1, n);
 }
 #endif
 
