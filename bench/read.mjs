@@ -249,7 +249,7 @@ async function timeChild(opts, dir) {
     const cpu = process.cpuUsage(cpu0);
     ms.push(performance.now() - start);
     cpuMs.push((cpu.user + cpu.system) / 1000); // all threads of the process: thread-pool reads count
-    if (got !== bytes) throw new Error(`${opts.time} read ${got} bytes, then ${bytes}`);
+    if (got !== bytes) throw new Error(`${opts.time} read ${bytes} bytes, then ${got}`);
   }
   await closeContext(ctx);
   process.stdout.write(`${JSON.stringify({ ms: median(ms), cpuMs: median(cpuMs), bytes })}\n`);

@@ -66,13 +66,20 @@ function load(): { addon: NativeAddon | undefined; error: unknown } {
   for (const candidate of CANDIDATES) {
     try {
       const raw = require(candidate) as RawAddon;
-      if (typeof raw.copyWithParams === 'function' && typeof raw.crc32c === 'function') return (loaded = { addon: wrap(raw), error: undefined });
+      // all or nothing: a module whose parameter block failed to initialise is not used (pread then)
+      if (typeof raw.copyWithParams === 'function' && typeof raw.crc32c === 'function' && raw.copyParams instanceof Float64Array && raw.copyParams.length === PARAMS) {
+        return (loaded = { addon: wrap(raw), error: undefined });
+      }
+      error ??= new Error(`${candidate}: incomplete native addon (no parameter block)`);
     } catch (err) {
       error ??= err;
     }
   }
   return (loaded = { addon: undefined, error });
 }
+
+/** Numbers in the parameter block: offset, length, target offset, CRC start, CRC length, CRC out. */
+const PARAMS = 6;
 
 /** What the compiled module exports: NativeAddon's functions, with copy's numbers passed through a shared block. */
 interface RawAddon extends NativeAddon {
@@ -92,6 +99,8 @@ function wrap(raw: RawAddon): NativeAddon {
   function copy(map: NativeMap, offset: number, length: number, target: Uint8Array, targetOffset: number): void;
   function copy(map: NativeMap, offset: number, length: number, target: Uint8Array, targetOffset: number, crcStart: number, crcLength: number): number;
   function copy(map: NativeMap, offset: number, length: number, target: Uint8Array, targetOffset: number, crcStart?: number, crcLength?: number): number | undefined {
+    // detached (someone transferred its buffer): writes would not reach C, which would copy with stale numbers
+    if (params.length !== PARAMS) throw Object.assign(new Error('shardkit native: the copy parameter block was detached'), { code: NativeErrorCodes.ARG });
     params[0] = offset;
     params[1] = length;
     params[2] = targetOffset;

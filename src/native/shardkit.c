@@ -305,15 +305,14 @@ static napi_value js_copy(napi_env env, napi_callback_info info) {
 enum { P_OFFSET, P_LENGTH, P_TARGET_OFFSET, P_CRC_START, P_CRC_LENGTH, P_CRC, P_COUNT };
 
 typedef struct {
-  double *params;
-  napi_ref buffer;
+  /* Owned here, not by the ArrayBuffer over it: detaching or collecting that buffer leaves this memory valid. */
+  double params[P_COUNT];
 } instance_state;
 
 static void free_instance(napi_env env, void *data, void *hint) {
+  (void)env;
   (void)hint;
-  instance_state *state = (instance_state *)data;
-  napi_delete_reference(env, state->buffer);
-  free(state);
+  free(data);
 }
 
 /* An exact integer in [-2^53, 2^53], else INT64_MIN (NaN, fractions, out of range: refused by the caller). */
@@ -352,20 +351,21 @@ static napi_value js_copy_with_params(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* Creates this environment's parameter block and exports it as `copyParams`. */
+/*
+ * Creates this environment's parameter block and exports it as `copyParams`: a Float64Array over the block through
+ * an external ArrayBuffer with no finalizer (the block lives until the environment ends). If JS detaches that
+ * buffer, its view reads as empty (native.ts then refuses to copy) while C keeps reading valid, if stale, memory.
+ */
 static int init_params(napi_env env, napi_value exports) {
   instance_state *state = calloc(1, sizeof *state);
   napi_value buffer, array;
-  void *data;
   if (state == NULL) return 0;
-  if (napi_create_arraybuffer(env, P_COUNT * sizeof(double), &data, &buffer) != napi_ok ||
+  if (napi_create_external_arraybuffer(env, state->params, sizeof state->params, NULL, NULL, &buffer) != napi_ok ||
       napi_create_typedarray(env, napi_float64_array, P_COUNT, buffer, 0, &array) != napi_ok ||
-      napi_create_reference(env, buffer, 1, &state->buffer) != napi_ok) {
+      napi_set_instance_data(env, state, free_instance, NULL) != napi_ok) {
     free(state);
     return 0;
   }
-  state->params = (double *)data;
-  if (napi_set_instance_data(env, state, free_instance, NULL) != napi_ok) return 0;
   return napi_set_named_property(env, exports, "copyParams", array) == napi_ok;
 }
 

@@ -34,7 +34,10 @@ export interface OpenDatasetOptions {
   verify?: boolean;
   /** Shard handles open at once (default 64); a 10,000-shard dataset works without raising ulimit. */
   maxOpenShards?: number;
-  /** Memory for decoded index pages, in bytes of page (default 64 MiB: a 1M-sample index stays cached). */
+  /**
+   * Memory for decoded index pages, in bytes of page (default 64 MiB: a 1M-sample index stays cached). Decoded pages
+   * take more than their bytes, and key lookups add a map of ~30 bytes per key to each leaf they reach.
+   */
   pageCacheBytes?: number;
   /**
    * What to check when a shard is first opened: 'size' (one fstat) or 'fingerprint' (also the CRC32C of its first

@@ -24,7 +24,10 @@ export function decodeSpan(entry: IndexEntry, span: Uint8Array, ctx: DecodeConte
   const list = entry.members;
   for (let i = 0; i < list.length; i++) {
     const m = list[i] as MemberEntry;
-    members[m.ext] = decodeMember(entry, m, span.subarray(m.offset, m.offset + m.storedSize), ctx, i === 0 ? firstMemberCrc32c : undefined);
+    const bytes = decodeMember(entry, m, span.subarray(m.offset, m.offset + m.storedSize), ctx, i === 0 ? firstMemberCrc32c : undefined);
+    // an own property even for "__proto__" (a plain assignment would set the prototype), as every read path gives
+    if (m.ext === '__proto__') Object.defineProperty(members, m.ext, { value: bytes, enumerable: true, writable: true, configurable: true });
+    else members[m.ext] = bytes;
   }
   return { key: entry.key, members };
 }

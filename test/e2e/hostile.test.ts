@@ -165,6 +165,30 @@ describe('limits', () => {
   });
 });
 
+describe('member names', () => {
+  it('a member named "__proto__" is an own member on every read path, alone or next to another', async () => {
+    const dir = tmpDir();
+    const w = new DatasetWriter({ dir });
+    const alone = { key: 'a', members: Object.defineProperty({}, '__proto__', { value: Buffer.from('x1'), enumerable: true }) as Record<string, Uint8Array> };
+    const pair = { key: 'b', members: Object.defineProperty({ txt: Buffer.from('t') }, '__proto__', { value: Buffer.from('y22'), enumerable: true }) as Record<string, Uint8Array> };
+    w.add(alone);
+    w.add(pair);
+    await w.finish();
+    for (const native of [true, false]) {
+      const ds = await openDataset(dir, { native });
+      const loaded = [...(await ds.loader({ batchSize: 2 }).next()).value!, ...(await ds.loader({ batchSize: 2, maxReadBytes: 0 }).next()).value!];
+      const reads = [await ds.get('a'), ds.getSync('a'), ds.atViewSync(0), await ds.get('b'), ds.getSync('b'), ds.atSync(1), ...loaded];
+      for (const sample of reads) {
+        expect(Object.getPrototypeOf(sample.members)).toBe(Object.prototype);
+        expect(Object.keys(sample.members)).toContain('__proto__');
+        const want = sample.key === 'a' ? 'x1' : 'y22';
+        expect(Buffer.from(Object.getOwnPropertyDescriptor(sample.members, '__proto__')!.value as Uint8Array).toString()).toBe(want);
+      }
+      await ds.close();
+    }
+  });
+});
+
 describe('concurrency', () => {
   it('four processes reading every sample at once get the right bytes', async () => {
     const script = path.join(tmpDir(), 'reader.mjs');

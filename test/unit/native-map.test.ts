@@ -3,7 +3,7 @@
  * shard handles unmap, a shard truncated under a live map is a TRUNCATED error (in a child process: a SIGBUS that
  * escaped would kill it, not the test runner), and SHARDKIT_NATIVE=0 / native: false read the same bytes with pread.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -195,6 +195,45 @@ describe.skipIf(!nativeAvailable())('memory-mapped reads', () => {
       expect(r.sums).toEqual(want);
     }
     await Promise.all(workers.map((w) => w.terminate()));
+  });
+
+  it('the parameter block cannot be detached under the addon: copies stay right, or fail with ERR_SHARDKIT_NATIVE_ARG', () => {
+    // in a child process: a detach would be for good in that process
+    const native = fileURLToPath(new URL('../../dist/src/native/native.js', import.meta.url));
+    const shard = path.join(dir, 'shard-000000.tar');
+    const script = `
+      import fs from 'node:fs';
+      import { createRequire } from 'node:module';
+      import { nativeAddon } from ${JSON.stringify(native)};
+      const addon = nativeAddon();
+      const fd = fs.openSync(${JSON.stringify(shard)}, 'r');
+      const map = addon.map(fd, fs.fstatSync(fd).size);
+      const want = Buffer.alloc(16);
+      fs.readSync(fd, want, 0, 16, 2000);
+      const t = new Uint8Array(16);
+      addon.copy(map, 100, 16, t, 0, 0, 16); // numbers for offset 100 now sit in the block
+      const raw = createRequire(import.meta.url)(${JSON.stringify(path.resolve('src/native/build/Release/shardkit.node'))});
+      const outcomes = [];
+      const attempt = () => {
+        try {
+          t.fill(0);
+          addon.copy(map, 2000, 16, t, 0, 0, 16);
+          outcomes.push(Buffer.from(t).equals(want) ? 'right' : 'wrong');
+        } catch (err) {
+          outcomes.push(err.code);
+        }
+      };
+      structuredClone(raw.copyParams.buffer, { transfer: [raw.copyParams.buffer] });
+      attempt();
+      new MessageChannel().port1.postMessage(raw.copyParams.buffer, [raw.copyParams.buffer]);
+      globalThis.gc();
+      attempt();
+      process.stdout.write(JSON.stringify(outcomes));`;
+    const res = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(res.status, res.stderr).toBe(0);
+    const outcomes = JSON.parse(res.stdout) as string[];
+    expect(outcomes).toHaveLength(2);
+    for (const o of outcomes) expect(['right', 'ERR_SHARDKIT_NATIVE_ARG']).toContain(o);
   });
 
   it('a SIGBUS that is not a mapped read (here: sent with kill) still gets the default action', async () => {
