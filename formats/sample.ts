@@ -9,6 +9,15 @@ export interface Sample {
   members: Record<string, Uint8Array>;
 }
 
+/**
+ * Sets member `ext` of a members object as an own, enumerable property, also when it is "__proto__" (a file named
+ * `x.__proto__` is a member like any other; a plain assignment would set the object's prototype and lose it).
+ */
+export function setMember<T>(members: Record<string, T>, ext: string, value: T): void {
+  if (ext === '__proto__') Object.defineProperty(members, ext, { value, enumerable: true, writable: true, configurable: true });
+  else members[ext] = value;
+}
+
 export interface KeyAndExt {
   key: string;
   ext: string;

@@ -7,7 +7,7 @@
  * lmdb-js is an optional dependency (a devDependency of shardkit): it is imported only when asked for.
  */
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import type { Sample } from '../../formats/sample.js';
+import { setMember, type Sample } from '../../formats/sample.js';
 import type { Dataset } from '../read/dataset.js';
 
 const COUNT_BYTES = 4;
@@ -70,7 +70,7 @@ export function decodeMembers(key: string, value: Buffer): Sample {
     const length = value.readUInt32LE(at);
     at += MEMBER_LENGTH_BYTES;
     if (at + length > value.length) bad();
-    members[ext] = value.subarray(at, at + length);
+    setMember(members, ext, value.subarray(at, at + length));
     at += length;
   }
   return { key, members };

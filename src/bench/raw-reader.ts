@@ -8,7 +8,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Sample } from '../../formats/sample.js';
+import { setMember, type Sample } from '../../formats/sample.js';
 import { DEFAULT_SYNC_READ_MAX_BYTES } from '../io/file-source.js';
 import type { IoStats } from '../io/io-stats.js';
 
@@ -39,10 +39,10 @@ export class RawSampleReader {
       samples[i] = { key, members };
       for (const ext of exts[i] ?? []) {
         const got = this.readFile(this.filePath(key, ext));
-        if (got instanceof Uint8Array) members[ext] = got;
+        if (got instanceof Uint8Array) setMember(members, ext, got);
         else {
-          members[ext] = new Uint8Array(0); // keeps member order; replaced when the read ends
-          (pending ??= []).push(got.then((bytes) => void (members[ext] = bytes)));
+          setMember(members, ext, new Uint8Array(0)); // keeps member order; replaced when the read ends
+          (pending ??= []).push(got.then((bytes) => setMember(members, ext, bytes)));
         }
       }
     });

@@ -9,7 +9,7 @@ import { walkSamples } from './group-samples.js';
 import { partOfKey, type PartSpec } from './partition.js';
 import { readSourceFileInto } from './read-source.js';
 import type { WalkEntry, WalkStats } from './walk.js';
-import { memberPath } from '../../formats/sample.js';
+import { memberPath, setMember } from '../../formats/sample.js';
 import type { CodecId, MemberEntry } from '../../formats/index-entry.js';
 import type { Layout } from '../../formats/index-layout.js';
 import { encodeSampleTo, type EncodedSample, type SampleSink } from '../../formats/sample-layout.js';
@@ -298,7 +298,7 @@ export async function* readTasks(tasks: AsyncIterable<SourceTask>, encode: Encod
           files.forEach((file, i) => {
             const bytes = readSourceFileInto(file, placeInScratch, scratchFree);
             sourceBytes += bytes.length;
-            members[exts[i] as string] = bytes;
+            setMember(members, exts[i] as string, bytes);
           });
           assertKeyFits(key, encode.pageSize);
           const encoded = encodeSampleTo({ key, members }, encode.layout, encode.codec, sink);

@@ -5,6 +5,7 @@
  */
 import sharp, { type Sharp } from 'sharp';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { setMember } from '../../formats/sample.js';
 
 export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'gif' | 'tiff' | 'avif';
 
@@ -90,8 +91,8 @@ export function replaceMember(key: string, members: Record<string, Uint8Array>, 
   }
   const out: Record<string, Uint8Array> = {};
   for (const [name, value] of Object.entries(members)) {
-    if (name === ext) out[nextExt] = bytes;
-    else out[name] = value;
+    if (name === ext) setMember(out, nextExt, bytes);
+    else setMember(out, name, value);
   }
   return out;
 }

@@ -17,7 +17,7 @@
 import pLimit from 'p-limit';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
-import type { Sample } from '../../formats/sample.js';
+import { setMember, type Sample } from '../../formats/sample.js';
 import { readBatch, type BatchReadOptions } from './batch-read.js';
 import type { Dataset } from './dataset.js';
 import { decodeImage, type DecodedImage, type DecodedSample } from './decode-image.js';
@@ -312,11 +312,11 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
         const members: Record<string, Uint8Array | DecodedImage> = {};
         const decoded: Array<Promise<void>> = [];
         for (const [ext, bytes] of Object.entries(sample.members)) {
-          members[ext] = bytes; // keeps member order; replaced below
+          setMember(members, ext, bytes); // keeps member order; replaced below
           if (!isImage(ext)) continue;
           decoded.push(
             this.decodeLimit(() => decodeImage(bytes, sample.key, ext)).then((image) => {
-              members[ext] = image;
+              setMember(members, ext, image);
               this.counters.imagesDecoded++;
             }),
           );

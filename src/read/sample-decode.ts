@@ -3,7 +3,7 @@ import { crc32c } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
 import { lz4DecompressMember } from '../../formats/lz4.js';
-import type { Sample } from '../../formats/sample.js';
+import { setMember, type Sample } from '../../formats/sample.js';
 
 export interface DecodeContext {
   /** Dataset location, for messages. */
@@ -25,9 +25,7 @@ export function decodeSpan(entry: IndexEntry, span: Uint8Array, ctx: DecodeConte
   for (let i = 0; i < list.length; i++) {
     const m = list[i] as MemberEntry;
     const bytes = decodeMember(entry, m, span.subarray(m.offset, m.offset + m.storedSize), ctx, i === 0 ? firstMemberCrc32c : undefined);
-    // an own property even for "__proto__" (a plain assignment would set the prototype), as every read path gives
-    if (m.ext === '__proto__') Object.defineProperty(members, m.ext, { value: bytes, enumerable: true, writable: true, configurable: true });
-    else members[m.ext] = bytes;
+    setMember(members, m.ext, bytes);
   }
   return { key: entry.key, members };
 }

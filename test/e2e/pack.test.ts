@@ -53,6 +53,31 @@ describe('shardkit pack', () => {
     fs.rmSync(out, { recursive: true, force: true });
   });
 
+  it('keeps a member named __proto__ through pack, passes (tag, format) and the loader\'s image decode', async () => {
+    const src = tmpDir();
+    fs.mkdirSync(path.join(src, 'cat'));
+    const png = fs.readdirSync(path.join(IMAGES, 'cat')).find((f) => f.endsWith('.png'));
+    expect(png, 'a png fixture').toBeDefined();
+    fs.copyFileSync(path.join(IMAGES, 'cat', png!), path.join(src, 'cat', 's.png'));
+    fs.writeFileSync(path.join(src, 'cat', 's.__proto__'), 'odd but legal');
+    const ownProto = (members: object): string | undefined => {
+      const d = Object.getOwnPropertyDescriptor(members, '__proto__');
+      return d === undefined ? undefined : Buffer.from(d.value as Uint8Array).toString();
+    };
+    for (const passes of [[], ['--pass', 'tag=dirname'], ['--pass', 'format=webp']]) {
+      const out = tmpDir();
+      const r = shardkit(['pack', src, '--out', out, '--force', ...passes, '--quiet']);
+      expect(r.status, r.stderr).toBe(0);
+      const ds = await openDataset(out);
+      const sample = await ds.get('cat/s');
+      expect(ownProto(sample.members), passes.join(' ')).toBe('odd but legal');
+      expect(Object.keys(sample.members)).toContain(passes.includes('format=webp') ? 'webp' : 'png');
+      const [decoded] = (await ds.loader({ batchSize: 1, decode: 'image' }).next()).value!;
+      expect(ownProto(decoded!.members as object)).toBe('odd but legal');
+      await ds.close();
+    }
+  });
+
   it('runs resize, format and tag=dirname passes and records them in the manifest', async () => {
     const out = path.join(tmpDir(), 'ds');
     const r = shardkit(['pack', IMAGES, '--out', out, ...GOOD, '--pass', 'resize=16x16:cover', '--pass', 'format=webp:80', '--pass', 'tag=dirname', '--json']);
