@@ -81,8 +81,8 @@ function load(): { addon: NativeAddon | undefined; error: unknown } {
 /** Numbers in the parameter block: offset, length, target offset, CRC start, CRC length, CRC out. */
 const PARAMS = 6;
 
-/** What the compiled module exports: NativeAddon's functions, with copy's numbers passed through a shared block. */
-interface RawAddon extends NativeAddon {
+/** What the compiled module exports: NativeAddon's functions, but copy's numbers pass through a shared block. */
+interface RawAddon extends Omit<NativeAddon, 'copy'> {
   /** copy(map, p[0], p[1], target, p[2], p[3], p[4]) with p = copyParams (p[4] < 0: no checksum); the CRC32C lands in p[5]. */
   copyWithParams(map: NativeMap, target: Uint8Array): void;
   /** This thread's parameter block (memory the addon owns). */

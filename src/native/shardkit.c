@@ -3,11 +3,11 @@
  *
  *   map(fd, length[, randomAccess])   read-only MAP_SHARED mapping of a whole file -> opaque handle
  *   unmap(handle)                     munmap now (idempotent); later copies throw instead of touching freed memory
- *   copy(handle, offset, length, target, targetOffset[, crcStart, crcLength])
- *                                     copies mapped bytes into a JS-owned Uint8Array (bounds-checked here), and
- *                                     returns the CRC32C of a sub-range of the copy when asked (one pass)
- *   copyWithParams(handle, target)    the same copy with its numbers in copyParams, a per-thread Float64Array
- *                                     (native.ts exposes it as copy(); see js_copy_with_params)
+ *   copyWithParams(handle, target)    copies mapped bytes into a JS-owned Uint8Array (bounds-checked here), with
+ *                                     offset, length, target offset and an optional CRC32C sub-range in copyParams,
+ *                                     a per-thread Float64Array, and the CRC32C of that range (one pass) back in it;
+ *                                     native.ts exposes it as copy(handle, offset, length, target, targetOffset
+ *                                     [, crcStart, crcLength])
  *   crc32c(bytes[, seed])             CRC32C (Castagnoli), equal to formats/checksum.ts crc32c
  *   crc32cPortable(bytes[, seed])     the same through the table fallback (for tests on SSE4.2 machines)
  *   hardwareCrc32c                    true when crc32c runs on SSE4.2
@@ -210,7 +210,7 @@ static napi_value js_unmap(napi_env env, napi_callback_info info) {
 }
 
 /*
- * The copy behind both entry points, from arguments parsed but not yet checked against the map and the target.
+ * The copy behind copyWithParams, from arguments parsed but not yet checked against the map and the target.
  * Returns 1, or 0 with a JavaScript exception pending.
  */
 static int copy_checked(napi_env env, shard_map *m, int64_t offset, int64_t length, uint8_t *target,
@@ -261,39 +261,6 @@ static int copy_checked(napi_env env, shard_map *m, int64_t offset, int64_t leng
   }
   *crc_out = crc;
   return 1;
-}
-
-
-/*
- * copy(handle, offset, length, target, targetOffset[, crcStart, crcLength])
- * Without crcStart/crcLength returns undefined; with them, the CRC32C of the copied bytes [crcStart, crcStart +
- * crcLength) (relative to the copy): one call instead of two when a sample holds one member to verify.
- */
-static napi_value js_copy(napi_env env, napi_callback_info info) {
-  size_t argc = 7;
-  napi_value argv[7];
-  shard_map *m = NULL;
-  int64_t offset, length, target_offset, crc_start = 0, crc_length = -1;
-  uint8_t *target;
-  size_t target_length;
-  uint32_t crc = 0;
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 5) return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: copy needs 5 arguments");
-  if (get_map(env, argv[0], &m) == NULL) return NULL;
-  CHECK(napi_get_value_int64(env, argv[1], &offset));
-  CHECK(napi_get_value_int64(env, argv[2], &length));
-  if (get_bytes(env, argv[3], &target, &target_length) == NULL) return NULL;
-  CHECK(napi_get_value_int64(env, argv[4], &target_offset));
-  if (argc >= 7) {
-    CHECK(napi_get_value_int64(env, argv[5], &crc_start));
-    CHECK(napi_get_value_int64(env, argv[6], &crc_length));
-    if (crc_length < 0) return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: checksum range outside the copy");
-  }
-  if (!copy_checked(env, m, offset, length, target, target_length, target_offset, crc_start, crc_length, &crc)) return NULL;
-  if (crc_length < 0) return NULL;
-  napi_value result;
-  CHECK(napi_create_uint32(env, crc, &result));
-  return result;
 }
 
 /*
@@ -400,7 +367,6 @@ static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"map", NULL, js_map, NULL, NULL, NULL, napi_enumerable, NULL},
       {"unmap", NULL, js_unmap, NULL, NULL, NULL, napi_enumerable, NULL},
-      {"copy", NULL, js_copy, NULL, NULL, NULL, napi_enumerable, NULL},
       {"copyWithParams", NULL, js_copy_with_params, NULL, NULL, NULL, napi_enumerable, NULL},
       {"crc32c", NULL, js_crc32c, NULL, NULL, NULL, napi_enumerable, NULL},
       {"crc32cPortable", NULL, js_crc32c, NULL, NULL, NULL, napi_enumerable, (void *)"portable"},

@@ -1,5 +1,4 @@
 /** Turns the bytes of one sample span into a Sample: slice members, decompress, verify checksums. */
-import { crc32c } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
 import { lz4DecompressMember } from '../../formats/lz4.js';
@@ -10,8 +9,8 @@ export interface DecodeContext {
   dataset: string;
   shard: string;
   verify: boolean;
-  /** The CRC32C to verify with (the native addon's when built); default formats/checksum.ts crc32c. */
-  crc32c?: (bytes: Uint8Array) => number;
+  /** The CRC32C to verify with (the native addon's when built, else formats/checksum.ts crc32c). */
+  crc32c: (bytes: Uint8Array) => number;
 }
 
 /**
@@ -37,7 +36,7 @@ export function decodeSpan(entry: IndexEntry, span: Uint8Array, ctx: DecodeConte
 export function decodeMember(entry: IndexEntry, m: MemberEntry, stored: Uint8Array, ctx: DecodeContext, storedCrc32c?: number): Uint8Array {
   const bytes = m.codec === Codec.lz4 ? decompress(entry, m, stored, ctx) : stored;
   if (!ctx.verify) return bytes;
-  const crc = storedCrc32c !== undefined && m.codec === Codec.none ? storedCrc32c : (ctx.crc32c ?? crc32c)(bytes);
+  const crc = storedCrc32c !== undefined && m.codec === Codec.none ? storedCrc32c : ctx.crc32c(bytes);
   if (crc !== m.crc32c) {
     throw new ShardkitError(ErrorCodes.CHECKSUM, `${where(entry, m, ctx)}: checksum mismatch, the stored bytes are damaged; run \`shardkit verify\``, details(entry, m, ctx));
   }

@@ -242,7 +242,8 @@ describe.skipIf(!nativeAvailable())('memory-mapped reads', () => {
       const fs = require('node:fs');
       const addon = require(${JSON.stringify(addonFile)});
       const fd = fs.openSync(${JSON.stringify(fileURLToPath(import.meta.url))}, 'r');
-      addon.copy(addon.map(fd, 64), 0, 8, new Uint8Array(8), 0); // handler installed, guard used once
+      addon.copyParams.set([0, 8, 0, 0, -1]); // offset, length, target offset, no checksum
+      addon.copyWithParams(addon.map(fd, 64), new Uint8Array(8)); // handler installed, guard used once
       process.kill(process.pid, 'SIGBUS');
       setTimeout(() => process.stdout.write('survived'), 500);`;
     const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
