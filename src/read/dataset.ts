@@ -267,7 +267,8 @@ export class Dataset {
       this.pool.release(source);
     }
     const span = buffer.length === length ? buffer : buffer.subarray(0, length);
-    // One member filling the whole span, the common case: the span is the member (no second view, no loop).
+    // One member filling the whole span, the common case: the span is the member (no second view, no loop). A
+    // computed key in a literal defines an own property, "__proto__" included, as setMember does for decodeSpan.
     if (only !== undefined && only.offset === 0 && only.storedSize === length) {
       return { key: entry.key, members: { [only.ext]: decodeMember(entry, only, span, ctx, crc) } };
     }
