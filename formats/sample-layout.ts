@@ -34,7 +34,11 @@ export interface EncodedSample {
  * backslash; and that extensions contain no `/`.
  */
 export function checkSampleNames(sample: Sample): void {
-  const { key } = sample;
+  checkKeyAndExts(sample.key, Object.keys(sample.members));
+}
+
+/** {@link checkSampleNames} for a key and its member extensions. */
+export function checkKeyAndExts(key: string, exts: readonly string[]): void {
   const bad = (why: string): never => {
     throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `sample key ${JSON.stringify(key)} ${why}`, { key });
   };
@@ -42,7 +46,6 @@ export function checkSampleNames(sample: Sample): void {
   if (key.includes('\0') || key.includes('\\')) bad('contains NUL or a backslash');
   if (LONE_SURROGATE.test(key)) bad('is not valid Unicode (lone surrogate)');
   if (BAD_SEGMENT.test(key)) bad('has an empty, "." or ".." path segment');
-  const exts = Object.keys(sample.members);
   if (exts.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample ${JSON.stringify(key)} has no members`, { key });
   for (const ext of exts) if (ext.includes('/') || ext.includes('\0')) bad(`has a member extension ${JSON.stringify(ext)} with "/" or NUL`);
 }

@@ -94,6 +94,14 @@ const HEADER_TEMPLATE = ((): Uint8Array => {
   return block;
 })();
 
+/**
+ * A copy of the header block every regular file's header starts from, for the native reader
+ * (src/native/read-file.c), which fills in name, size, type and checksum as {@link encodeShortFileHeaderInto} does.
+ */
+export function fileHeaderTemplate(): Uint8Array {
+  return HEADER_TEMPLATE.slice();
+}
+
 /** Sum of the template's bytes, its checksum field counted as spaces: the fields ustarBlock fills start as zeros. */
 const TEMPLATE_SUM = headerChecksum(HEADER_TEMPLATE);
 

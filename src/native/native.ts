@@ -37,7 +37,42 @@ export interface NativeAddon {
    * regular file) or ERR_SHARDKIT_NATIVE_CHANGED (size, mtime or ctime changed while it was read).
    */
   readFile(path: string, target: Uint8Array, offset: number, room: number): number;
+  /**
+   * Reads a run of samples for pack and lays them out as shard bytes, in one call: per member in order, the file
+   * named by the next NUL-terminated path in `paths` (read as readFile does), preceded by a ustar header made from
+   * `template` and the next name in `names` and followed by padding to 512 bytes (tar), or alone (`template` null:
+   * packed). `counts` holds the members per sample. `io` carries the cursor in and out and the results: see
+   * {@link ReadSamplesIo}. Stops when every sample is done or one cannot be (rolled back, with the reason).
+   */
+  readSamples(paths: Uint8Array, names: Uint8Array, counts: Uint32Array, template: Uint8Array | null, target: Uint8Array, io: Float64Array): void;
 }
+
+/** Indices into readSamples' `io` (src/native/read-file.c). */
+export const ReadSamplesIo = {
+  /** In/out: the next sample; its first member's index over all samples; the byte offsets of its first path and name. */
+  SAMPLE: 0,
+  FILE: 1,
+  PATH_AT: 2,
+  NAME_AT: 3,
+  /** In/out: where its bytes go in target. In: the end of the room there. */
+  POS: 4,
+  END: 5,
+  /** In: 1 to pass over the next sample unread (reset to 0). */
+  SKIP: 6,
+  /** Out: a {@link ReadSamplesStatus}; for a stop, the member (0-based in its sample), errno and syscall, or the size that did not fit. */
+  STATUS: 7,
+  MEMBER: 8,
+  ERRNO: 9,
+  SYSCALL: 10,
+  SIZE: 11,
+  /** Out: per member f (over all samples), its size at RESULTS + 2f and its CRC32C at RESULTS + 2f + 1. */
+  RESULTS: 16,
+} as const;
+
+/** Why readSamples stopped: all done, no room for the sample, or its member failed (errno, not a file, changed), or a tar name that needs a pax header. */
+export const ReadSamplesStatus = { DONE: 0, ROOM: 1, ERRNO: 2, NOT_FILE: 3, CHANGED: 4, NAME: 5 } as const;
+/** ReadSamplesIo.SYSCALL values. */
+export const READ_SAMPLES_SYSCALLS = ['', 'open', 'fstat', 'read'] as const;
 
 /** Error codes the addon throws (Error#code). */
 export const NativeErrorCodes = {
@@ -114,7 +149,7 @@ function wrap(raw: RawAddon): NativeAddon {
     copyWithParams(map, target);
     return params[5];
   }
-  return { map: raw.map, unmap: raw.unmap, copy, crc32c: raw.crc32c, crc32cPortable: raw.crc32cPortable, hardwareCrc32c: raw.hardwareCrc32c, readFile: raw.readFile };
+  return { map: raw.map, unmap: raw.unmap, copy, crc32c: raw.crc32c, crc32cPortable: raw.crc32cPortable, hardwareCrc32c: raw.hardwareCrc32c, readFile: raw.readFile, readSamples: raw.readSamples };
 }
 
 /** SHARDKIT_NATIVE=0 (or "false", "off") turns the addon off for the whole process: useful for tests and benchmarks. */

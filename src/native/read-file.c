@@ -1,12 +1,15 @@
 /*
- * readFile(path, target, offset, room), part of shardkit's native addon, for pack's reader threads: GNU tar's way of reading one source file
- * (open, fstat, read, fstat, close) in one call instead of five, with the same checks as src/pack/read-source.ts:
- * the file must be a regular file and must not change while it is read (size, mtime, ctime between the fstats).
+ * Source reading for pack's reader threads, part of shardkit's native addon: GNU tar's way of reading a source file
+ * (open, fstat, read, fstat, close), with the same checks as src/pack/read-source.ts: the file must be a regular
+ * file and must not change while it is read (size, mtime, ctime between the fstats).
  *
- * Returns the file's size when it fit in target[offset, offset + room) and was read there; when it is larger than
- * room, reads nothing and returns -(size + 1), so the caller can find room and call again.
- * Throws an Error whose `code` is the errno name (ENOENT, EACCES, ...) with `syscall`, or one of
- * ERR_SHARDKIT_NATIVE_NOT_FILE / ERR_SHARDKIT_NATIVE_CHANGED.
+ * readFile(path, target, offset, room) reads one file: returns its size when it fit in target[offset, offset +
+ * room) and was read there; when it is larger than room, reads nothing and returns -(size + 1), so the caller can
+ * find room and call again. Throws an Error whose `code` is the errno name (ENOENT, EACCES, ...) with `syscall`, or
+ * one of ERR_SHARDKIT_NATIVE_NOT_FILE / ERR_SHARDKIT_NATIVE_CHANGED.
+ *
+ * readSamples(...) reads a run of samples and lays them out as shard bytes (tar headers, padding, member CRC32Cs) in
+ * one call; see its comment below.
  */
 #define NAPI_VERSION 8
 #include <node_api.h>
@@ -19,6 +22,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "crc32c.h"
 
 #define PATH_BYTES 4096
 
@@ -64,8 +69,79 @@ static int same_stat(const struct stat *a, const struct stat *b) {
          a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-/* Registered by shardkit.c's init as readFile. */
+/* The data and element count of a typed array of `type`; 0 when `value` is something else. */
+static int typed(napi_env env, napi_value value, napi_typedarray_type type, void **data, size_t *length) {
+  bool is = false;
+  napi_typedarray_type t;
+  napi_value ab;
+  size_t offset;
+  if (napi_is_typedarray(env, value, &is) != napi_ok || !is) return 0;
+  if (napi_get_typedarray_info(env, value, &t, length, data, &ab, &offset) != napi_ok || t != type) return 0;
+  return *data != NULL || *length == 0;
+}
+
+/* Outcomes of reading one source file (read_source) and of readSamples (io[IO_STATUS]). */
+enum { RS_OK = 0, RS_ROOM = 1, RS_ERRNO = 2, RS_NOT_FILE = 3, RS_CHANGED = 4, RS_NAME = 5 };
+/* The system call an RS_ERRNO came from (io[IO_SYSCALL]). */
+enum { SC_OPEN = 1, SC_FSTAT = 2, SC_READ = 3 };
+static const char *const SYSCALL_NAMES[] = {"", "open", "fstat", "read"};
+
+/*
+ * open, fstat, read, fstat, close of `path` into dst[0, room). RS_OK with *size; RS_ROOM with *size when the file
+ * is larger than room (nothing read); RS_ERRNO with *err and *syscall; RS_NOT_FILE; RS_CHANGED.
+ */
+static int read_source(const char *path, uint8_t *dst, size_t room, size_t *size, int *err, int *syscall) {
+  // O_NONBLOCK: a FIFO swapped in for a listed file must not block the pack (fstat then says it is not a file)
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    *err = errno;
+    *syscall = SC_OPEN;
+    return RS_ERRNO;
+  }
+  struct stat before, after;
+  int status = RS_OK;
+  if (fstat(fd, &before) != 0) {
+    *err = errno;
+    *syscall = SC_FSTAT;
+    status = RS_ERRNO;
+  } else if (!S_ISREG(before.st_mode)) {
+    status = RS_NOT_FILE;
+  } else if ((*size = (size_t)before.st_size) > room) {
+    status = RS_ROOM;
+  } else {
+    size_t done = 0;
+    while (done < *size) {
+      ssize_t n = pread(fd, dst + done, *size - done, (off_t)done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        *err = errno;
+        *syscall = SC_READ;
+        status = RS_ERRNO;
+        break;
+      }
+      if (n == 0) {
+        status = RS_CHANGED;
+        break;
+      }
+      done += (size_t)n;
+    }
+    if (status == RS_OK) {
+      if (fstat(fd, &after) != 0) {
+        *err = errno;
+        *syscall = SC_FSTAT;
+        status = RS_ERRNO;
+      } else if (!same_stat(&before, &after)) {
+        status = RS_CHANGED;
+      }
+    }
+  }
+  close(fd);
+  return status;
+}
+
+/* Registered by shardkit.c's init as readFile and readSamples. */
 napi_value sk_read_file(napi_env env, napi_callback_info info);
+napi_value sk_read_samples(napi_env env, napi_callback_info info);
 
 napi_value sk_read_file(napi_env env, napi_callback_info info) {
   size_t argc = 4;
@@ -78,65 +154,170 @@ napi_value sk_read_file(napi_env env, napi_callback_info info) {
       strlen(path) != path_len) {
     return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readFile: path must be a non-empty string without NUL, shorter than 4095 bytes");
   }
-  bool is_typed = false;
-  napi_is_typedarray(env, argv[1], &is_typed);
-  if (!is_typed) return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readFile: target must be a Uint8Array");
-  napi_typedarray_type type;
-  size_t length = 0, byte_offset = 0;
-  void *data = NULL;
-  napi_value ab;
-  napi_get_typedarray_info(env, argv[1], &type, &length, &data, &ab, &byte_offset);
-  if (type != napi_uint8_array) return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readFile: target must be a Uint8Array");
+  uint8_t *data = NULL;
+  size_t length = 0;
+  if (!typed(env, argv[1], napi_uint8_array, (void **)&data, &length)) return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readFile: target must be a Uint8Array");
   double offset_d = -1, room_d = -1;
   napi_get_value_double(env, argv[2], &offset_d);
   napi_get_value_double(env, argv[3], &room_d);
   if (!(offset_d >= 0) || !(room_d >= 0) || offset_d + room_d > (double)length || offset_d != (double)(size_t)offset_d || room_d != (double)(size_t)room_d) {
     return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readFile: offset and room must be whole numbers inside target");
   }
-  uint8_t *dst = (uint8_t *)data + (size_t)offset_d;
-  size_t room = (size_t)room_d;
-
-  // O_NONBLOCK: a FIFO swapped in for a listed file must not block the pack (fstat then says it is not a file)
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return rf_errno(env, errno, "open");
-  struct stat before, after;
-  if (fstat(fd, &before) != 0) {
-    int e = errno;
-    close(fd);
-    return rf_errno(env, e, "fstat");
-  }
-  if (!S_ISREG(before.st_mode)) {
-    close(fd);
-    return rf_throw(env, "ERR_SHARDKIT_NATIVE_NOT_FILE", NULL, "is no longer a regular file");
-  }
-  size_t size = (size_t)before.st_size;
+  size_t size = 0;
+  int err = 0, syscall = 0;
   napi_value result;
-  if (size > room) {
-    close(fd);
-    napi_create_double(env, -((double)size + 1), &result);
-    return result;
+  switch (read_source(path, data + (size_t)offset_d, (size_t)room_d, &size, &err, &syscall)) {
+    case RS_OK: napi_create_double(env, (double)size, &result); return result;
+    case RS_ROOM: napi_create_double(env, -((double)size + 1), &result); return result;
+    case RS_ERRNO: return rf_errno(env, err, SYSCALL_NAMES[syscall]);
+    case RS_NOT_FILE: return rf_throw(env, "ERR_SHARDKIT_NATIVE_NOT_FILE", NULL, "is no longer a regular file");
+    default: return rf_throw(env, "ERR_SHARDKIT_NATIVE_CHANGED", NULL, "changed while it was being read");
   }
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = pread(fd, dst + done, size - done, (off_t)done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      close(fd);
-      return rf_errno(env, e, "read");
-    }
-    if (n == 0) {
-      close(fd);
-      return rf_throw(env, "ERR_SHARDKIT_NATIVE_CHANGED", NULL, "changed while it was being read");
-    }
-    done += (size_t)n;
-  }
-  int ok = fstat(fd, &after) == 0;
-  int e = errno;
-  close(fd);
-  if (!ok) return rf_errno(env, e, "fstat");
-  if (!same_stat(&before, &after)) return rf_throw(env, "ERR_SHARDKIT_NATIVE_CHANGED", NULL, "changed while it was being read");
-  napi_create_double(env, (double)size, &result);
-  return result;
 }
 
+/*
+ * readSamples(paths, names, counts, template, target, io): reads whole samples of a pack task into target and lays
+ * them out as shard bytes, so a reader thread makes one call for a run of samples instead of several per file.
+ *
+ * paths, names: Uint8Arrays of NUL-terminated UTF-8 strings, one per member in order: the file to read, and (tar)
+ * the member name for its header. counts: Uint32Array, members per sample. template: the 512-byte ustar header
+ * every member shares (formats/tar-header.ts), or null for the packed layout (members back to back). Per member the
+ * tar layout writes the template with the name, the size and the checksum filled in, the file's bytes, and zeros to
+ * the next 512-byte boundary: the same bytes as formats/sample-layout.ts.
+ *
+ * io (Float64Array) carries the cursor in and out, and the results: see the IO_* indices. The call goes on from
+ * sample io[IO_SAMPLE] until every sample is done or one cannot be: a stop rolls that sample back (target position
+ * and cursor at its start) and says why in io[IO_STATUS]. With io[IO_SKIP] = 1 the first sample is passed over
+ * unread (the caller dealt with it).
+ */
+enum {
+  IO_SAMPLE, /* in/out: next sample */
+  IO_FILE, /* in/out: its first member's index over all samples */
+  IO_PATH_AT, /* in/out: byte offset of its first path in paths */
+  IO_NAME_AT, /* in/out: byte offset of its first name in names */
+  IO_POS, /* in/out: where its bytes go in target */
+  IO_END, /* in: end of the room in target */
+  IO_SKIP, /* in: 1 to pass over the first sample; reset to 0 */
+  IO_STATUS, /* out: RS_OK (all done) or why sample IO_SAMPLE stopped */
+  IO_MEMBER, /* out: the member (0-based, in the sample) that stopped it */
+  IO_ERRNO, /* out, RS_ERRNO: errno */
+  IO_SYSCALL, /* out, RS_ERRNO: SC_OPEN, SC_FSTAT or SC_READ */
+  IO_SIZE, /* out, RS_ROOM: the size of the file that did not fit */
+  IO_RESULTS = 16 /* out: per member f, io[IO_RESULTS + 2f] its size and io[IO_RESULTS + 2f + 1] its CRC32C */
+};
+
+#define TAR_BLOCK 512
+#define USTAR_NAME 100
+#define USTAR_SIZE_AT 124
+#define USTAR_SIZE_LEN 12
+#define USTAR_CHKSUM_AT 148
+#define USTAR_TYPE_AT 156
+
+/* `size` rounded up to whole tar blocks. */
+static size_t tar_padded(size_t size) { return (size + TAR_BLOCK - 1) / TAR_BLOCK * TAR_BLOCK; }
+
+/* The ustar header of a regular file: template + name + size, checksum computed over the whole block. */
+static void tar_header(uint8_t *h, const uint8_t *template, const char *name, size_t name_len, size_t size) {
+  memcpy(h, template, TAR_BLOCK);
+  memcpy(h, name, name_len);
+  unsigned long long v = size;
+  for (int i = USTAR_SIZE_LEN - 2; i >= 0; i--, v >>= 3) h[USTAR_SIZE_AT + i] = (uint8_t)('0' + (v & 7));
+  h[USTAR_SIZE_AT + USTAR_SIZE_LEN - 1] = 0;
+  h[USTAR_TYPE_AT] = '0';
+  unsigned sum = 8 * ' ';
+  for (int i = 0; i < TAR_BLOCK; i++) sum += (i >= USTAR_CHKSUM_AT && i < USTAR_CHKSUM_AT + 8) ? 0 : h[i];
+  for (int i = 5; i >= 0; i--, sum >>= 3) h[USTAR_CHKSUM_AT + i] = (uint8_t)('0' + (sum & 7));
+  h[USTAR_CHKSUM_AT + 6] = 0;
+  h[USTAR_CHKSUM_AT + 7] = ' ';
+}
+
+static int whole(double d, double max) { return d >= 0 && d <= max && d == (double)(size_t)d; }
+
+napi_value sk_read_samples(napi_env env, napi_callback_info info) {
+  size_t argc = 6;
+  napi_value argv[6];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  const char *usage = "readSamples(paths, names, counts, template, target, io)";
+  if (argc < 6) return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, usage);
+  const char *paths, *names;
+  uint32_t *counts;
+  uint8_t *template = NULL, *target;
+  double *io;
+  size_t paths_len, names_len, n_samples, template_len = 0, target_len, io_len;
+  napi_valuetype template_type;
+  napi_typeof(env, argv[3], &template_type);
+  if (!typed(env, argv[0], napi_uint8_array, (void **)&paths, &paths_len) || !typed(env, argv[1], napi_uint8_array, (void **)&names, &names_len) ||
+      !typed(env, argv[2], napi_uint32_array, (void **)&counts, &n_samples) ||
+      (template_type != napi_null && (!typed(env, argv[3], napi_uint8_array, (void **)&template, &template_len) || template_len != TAR_BLOCK)) ||
+      !typed(env, argv[4], napi_uint8_array, (void **)&target, &target_len) || !typed(env, argv[5], napi_float64_array, (void **)&io, &io_len) ||
+      io_len < IO_RESULTS) {
+    return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, usage);
+  }
+  if (!whole(io[IO_SAMPLE], (double)n_samples) || !whole(io[IO_FILE], 1e15) || !whole(io[IO_PATH_AT], (double)paths_len) ||
+      !whole(io[IO_NAME_AT], (double)names_len) || !whole(io[IO_END], (double)target_len) || !whole(io[IO_POS], io[IO_END]) ||
+      (io[IO_SKIP] != 0 && io[IO_SKIP] != 1)) {
+    return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readSamples: the cursor in io is out of range");
+  }
+  size_t sample = (size_t)io[IO_SAMPLE], file = (size_t)io[IO_FILE], path_at = (size_t)io[IO_PATH_AT], name_at = (size_t)io[IO_NAME_AT];
+  size_t pos = (size_t)io[IO_POS], end = (size_t)io[IO_END];
+  int skip = io[IO_SKIP] == 1;
+  io[IO_SKIP] = 0;
+  int status = RS_OK;
+  for (; sample < n_samples; sample++) {
+    size_t start = pos, p = path_at, q = name_at;
+    uint32_t members = counts[sample];
+    if (file + members > (io_len - IO_RESULTS) / 2) return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readSamples: io has no room for the results");
+    uint32_t m = 0;
+    for (; m < members; m++) {
+      const char *path = paths + p, *name = names + q;
+      const char *path_nul = memchr(path, 0, paths_len - p), *name_nul = memchr(name, 0, names_len - q);
+      if (path_nul == NULL || name_nul == NULL) return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readSamples: fewer paths or names than counts say");
+      size_t name_len = (size_t)(name_nul - name);
+      p += (size_t)(path_nul - path) + 1;
+      q += name_len + 1;
+      if (skip) continue;
+      size_t header = template == NULL ? 0 : TAR_BLOCK;
+      if (template != NULL && (name_len == 0 || name_len > USTAR_NAME)) {
+        status = RS_NAME;
+        break;
+      }
+      size_t size = 0, room = end - pos < header ? 0 : end - pos - header;
+      int err = 0, syscall = 0;
+      status = end - pos < header ? RS_ROOM : read_source(path, target + pos + header, room, &size, &err, &syscall);
+      if (status == RS_OK && template != NULL && tar_padded(size) > room) {
+        status = RS_ROOM; /* the data fit, its padding does not */
+      }
+      if (status != RS_OK) {
+        io[IO_ERRNO] = err;
+        io[IO_SYSCALL] = syscall;
+        io[IO_SIZE] = (double)size;
+        break;
+      }
+      io[IO_RESULTS + 2 * (file + m)] = (double)size;
+      io[IO_RESULTS + 2 * (file + m) + 1] = sk_crc32c(0, target + pos + header, size);
+      if (template != NULL) {
+        tar_header(target + pos, template, name, name_len, size);
+        memset(target + pos + header + size, 0, tar_padded(size) - size);
+        pos += header + tar_padded(size);
+      } else {
+        pos += size;
+      }
+    }
+    if (status != RS_OK) {
+      io[IO_MEMBER] = m;
+      pos = start;
+      break;
+    }
+    skip = 0;
+    file += members;
+    path_at = p;
+    name_at = q;
+  }
+  io[IO_SAMPLE] = (double)sample;
+  io[IO_FILE] = (double)file;
+  io[IO_PATH_AT] = (double)path_at;
+  io[IO_NAME_AT] = (double)name_at;
+  io[IO_POS] = (double)pos;
+  io[IO_STATUS] = status;
+  return NULL;
+}

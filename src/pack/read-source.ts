@@ -5,7 +5,8 @@
 import fs from 'node:fs';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { WalkEntry } from './walk.js';
-import { nativeAddon, NativeErrorCodes, type NativeAddon } from '../native/native.js';
+import { getSystemErrorMap } from 'node:util';
+import { nativeAddon, NativeErrorCodes, ReadSamplesStatus, type NativeAddon } from '../native/native.js';
 
 /**
  * open, fstat, read, fstat, close. The file must still match what the walk saw (when the walk stat'ed it) and must
@@ -91,6 +92,18 @@ function readNative(readFile: NativeReadFile, file: WalkEntry, place: (size: num
   // read again where there is room; a file that changed size in between changed while it was being packed
   if (call(view) !== view.length) throw changed(file);
   return view;
+}
+
+/**
+ * The error of a source file the native readSamples could not read (its status, errno and system call), as
+ * {@link readSourceFileInto} reports it.
+ */
+export function nativeReadError(absPath: string, status: number, errno: number, syscall: string): ShardkitError {
+  const file: WalkEntry = { relPath: absPath, absPath, size: -1, mtimeMs: -1 };
+  if (status === ReadSamplesStatus.CHANGED) return changed(file);
+  if (status === ReadSamplesStatus.NOT_FILE) return new ShardkitError(ErrorCodes.INPUT_CHANGED, `${absPath} is no longer a regular file`, { file: absPath });
+  const [code, message] = getSystemErrorMap().get(-errno) ?? ['EUNKNOWN', `errno ${errno}`];
+  return inputError(file, Object.assign(new Error(`${syscall}: ${message}`), { code, syscall }), syscall === 'open' ? 'open' : 'read');
 }
 
 function changed(file: WalkEntry): ShardkitError {

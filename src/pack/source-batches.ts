@@ -5,23 +5,14 @@
  * the calling thread.
  */
 import { ErrorCodes, ShardkitError, isShardkitError, type ErrorCode } from '../../formats/errors.js';
-import { walkSamples } from './group-samples.js';
-import { partOfKey, type PartSpec } from './partition.js';
-import { readSourceFileInto } from './read-source.js';
-import type { WalkEntry, WalkStats } from './walk.js';
-import { memberPath, setMember } from '../../formats/sample.js';
 import type { CodecId, MemberEntry } from '../../formats/index-entry.js';
 import type { Layout } from '../../formats/index-layout.js';
-import { encodeSampleTo, type EncodedSample, type SampleSink } from '../../formats/sample-layout.js';
-import { encodeFileHeader, encodeShortFileHeaderInto, TAR_BLOCK } from '../../formats/tar-header.js';
-import { assertKeyFits } from '../../formats/index-page.js';
-
-/** Bytes a batch holds before it is handed over (one large file may make one batch larger). */
-export const BATCH_BYTES = 4 << 20;
-/** Samples a batch holds at most (bounds the per-batch metadata of tiny files). */
-export const BATCH_SAMPLES = 1024;
-/** An empty view (no free room). */
-const NOTHING = new Uint8Array(0);
+import type { EncodedSample } from '../../formats/sample-layout.js';
+import { BatchBuilder } from './batch-builder.js';
+import { walkSamples } from './group-samples.js';
+import { partOfKey, type PartSpec } from './partition.js';
+import { nativeSampleReader, readTaskNative } from './read-samples.js';
+import type { WalkEntry, WalkStats } from './walk.js';
 
 export interface SourceBatchOptions {
   /** Absolute source directory. */
@@ -176,152 +167,33 @@ export async function* sourceTasks(options: SourceBatchOptions, stats: (s: WalkS
  * buffer. Input errors of one sample are recorded on it; anything else ends the iteration with an error.
  */
 export async function* readTasks(tasks: AsyncIterable<SourceTask>, encode: EncodeOptions | undefined, takeChunk: () => ArrayBuffer | undefined = () => undefined): AsyncGenerator<SourceBatch> {
-  let count = 0;
-  let names: string[] = [];
-  let meta: number[] = [];
-  let errors: SampleInputError[] = [];
-  let chunks: ArrayBuffer[] = [];
-  let chunk: Uint8Array | undefined;
-  let used = 0;
-  let batchBytes = 0;
-  /** Room for `size` bytes in the current chunk (a new one when they do not fit); returns their offset. */
-  const reserve = (size: number): number => {
-    if (chunk === undefined || used + size > chunk.length) {
-      // a file of half a batch or more gets a buffer of its own; smaller ones share batch-sized chunks
-      const buffer = size >= BATCH_BYTES / 2 ? new ArrayBuffer(size) : (takeChunk() ?? new ArrayBuffer(BATCH_BYTES));
-      chunks.push(buffer);
-      chunk = new Uint8Array(buffer);
-      used = 0;
-    }
-    const at = used;
-    used += size;
-    batchBytes += size;
-    return at;
-  };
-  /** Appends `bytes` to the ranges (copied, or its own buffer handed over as a chunk), extending the last range when adjacent. */
-  const append = (ranges: number[], bytes: Uint8Array, owned: boolean): void => {
-    if (owned && bytes.length >= BATCH_BYTES / 2 && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer) {
-      chunks.push(bytes.buffer);
-      ranges.push(chunks.length - 1, 0, bytes.length);
-      batchBytes += bytes.length;
-      chunk = undefined;
-      return;
-    }
-    const at = reserve(bytes.length);
-    (chunk as Uint8Array).set(bytes, at);
-    extendRanges(ranges, at, bytes.length);
-  };
-  /** Adds `length` bytes at `at` in the current chunk to the ranges, extending the last range when adjacent. */
-  const extendRanges = (ranges: number[], at: number, length: number): void => {
-    const n = ranges.length;
-    if (n > 0 && ranges[n - 3] === chunks.length - 1 && (ranges[n - 2] as number) + (ranges[n - 1] as number) === at) ranges[n - 1] = (ranges[n - 1] as number) + length;
-    else ranges.push(chunks.length - 1, at, length);
-  };
-  // encode mode reads a sample's files here first; files of half a batch or more get buffers of their own
-  let scratch = new Uint8Array(encode === undefined ? 0 : BATCH_BYTES);
-  let scratchUsed = 0;
-  const placeInScratch = (size: number): Uint8Array => {
-    if (size >= BATCH_BYTES / 2) return new Uint8Array(size);
-    if (scratchUsed + size > scratch.length) {
-      scratch = new Uint8Array(Math.max(BATCH_BYTES, 2 * (scratchUsed + size)));
-      scratchUsed = 0;
-    }
-    scratchUsed += size;
-    return scratch.subarray(scratchUsed - size, scratchUsed);
-  };
-  /** Where placeInScratch puts a file that fits (files of half a batch or more go elsewhere). */
-  const scratchFree = (): Uint8Array => scratch.subarray(scratchUsed, Math.min(scratch.length, scratchUsed + BATCH_BYTES / 2 - 1));
-  const ranges: number[] = [];
-  /** Encodes straight into the batch: headers written in place, data copied (or handed over when it has a buffer of its own). */
-  const sink: SampleSink = {
-    header(path, size) {
-      const at = reserve(TAR_BLOCK);
-      if (encodeShortFileHeaderInto(chunk as Uint8Array, at, path, size)) {
-        extendRanges(ranges, at, TAR_BLOCK);
-        return TAR_BLOCK;
-      }
-      used -= TAR_BLOCK;
-      batchBytes -= TAR_BLOCK;
-      const long = encodeFileHeader(path, size);
-      append(ranges, long, false);
-      return long.length;
-    },
-    // data read into a buffer of its own travels as its own chunk; everything else is copied
-    data: (bytes) => append(ranges, bytes, bytes.buffer !== scratch.buffer),
-    padding(n) {
-      const at = reserve(n);
-      (chunk as Uint8Array).fill(0, at, at + n);
-      extendRanges(ranges, at, n);
-    },
-  };
-  let task = 0;
-  const take = (last: boolean): SourceBatch => {
-    const b: SourceBatch = { task, last, count, names, meta: Float64Array.from(meta), errors, chunks };
-    count = 0;
-    names = [];
-    meta = [];
-    errors = [];
-    chunks = [];
-    chunk = undefined;
-    batchBytes = 0;
-    return b;
-  };
+  const builder = new BatchBuilder(encode, takeChunk);
+  const readSamples = nativeSampleReader(encode);
   for await (const t of tasks) {
-    task = t.task;
-    let member = 0;
-    for (let k = 0; k < t.keys.length; k++) {
-      const key = t.keys[k] as string;
-      const exts = t.exts.slice(member, member + (t.counts[k] as number));
-      const files: WalkEntry[] = exts.map((ext, i) => ({ relPath: memberPath(key, ext), absPath: t.paths[member + i] as string, size: -1, mtimeMs: -1 }));
-      member += exts.length;
-      let sourceBytes = 0;
-      let tail: number[] = [];
-      let error = -1;
-      ranges.length = 0;
-      try {
-        if (encode === undefined) {
-          for (const file of files) {
-            readSourceFileInto(
-              file,
-              (size) => {
-                const at = reserve(size);
-                ranges.push(chunks.length - 1, at, size);
-                sourceBytes += size;
-                return (chunk as Uint8Array).subarray(at, at + size);
-              },
-              () => chunk?.subarray(used) ?? NOTHING,
-            );
-          }
-        } else {
-          scratchUsed = 0;
-          const members: Record<string, Uint8Array> = {};
-          files.forEach((file, i) => {
-            const bytes = readSourceFileInto(file, placeInScratch, scratchFree);
-            sourceBytes += bytes.length;
-            setMember(members, exts[i] as string, bytes);
-          });
-          assertKeyFits(key, encode.pageSize);
-          const encoded = encodeSampleTo({ key, members }, encode.layout, encode.codec, sink);
-          tail = [encoded.spanStart, encoded.bytes, encoded.originalBytes];
-          for (const mem of encoded.members) tail.push(mem.offset, mem.size, mem.storedSize, mem.codec, mem.crc32c);
+    builder.task = t.task;
+    if (readSamples !== undefined) yield* readTaskNative(t, encode as EncodeOptions, builder, readSamples, isSampleError);
+    else {
+      let member = 0;
+      for (let k = 0; k < t.keys.length; k++) {
+        const key = t.keys[k] as string;
+        const count = t.counts[k] as number;
+        const exts = t.exts.slice(member, member + count);
+        try {
+          builder.readSample(key, exts, t.paths.slice(member, member + count));
+        } catch (err) {
+          if (!isSampleError(err)) throw err;
+          builder.addFailed(key, exts, err);
         }
-      } catch (err) {
-        if (!isShardkitError(err) || !SAMPLE_ERRORS.has(err.code)) throw err;
-        ranges.length = 0;
-        tail = [];
-        error = errors.length;
-        errors.push({ code: err.code, message: err.message, ...(err.file === undefined ? {} : { file: err.file }) });
+        member += count;
+        if (builder.full) yield builder.take(false);
       }
-      names.push(key);
-      for (const ext of exts) names.push(ext);
-      meta.push(exts.length, sourceBytes, error, ranges.length / 3);
-      for (const x of ranges) meta.push(x);
-      for (const x of tail) meta.push(x);
-      count++;
-      if (batchBytes >= BATCH_BYTES || count >= BATCH_SAMPLES) yield take(false);
     }
-    yield take(true);
+    yield builder.take(true);
   }
+}
+
+function isSampleError(err: unknown): err is ShardkitError {
+  return isShardkitError(err) && SAMPLE_ERRORS.has(err.code);
 }
 
 /**

@@ -11,7 +11,8 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { ErrorCodes, ShardkitError, isShardkitError, type ErrorCode } from '../../formats/errors.js';
-import { BATCH_BYTES, readTasks, sourceTasks, type EncodeOptions, type SourceBatch, type SourceBatchOptions, type SourceTask } from './source-batches.js';
+import { BATCH_BYTES } from './batch-builder.js';
+import { readTasks, sourceTasks, type EncodeOptions, type SourceBatch, type SourceBatchOptions, type SourceTask } from './source-batches.js';
 import type { WalkStats } from './walk.js';
 
 /** Batches read ahead of the consumer, per reader. */

@@ -157,16 +157,24 @@ describe('shardkit pack', () => {
     // files of half a read batch or more travel in buffers of their own
     fs.writeFileSync(path.join(src, 'c0', 'big.bin'), Buffer.alloc(3 << 20, 7));
     fs.writeFileSync(path.join(src, 'c1', 'huge.bin'), Buffer.alloc(9 << 20, 9));
-    // the reader threads read with the native addon when it is built; SHARDKIT_NATIVE=0 reads with Node's fs
-    for (const [compress, threads, native] of [['none', '2', '1'], ['lz4', '3', '1'], ['none', '2', '0']] as const) {
+    // a name too long for a plain ustar header (pax), an empty file, a sample of three members, non-ASCII names
+    fs.writeFileSync(path.join(src, 'c2', `${'n'.repeat(120)}.bin`), 'long name');
+    fs.writeFileSync(path.join(src, 'c2', 'empty.bin'), '');
+    for (const ext of ['json', 'cls', 'seg.png']) fs.writeFileSync(path.join(src, 'c3', `multi.${ext}`), ext.repeat(300));
+    fs.writeFileSync(path.join(src, 'c3', 'é-ü.bin'), 'ü'.repeat(700));
+    // the reader threads read with the native addon when it is built (a task's uncompressed samples in one call);
+    // SHARDKIT_NATIVE=0 reads with Node's fs and lays samples out in JavaScript
+    const cases = [['none', '2', '1', 'tar'], ['lz4', '3', '1', 'tar'], ['none', '2', '0', 'tar'], ['none', '1', '0', 'packed'], ['none', '2', '1', 'packed']] as const;
+    for (const [compress, threads, native, layout] of cases) {
       const a = path.join(tmpDir(), 'a');
       const b = path.join(tmpDir(), 'b');
-      expect(shardkit(['pack', src, '--out', a, '--shard', '1MiB', '--compress', compress, '--read-threads', threads], { env: { SHARDKIT_NATIVE: native } }).status).toBe(0);
-      await pack({ source: src, out: b, shardBytes: 1 << 20, compress, readThreads: 0 });
+      const r = shardkit(['pack', src, '--out', a, '--shard', '1MiB', '--compress', compress, '--layout', layout, '--read-threads', threads], { env: { SHARDKIT_NATIVE: native } });
+      expect(r.status, r.stderr).toBe(0);
+      await pack({ source: src, out: b, shardBytes: 1 << 20, compress, layout, readThreads: 0 });
       const ta = readTree(a, ['pack-report.json']);
       const tb = readTree(b, ['pack-report.json']);
       expect([...ta.keys()].sort()).toEqual([...tb.keys()].sort());
-      for (const [name, bytes] of ta) expect(bytes.equals(tb.get(name) as Buffer), `${compress} ${name}`).toBe(true);
+      for (const [name, bytes] of ta) expect(bytes.equals(tb.get(name) as Buffer), `${compress} ${layout} native=${native} ${name}`).toBe(true);
     }
   });
 

@@ -1,0 +1,195 @@
+/**
+ * The native readSamples (src/native/read-file.c): a run of samples read and laid out as shard bytes in one call.
+ * The bytes must be exactly encodeSample's (tar and packed), a stop must roll its sample back at a sample boundary,
+ * and every reason to stop (no room, a name that needs pax, a file that cannot be read) must say which member.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { crc32c } from '../../formats/checksum.js';
+import { Codec } from '../../formats/index-entry.js';
+import type { Layout } from '../../formats/index-layout.js';
+import { memberPath } from '../../formats/sample.js';
+import { encodeSample } from '../../formats/sample-layout.js';
+import { fileHeaderTemplate } from '../../formats/tar-header.js';
+import { nativeAddon, nativeAvailable, NativeErrorCodes, ReadSamplesIo as IO, ReadSamplesStatus as STATUS } from '../../src/native/native.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+interface Spec {
+  key: string;
+  members: { ext: string; bytes: Buffer }[];
+}
+
+/** Writes the samples' files under `dir`; returns readSamples' inputs for them. */
+function inputs(dir: string, samples: Spec[]) {
+  const paths: string[] = [];
+  const names: string[] = [];
+  for (const s of samples) {
+    for (const m of s.members) {
+      const file = path.join(dir, memberPath(s.key, m.ext));
+      fs.writeFileSync(file, m.bytes);
+      paths.push(file);
+      names.push(memberPath(s.key, m.ext));
+    }
+  }
+  return {
+    paths: Buffer.from(`${paths.join('\0')}\0`),
+    names: Buffer.from(`${names.join('\0')}\0`),
+    counts: Uint32Array.from(samples.map((s) => s.members.length)),
+    io: new Float64Array(IO.RESULTS + 2 * paths.length),
+  };
+}
+
+/** encodeSample's bytes for the samples, back to back. */
+function expected(samples: Spec[], layout: Layout): Buffer {
+  return Buffer.concat(samples.flatMap((s) => encodeSample({ key: s.key, members: Object.fromEntries(s.members.map((m) => [m.ext, m.bytes])) }, layout, Codec.none).parts));
+}
+
+const template = (layout: Layout) => (layout === 'tar' ? fileHeaderTemplate() : null);
+
+// sizes around tar's 512-byte blocks; keys up to the 100 bytes a plain ustar name holds, some of them not ASCII
+const sampleSpecs = fc.uniqueArray(
+  fc.record({
+    key: fc.stringMatching(/^[a-zé0-9_-]{1,40}$/),
+    members: fc.uniqueArray(fc.record({ ext: fc.constantFrom('bin', 'cls', 'json', 'seg.png'), size: fc.oneof(fc.integer({ min: 0, max: 3000 }), fc.constantFrom(0, 511, 512, 513, 1024)) }), { minLength: 1, maxLength: 3, selector: (m) => m.ext }),
+  }),
+  { minLength: 1, maxLength: 12, selector: (s) => s.key },
+);
+const realize = (specs: { key: string; members: { ext: string; size: number }[] }[]): Spec[] =>
+  specs.map((s) => ({ key: s.key, members: [...s.members].sort((a, b) => (a.ext < b.ext ? -1 : 1)).map((m) => ({ ext: m.ext, bytes: randomBytes(m.size) })) }));
+
+describe.skipIf(!nativeAvailable())('native readSamples', () => {
+  const readSamples = nativeAddon()!.readSamples;
+
+  it("lays samples out exactly as encodeSample does (tar and packed), with each member's size and CRC32C", () => {
+    fc.assert(
+      fc.property(sampleSpecs, fc.constantFrom<Layout>('tar', 'packed'), fc.integer({ min: 0, max: 600 }), (specs, layout, at) => {
+        const dir = tmpDir();
+        const samples = realize(specs);
+        const { paths, names, counts, io } = inputs(dir, samples);
+        const want = expected(samples, layout);
+        const target = new Uint8Array(at + want.length + 7).fill(0xa5);
+        io[IO.POS] = at;
+        io[IO.END] = target.length;
+        readSamples(paths, names, counts, template(layout), target, io);
+        expect(io[IO.STATUS]).toBe(STATUS.DONE);
+        expect(io[IO.SAMPLE]).toBe(samples.length);
+        expect(io[IO.POS]).toBe(at + want.length);
+        expect(Buffer.from(target.subarray(at, at + want.length)).equals(want)).toBe(true);
+        expect(target.subarray(0, at).every((b) => b === 0xa5) && target.subarray(at + want.length).every((b) => b === 0xa5)).toBe(true);
+        samples.flatMap((s) => s.members).forEach((m, f) => {
+          expect(io[IO.RESULTS + 2 * f]).toBe(m.bytes.length);
+          expect(io[IO.RESULTS + 2 * f + 1]).toBe(crc32c(m.bytes));
+        });
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('stops at the first sample without room, rolled back to its start; calls with fresh room finish the rest', () => {
+    fc.assert(
+      fc.property(sampleSpecs, fc.constantFrom<Layout>('tar', 'packed'), fc.integer({ min: 0, max: 8000 }), (specs, layout, room) => {
+        const dir = tmpDir();
+        const samples = realize(specs);
+        const { paths, names, counts, io } = inputs(dir, samples);
+        const sampleBytes = samples.map((s) => expected([s], layout).length);
+        const chunks: Buffer[] = [];
+        for (let calls = 0; io[IO.SAMPLE]! < samples.length; calls++) {
+          const first = io[IO.SAMPLE]!;
+          // the first call gets `room`; a sample that did not fit gets exactly its size
+          const size = calls === 0 ? room : (sampleBytes[first] as number);
+          const target = new Uint8Array(size);
+          io[IO.POS] = 0;
+          io[IO.END] = size;
+          readSamples(paths, names, counts, template(layout), target, io);
+          const done = io[IO.SAMPLE]!;
+          // whole samples only: as many as fit, in order
+          let fit = first;
+          for (let used = 0; fit < samples.length && used + (sampleBytes[fit] as number) <= size; fit++) used += sampleBytes[fit] as number;
+          expect(done).toBe(fit);
+          expect(io[IO.POS]).toBe(sampleBytes.slice(first, done).reduce((a, b) => a + b, 0));
+          expect(io[IO.STATUS]).toBe(done === samples.length ? STATUS.DONE : STATUS.ROOM);
+          chunks.push(Buffer.from(target.subarray(0, io[IO.POS])));
+          expect(calls).toBeLessThan(samples.length + 1);
+        }
+        expect(Buffer.concat(chunks).equals(expected(samples, layout))).toBe(true);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('stops at a tar name longer than a ustar name field, and passes over a sample the caller handled (skip)', () => {
+    const dir = tmpDir();
+    const samples: Spec[] = [
+      { key: 'a', members: [{ ext: 'bin', bytes: randomBytes(10) }] },
+      { key: 'x'.repeat(97), members: [{ ext: 'bin', bytes: randomBytes(10) }] }, // 101-byte name: pax
+      { key: 'c', members: [{ ext: 'bin', bytes: randomBytes(600) }] },
+    ];
+    const { paths, names, counts, io } = inputs(dir, samples);
+    const target = new Uint8Array(1 << 16);
+    io[IO.END] = target.length;
+    readSamples(paths, names, counts, fileHeaderTemplate(), target, io);
+    expect([io[IO.STATUS], io[IO.SAMPLE], io[IO.MEMBER], io[IO.FILE]]).toEqual([STATUS.NAME, 1, 0, 1]);
+    const firstBytes = io[IO.POS]!;
+    expect(Buffer.from(target.subarray(0, firstBytes)).equals(expected([samples[0]!], 'tar'))).toBe(true);
+    // packed has no names: the same sample is no reason to stop there
+    const packed = inputs(dir, samples);
+    packed.io[IO.END] = target.length;
+    readSamples(packed.paths, packed.names, packed.counts, null, new Uint8Array(1 << 16), packed.io);
+    expect(packed.io[IO.STATUS]).toBe(STATUS.DONE);
+    // skip: the long-named sample is the caller's; the call goes on with the next one, results in their places
+    io[IO.SKIP] = 1;
+    readSamples(paths, names, counts, fileHeaderTemplate(), target, io);
+    expect([io[IO.STATUS], io[IO.SAMPLE], io[IO.SKIP]]).toEqual([STATUS.DONE, 3, 0]);
+    expect(Buffer.from(target.subarray(firstBytes, io[IO.POS])).equals(expected([samples[2]!], 'tar'))).toBe(true);
+    expect([io[IO.RESULTS + 4], io[IO.RESULTS + 5]]).toEqual([600, crc32c(samples[2]!.members[0]!.bytes)]);
+  });
+
+  it('names the member that cannot be read: vanished (errno, open), not a regular file', () => {
+    const dir = tmpDir();
+    const samples: Spec[] = [
+      { key: 'a', members: [{ ext: 'bin', bytes: randomBytes(10) }] },
+      { key: 'b', members: [{ ext: 'bin', bytes: randomBytes(10) }, { ext: 'cls', bytes: randomBytes(3) }] },
+      { key: 'c', members: [{ ext: 'bin', bytes: randomBytes(10) }] },
+    ];
+    const { paths, names, counts, io } = inputs(dir, samples);
+    fs.rmSync(path.join(dir, 'b.cls'));
+    const target = new Uint8Array(1 << 16);
+    io[IO.END] = target.length;
+    readSamples(paths, names, counts, fileHeaderTemplate(), target, io);
+    expect([io[IO.STATUS], io[IO.SAMPLE], io[IO.MEMBER], io[IO.ERRNO], io[IO.SYSCALL]]).toEqual([STATUS.ERRNO, 1, 1, 2 /* ENOENT */, 1 /* open */]);
+    expect(io[IO.POS]).toBe(expected([samples[0]!], 'tar').length);
+    fs.mkdirSync(path.join(dir, 'b.cls'));
+    readSamples(paths, names, counts, fileHeaderTemplate(), target, io);
+    expect([io[IO.STATUS], io[IO.SAMPLE], io[IO.MEMBER]]).toEqual([STATUS.NOT_FILE, 1, 1]);
+  });
+
+  it('refuses a cursor, room or result array that does not fit its inputs (in C, before reading)', () => {
+    const dir = tmpDir();
+    const { paths, names, counts, io } = inputs(dir, [{ key: 'a', members: [{ ext: 'bin', bytes: randomBytes(10) }] }]);
+    const target = new Uint8Array(4096);
+    const bad: [string, (io: Float64Array) => void][] = [
+      ['sample past the counts', (x) => (x[IO.SAMPLE] = 2)],
+      ['fractional position', (x) => (x[IO.POS] = 0.5)],
+      ['end past the target', (x) => (x[IO.END] = 5000)],
+      ['position past the end', (x) => ((x[IO.END] = 100), (x[IO.POS] = 200))],
+      ['path offset past the paths', (x) => (x[IO.PATH_AT] = 1e6)],
+      ['NaN skip', (x) => (x[IO.SKIP] = Number.NaN)],
+    ];
+    for (const [what, set] of bad) {
+      const x = io.slice();
+      x[IO.END] = target.length;
+      set(x);
+      expect(() => readSamples(paths, names, counts, fileHeaderTemplate(), target, x), what).toThrow(expect.objectContaining({ code: NativeErrorCodes.ARG }));
+    }
+    const ok = io.slice();
+    ok[IO.END] = target.length;
+    expect(() => readSamples(paths, names, counts, fileHeaderTemplate(), target, ok.subarray(0, IO.RESULTS + 1))).toThrow(/no room for the results/);
+    const roomy = new Float64Array(IO.RESULTS + 8);
+    roomy[IO.END] = target.length;
+    expect(() => readSamples(paths, names, Uint32Array.of(2), fileHeaderTemplate(), target, roomy)).toThrow(/fewer paths or names/);
+    expect(() => readSamples(paths, names, counts, new Uint8Array(100), target, ok)).toThrow(expect.objectContaining({ code: NativeErrorCodes.ARG }));
+  });
+});
