@@ -36,6 +36,23 @@ interface OpenPage {
 
 const MAX_RECORDS_PER_PAGE = 0xffff;
 
+/** A {@link BTreeBuilder} between two entries, as JSON (byte fields in base64). */
+export interface BuilderSnapshot {
+  pageSize: number;
+  /** The open page of each level: its number, its records so far, their count, the entries under it, its first key. */
+  levels: { pageNo: number; records: string; count: number; total: number; firstKey: string }[];
+  /** Pages written per level. */
+  finished: number[];
+  nextPageNo: number;
+  lastKey: string | null;
+  entryCount: number;
+  memberCount: number;
+  spanBytes: number;
+  firstLeaf: number;
+  /** The record the next leaf record is encoded against: its key bytes and entry. */
+  prev: { key: string; entry: IndexEntry } | null;
+}
+
 export class BTreeBuilder {
   private readonly levels: OpenPage[] = [];
   /** Pages already written at each level. */
@@ -74,23 +91,24 @@ export class BTreeBuilder {
     if (keyBytes.length > this.maxKey) {
       throw new ShardkitError(ErrorCodes.TOO_LARGE, `key "${entry.key.slice(0, 80)}…" is ${keyBytes.length} bytes; ${this.pageSize}-byte pages allow ${this.maxKey} (use a larger pageSize)`, { key: entry.key });
     }
-    let leaf = this.levels[0];
-    if (leaf === undefined) {
-      leaf = this.openPage(keyBytes);
-      this.levels[0] = leaf;
-      this.firstLeaf = leaf.pageNo;
-    }
+    // a record that no page can hold is refused before anything changes: the builder stays usable
+    const saved = this.leafEncoder.state;
     let record = this.leafEncoder.encode(entry, keyBytes);
-    if (leaf.used + record.length > this.pageSize || leaf.count === MAX_RECORDS_PER_PAGE) {
-      const next = this.openPage(keyBytes);
-      this.closePage(0, leaf, next.pageNo);
-      leaf = next;
-      this.levels[0] = leaf;
-      this.leafEncoder.reset();
-      record = this.leafEncoder.encode(entry, keyBytes);
+    let leaf = this.levels[0];
+    if (leaf === undefined || leaf.used + record.length > this.pageSize || leaf.count === MAX_RECORDS_PER_PAGE) {
+      if (leaf !== undefined) {
+        this.leafEncoder.reset();
+        record = this.leafEncoder.encode(entry, keyBytes);
+      }
       if (PAGE_HEADER_BYTES + record.length > this.pageSize) {
+        this.leafEncoder.restore(saved);
         throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample "${entry.key}" needs ${record.length} index bytes; ${this.pageSize}-byte pages hold ${this.pageSize - PAGE_HEADER_BYTES} (use a larger pageSize)`, { key: entry.key });
       }
+      const next = this.openPage(keyBytes);
+      if (leaf === undefined) this.firstLeaf = next.pageNo;
+      else this.closePage(0, leaf, next.pageNo);
+      leaf = next;
+      this.levels[0] = leaf;
     }
     leaf.buf.set(record, leaf.used);
     leaf.used += record.length;
@@ -100,6 +118,61 @@ export class BTreeBuilder {
     this.entryCount++;
     this.memberCount += entry.members.length;
     this.spanBytes += entry.length;
+  }
+
+  /** The state between two entries, as JSON: {@link BTreeBuilder.resume} continues from it (the pages already given to the sink stay there). */
+  snapshot(): BuilderSnapshot {
+    const b64 = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+    const prev = this.leafEncoder.state;
+    return {
+      pageSize: this.pageSize,
+      levels: this.levels.map((p) => ({ pageNo: p.pageNo, records: b64(p.buf.subarray(PAGE_HEADER_BYTES, p.used)), count: p.count, total: p.total, firstKey: b64(p.firstKey) })),
+      finished: [...this.finished],
+      nextPageNo: this.nextPageNo,
+      lastKey: this.lastKey ?? null,
+      entryCount: this.entryCount,
+      memberCount: this.memberCount,
+      spanBytes: this.spanBytes,
+      firstLeaf: this.firstLeaf,
+      prev: prev === undefined ? null : { key: b64(prev.prevKey), entry: prev.prev as IndexEntry },
+    };
+  }
+
+  /**
+   * A builder that continues from `snapshot` (taken by {@link BTreeBuilder.snapshot} with the same page size),
+   * writing to `sink` where the pages given to the snapshotted builder's sink already are. A snapshot that does not
+   * hold together is refused (INVALID_ARG).
+   */
+  static resume(pageSize: number, sink: PageSink, snapshot: BuilderSnapshot): BTreeBuilder {
+    const b = new BTreeBuilder(pageSize, sink);
+    const bad = (): never => {
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, 'the index checkpoint to resume from is damaged; start over with --force');
+    };
+    const whole = (n: unknown): number => (Number.isSafeInteger(n) && (n as number) >= 0 ? (n as number) : bad());
+    const bytes = (s: unknown): Uint8Array => (typeof s === 'string' ? new Uint8Array(Buffer.from(s, 'base64')) : bad());
+    try {
+      if (snapshot.pageSize !== pageSize || !Array.isArray(snapshot.levels) || !Array.isArray(snapshot.finished)) bad();
+      b.nextPageNo = whole(snapshot.nextPageNo);
+      for (const level of snapshot.levels) {
+        const records = bytes(level.records);
+        if (PAGE_HEADER_BYTES + records.length > pageSize || whole(level.pageNo) >= b.nextPageNo) bad();
+        const buf = new Uint8Array(pageSize);
+        buf.set(records, PAGE_HEADER_BYTES);
+        b.levels.push({ pageNo: level.pageNo, buf, used: PAGE_HEADER_BYTES + records.length, count: whole(level.count), total: whole(level.total), firstKey: bytes(level.firstKey) });
+      }
+      for (const n of snapshot.finished) b.finished.push(whole(n));
+      if (snapshot.lastKey !== null && typeof snapshot.lastKey !== 'string') bad();
+      b.lastKey = snapshot.lastKey ?? undefined;
+      b.entryCount = whole(snapshot.entryCount);
+      b.memberCount = whole(snapshot.memberCount);
+      b.spanBytes = whole(snapshot.spanBytes);
+      b.firstLeaf = whole(snapshot.firstLeaf);
+      if (snapshot.prev !== null) b.leafEncoder.restore({ prevKey: bytes(snapshot.prev.key), prev: snapshot.prev.entry });
+      return b;
+    } catch (err) {
+      if (err instanceof ShardkitError) throw err;
+      return bad();
+    }
   }
 
   /** Closes every open page bottom-up; the top level's single page is the root. */

@@ -106,6 +106,17 @@ export class LeafRecordEncoder {
     this.prev = undefined;
   }
 
+  /** The previous record's key bytes and entry, which the next record is encoded against (undefined after reset). */
+  get state(): LeafRecordState | undefined {
+    return this.prev === undefined ? undefined : { prevKey: this.prevKey as Uint8Array, prev: this.prev };
+  }
+
+  /** Continues from a {@link LeafRecordEncoder.state}. */
+  restore(state: LeafRecordState | undefined): void {
+    this.prevKey = state?.prevKey;
+    this.prev = state?.prev;
+  }
+
   /** The record for `entry` (a view valid until the next call); `keyBytes` is the key's UTF-8. */
   encode(entry: IndexEntry, keyBytes: Uint8Array): Uint8Array {
     const w = this.w;

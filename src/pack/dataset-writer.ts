@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { utf8Bytes } from '../../formats/bytes.js';
-import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { Codec, spanLength, type IndexEntry } from '../../formats/index-entry.js';
 import { DEFAULT_PAGE_SIZE, validatePageSize, type Layout, type ShardRecord } from '../../formats/index-layout.js';
 import { MANIFEST_FILE, type Manifest, type ManifestPass } from '../../formats/manifest.js';
@@ -17,7 +17,7 @@ import { encodeSample, type EncodedSample } from '../../formats/sample-layout.js
 import { assertKeyFits } from '../../formats/index-page.js';
 import { TAR_END_BYTES } from '../../formats/tar-header.js';
 import { EntrySorter } from './entry-runs.js';
-import { IndexFileWriter } from './index-file.js';
+import { IndexFileWriter, type IndexCheckpoint } from './index-file.js';
 import { fsCall } from './fs-errors.js';
 import { commitDataset, INDEX_FILE } from './commit.js';
 import { JournalWriter, WORK_DIR, readJournal, type JournalShard } from './journal.js';
@@ -25,6 +25,8 @@ import { ShardFile } from './shard-file.js';
 
 export { INDEX_FILE };
 export const DEFAULT_SHARD_BYTES = 1024 ** 3;
+/** The live index's temporary file, in the work directory (kept for a resume). */
+const LIVE_INDEX_FILE = 'index.skidx.tmp';
 const SHARD_EXTENSIONS: Record<Layout, string> = { tar: '.tar', packed: '.pack' };
 
 export interface DatasetWriterOptions {
@@ -50,7 +52,8 @@ export interface DatasetWriterOptions {
   runEntries?: number;
   /**
    * Build the index while writing, for as long as samples come in key order (default true: a pack's walk gives
-   * that order, so the index is ready when the last shard is). false always builds it at the end from the runs.
+   * that order, so the index is ready when the last shard is, and no entry goes to a run file). false always
+   * builds it at the end from the runs.
    */
   liveIndex?: boolean;
   onShard?: (shard: ShardRecord) => void;
@@ -116,6 +119,7 @@ export class DatasetWriter {
     const decisive = { layout: this.layout, compress: this.compress, shardBytes: this.shardBytes, pageSize: this.pageSize, shardPrefix: this.prefix, passes: this.passes };
     const resumed = prepareDirectory(this.dir, this.workDir, options.resume === true, options.force === true, decisive);
     let runs = 0;
+    let checkpoint: IndexCheckpoint | undefined;
     this.cursor = 0;
     if (resumed !== undefined) {
       for (const line of resumed) {
@@ -126,6 +130,7 @@ export class DatasetWriter {
         this.stats.originalBytes += line.originalBytes;
         this.stats.storedBytes += line.storedBytes;
         runs = line.runs;
+        checkpoint = line.index;
         this.cursor = line.cursor;
       }
       this.stats.shards = this.shards.length;
@@ -138,7 +143,14 @@ export class DatasetWriter {
     }
     this.resumedCursor = this.cursor;
     this.sorter = new EntrySorter(this.workDir, runs, o.runEntries);
-    this.live = resumed === undefined && options.liveIndex !== false ? new IndexFileWriter(path.join(this.dir, INDEX_FILE), this.layout, this.pageSize) : undefined;
+    // the live index continues from its checkpoint, or starts afresh with the write; once dropped, it stays dropped
+    const liveFile = { tmpPath: path.join(this.workDir, LIVE_INDEX_FILE) };
+    if (checkpoint !== undefined) {
+      if (!fs.existsSync(liveFile.tmpPath)) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${this.dir}: the index of the interrupted pack is missing; start over with --force`, { file: this.dir });
+      this.live = new IndexFileWriter(path.join(this.dir, INDEX_FILE), this.layout, this.pageSize, { ...liveFile, resume: checkpoint });
+    } else if ((resumed === undefined || resumed.length === 0) && options.liveIndex !== false) {
+      this.live = new IndexFileWriter(path.join(this.dir, INDEX_FILE), this.layout, this.pageSize, liveFile);
+    }
   }
 
   /** Appends a sample to the current shard (opening the next shard when the budget would be exceeded). */
@@ -173,13 +185,13 @@ export class DatasetWriter {
     }
     const shard = this.current ?? this.openShard();
     if (shard.file.samples === 0 && shard.file.bytes + encoded.bytes + trailer > this.shardBytes) this.stats.oversizeSamples++;
-    const base = shard.file.bytes;
+    const entry = { key, shard: this.shards.length, offset: shard.file.bytes + encoded.spanStart, length: spanLength(encoded.members), members: encoded.members };
+    // indexed first: a sample the index refuses (TOO_LARGE) leaves no bytes in the shard
+    const keyBytes = utf8Bytes(key);
+    if (this.live !== undefined) this.addLive(this.live, entry, keyBytes);
+    else this.sorter.add(entry, keyBytes);
     for (const part of encoded.parts) shard.file.write(part);
     shard.file.samples++;
-    const entry = { key, shard: this.shards.length, offset: base + encoded.spanStart, length: spanLength(encoded.members), members: encoded.members };
-    const keyBytes = utf8Bytes(key);
-    this.sorter.add(entry, keyBytes);
-    this.addLive(entry, keyBytes);
     this.stats.samples++;
     this.stats.members += encoded.members.length;
     this.stats.originalBytes += encoded.originalBytes;
@@ -240,22 +252,24 @@ export class DatasetWriter {
     this.current?.file.discard();
     this.current = undefined;
     this.sorter.abort();
-    this.live?.abort();
+    // the live index stays, with the checkpoints a resume continues from
+    this.live?.close();
     this.live = undefined;
   }
 
   /**
-   * Feeds the index being built as entries come. The first entry out of key order (or any failure) drops it: the
-   * index is then built at the end from the sorted runs, which hold every entry either way.
+   * Feeds the index being built as entries come. The first entry out of key order (or a duplicate key) drops it:
+   * its entries so far go to the sorted runs, and the index is built from those at the end. A record too large for
+   * any page is refused as it is (the builder is unchanged).
    */
-  private addLive(entry: IndexEntry, keyBytes: Uint8Array): void {
-    const live = this.live;
-    if (live === undefined) return;
+  private addLive(live: IndexFileWriter, entry: IndexEntry, keyBytes: Uint8Array): void {
     try {
       live.add(entry, keyBytes);
-    } catch {
-      live.abort();
+    } catch (err) {
+      if (isShardkitError(err) && err.code === ErrorCodes.TOO_LARGE) throw err;
       this.live = undefined;
+      for (const e of live.drain()) this.sorter.add(e);
+      this.sorter.add(entry, keyBytes);
     }
   }
 
@@ -281,10 +295,12 @@ export class DatasetWriter {
     this.shards.push(record);
     this.stats.shards = this.shards.length;
     this.sorter.flush();
+    const index = this.live?.checkpoint(this.sync);
     this.journal.append({
       type: 'shard',
       shard: record,
       runs: this.sorter.runCount,
+      ...(index === undefined ? {} : { index }),
       cursor: this.cursor,
       skipped: this.skipped.slice(this.skippedJournaled),
       originalBytes: this.stats.originalBytes - this.journaled.originalBytes,

@@ -3,11 +3,12 @@
  * table, then the header into page 0; under a temporary name, renamed into place when complete.
  */
 import fs from 'node:fs';
-import { BTreeBuilder } from '../../formats/btree-builder.js';
+import { BTreeBuilder, type BuilderSnapshot } from '../../formats/btree-builder.js';
 import { crc32c } from '../../formats/checksum.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import { encodeIndexHeader, encodeShardTable, type Layout, type ShardRecord } from '../../formats/index-layout.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { decodePage } from '../../formats/index-page.js';
 import { fsCall } from './fs-errors.js';
 
 export interface WrittenIndex {
@@ -46,10 +47,25 @@ export function writeIndexFile(
   return index.finish(shards, sync);
 }
 
+/** Where an {@link IndexFileWriter} stands between two entries: enough to continue it after a restart. */
+export interface IndexCheckpoint {
+  builder: BuilderSnapshot;
+  memberBytes: number;
+  storedBytes: number;
+}
+
+export interface IndexFileWriterOptions {
+  /** The temporary file (default `<finalPath>.tmp`). */
+  tmpPath?: string;
+  /** Continue the temporary file from this checkpoint (taken by {@link IndexFileWriter.checkpoint}). */
+  resume?: IndexCheckpoint;
+}
+
 /**
  * An index file written as its entries arrive (in key order): B+-tree pages go to the temporary file as they fill,
  * so a writer whose entries come sorted builds its index while it writes shards, not after. `finish` adds the
- * shard table and the header and renames the file into place; `abort` removes it.
+ * shard table and the header and renames the file into place; `abort` removes it. `checkpoint` records where it
+ * stands, for a writer resumed after a restart; `drain` gives the entries back when they stop coming in order.
  */
 export class IndexFileWriter {
   private readonly tmp: string;
@@ -63,10 +79,23 @@ export class IndexFileWriter {
     private readonly finalPath: string,
     private readonly layout: Layout,
     private readonly pageSize: number,
+    options: IndexFileWriterOptions = {},
   ) {
-    this.tmp = `${finalPath}.tmp`;
-    this.fd = fsCall('create', this.tmp, () => fs.openSync(this.tmp, 'w'));
-    this.builder = new BTreeBuilder(pageSize, (pageNo, page) => this.write(page, pageNo * pageSize));
+    this.tmp = options.tmpPath ?? `${finalPath}.tmp`;
+    const sink = (pageNo: number, page: Uint8Array): void => this.write(page, pageNo * pageSize);
+    const resume = options.resume;
+    if (resume === undefined) {
+      this.fd = fsCall('create', this.tmp, () => fs.openSync(this.tmp, 'w+'));
+      this.builder = new BTreeBuilder(pageSize, sink);
+      return;
+    }
+    this.builder = BTreeBuilder.resume(pageSize, sink, resume.builder);
+    if (!Number.isSafeInteger(resume.memberBytes) || !Number.isSafeInteger(resume.storedBytes)) {
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, 'the index checkpoint to resume from is damaged; start over with --force');
+    }
+    this.memberBytes = resume.memberBytes;
+    this.storedBytes = resume.storedBytes;
+    this.fd = fsCall('open', this.tmp, () => fs.openSync(this.tmp, 'r+'));
   }
 
   /** Adds the next entry; keys must increase (DUPLICATE_KEY otherwise). `keyBytes`: its key's UTF-8, if at hand. */
@@ -78,12 +107,44 @@ export class IndexFileWriter {
     }
   }
 
+  /**
+   * Where the index stands, for a writer resumed later with `{ resume }`; the pages written so far stay in the
+   * temporary file (fsynced first with `sync`). A resumed writer rewrites the pages open at the checkpoint and
+   * overwrites or truncates whatever was written after it.
+   */
+  checkpoint(sync: boolean): IndexCheckpoint {
+    if (sync) fsCall('sync', this.tmp, () => fs.fsyncSync(this.fd));
+    return { builder: this.builder.snapshot(), memberBytes: this.memberBytes, storedBytes: this.storedBytes };
+  }
+
+  /**
+   * The entries added so far, in key order, read back from the finished tree's leaves; the temporary file is
+   * removed once they have all been read. For a writer whose entries stopped coming in key order.
+   */
+  *drain(): Generator<IndexEntry> {
+    try {
+      const tree = this.builder.finish();
+      const page = new Uint8Array(this.pageSize);
+      for (let pageNo = tree.firstLeaf; pageNo !== 0; ) {
+        const n = fsCall('read', this.tmp, () => fs.readSync(this.fd, page, 0, page.length, pageNo * this.pageSize));
+        const leaf = decodePage(page.subarray(0, n), pageNo, this.tmp);
+        if (leaf.type !== 'leaf') throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${this.tmp}: page ${pageNo} is not a leaf`, { file: this.tmp });
+        yield* leaf.entries;
+        pageNo = leaf.next;
+      }
+    } finally {
+      this.abort();
+    }
+  }
+
   finish(shards: readonly ShardRecord[], sync: boolean): WrittenIndex {
     try {
       const tree = this.builder.finish();
       const table = encodeShardTable(shards);
       const tableOffset = tree.pageCount * this.pageSize;
       this.write(table, tableOffset);
+      // a resumed writer's file may hold pages written after its checkpoint, past the end
+      fsCall('truncate', this.tmp, () => fs.ftruncateSync(this.fd, tableOffset + table.length));
       const { page, crc } = encodeIndexHeader({
         layout: this.layout,
         pageSize: this.pageSize,
@@ -111,16 +172,20 @@ export class IndexFileWriter {
     }
   }
 
+  /** Closes the temporary file, leaving it for a writer resumed from a checkpoint. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      fs.closeSync(this.fd);
+    } catch {
+      // already closed
+    }
+  }
+
   /** Closes and removes the temporary file. */
   abort(): void {
-    if (!this.closed) {
-      this.closed = true;
-      try {
-        fs.closeSync(this.fd);
-      } catch {
-        // already closed
-      }
-    }
+    this.close();
     fs.rmSync(this.tmp, { force: true });
   }
 

@@ -1,13 +1,14 @@
 /**
  * The resume journal: one JSON line per finished shard, appended after the shard was renamed into place and its
- * index entries spilled to a run file. A pack killed at any moment leaves at most a partial last line, which is
- * ignored; `--resume` keeps every shard the journal lists and redoes the rest.
+ * index entries were saved (the live index's checkpoint, or a run file of them). A pack killed at any moment leaves
+ * at most a partial last line, which is ignored; `--resume` keeps every shard the journal lists and redoes the rest.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
 import { fsCall } from './fs-errors.js';
+import type { IndexCheckpoint } from './index-file.js';
 
 export const WORK_DIR = '.shardkit-work';
 export const JOURNAL_FILE = 'journal.jsonl';
@@ -21,8 +22,10 @@ export interface JournalBegin {
 export interface JournalShard {
   type: 'shard';
   shard: ShardRecord;
-  /** Run files holding the index entries of this and earlier shards. */
+  /** Run files holding the index entries of this and earlier shards (none while the index is built live). */
   runs: number;
+  /** The live index as it stood after this shard, when the writer was building it as entries came (see dataset-writer.ts). */
+  index?: IndexCheckpoint;
   /** Input samples consumed (added or skipped) when this shard was finished. */
   cursor: number;
   /** Skips recorded since the previous line. */

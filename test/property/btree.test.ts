@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { BTreeBuilder } from '../../formats/btree-builder.js';
 import { boundHit, keyHit, positionHit, seekKey, seekPosition } from '../../formats/btree-reader.js';
+import { ErrorCodes } from '../../formats/errors.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { buildMemoryIndex, entryFor } from '../helpers/memory-index.js';
 
@@ -57,5 +59,46 @@ describe('B+-tree index (property)', () => {
     const e = { key: 'k', shard: 0, offset: big, length: 10, members: [{ ext: 'bin', offset: 0, size: 10, storedSize: 10, codec: 0 as const, crc32c: 1 }] };
     const idx = buildMemoryIndex([e], 4096, 2 ** 41);
     expect(keyHit(idx.run(seekKey(idx.tree, 'k')), 'k')?.entry.offset).toBe(big);
+  });
+
+  it('a builder resumed from a JSON snapshot at any cut point writes the same pages as one that never stopped', () => {
+    fc.assert(
+      fc.property(fc.array(keyArb, { minLength: 1, maxLength: 1500, size: 'medium' }), fc.constantFrom(1024, 4096), fc.array(fc.nat(), { maxLength: 4 }), (raw, pageSize, cutsRaw) => {
+        // keys a 1 KiB page can hold; enough of them for two or three levels
+        const keys = sortedUnique(raw).filter((k) => Buffer.byteLength(k) <= 480);
+        const build = (cuts: Set<number>): Uint8Array[] => {
+          const pages: Uint8Array[] = [];
+          const sink = (n: number, page: Uint8Array): void => {
+            pages[n] = page.slice();
+          };
+          let b = new BTreeBuilder(pageSize, sink);
+          keys.forEach((k, i) => {
+            // a restart: only the snapshot (through JSON) and the pages written so far survive
+            if (cuts.has(i)) b = BTreeBuilder.resume(pageSize, sink, JSON.parse(JSON.stringify(b.snapshot())));
+            b.add(entryFor(k, i));
+          });
+          if (cuts.has(keys.length)) b = BTreeBuilder.resume(pageSize, sink, JSON.parse(JSON.stringify(b.snapshot())));
+          const t = b.finish();
+          expect(t.entryCount).toBe(keys.length);
+          return pages;
+        };
+        const whole = build(new Set());
+        const resumed = build(new Set(cutsRaw.map((c) => c % (keys.length + 1))));
+        expect(resumed.length).toBe(whole.length);
+        whole.forEach((p, n) => expect(Buffer.from(resumed[n] as Uint8Array).equals(Buffer.from(p)), `page ${n}`).toBe(true));
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('refuses a snapshot that does not hold together, and one taken at another page size', () => {
+    const b = new BTreeBuilder(1024, () => {});
+    for (let i = 0; i < 100; i++) b.add(entryFor(`k${String(i).padStart(3, '0')}`, i));
+    const good = b.snapshot();
+    const sink = (): void => {};
+    expect(() => BTreeBuilder.resume(4096, sink, good)).toThrow(expect.objectContaining({ code: ErrorCodes.INVALID_ARG }));
+    for (const bad of [{ ...good, nextPageNo: -1 }, { ...good, levels: [{ ...good.levels[0]!, pageNo: 10 ** 6 }] }, { ...good, levels: [{ ...good.levels[0]!, records: 'A'.repeat(5000) }] }, { ...good, finished: [0.5] }, { ...good, entryCount: 'x' }]) {
+      expect(() => BTreeBuilder.resume(1024, sink, bad as never)).toThrow(/checkpoint to resume from is damaged/);
+    }
   });
 });

@@ -131,6 +131,74 @@ describe('DatasetWriter', () => {
     expect(m.totals.samples).toBe(5);
   });
 
+  it('resumes the live index from its checkpoints: killed again and again, sent back a shard, dropped on the way', async () => {
+    const opts = { shardBytes: 16 * 1024, pageSize: 1024 };
+    const size = (i: number) => 100 + (i % 50) * 40;
+    // in key order (the index is built live throughout), and with two keys swapped at 500 (it drops to runs there)
+    const inOrder = Array.from({ length: 1500 }, (_, i) => i);
+    const swapped = inOrder.map((i) => (i === 500 ? 501 : i === 501 ? 500 : i));
+    for (const order of [inOrder, swapped]) {
+      const full = tmpDir();
+      const w = new DatasetWriter({ dir: full, ...opts });
+      for (const i of order) w.add(sample(i, size(i)));
+      await w.finish();
+      const dir = tmpDir();
+      let cursor = 0;
+      for (const [killAt, damageLast] of [[300, false], [700, true], [1100, false]] as const) {
+        const r = new DatasetWriter({ dir, ...opts, resume: cursor > 0 });
+        expect(r.resumedCursor).toBe(cursor);
+        for (let c = cursor; c < killAt; c++) r.add(sample(order[c]!, size(order[c]!)));
+        r.abort();
+        const journal = fs.readFileSync(path.join(dir, '.shardkit-work', 'journal.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+        const shards = journal.filter((l) => l.type === 'shard');
+        // the lines carry the live index's checkpoint until it dropped, run counts after
+        for (const l of shards) expect(l.index === undefined, `cursor ${l.cursor}`).toBe(order === swapped && l.cursor > 500);
+        if (damageLast) fs.truncateSync(path.join(dir, shards.at(-1).shard.file), 10);
+        cursor = damageLast ? shards.at(-2).cursor : shards.at(-1).cursor;
+      }
+      const r = new DatasetWriter({ dir, ...opts, resume: true });
+      expect(r.resumedCursor).toBe(cursor);
+      for (let c = cursor; c < order.length; c++) r.add(sample(order[c]!, size(order[c]!)));
+      await r.finish();
+      const names = fs.readdirSync(full).sort();
+      expect(fs.readdirSync(dir).sort()).toEqual(names);
+      for (const n of names) expect(fs.readFileSync(path.join(dir, n)).equals(fs.readFileSync(path.join(full, n))), n).toBe(true);
+    }
+  });
+
+  it('a resumed write that ends sooner than the killed one (the source shrank) keeps none of its later index pages', async () => {
+    const opts = { shardBytes: 1 << 20, pageSize: 1024 };
+    const dir = tmpDir();
+    const w = new DatasetWriter({ dir, ...opts });
+    for (let i = 0; i < 1500; i++) w.add(sample(i));
+    w.abort(); // pages of the samples after the last finished shard were written to the live index
+    const r = new DatasetWriter({ dir, ...opts, resume: true });
+    expect(r.resumedCursor).toBeGreaterThan(0);
+    expect(r.resumedCursor).toBeLessThan(1350);
+    await r.finish();
+    const full = tmpDir();
+    const f = new DatasetWriter({ dir: full, ...opts });
+    for (let i = 0; i < r.resumedCursor; i++) f.add(sample(i));
+    await f.finish();
+    expect(fs.readFileSync(path.join(dir, 'index.skidx')).equals(fs.readFileSync(path.join(full, 'index.skidx')))).toBe(true);
+  });
+
+  it('refuses a sample whose index record fits no page before writing any of its bytes, and goes on', async () => {
+    const dir = tmpDir();
+    const w = new DatasetWriter({ dir, pageSize: 1024 });
+    w.add(sample(1));
+    const many = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`m${i}`, enc.encode('x')]));
+    expect(() => w.add({ key: 'k/00002', members: many })).toThrow(expect.objectContaining({ code: ErrorCodes.TOO_LARGE }));
+    w.add(sample(3));
+    await w.finish();
+    const ds = await openDataset(dir);
+    expect(ds.size).toBe(2);
+    expect(ds.manifest.shards[0]!.bytes).toBe(fs.statSync(path.join(dir, ds.manifest.shards[0]!.file)).size);
+    const got = await ds.get('k/00003');
+    expect(Buffer.from(got!.members.bin!).equals(Buffer.from(sample(3).members.bin!))).toBe(true);
+    await ds.close();
+  });
+
   it('resumes after the last finished shard with byte-identical output', async () => {
     const full = tmpDir();
     await writeDataset(full, 400);
