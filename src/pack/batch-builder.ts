@@ -1,6 +1,6 @@
 /**
  * Builds the batches a reader hands to the writer (see SourceBatch in source-batches.ts): bytes in batch-sized
- * chunks (recycled when the caller offers them), per-sample metadata in one number array, names in one string array.
+ * chunks (recycled when the caller offers them), per-sample metadata in one number array, names in one string.
  * A sample's source files are read here with readSourceFileInto, raw or encoded for the writer; read-samples.ts
  * fills the chunks through the native addon instead and records its samples with {@link BatchBuilder.addSample}.
  */
@@ -55,7 +55,7 @@ export class BatchBuilder {
 
   /** The batch so far; the builder starts the next one empty. */
   take(last: boolean): SourceBatch {
-    const b: SourceBatch = { task: this.task, last, count: this.count, names: this.names, meta: Float64Array.from(this.meta), errors: this.errors, chunks: this.chunks };
+    const b: SourceBatch = { task: this.task, last, count: this.count, names: this.names.join('\0'), meta: Float64Array.from(this.meta), errors: this.errors, chunks: this.chunks };
     this.count = 0;
     this.names = [];
     this.meta = [];

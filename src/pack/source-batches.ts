@@ -62,7 +62,8 @@ export interface SampleInputError {
 
 /**
  * One batch, compact so that handing it between threads costs a few copies, not an object per sample: strings in
- * `names` (per sample its key, then its member extensions), numbers in `meta`, bytes in `chunks`.
+ * `names` (per sample its key, then its member extensions, all joined by NUL, which no key or extension holds: one
+ * string to copy instead of hundreds), numbers in `meta`, bytes in `chunks`.
  *
  * `meta` per sample: members, source bytes, error index (-1: none), range count, then (chunk index, offset, length)
  * per range; with `encode`, then span start, encoded bytes, original bytes and, per member, (offset, size, stored
@@ -73,7 +74,7 @@ export interface SourceBatch {
   task: number;
   last: boolean;
   count: number;
-  names: string[];
+  names: string;
   meta: Float64Array;
   errors: SampleInputError[];
   chunks: ArrayBuffer[];
@@ -94,7 +95,8 @@ export interface BatchSample {
 
 /** The samples of a batch, in order. */
 export function* batchSamples(batch: SourceBatch, encoded: boolean): Generator<BatchSample> {
-  const { meta, names, chunks } = batch;
+  const { meta, chunks } = batch;
+  const names = batch.names.split('\0');
   let m = 0;
   let n = 0;
   for (let i = 0; i < batch.count; i++) {

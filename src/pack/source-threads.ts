@@ -3,7 +3,8 @@
  * task t to reader thread t mod N (source-worker.ts), which reads and encodes it ahead of the writer; the batches
  * come back to the calling thread in task order. So on Lots Of Small Files the open/fstat/read/close of the next
  * files overlap the writer's shard writes and index work instead of adding to them, and N readers keep N reads in
- * flight on a cold disk. Batches carry the bytes in transferred ArrayBuffers (no copy between threads) that the
+ * flight on a cold disk. With one reader, that thread walks the source itself (no walk thread, no tasks handed
+ * between threads). Batches carry the bytes in transferred ArrayBuffers (no copy between threads) that the
  * consumer hands back for reuse; credits bound the batches in flight, and tasks-ahead the work handed out, so
  * memory stays at a few batches per reader whatever the dataset size.
  */
@@ -55,14 +56,15 @@ export function openSourceBatches(options: SourceBatchOptions, threads: number):
         result.stats = s;
       };
       if (threads <= 0) return readTasks(sourceTasks(options, setStats), options.encode, () => spare.get(0)?.pop())[Symbol.asyncIterator]();
+      if (threads === 1) return inOneWorker(options, setStats, () => spare.get(0)?.splice(0) ?? [])[Symbol.asyncIterator]();
       return inWorkers(options, threads, setStats, (lane) => spare.get(lane)?.splice(0) ?? [])[Symbol.asyncIterator]();
     },
   };
   return result;
 }
 
-/** Messages from a reader thread. */
-export type WorkerMessage = { type: 'batch'; batch: SourceBatch } | ThreadError;
+/** Messages from a reader thread: a batch; the walk's counters after the last batch (the only reader walks); a failure. */
+export type WorkerMessage = { type: 'batch'; batch: SourceBatch } | { type: 'walked'; stats: WalkStats } | ThreadError;
 
 /** A failure reported by a reader or the walk thread. */
 export type ThreadError = { type: 'error'; code?: ErrorCode; message: string; file?: string; key?: string };
@@ -102,17 +104,21 @@ function threadError(m: ThreadError): Error {
 /** The walk thread's script, next to this module once compiled. */
 const WALKER_URL = new URL('./walk-worker.js', import.meta.url);
 
-/** One reader thread: takes tasks (from the walk thread's port), sends batches. */
+/** One reader thread: takes tasks (from the walk thread's port, or from a walk of its own), sends batches. */
 class ReaderLane {
   private readonly worker: Worker;
   private readonly queue: SourceBatch[] = [];
   private failure: Error | undefined;
   private wake: (() => void) | undefined;
+  /** The walk's counters, once a reader that walks has sent its last batch. */
+  walked: WalkStats | undefined;
 
-  constructor(encode: EncodeOptions | undefined, tasks: MessagePort) {
-    this.worker = new Worker(WORKER_URL, { workerData: { encode, ahead: BATCHES_AHEAD, tasks }, transferList: [tasks] });
+  constructor(encode: EncodeOptions | undefined, source: { tasks: MessagePort } | { walk: SourceBatchOptions }) {
+    const transferList = 'tasks' in source ? [source.tasks] : [];
+    this.worker = new Worker(WORKER_URL, { workerData: { encode, ahead: BATCHES_AHEAD, ...source }, transferList });
     this.worker.on('message', (m: WorkerMessage) => {
       if (m.type === 'batch') this.queue.push(m.batch);
+      else if (m.type === 'walked') this.walked = m.stats;
       else this.failure ??= threadError(m);
       this.wake?.();
     });
@@ -131,11 +137,12 @@ class ReaderLane {
     this.worker.postMessage({ type: 'credit', chunks } satisfies ReaderMessage, chunks);
   }
 
-  /** The next batch this reader sends. */
-  async next(): Promise<SourceBatch> {
+  /** The next batch this reader sends; undefined after the last one of a reader that walks. */
+  async next(): Promise<SourceBatch | undefined> {
     for (;;) {
       const batch = this.queue.shift();
       if (batch !== undefined) return batch;
+      if (this.walked !== undefined) return undefined;
       if (this.failure !== undefined) throw this.failure;
       await new Promise<void>((resolve) => {
         this.wake = resolve;
@@ -152,12 +159,29 @@ class ReaderLane {
 }
 
 /**
+ * One reader thread that walks the source itself: on a machine with few cores, a thread less than a walk thread
+ * and a reader (no tasks to hand between them, one fewer thread to share the cores with).
+ */
+async function* inOneWorker(options: SourceBatchOptions, setStats: (s: WalkStats) => void, spareChunks: () => ArrayBuffer[]): AsyncGenerator<SourceBatch> {
+  const lane = new ReaderLane(options.encode, { walk: options });
+  try {
+    for (let batch = await lane.next(); batch !== undefined; batch = await lane.next()) {
+      yield batch;
+      lane.credit(spareChunks());
+    }
+    setStats(lane.walked as WalkStats);
+  } finally {
+    await lane.close();
+  }
+}
+
+/**
  * Reader threads fed by a walk thread: the walk cuts tasks and sends task t straight to reader t mod threads; the
  * batches come back here and are yielded in task order. Nothing of the walk or the reads runs on this thread.
  */
 async function* inWorkers(options: SourceBatchOptions, threads: number, setStats: (s: WalkStats) => void, spareChunks: (lane: number) => ArrayBuffer[]): AsyncGenerator<SourceBatch> {
   const channels = Array.from({ length: threads }, () => new MessageChannel());
-  const lanes = channels.map((c) => new ReaderLane(options.encode, c.port2));
+  const lanes = channels.map((c) => new ReaderLane(options.encode, { tasks: c.port2 }));
   const ports = channels.map((c) => c.port1);
   const walker = new Worker(WALKER_URL, { workerData: { options, threads, tasksAhead: TASKS_AHEAD, ports } satisfies WalkerData, transferList: ports });
   let dispatched = 0;
@@ -194,7 +218,7 @@ async function* inWorkers(options: SourceBatchOptions, threads: number, setStats
       const lane = lanes[task % threads] as ReaderLane;
       for (;;) {
         const batch = await lane.next();
-        if (batch.task !== task) throw new Error(`source reader ${task % threads} sent task ${batch.task} where task ${task} was due`);
+        if (batch === undefined || batch.task !== task) throw new Error(`source reader ${task % threads} sent task ${batch?.task} where task ${task} was due`);
         yield batch;
         lane.credit(spareChunks(task % threads));
         if (batch.last) break;

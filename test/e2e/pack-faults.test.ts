@@ -100,12 +100,15 @@ describe('pack faults', () => {
       expect(skipped.status, skipped.stderr).toBe(0);
       expect(JSON.parse(fs.readFileSync(path.join(base, 'skip', 'manifest.json'), 'utf8')).skipped).toEqual([{ path: 'd1/f0019.bin', reason: expect.stringMatching(/^SHARDKIT_ERR_INPUT: cannot open .*permission denied/) }]);
       expect(await sampleCount(path.join(base, 'skip'))).toBe(29);
-      // a directory the walk cannot list stops the pack whatever --on-error says
+      // a directory the walk cannot list stops the pack whatever --on-error says: in the walk thread, or in the
+      // only reader thread, which walks itself
       fs.chmodSync(path.join(src, 'd2'), 0o000);
-      const walk = asNobody(['pack', src, '--out', path.join(base, 'walk'), '--on-error', 'skip']);
-      expect(walk.status).toBe(1);
-      expect(walk.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INPUT: Cannot read source directory .*d2/);
-      expect(walk.stderr.trim().split('\n')).toHaveLength(1);
+      for (const threads of ['2', '1']) {
+        const walk = asNobody(['pack', src, '--out', path.join(base, `walk${threads}`), '--on-error', 'skip', '--read-threads', threads]);
+        expect(walk.status).toBe(1);
+        expect(walk.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INPUT: Cannot read source directory .*d2/);
+        expect(walk.stderr.trim().split('\n')).toHaveLength(1);
+      }
       fs.chmodSync(path.join(src, 'd2'), 0o755);
       fs.chmodSync(locked, 0o644);
       const ok = asNobody(['pack', src, '--out', out, '--shard', '8KB', '--resume', '--json']);
