@@ -5,7 +5,7 @@
  * (a sample larger than a chunk, a name that needs a pax header) goes through BatchBuilder.readSample, and a file
  * it cannot read fails its sample exactly as there. The bytes are the same either way (tests compare them).
  */
-import { isShardkitError, type ShardkitError } from '../../formats/errors.js';
+import type { ShardkitError } from '../../formats/errors.js';
 import { Codec } from '../../formats/index-entry.js';
 import { assertKeyFits } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
