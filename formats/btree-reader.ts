@@ -115,16 +115,41 @@ export function* seekKey(t: TreeInfo, key: string): PageOp<LeafHit | undefined> 
   return { leaf: hit.leaf, base: hit.base, index: firstAtLeast(hit.leaf.keys, key, comparatorFor(hit.leaf, key, isSimpleKey(key))) };
 }
 
+/** A leaf reached by a descent, and the number of samples before it. */
+export interface LeafAt {
+  leaf: LeafPage;
+  base: number;
+}
+
+/** One step of a key descent: `page` was fetched for `step`; the leaf, or the child that would hold `key`. */
+function byKey(t: TreeInfo, step: Step, page: Page, key: string, simple: boolean): LeafAt | Step {
+  checkPage(t, step, page);
+  if (page.type === 'leaf') return { leaf: page, base: step.base };
+  return childStep(page, step, Math.max(0, lastAtMost(page.keys, key, comparatorFor(page, key, simple))));
+}
+
 /** Descends to the leaf that would hold `key`, without searching it (for callers with a faster way to look inside). */
-export function* seekLeaf(t: TreeInfo, key: string): PageOp<{ leaf: LeafPage; base: number } | undefined> {
+export function* seekLeaf(t: TreeInfo, key: string): PageOp<LeafAt | undefined> {
   if (t.header.entryCount === 0) return undefined;
   const simple = isSimpleKey(key);
-  let step = rootStep(t);
-  for (;;) {
-    const page = yield checkPageNo(t, step);
-    checkPage(t, step, page);
-    if (page.type === 'leaf') return { leaf: page, base: step.base };
-    step = childStep(page, step, Math.max(0, lastAtMost(page.keys, key, comparatorFor(page, key, simple))));
+  for (let step = rootStep(t); ; ) {
+    const next = byKey(t, step, yield checkPageNo(t, step), key, simple);
+    if ('leaf' in next) return next;
+    step = next;
+  }
+}
+
+/**
+ * {@link seekLeaf} for a synchronous page source, without a generator: the local fast path, where resuming a
+ * generator at every level cost about as much as the rest of the descent (0.6 vs 0.3 us at two levels).
+ */
+export function seekLeafSync(t: TreeInfo, key: string, load: (pageNo: number) => Page): LeafAt | undefined {
+  if (t.header.entryCount === 0) return undefined;
+  const simple = isSimpleKey(key);
+  for (let step = rootStep(t); ; ) {
+    const next = byKey(t, step, load(checkPageNo(t, step)), key, simple);
+    if ('leaf' in next) return next;
+    step = next;
   }
 }
 
@@ -141,25 +166,44 @@ export function boundHit(hit: LeafHit | undefined): number {
   return hit === undefined ? 0 : hit.base + hit.index;
 }
 
-/** The leaf holding `position` (0 <= position < entryCount) and the index inside it. */
-export function* seekPosition(t: TreeInfo, position: number): PageOp<LeafHit> {
+function checkPosition(t: TreeInfo, position: number): void {
   if (!Number.isInteger(position) || position < 0 || position >= t.header.entryCount) {
     throw new ShardkitError(ErrorCodes.OUT_OF_RANGE, `position ${position} is outside [0, ${t.header.entryCount})`, { file: t.file });
   }
-  let step = rootStep(t);
-  for (;;) {
-    const page = yield checkPageNo(t, step);
-    checkPage(t, step, page);
-    if (page.type === 'leaf') return { leaf: page, base: step.base, index: position - step.base };
-    const rel = position - step.base;
-    let lo = 0;
-    let hi = page.children.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >>> 1;
-      if ((page.starts[mid] as number) <= rel) lo = mid;
-      else hi = mid - 1;
-    }
-    step = childStep(page, step, lo);
+}
+
+/** One step of a position descent: `page` was fetched for `step`; the hit in the leaf, or the child holding `position`. */
+function byPosition(t: TreeInfo, step: Step, page: Page, position: number): LeafHit | Step {
+  checkPage(t, step, page);
+  if (page.type === 'leaf') return { leaf: page, base: step.base, index: position - step.base };
+  const rel = position - step.base;
+  let lo = 0;
+  let hi = page.children.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1;
+    if ((page.starts[mid] as number) <= rel) lo = mid;
+    else hi = mid - 1;
+  }
+  return childStep(page, step, lo);
+}
+
+/** The leaf holding `position` (0 <= position < entryCount) and the index inside it. */
+export function* seekPosition(t: TreeInfo, position: number): PageOp<LeafHit> {
+  checkPosition(t, position);
+  for (let step = rootStep(t); ; ) {
+    const next = byPosition(t, step, yield checkPageNo(t, step), position);
+    if ('leaf' in next) return next;
+    step = next;
+  }
+}
+
+/** {@link seekPosition} for a synchronous page source, without a generator (see {@link seekLeafSync}). */
+export function seekPositionSync(t: TreeInfo, position: number, load: (pageNo: number) => Page): LeafHit {
+  checkPosition(t, position);
+  for (let step = rootStep(t); ; ) {
+    const next = byPosition(t, step, load(checkPageNo(t, step)), position);
+    if ('leaf' in next) return next;
+    step = next;
   }
 }
 

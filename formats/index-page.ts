@@ -57,6 +57,8 @@ export interface LeafPage {
   simple: boolean;
   keys: string[];
   entries: IndexEntry[];
+  /** Key to index in `keys`, built by a reader on its first key lookup in this leaf (undefined until then). */
+  keyIndex: Map<string, number> | undefined;
 }
 
 export interface BranchPage {
@@ -210,7 +212,7 @@ function decodeLeaf(r: ByteReader, pageNo: number, next: number, count: number):
     entries[i] = entry;
     simple &&= isSimpleKey(entry.key);
   }
-  return { type: 'leaf', pageNo, next, simple, keys, entries };
+  return { type: 'leaf', pageNo, next, simple, keys, entries, keyIndex: undefined };
 }
 
 /** What a leaf record is relative to: the previous record of its page (none for the first). */

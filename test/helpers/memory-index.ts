@@ -10,6 +10,8 @@ export interface MemoryIndex {
   bytes: Uint8Array;
   tree: TreeInfo;
   run<T>(op: PageOp<T>): T;
+  /** The page loader behind `run`, for the synchronous descents (seekLeafSync, seekPositionSync). */
+  load(pageNo: number): Page;
 }
 
 export function buildMemoryIndex(entries: Iterable<IndexEntry>, pageSize = 4096, shardBytes = 2 ** 40): MemoryIndex {
@@ -36,7 +38,7 @@ export function readMemoryIndex(bytes: Uint8Array): MemoryIndex {
   const header = decodeIndexHeader(bytes, 'mem', bytes.length);
   const tree: TreeInfo = { header, file: 'mem' };
   const load = (n: number): Page => decodePage(bytes.subarray(n * header.pageSize, (n + 1) * header.pageSize), n, 'mem');
-  return { bytes, tree, run: (op) => runSync(op, load) };
+  return { bytes, tree, run: (op) => runSync(op, load), load };
 }
 
 /** A plausible entry for `key`: one or two members, offsets growing with `i`. */

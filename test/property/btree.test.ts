@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BTreeBuilder } from '../../formats/btree-builder.js';
-import { boundHit, keyHit, positionHit, seekKey, seekPosition } from '../../formats/btree-reader.js';
+import { boundHit, keyHit, positionHit, seekKey, seekLeaf, seekLeafSync, seekPosition, seekPositionSync } from '../../formats/btree-reader.js';
 import { ErrorCodes } from '../../formats/errors.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { buildMemoryIndex, entryFor } from '../helpers/memory-index.js';
@@ -29,8 +29,16 @@ describe('B+-tree index (property)', () => {
           const hit = keyHit(idx.run(seekKey(idx.tree, k)), k);
           expect(hit?.entry).toEqual(map.get(k));
           if (hit) expect(keys[hit.position]).toBe(k);
+          // the synchronous descent (the local fast path) reaches the same leaf as the generator
+          const leaf = seekLeafSync(idx.tree, k, idx.load);
+          expect(leaf?.leaf.pageNo).toBe(idx.run(seekLeaf(idx.tree, k))?.leaf.pageNo);
+          if (hit) expect(leaf?.leaf.entries[hit.position - leaf.base]).toEqual(hit.entry);
         }
-        keys.forEach((k, i) => expect(positionHit(idx.run(seekPosition(idx.tree, i))).key).toBe(k));
+        keys.forEach((k, i) => {
+          expect(positionHit(idx.run(seekPosition(idx.tree, i))).key).toBe(k);
+          expect(positionHit(seekPositionSync(idx.tree, i, idx.load)).key).toBe(k);
+        });
+        expect(() => seekPositionSync(idx.tree, keys.length, idx.load)).toThrow(expect.objectContaining({ code: ErrorCodes.OUT_OF_RANGE }));
         for (const p of probes) {
           const expected = keys.findIndex((k) => compareKeys(k, p) >= 0);
           expect(boundHit(idx.run(seekKey(idx.tree, p)))).toBe(expected < 0 ? keys.length : expected);
