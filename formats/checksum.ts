@@ -1,5 +1,14 @@
 /** CRC32C (Castagnoli) through @node-rs/crc32's SSE4.2/ARMv8 hardware path: every stored member, page and shard. */
-import { crc32c as nodeRsCrc32c } from '@node-rs/crc32';
+import { createRequire } from 'node:module';
+
+type NodeRsCrc32c = (data: Uint8Array, previous: number) => number;
+let nodeRs: NodeRsCrc32c | undefined;
+
+/** @node-rs/crc32, loaded on first use: a thread whose checksums all go through the native addon never pays for it. */
+function nodeRsCrc32c(data: Uint8Array, previous: number): number {
+  nodeRs ??= (createRequire(import.meta.url)('@node-rs/crc32') as { crc32c: NodeRsCrc32c }).crc32c;
+  return nodeRs(data, previous);
+}
 
 /** A CRC32C implementation: `previous` continues a running checksum (0 to start). */
 export type Crc32cFunction = (data: Uint8Array, previous: number) => number;

@@ -4,8 +4,16 @@
  * Before decompressing, the frame's block list is walked and bounded by the size the index recorded, so a
  * hostile frame cannot expand beyond `expectedSize` + one block (no decompression bombs).
  */
-import { compressFrameSync, decompressFrameSync } from 'lz4-napi';
+import { createRequire } from 'node:module';
 import { ErrorCodes, ShardkitError } from './errors.js';
+
+type Lz4Napi = { compressFrameSync(data: Buffer): Buffer; decompressFrameSync(data: Buffer): Buffer };
+let lz4: Lz4Napi | undefined;
+
+/** lz4-napi, loaded on first use: packs and reads without compression never pay for it. */
+function lz4Napi(): Lz4Napi {
+  return (lz4 ??= createRequire(import.meta.url)('lz4-napi') as Lz4Napi);
+}
 
 export const LZ4_FRAME_MAGIC = 0x184d2204;
 const FLG_CONTENT_SIZE = 0x08;
@@ -17,7 +25,7 @@ const BLOCK_UNCOMPRESSED = 0x80000000;
 const BLOCK_MAX_BYTES: Record<number, number> = { 4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20 };
 
 export function lz4CompressMember(data: Uint8Array): Uint8Array {
-  return compressFrameSync(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+  return lz4Napi().compressFrameSync(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
 }
 
 /** Decompresses one member frame to exactly `expectedSize` bytes, or throws CORRUPT_SHARD naming `where`. */
@@ -49,7 +57,7 @@ export function lz4DecompressMember(frame: Uint8Array, expectedSize: number, whe
   if (blocks > Math.ceil(expectedSize / blockMax)) fail(`has more blocks than ${expectedSize} bytes need`);
   let out: Buffer;
   try {
-    out = decompressFrameSync(Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength));
+    out = lz4Napi().decompressFrameSync(Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength));
   } catch (cause) {
     throw new ShardkitError(ErrorCodes.CORRUPT_SHARD, `${place()}: LZ4 frame does not decompress`, { cause });
   }
