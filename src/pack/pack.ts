@@ -29,9 +29,8 @@ export interface PackProgress {
   bytes: number;
   skipped: number;
   shards: number;
-  /** From the pre-scan when one ran (`prescan: true`), for an ETA. */
+  /** Samples of the whole pack, once the pre-scan counted them (`prescan: true`), for an ETA. */
   totalSamples?: number;
-  totalBytes?: number;
   elapsedMs: number;
 }
 
@@ -60,7 +59,11 @@ export interface PackOptions {
   exclude?: string[];
   /** fsync shards and index before the manifest. */
   sync?: boolean;
-  /** Walk once first to count samples and bytes (for progress totals). Passes with prepare() walk keys anyway. */
+  /**
+   * Count the samples for progress totals (`totalSamples`) with a walk of its own that runs alongside the pack
+   * (names only, no stat per file), so the pack does not wait for it. Passes with prepare() walk the keys before
+   * the pack anyway, and count them on the way.
+   */
   prescan?: boolean;
   /**
    * Worker threads that walk and read the source ahead of the writer, each reading every n-th group of samples
@@ -116,7 +119,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
   }
   const inPart = (key: string): boolean => options.part === undefined || partOfKey(key, options.part.count) === options.part.index;
 
-  const totals = options.prescan || passes.some((p) => p.prepare) ? await prescan(source, walkOptions, inPart, passes) : undefined;
+  const prepared = passes.some((p) => p.prepare) ? await prescan(source, walkOptions, inPart, passes) : undefined;
 
   const writer = new DatasetWriter({
     dir: out,
@@ -130,7 +133,19 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     force: options.force ?? false,
     sync: options.sync ?? false,
   });
-  const progress: PackProgress = { samples: 0, bytes: 0, skipped: 0, shards: 0, elapsedMs: 0, ...(totals ? { totalSamples: totals.samples, totalBytes: totals.bytes } : {}) };
+  // a resumed pack counts only what is left
+  const left = (samples: number): number => Math.max(0, samples - writer.resumedCursor);
+  const progress: PackProgress = { samples: 0, bytes: 0, skipped: 0, shards: 0, elapsedMs: 0, ...(prepared === undefined ? {} : { totalSamples: left(prepared) }) };
+  // the count for an ETA runs beside the pack; a walk failure is the pack's own walk's to report
+  const counting = { stop: false };
+  if (options.prescan && prepared === undefined) {
+    void countSamples(source, walkOptions, inPart, counting).then(
+      (n) => {
+        if (n !== undefined) progress.totalSamples = left(n);
+      },
+      () => undefined,
+    );
+  }
   let lastReport = 0;
   const report = (force = false): void => {
     const now = performance.now();
@@ -178,6 +193,8 @@ export async function pack(options: PackOptions): Promise<PackResult> {
   } catch (err) {
     writer.abort();
     throw err;
+  } finally {
+    counting.stop = true;
   }
 }
 
@@ -223,30 +240,35 @@ async function* pipelineItems(batches: SourceBatches): AsyncGenerator<PipelineIt
 }
 
 /**
- * Walks the source before packing: counts samples and bytes (progress totals), and feeds the keys to passes with
- * prepare() straight from the walk, never holding them: each such pass gets a walk of its own. Passes see every
- * key of the whole dataset (all parts), so class lists agree across parts.
+ * Walks the source before packing for passes with prepare(): feeds them the keys straight from the walk, never
+ * holding them (each such pass gets a walk of its own), and counts the samples of this part on the first walk.
+ * Passes see every key of the whole dataset (all parts), so class lists agree across parts.
  */
-async function prescan(source: string, walkOptions: WalkOptions, inPart: (key: string) => boolean, passes: readonly Pass[]): Promise<{ samples: number; bytes: number }> {
+async function prescan(source: string, walkOptions: WalkOptions, inPart: (key: string) => boolean, passes: readonly Pass[]): Promise<number> {
   let samples = 0;
-  let bytes = 0;
+  let first = true;
   async function* keys(count: boolean): AsyncGenerator<string> {
-    for await (const s of walkSamples(source, walkOptions)) {
-      if (count && inPart(s.key)) {
-        samples++;
-        for (const f of s.files) bytes += f.size;
-      }
+    for await (const s of walkSamples(source, { ...walkOptions, stat: false })) {
+      if (count && inPart(s.key)) samples++;
       yield s.key;
     }
   }
-  let first = true;
-  if (!passes.some((p) => p.prepare)) for await (const _ of keys(true));
   await preparePasses(passes, () => {
     const it = keys(first);
     first = false;
     return it;
   });
-  return { samples, bytes };
+  return samples;
+}
+
+/** The samples of this part, by a walk of names only (no stat per file); undefined when told to stop first. */
+async function countSamples(source: string, walkOptions: WalkOptions, inPart: (key: string) => boolean, control: { stop: boolean }): Promise<number | undefined> {
+  let samples = 0;
+  for await (const chunk of walkSamples(source, { ...walkOptions, stat: false }).chunks()) {
+    if (control.stop) return undefined;
+    for (const s of chunk) if (inPart(s.key)) samples++;
+  }
+  return samples;
 }
 
 function isInside(child: string, parent: string): boolean {
