@@ -24,6 +24,11 @@ const BLOCK_UNCOMPRESSED = 0x80000000;
 /** BD byte bits 4-6 -> maximum block size. */
 const BLOCK_MAX_BYTES: Record<number, number> = { 4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20 };
 
+/** A whole LZ4 frame decompressed, with no bound of its own: the caller bounds the frame first (the adopt scanner, with lz4ContentBound). */
+export function lz4DecompressFrame(frame: Uint8Array): Uint8Array {
+  return lz4Napi().decompressFrameSync(Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength));
+}
+
 export function lz4CompressMember(data: Uint8Array): Uint8Array {
   return lz4Napi().compressFrameSync(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
 }

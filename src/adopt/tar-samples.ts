@@ -4,12 +4,11 @@
  * A sample's span runs from its first member's data to its last member's data end: headers and skipped entries in
  * between are read along, and one read still fetches the whole sample.
  */
-import { decompressFrameSync } from 'lz4-napi';
 import { utf8Bytes } from '../../formats/bytes.js';
 import { crc32c } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
-import { LZ4_FRAME_MAGIC, lz4CompressMember } from '../../formats/lz4.js';
+import { LZ4_FRAME_MAGIC, lz4CompressMember, lz4DecompressFrame } from '../../formats/lz4.js';
 import { LZ4_NAME_SUFFIX } from '../../formats/sample-layout.js';
 import type { TarEntry, TarScanHandler } from '../../formats/tar-scan.js';
 import { classifyEntry, type MemberRuleOptions } from './member-rules.js';
@@ -174,7 +173,7 @@ function writerCompressed(stored: Uint8Array, maxMemberBytes: number): Uint8Arra
   if (bound === undefined || bound > maxMemberBytes + (4 << 20)) return undefined;
   let original: Uint8Array;
   try {
-    original = decompressFrameSync(Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength));
+    original = lz4DecompressFrame(stored);
   } catch {
     return undefined;
   }

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import sharp from 'sharp';
+import { sharpLib } from '../passes/sharp-lib.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { readPackSeconds } from '../pack/pack-report.js';
 import { openDataset } from '../read/dataset.js';
@@ -76,7 +76,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
   fs.mkdirSync(workDir, { recursive: true });
   try {
     const lmdbPath = path.join(workDir, 'lmdb');
-    const versions: Record<string, string> = { sharp: sharp.versions.sharp ?? 'unknown', libvips: sharp.versions.vips };
+    const versions: Record<string, string> = { sharp: sharpLib().versions.sharp ?? 'unknown', libvips: sharpLib().versions.vips };
     if (o.lmdb) {
       const copy = await openDataset(dataset);
       let seconds: number;

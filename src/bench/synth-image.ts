@@ -1,4 +1,4 @@
-import sharp from 'sharp';
+import { sharpLib } from '../passes/sharp-lib.js';
 import { SeededRandom } from './seeded-random.js';
 
 /**
@@ -164,7 +164,7 @@ function addNoise(scene: Scene, noise: number, seed: number): Uint8Array {
 }
 
 async function encodeJpeg(scene: Scene, noise: number, seed: number): Promise<Buffer> {
-  return sharp(addNoise(scene, noise, seed), { raw: { width: scene.width, height: scene.height, channels: CHANNELS } })
+  return sharpLib()(addNoise(scene, noise, seed), { raw: { width: scene.width, height: scene.height, channels: CHANNELS } })
     // Standard Huffman tables, as most cameras write them: optimised tables cost a second pass (2x encode time).
     .jpeg({ quality: JPEG_QUALITY, optimiseCoding: false })
     .toBuffer();

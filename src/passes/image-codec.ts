@@ -3,7 +3,8 @@
  * EXIF orientation applied, metadata stripped (sharp's default: no timestamps or camera data leak into shards),
  * fixed encoder settings.
  */
-import sharp, { type Sharp } from 'sharp';
+import type { Sharp } from 'sharp';
+import { sharpLib } from './sharp-lib.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { setMember } from '../../formats/sample.js';
 
@@ -41,7 +42,7 @@ export function replaceLastExt(ext: string, next: string): string {
  * decoder warnings (some real JPEG collections carry "extraneous bytes" warnings on perfectly viewable files).
  */
 export function openImage(bytes: Uint8Array): Sharp {
-  return sharp(bytes, { failOn: 'error', autoOrient: true });
+  return sharpLib()(bytes, { failOn: 'error', autoOrient: true });
 }
 
 /**

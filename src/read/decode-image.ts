@@ -2,7 +2,7 @@
  * Loader-side decoding of members: image bytes (jpg, png, webp, gif, tiff, avif) to raw pixels with sharp.
  * Which members are decoded is decided once, from the loader's `decode` option, by extension.
  */
-import sharp from 'sharp';
+import { sharpLib } from '../passes/sharp-lib.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { imageFormatOfExt } from '../passes/image-codec.js';
 
@@ -65,7 +65,7 @@ export function imageExtTest(decode: unknown): ((ext: string) => boolean) | unde
  */
 export async function decodeImage(bytes: Uint8Array, key: string, ext: string): Promise<DecodedImage> {
   try {
-    const { data, info } = await sharp(bytes, { failOn: 'error', autoOrient: true }).raw().toBuffer({ resolveWithObject: true });
+    const { data, info } = await sharpLib()(bytes, { failOn: 'error', autoOrient: true }).raw().toBuffer({ resolveWithObject: true });
     return { data, width: info.width, height: info.height, channels: info.channels };
   } catch (err) {
     // libvips repeats its message over several lines; the first says what is wrong.

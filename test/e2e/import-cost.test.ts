@@ -1,0 +1,27 @@
+/**
+ * `import 'shardkit'` in a training process loads what reading needs, not the image, compression, chart and
+ * benchmark libraries: sharp, lz4-napi, @node-rs/crc32 (with the native addon), vega and lmdb load on first use.
+ * Together they cost about 0.4 s of start-up here.
+ */
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ROOT } from '../helpers/cli.js';
+
+describe('import cost', () => {
+  it('importing the package (and opening nothing) loads none of the heavy optional libraries', () => {
+    const script = `
+      import { createRequire } from 'node:module';
+      await import(${JSON.stringify(path.join(ROOT, 'dist/src/index.js'))});
+      const cjs = Object.keys(createRequire(import.meta.url).cache);
+      const heavy = cjs.filter((p) => /node_modules[\\\\/](sharp|lz4-napi|@node-rs[\\\\/]crc32|lmdb|vega|vega-lite)[\\\\/]/.test(p));
+      console.log(JSON.stringify({ heavy, cjs: cjs.length }));
+    `;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    const { heavy, cjs } = JSON.parse(r.stdout) as { heavy: string[]; cjs: number };
+    expect(heavy).toEqual([]);
+    // the check sees CommonJS modules at all (picomatch, p-limit are loaded): it is not vacuous
+    expect(cjs).toBeGreaterThan(0);
+  });
+});
