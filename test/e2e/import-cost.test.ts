@@ -1,7 +1,8 @@
 /**
  * `import 'shardkit'` in a training process loads what reading needs, not the image, compression, chart and
- * benchmark libraries: sharp, lz4-napi, @node-rs/crc32 (with the native addon), vega and lmdb load on first use.
- * Together they cost about 0.4 s of start-up here.
+ * benchmark libraries: sharp, lz4-napi, @node-rs/crc32, vega and lmdb load on first use (together about 0.4 s of
+ * start-up here). The check sees the CommonJS ones (sharp, lz4-napi, @node-rs/crc32, lmdb) in the require cache;
+ * vega and vega-lite are ES modules, which no cache lists.
  */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
