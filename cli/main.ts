@@ -22,7 +22,8 @@ program
 
 /**
  * Commands load on demand: `shardkit get` should not pay for sharp, vega and the pack pipeline. Only the command
- * named on the command line is imported (all of them for --help or an unknown name, so commander can list them).
+ * named on the command line is imported (none for --version; all of them for --help or an unknown name, so
+ * commander can list them).
  */
 const COMMANDS: Record<string, () => Promise<(p: Command) => void>> = {
   pack: async () => (await import('./commands/pack.js')).registerPack,
@@ -39,8 +40,11 @@ const COMMANDS: Record<string, () => Promise<(p: Command) => void>> = {
   bench: async () => (await import('./commands/bench.js')).registerBench,
 };
 
-const named = process.argv.slice(2).find((a) => !a.startsWith('-'));
-const wanted = named !== undefined && Object.hasOwn(COMMANDS, named) ? [named] : Object.keys(COMMANDS);
+const args = process.argv.slice(2);
+const named = args.find((a) => !a.startsWith('-'));
+// --version alone needs no command at all
+const versionOnly = named === undefined && args.some((a) => a === '-V' || a === '--version');
+const wanted = named !== undefined && Object.hasOwn(COMMANDS, named) ? [named] : versionOnly ? [] : Object.keys(COMMANDS);
 for (const name of wanted) (await (COMMANDS[name] as () => Promise<(p: Command) => void>)())(program);
 
 try {

@@ -5,6 +5,7 @@
  * vega and vega-lite are ES modules, which no cache lists.
  */
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/cli.js';
@@ -24,5 +25,16 @@ describe('import cost', () => {
     expect(heavy).toEqual([]);
     // the check sees CommonJS modules at all (picomatch, p-limit are loaded): it is not vacuous
     expect(cjs).toBeGreaterThan(0);
+  });
+
+  it('shardkit --version (which loads no command now) prints the version; --help still lists every command', () => {
+    const cli = path.join(ROOT, 'dist/cli/main.js');
+    for (const flag of ['--version', '-V']) {
+      const r = spawnSync(process.execPath, [cli, flag], { encoding: 'utf8' });
+      expect(r.status).toBe(0);
+      expect(r.stdout.trim()).toBe(JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version);
+    }
+    const help = spawnSync(process.execPath, [cli, '--help'], { encoding: 'utf8' });
+    for (const command of ['pack', 'merge', 'derive', 'info', 'ls', 'get', 'verify', 'extract', 'reindex', 'index', 'synth', 'bench']) expect(help.stdout).toContain(`  ${command} `);
   });
 });
