@@ -41,8 +41,6 @@ export interface BuilderSnapshot {
   pageSize: number;
   /** The open page of each level: its number, its records so far, their count, the entries under it, its first key. */
   levels: { pageNo: number; records: string; count: number; total: number; firstKey: string }[];
-  /** Pages written per level. */
-  finished: number[];
   nextPageNo: number;
   lastKey: string | null;
   entryCount: number;
@@ -55,8 +53,6 @@ export interface BuilderSnapshot {
 
 export class BTreeBuilder {
   private readonly levels: OpenPage[] = [];
-  /** Pages already written at each level. */
-  private readonly finished: number[] = [];
   private readonly leafEncoder = new LeafRecordEncoder();
   private readonly branchWriter = new ByteWriter(256);
   private nextPageNo = 1;
@@ -127,7 +123,6 @@ export class BTreeBuilder {
     return {
       pageSize: this.pageSize,
       levels: this.levels.map((p) => ({ pageNo: p.pageNo, records: b64(p.buf.subarray(PAGE_HEADER_BYTES, p.used)), count: p.count, total: p.total, firstKey: b64(p.firstKey) })),
-      finished: [...this.finished],
       nextPageNo: this.nextPageNo,
       lastKey: this.lastKey ?? null,
       entryCount: this.entryCount,
@@ -151,7 +146,7 @@ export class BTreeBuilder {
     const whole = (n: unknown): number => (Number.isSafeInteger(n) && (n as number) >= 0 ? (n as number) : bad());
     const bytes = (s: unknown): Uint8Array => (typeof s === 'string' ? new Uint8Array(Buffer.from(s, 'base64')) : bad());
     try {
-      if (snapshot.pageSize !== pageSize || !Array.isArray(snapshot.levels) || !Array.isArray(snapshot.finished)) bad();
+      if (snapshot.pageSize !== pageSize || !Array.isArray(snapshot.levels)) bad();
       b.nextPageNo = whole(snapshot.nextPageNo);
       for (const level of snapshot.levels) {
         const records = bytes(level.records);
@@ -160,7 +155,6 @@ export class BTreeBuilder {
         buf.set(records, PAGE_HEADER_BYTES);
         b.levels.push({ pageNo: level.pageNo, buf, used: PAGE_HEADER_BYTES + records.length, count: whole(level.count), total: whole(level.total), firstKey: bytes(level.firstKey) });
       }
-      for (const n of snapshot.finished) b.finished.push(whole(n));
       if (snapshot.lastKey !== null && typeof snapshot.lastKey !== 'string') bad();
       b.lastKey = snapshot.lastKey ?? undefined;
       b.entryCount = whole(snapshot.entryCount);
@@ -184,7 +178,8 @@ export class BTreeBuilder {
     for (let level = 0; level < this.levels.length; level++) {
       const page = this.levels[level] as OpenPage;
       const isTop = level === this.levels.length - 1;
-      if (isTop && (this.finished[level] ?? 0) === 0) {
+      // closing a page opens its parent, so the top level's open page is the only one it has: the root
+      if (isTop) {
         this.sealAndWrite(level, page, 0);
         rootPage = page.pageNo;
         height = level + 1;
@@ -216,7 +211,6 @@ export class BTreeBuilder {
    * replaces `levels[level]`. */
   private closePage(level: number, page: OpenPage, nextLeaf: number): void {
     this.sealAndWrite(level, page, nextLeaf);
-    this.finished[level] = (this.finished[level] ?? 0) + 1;
     // copied: closing a full parent below re-enters this method and reuses the writer
     const record = encodeBranchRecord(page.firstKey, page.pageNo, page.total, this.branchWriter).slice();
     let parent = this.levels[level + 1];

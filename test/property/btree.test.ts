@@ -105,7 +105,7 @@ describe('B+-tree index (property)', () => {
     const good = b.snapshot();
     const sink = (): void => {};
     expect(() => BTreeBuilder.resume(4096, sink, good)).toThrow(expect.objectContaining({ code: ErrorCodes.INVALID_ARG }));
-    for (const bad of [{ ...good, nextPageNo: -1 }, { ...good, levels: [{ ...good.levels[0]!, pageNo: 10 ** 6 }] }, { ...good, levels: [{ ...good.levels[0]!, records: 'A'.repeat(5000) }] }, { ...good, finished: [0.5] }, { ...good, entryCount: 'x' }]) {
+    for (const bad of [{ ...good, nextPageNo: -1 }, { ...good, levels: [{ ...good.levels[0]!, pageNo: 10 ** 6 }] }, { ...good, levels: [{ ...good.levels[0]!, records: 'A'.repeat(5000) }] }, { ...good, firstLeaf: 0.5 }, { ...good, entryCount: 'x' }]) {
       expect(() => BTreeBuilder.resume(1024, sink, bad as never)).toThrow(/checkpoint to resume from is damaged/);
     }
   });
