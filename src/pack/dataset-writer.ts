@@ -227,7 +227,6 @@ export class DatasetWriter {
     // the index built as the entries came, when they came in order; else one from the sorted runs
     const live = this.live;
     this.live = undefined;
-    if (live !== undefined) this.sorter.flush();
     const manifest = commitDataset({
       dir: this.dir,
       entries: live ?? this.sorter.sorted(),
