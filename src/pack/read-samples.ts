@@ -15,7 +15,7 @@ import { fileHeaderTemplate, TAR_BLOCK, tarPadding } from '../../formats/tar-hea
 import { nativeAddon, READ_SAMPLES_SYSCALLS, ReadSamplesIo as IO, ReadSamplesStatus as STATUS, type NativeAddon } from '../native/native.js';
 import type { BatchBuilder, EncodedMember } from './batch-builder.js';
 import { nativeReadError } from './read-source.js';
-import type { EncodeOptions, SourceBatch, SourceTask } from './source-batches.js';
+import type { EncodeOptions, SampleFiles, SourceBatch } from './source-batches.js';
 
 type ReadSamples = NativeAddon['readSamples'];
 
@@ -26,29 +26,21 @@ export function nativeSampleReader(encode: EncodeOptions | undefined): ReadSampl
 }
 
 /** One sample of a task, its members in stored order (by extension), and why it cannot be stored, if so. */
-interface TaskSample {
-  key: string;
-  exts: string[];
-  paths: string[];
+interface TaskSample extends SampleFiles {
   error?: ShardkitError;
 }
 
 /** The task's samples, each checked (key and names) before anything is read, as BatchBuilder.readSample does. */
-function taskSamples(t: SourceTask, encode: EncodeOptions, isSampleError: (err: unknown) => boolean): TaskSample[] {
+function checkedSamples(files: readonly SampleFiles[], encode: EncodeOptions, isSampleError: (err: unknown) => boolean): TaskSample[] {
   const samples: TaskSample[] = [];
-  let member = 0;
-  for (let k = 0; k < t.keys.length; k++) {
-    const key = t.keys[k] as string;
-    const count = t.counts[k] as number;
-    let exts = t.exts.slice(member, member + count);
-    let paths = t.paths.slice(member, member + count);
-    member += count;
-    if (count > 1) {
-      const order = exts.map((_, i) => i).sort((a, b) => compareKeys(exts[a] as string, exts[b] as string));
-      exts = order.map((i) => exts[i] as string);
-      paths = order.map((i) => paths[i] as string);
+  for (const f of files) {
+    const sample: TaskSample = { ...f };
+    if (f.exts.length > 1) {
+      const order = f.exts.map((_, i) => i).sort((a, b) => compareKeys(f.exts[a] as string, f.exts[b] as string));
+      sample.exts = order.map((i) => f.exts[i] as string);
+      sample.paths = order.map((i) => f.paths[i] as string);
     }
-    const sample: TaskSample = { key, exts, paths };
+    const { key, exts } = sample;
     try {
       assertKeyFits(key, encode.pageSize);
       checkKeyAndExts(key, exts);
@@ -64,11 +56,11 @@ function taskSamples(t: SourceTask, encode: EncodeOptions, isSampleError: (err: 
 let template: Uint8Array | undefined;
 
 /**
- * Reads task `t` into `builder` through `readSamples`, yielding full batches on the way (the caller takes the last
+ * Reads a task's samples into `builder` through `readSamples`, yielding full batches on the way (the caller takes the last
  * one). `isSampleError` tells the errors that fail one sample (recorded on it) from those that stop the pack.
  */
-export function* readTaskNative(t: SourceTask, encode: EncodeOptions, builder: BatchBuilder, readSamples: ReadSamples, isSampleError: (err: unknown) => boolean): Generator<SourceBatch> {
-  const samples = taskSamples(t, encode, isSampleError);
+export function* readTaskNative(files: readonly SampleFiles[], encode: EncodeOptions, builder: BatchBuilder, readSamples: ReadSamples, isSampleError: (err: unknown) => boolean): Generator<SourceBatch> {
+  const samples = checkedSamples(files, encode, isSampleError);
   const readable = samples.filter((s) => s.error === undefined);
   const tar = encode.layout === 'tar';
   const header = tar ? TAR_BLOCK : 0;

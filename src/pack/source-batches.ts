@@ -50,6 +50,25 @@ export interface SourceTask {
   paths: string[];
 }
 
+/** One sample of a task: its key, and per member its extension and absolute path, in walk order. */
+export interface SampleFiles {
+  key: string;
+  exts: string[];
+  paths: string[];
+}
+
+/** A task's samples, one by one. */
+export function samplesOfTask(t: SourceTask): SampleFiles[] {
+  const samples: SampleFiles[] = [];
+  let member = 0;
+  for (let k = 0; k < t.keys.length; k++) {
+    const count = t.counts[k] as number;
+    samples.push({ key: t.keys[k] as string, exts: t.exts.slice(member, member + count), paths: t.paths.slice(member, member + count) });
+    member += count;
+  }
+  return samples;
+}
+
 /** How readers encode (see {@link SourceBatchOptions.encode}). */
 export type EncodeOptions = NonNullable<SourceBatchOptions['encode']>;
 
@@ -173,20 +192,16 @@ export async function* readTasks(tasks: AsyncIterable<SourceTask>, encode: Encod
   const readSamples = nativeSampleReader(encode);
   for await (const t of tasks) {
     builder.task = t.task;
-    if (readSamples !== undefined) yield* readTaskNative(t, encode as EncodeOptions, builder, readSamples, isSampleError);
+    const samples = samplesOfTask(t);
+    if (readSamples !== undefined) yield* readTaskNative(samples, encode as EncodeOptions, builder, readSamples, isSampleError);
     else {
-      let member = 0;
-      for (let k = 0; k < t.keys.length; k++) {
-        const key = t.keys[k] as string;
-        const count = t.counts[k] as number;
-        const exts = t.exts.slice(member, member + count);
+      for (const s of samples) {
         try {
-          builder.readSample(key, exts, t.paths.slice(member, member + count));
+          builder.readSample(s.key, s.exts, s.paths);
         } catch (err) {
           if (!isSampleError(err)) throw err;
-          builder.addFailed(key, exts, err);
+          builder.addFailed(s.key, s.exts, err);
         }
-        member += count;
         if (builder.full) yield builder.take(false);
       }
     }
