@@ -12,6 +12,7 @@
  * value to set (jobs plus the default 4 for I/O): the CLI's launcher should export it.
  */
 import { availableParallelism } from 'node:os';
+import { sharpLib } from './sharp-lib.js';
 import { checkInteger } from './validate.js';
 
 export interface ImageConcurrency {
@@ -44,8 +45,7 @@ export function imageConcurrency(cores: number = availableParallelism()): ImageC
  * operation cache, since every input image is decoded once and caching only costs memory.
  */
 export async function configureSharpForPacking(settings: ImageConcurrency = imageConcurrency()): Promise<void> {
-  // loaded here, not at import: a pack without image passes never pays for libvips
-  const { default: sharp } = await import('sharp');
+  const sharp = sharpLib();
   sharp.concurrency(settings.sharpThreads);
   sharp.cache(false);
 }
