@@ -14,27 +14,29 @@
  * can start with `d/` (names hold no `/`). So a directory sorts as the string `d/`, and comparing a sibling
  * against `d/` gives the same answer as comparing it against any path below `d`.
  */
-import { compareKeys } from '../../formats/key-order.js';
+import { compareKeys, isSimpleKey } from '../../formats/key-order.js';
 
 export type WalkOrder = 'sample' | 'path';
 
-/** The sort key of one directory entry within its listing. */
-export interface ListingSortKey {
-  primary: string;
-  secondary: string;
-  /** Breaks ties between names with one (stem, ext), e.g. `a` and `a.`, so the order never depends on readdir. */
-  name: string;
-}
-
-/** The sort key of a listing entry: `name` (or `name/` for a directory) in path order; (stem, ext) in sample order. */
-export function listingSortKey(name: string, isDirectory: boolean, order: WalkOrder): ListingSortKey {
-  if (isDirectory) return { primary: `${name}/`, secondary: '', name };
-  if (order === 'path') return { primary: name, secondary: '', name };
+/**
+ * The sort key of a listing entry, one string: `name` (or `name/` for a directory) in path order; in sample order
+ * `stem NUL ext NUL name`, where the name breaks ties between names with one (stem, ext), e.g. `a` and `a.`, so the
+ * order never depends on readdir. No name holds NUL, the smallest character, so comparing these strings compares
+ * the (stem, ext, name) tuples, shorter prefix first: one string comparison per pair instead of up to three.
+ */
+export function listingSortKey(name: string, isDirectory: boolean, order: WalkOrder): string {
+  if (isDirectory) return `${name}/`;
+  if (order === 'path') return name;
   const dot = name.indexOf('.');
-  if (dot < 0) return { primary: name, secondary: '', name };
-  return { primary: name.slice(0, dot), secondary: name.slice(dot + 1), name };
+  if (dot < 0) return `${name}\0\0${name}`;
+  return `${name.slice(0, dot)}\0${name.slice(dot + 1)}\0${name}`;
 }
 
-export function compareListingKeys(a: ListingSortKey, b: ListingSortKey): number {
-  return compareKeys(a.primary, b.primary) || compareKeys(a.secondary, b.secondary) || compareKeys(a.name, b.name);
+/**
+ * Sorts a listing by its entries' sort keys in UTF-8 byte order: JavaScript's native comparison when no key holds a
+ * character it orders differently (see isSimpleKey), compareKeys otherwise.
+ */
+export function sortListing<T extends { sortKey: string }>(listing: T[]): T[] {
+  if (listing.every((e) => isSimpleKey(e.sortKey))) return listing.sort((a, b) => (a.sortKey < b.sortKey ? -1 : a.sortKey > b.sortKey ? 1 : 0));
+  return listing.sort((a, b) => compareKeys(a.sortKey, b.sortKey));
 }

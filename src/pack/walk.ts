@@ -7,7 +7,7 @@ import { lstat, readdir, stat } from 'node:fs/promises';
 import { normalize, sep } from 'node:path';
 import picomatch from 'picomatch';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import { compareListingKeys, listingSortKey, type ListingSortKey, type WalkOrder } from './walk-order.js';
+import { listingSortKey, sortListing, type WalkOrder } from './walk-order.js';
 
 export type { WalkOrder } from './walk-order.js';
 
@@ -87,7 +87,7 @@ interface Listed {
   relPath: string;
   absPath: string;
   isDirectory: boolean;
-  sortKey: ListingSortKey;
+  sortKey: string;
   /** Known already for followed symlinks. */
   stats?: Stats;
 }
@@ -165,17 +165,32 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
     onSkip?.(relPath, reason);
   };
 
-  /** Reads and sorts one directory; decides per entry whether it is a file, a directory or skipped. */
-  async function list(absDir: string, relDir: string): Promise<Listed[]> {
-    let dirents: Dirent<Buffer>[];
+  /**
+   * Reads one directory's entries with their names as strings. Node decodes names as UTF-8 and puts U+FFFD where
+   * the bytes are not UTF-8; only a listing that holds U+FFFD is read again as bytes, to tell a name that is not
+   * UTF-8 (an error) from one that holds the character itself. (Reading every listing as bytes and decoding each
+   * name took twice as long.)
+   */
+  async function readListing(absDir: string, relDir: string): Promise<Dirent[]> {
+    let dirents: Dirent[];
     try {
-      dirents = await readdir(absDir, { withFileTypes: true, encoding: 'buffer' });
+      dirents = await readdir(absDir, { withFileTypes: true });
+      if (dirents.some((d) => d.name.includes('\uFFFD'))) {
+        const raw = await readdir(absDir, { withFileTypes: true, encoding: 'buffer' });
+        for (const d of raw) decodeName(d.name, relDir);
+      }
     } catch (err) {
+      if (err instanceof ShardkitError) throw err;
       throw ioError(ErrorCodes.INPUT, `Cannot read source directory ${absDir}; check that it exists and is readable`, absDir, err);
     }
+    return dirents;
+  }
+
+  /** Sorts one directory's entries; decides per entry whether it is a file, a directory or skipped. */
+  async function list(absDir: string, relDir: string, dirents: Dirent[]): Promise<Listed[]> {
     const listed: Listed[] = [];
     for (const dirent of dirents) {
-      const name = decodeName(dirent.name, relDir);
+      const name = dirent.name;
       const relPath = relDir === '' ? name : `${relDir}/${name}`;
       // absDir is already normal (the resolved root, then names): concatenation is join without its normalising pass
       const absPath = absDir.endsWith(sep) ? `${absDir}${name}` : `${absDir}${sep}${name}`;
@@ -221,8 +236,7 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
       if (known !== undefined) entry.stats = known;
       listed.push(entry);
     }
-    listed.sort((a, b) => compareListingKeys(a.sortKey, b.sortKey));
-    return listed;
+    return sortListing(listed);
   }
 
   async function statFile(entry: Listed): Promise<Stats> {
@@ -248,7 +262,24 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
   /** dev:ino of the directories being walked, root to current, to cut loops through followed links. */
   const ancestors = new Set<string>();
 
-  async function* walkDirectory(absDir: string, relDir: string): AsyncGenerator<WalkEntry[]> {
+  /**
+   * The listing of the first directory in `listed` from `from` on, started now (its rejection is kept for the walk to
+   * meet when it gets there). The walk reads the next directory while the consumer works on this one's files: a
+   * listing is a thread-pool round trip, which would otherwise stall a consumer that is waiting for the next chunk.
+   */
+  function listAhead(listed: Listed[], from: number): { index: number; dirents: Promise<Dirent[]> } | undefined {
+    for (let j = from; j < listed.length; j++) {
+      const entry = listed[j] as Listed;
+      if (!entry.isDirectory) continue;
+      const dirents = readListing(entry.absPath, entry.relPath);
+      dirents.catch(() => undefined);
+      return { index: j, dirents };
+    }
+    return undefined;
+  }
+
+  /** Walks one directory; `listing` is its entries when read ahead. */
+  async function* walkDirectory(absDir: string, relDir: string, listing?: Promise<Dirent[]>): AsyncGenerator<WalkEntry[]> {
     let identity: string | undefined;
     if (follow) {
       const s = await stat(absDir).catch((err: unknown) => {
@@ -263,7 +294,8 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
     }
     stats.directories++;
     try {
-      const listed = await list(absDir, relDir);
+      const listed = await list(absDir, relDir, await (listing ?? readListing(absDir, relDir)));
+      let ahead = listAhead(listed, 0);
       // Stats of the next files run concurrently; results are consumed in listing order.
       const pending = new Map<number, Promise<Stats>>();
       let chunk: WalkEntry[] = [];
@@ -272,7 +304,9 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
         if (entry.isDirectory) {
           if (chunk.length > 0) yield chunk;
           chunk = [];
-          yield* walkDirectory(entry.absPath, entry.relPath);
+          const mine = ahead?.index === i ? ahead.dirents : undefined;
+          ahead = listAhead(listed, i + 1);
+          yield* walkDirectory(entry.absPath, entry.relPath, mine);
           continue;
         }
         if (!statFiles && entry.stats === undefined) {
