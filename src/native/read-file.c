@@ -11,6 +11,7 @@
  * readSamples(...) reads a run of samples and lays them out as shard bytes (tar headers, padding, member CRC32Cs) in
  * one call; see its comment below.
  */
+#define _GNU_SOURCE /* O_PATH */
 #define NAPI_VERSION 8
 #include <node_api.h>
 
@@ -87,12 +88,13 @@ enum { SC_OPEN = 1, SC_FSTAT = 2, SC_READ = 3 };
 static const char *const SYSCALL_NAMES[] = {"", "open", "fstat", "read"};
 
 /*
- * open, fstat, read, fstat, close of `path` into dst[0, room). RS_OK with *size; RS_ROOM with *size when the file
- * is larger than room (nothing read); RS_ERRNO with *err and *syscall; RS_NOT_FILE; RS_CHANGED.
+ * open, fstat, read, fstat, close of `path` (relative to directory `dir`, or AT_FDCWD) into dst[0, room). RS_OK with
+ * *size; RS_ROOM with *size when the file is larger than room (nothing read); RS_ERRNO with *err and *syscall;
+ * RS_NOT_FILE; RS_CHANGED.
  */
-static int read_source(const char *path, uint8_t *dst, size_t room, size_t *size, int *err, int *syscall) {
+static int read_source(int dir, const char *path, uint8_t *dst, size_t room, size_t *size, int *err, int *syscall) {
   // O_NONBLOCK: a FIFO swapped in for a listed file must not block the pack (fstat then says it is not a file)
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  int fd = openat(dir, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     *err = errno;
     *syscall = SC_OPEN;
@@ -166,7 +168,7 @@ napi_value sk_read_file(napi_env env, napi_callback_info info) {
   size_t size = 0;
   int err = 0, syscall = 0;
   napi_value result;
-  switch (read_source(path, data + (size_t)offset_d, (size_t)room_d, &size, &err, &syscall)) {
+  switch (read_source(AT_FDCWD, path, data + (size_t)offset_d, (size_t)room_d, &size, &err, &syscall)) {
     case RS_OK: napi_create_double(env, (double)size, &result); return result;
     case RS_ROOM: napi_create_double(env, -((double)size + 1), &result); return result;
     case RS_ERRNO: return rf_errno(env, err, SYSCALL_NAMES[syscall]);
@@ -231,6 +233,42 @@ static void tar_header(uint8_t *h, const uint8_t *template, const char *name, si
   h[USTAR_CHKSUM_AT + 7] = ' ';
 }
 
+/*
+ * The directory of the files being read, open (O_PATH), so that each file is opened by its name in it: the kernel
+ * resolves one path component per file instead of all of them (a task's files mostly share a directory).
+ */
+#ifdef O_PATH
+#define DIR_FLAGS (O_PATH | O_DIRECTORY | O_CLOEXEC)
+#else
+#define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+#endif
+
+typedef struct {
+  int fd;
+  size_t len;
+  char path[PATH_BYTES];
+} dir_cache;
+
+/* The directory to open `*path` in, advancing `*path` to the name in it; AT_FDCWD (path unchanged) when none. */
+static int dir_of(dir_cache *c, const char **path, size_t path_len) {
+  const char *slash = *path + path_len;
+  while (slash > *path && *slash != '/') slash--;
+  if (slash == *path || path_len == 0 || slash[1] == 0) return AT_FDCWD;
+  size_t len = (size_t)(slash - *path);
+  if (len >= PATH_BYTES) return AT_FDCWD;
+  if (c->fd < 0 || c->len != len || memcmp(c->path, *path, len) != 0) {
+    if (c->fd >= 0) close(c->fd);
+    memcpy(c->path, *path, len);
+    c->path[len] = 0;
+    c->len = len;
+    c->fd = open(c->path, DIR_FLAGS);
+    // the file's own open then reports what is wrong (ENOENT, EACCES, ...), as without the cache
+    if (c->fd < 0) return AT_FDCWD;
+  }
+  *path = slash + 1;
+  return c->fd;
+}
+
 static int whole(double d, double max) { return d >= 0 && d <= max && d == (double)(size_t)d; }
 
 napi_value sk_read_samples(napi_env env, napi_callback_info info) {
@@ -263,15 +301,22 @@ napi_value sk_read_samples(napi_env env, napi_callback_info info) {
   int skip = io[IO_SKIP] == 1;
   io[IO_SKIP] = 0;
   int status = RS_OK;
+  dir_cache dir = {.fd = -1};
   for (; sample < n_samples; sample++) {
     size_t start = pos, p = path_at, q = name_at;
     uint32_t members = counts[sample];
-    if (file + members > (io_len - IO_RESULTS) / 2) return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readSamples: io has no room for the results");
+    if (file + members > (io_len - IO_RESULTS) / 2) {
+      if (dir.fd >= 0) close(dir.fd);
+      return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readSamples: io has no room for the results");
+    }
     uint32_t m = 0;
     for (; m < members; m++) {
       const char *path = paths + p, *name = names + q;
       const char *path_nul = memchr(path, 0, paths_len - p), *name_nul = memchr(name, 0, names_len - q);
-      if (path_nul == NULL || name_nul == NULL) return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readSamples: fewer paths or names than counts say");
+      if (path_nul == NULL || name_nul == NULL) {
+        if (dir.fd >= 0) close(dir.fd);
+        return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readSamples: fewer paths or names than counts say");
+      }
       size_t name_len = (size_t)(name_nul - name);
       p += (size_t)(path_nul - path) + 1;
       q += name_len + 1;
@@ -283,7 +328,13 @@ napi_value sk_read_samples(napi_env env, napi_callback_info info) {
       }
       size_t size = 0, room = end - pos < header ? 0 : end - pos - header;
       int err = 0, syscall = 0;
-      status = end - pos < header ? RS_ROOM : read_source(path, target + pos + header, room, &size, &err, &syscall);
+      if (end - pos < header) {
+        status = RS_ROOM;
+      } else {
+        const char *file_path = path;
+        int at = dir_of(&dir, &file_path, (size_t)(path_nul - path));
+        status = read_source(at, file_path, target + pos + header, room, &size, &err, &syscall);
+      }
       if (status == RS_OK && template != NULL && tar_padded(size) > room) {
         status = RS_ROOM; /* the data fit, its padding does not */
       }
@@ -313,6 +364,7 @@ napi_value sk_read_samples(napi_env env, napi_callback_info info) {
     path_at = p;
     name_at = q;
   }
+  if (dir.fd >= 0) close(dir.fd);
   io[IO_SAMPLE] = (double)sample;
   io[IO_FILE] = (double)file;
   io[IO_PATH_AT] = (double)path_at;

@@ -166,6 +166,42 @@ describe.skipIf(!nativeAvailable())('native readSamples', () => {
     expect([io[IO.STATUS], io[IO.SAMPLE], io[IO.MEMBER]]).toEqual([STATUS.NOT_FILE, 1, 1]);
   });
 
+  it('opens each file in its own directory, whatever the directories before it (names repeat across them)', () => {
+    // readSamples keeps the last directory open and opens files by name in it: the same name in another directory,
+    // a directory whose name extends the previous one, a nested one, a relative path, a vanished directory
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.constantFrom('d', 'e', 'dx', 'd/e', 'f/g', '.'), fc.integer({ min: 0, max: 700 })), { minLength: 1, maxLength: 12 }), (files) => {
+        const root = tmpDir();
+        const bytes = files.map(([, size]) => randomBytes(size));
+        const paths = files.map(([dir], i) => {
+          fs.mkdirSync(path.join(root, dir), { recursive: true });
+          return dir === '.' ? path.relative(process.cwd(), path.join(root, `s${i}.bin`)) : path.join(root, dir, `n${i % 3}.bin`);
+        });
+        // a path may come twice: both reads give what was written to it last
+        const last = new Map<string, Buffer>();
+        paths.forEach((p, i) => {
+          fs.writeFileSync(p, bytes[i] as Buffer);
+          last.set(p, bytes[i] as Buffer);
+        });
+        const io = new Float64Array(IO.RESULTS + 2 * paths.length);
+        const target = new Uint8Array(1 << 16);
+        io[IO.END] = target.length;
+        readSamples(Buffer.from(`${paths.join('\0')}\0`), Buffer.from(`${paths.map((_, i) => `k${i}.bin`).join('\0')}\0`), new Uint32Array(paths.length).fill(1), null, target, io);
+        expect(io[IO.STATUS]).toBe(STATUS.DONE);
+        expect(Buffer.from(target.subarray(0, io[IO.POS])).equals(Buffer.concat(paths.map((p) => last.get(p) as Buffer)))).toBe(true);
+      }),
+      { numRuns: 40 },
+    );
+    const root = tmpDir();
+    fs.mkdirSync(path.join(root, 'a'));
+    fs.writeFileSync(path.join(root, 'a', 'x.bin'), 'x');
+    const paths = Buffer.from(`${path.join(root, 'a', 'x.bin')}\0${path.join(root, 'gone', 'y.bin')}\0`);
+    const io = new Float64Array(IO.RESULTS + 4);
+    io[IO.END] = 4096;
+    readSamples(paths, Buffer.from('a.bin\0b.bin\0'), Uint32Array.of(1, 1), null, new Uint8Array(4096), io);
+    expect([io[IO.STATUS], io[IO.SAMPLE], io[IO.ERRNO], io[IO.SYSCALL]]).toEqual([STATUS.ERRNO, 1, 2 /* ENOENT */, 1 /* open */]);
+  });
+
   it('refuses a cursor, room or result array that does not fit its inputs (in C, before reading)', () => {
     const dir = tmpDir();
     const { paths, names, counts, io } = inputs(dir, [{ key: 'a', members: [{ ext: 'bin', bytes: randomBytes(10) }] }]);
