@@ -195,4 +195,11 @@ describe('walkSource errors', () => {
       (e) => isShardkitError(e, ErrorCodes.INPUT) && e.message.includes('ff2e6a') && e.message.includes('d'),
     );
   });
+
+  it('takes a UTF-8 name that holds U+FFFD itself (the character Node puts where bytes are not UTF-8)', async () => {
+    await mkdir(join(root, 'd'));
+    await writeFile(join(root, 'd', 'a\uFFFD.bin'), 'x');
+    await writeFile(join(root, 'd', 'b.bin'), 'y');
+    expect((await collect(walkSource(root))).map((e) => e.relPath)).toEqual(['d/a\uFFFD.bin', 'd/b.bin']);
+  });
 });
