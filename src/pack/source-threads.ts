@@ -1,16 +1,15 @@
 /**
- * Runs the source side of a pack in threads. A walk thread (walk-worker.ts) cuts the samples into tasks and hands
- * task t to reader thread t mod N (source-worker.ts), which reads and encodes it ahead of the writer; the batches
- * come back to the calling thread in task order. So on Lots Of Small Files the open/fstat/read/close of the next
- * files overlap the writer's shard writes and index work instead of adding to them, and N readers keep N reads in
- * flight on a cold disk. With one reader, that thread walks the source itself (no walk thread, no tasks handed
- * between threads). Batches carry the bytes in transferred ArrayBuffers (no copy between threads) that the
+ * Runs the reads of a pack's source in threads. The calling thread walks the source, cuts the samples into tasks and
+ * hands task t to reader thread t mod N (source-worker.ts), which reads and encodes it ahead of the writer; the
+ * batches come back to the calling thread in task order. So on Lots Of Small Files the open/fstat/read/close of the
+ * next files overlap the writer's shard writes and index work instead of adding to them, and N readers keep N reads
+ * in flight on a cold disk. Batches carry the bytes in transferred ArrayBuffers (no copy between threads) that the
  * consumer hands back for reuse; credits bound the batches in flight, and tasks-ahead the work handed out, so
  * memory stays at a few batches per reader whatever the dataset size.
  */
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { Worker } from 'node:worker_threads';
 import { ErrorCodes, ShardkitError, isShardkitError, type ErrorCode } from '../../formats/errors.js';
 import { BATCH_BYTES } from './batch-builder.js';
 import { readTasks, sourceTasks, type EncodeOptions, type SourceBatch, type SourceBatchOptions, type SourceTask } from './source-batches.js';
@@ -56,38 +55,25 @@ export function openSourceBatches(options: SourceBatchOptions, threads: number):
         result.stats = s;
       };
       if (threads <= 0) return readTasks(sourceTasks(options, setStats), options.encode, () => spare.get(0)?.pop())[Symbol.asyncIterator]();
-      if (threads === 1) return inOneWorker(options, setStats, () => spare.get(0)?.splice(0) ?? [])[Symbol.asyncIterator]();
       return inWorkers(options, threads, setStats, (lane) => spare.get(lane)?.splice(0) ?? [])[Symbol.asyncIterator]();
     },
   };
   return result;
 }
 
-/** Messages from a reader thread: a batch; the walk's counters after the last batch (the only reader walks); a failure. */
-export type WorkerMessage = { type: 'batch'; batch: SourceBatch } | { type: 'walked'; stats: WalkStats } | ThreadError;
+/** Messages from a reader thread: a batch, or a failure. */
+export type WorkerMessage = { type: 'batch'; batch: SourceBatch } | ThreadError;
 
-/** A failure reported by a reader or the walk thread. */
+/** A failure reported by a reader thread. */
 export type ThreadError = { type: 'error'; code?: ErrorCode; message: string; file?: string; key?: string };
 
 /** Messages to a reader thread: a task to read, no more tasks, or one more batch wanted (with buffers to reuse). */
 export type ReaderMessage = { type: 'task'; task: SourceTask } | { type: 'end' } | { type: 'credit'; chunks: ArrayBuffer[] };
 
-/** Messages from the walk thread. */
-export type WalkerMessage = { type: 'dispatched'; tasks: number } | { type: 'end'; tasks: number; stats: WalkStats } | ThreadError;
-
-/** What the walk thread is told: tasks written so far (it stays at most TASKS_AHEAD per reader beyond). */
-export interface WrittenMessage {
-  type: 'written';
-  tasks: number;
-}
-
-/** The walk thread's start-up data. */
-export interface WalkerData {
-  options: SourceBatchOptions;
-  threads: number;
-  tasksAhead: number;
-  /** One port per reader thread: task t goes to port t mod threads. */
-  ports: MessagePort[];
+/** A reader thread's start-up data: how to encode, and how many batches it may send ahead of the consumer. */
+export interface ReaderData {
+  encode: EncodeOptions | undefined;
+  ahead: number;
 }
 
 /** An error thrown in a thread, as a message. */
@@ -101,24 +87,17 @@ function threadError(m: ThreadError): Error {
   return m.code === undefined ? new Error(m.message) : new ShardkitError(m.code, m.message, details);
 }
 
-/** The walk thread's script, next to this module once compiled. */
-const WALKER_URL = new URL('./walk-worker.js', import.meta.url);
-
-/** One reader thread: takes tasks (from the walk thread's port, or from a walk of its own), sends batches. */
+/** One reader thread: takes tasks, sends batches. */
 class ReaderLane {
   private readonly worker: Worker;
   private readonly queue: SourceBatch[] = [];
   private failure: Error | undefined;
   private wake: (() => void) | undefined;
-  /** The walk's counters, once a reader that walks has sent its last batch. */
-  walked: WalkStats | undefined;
 
-  constructor(encode: EncodeOptions | undefined, source: { tasks: MessagePort } | { walk: SourceBatchOptions }) {
-    const transferList = 'tasks' in source ? [source.tasks] : [];
-    this.worker = new Worker(WORKER_URL, { workerData: { encode, ahead: BATCHES_AHEAD, ...source }, transferList });
+  constructor(encode: EncodeOptions | undefined) {
+    this.worker = new Worker(WORKER_URL, { workerData: { encode, ahead: BATCHES_AHEAD } satisfies ReaderData });
     this.worker.on('message', (m: WorkerMessage) => {
       if (m.type === 'batch') this.queue.push(m.batch);
-      else if (m.type === 'walked') this.walked = m.stats;
       else this.failure ??= threadError(m);
       this.wake?.();
     });
@@ -132,17 +111,21 @@ class ReaderLane {
     });
   }
 
+  /** A task to read, or the end of the tasks. */
+  send(m: ReaderMessage): void {
+    this.worker.postMessage(m);
+  }
+
   /** One more batch wanted, with buffers to reuse. */
   credit(chunks: ArrayBuffer[]): void {
     this.worker.postMessage({ type: 'credit', chunks } satisfies ReaderMessage, chunks);
   }
 
-  /** The next batch this reader sends; undefined after the last one of a reader that walks. */
-  async next(): Promise<SourceBatch | undefined> {
+  /** The next batch this reader sends. */
+  async next(): Promise<SourceBatch> {
     for (;;) {
       const batch = this.queue.shift();
       if (batch !== undefined) return batch;
-      if (this.walked !== undefined) return undefined;
       if (this.failure !== undefined) throw this.failure;
       await new Promise<void>((resolve) => {
         this.wake = resolve;
@@ -159,51 +142,42 @@ class ReaderLane {
 }
 
 /**
- * One reader thread that walks the source itself: on a machine with few cores, a thread less than a walk thread
- * and a reader (no tasks to hand between them, one fewer thread to share the cores with).
- */
-async function* inOneWorker(options: SourceBatchOptions, setStats: (s: WalkStats) => void, spareChunks: () => ArrayBuffer[]): AsyncGenerator<SourceBatch> {
-  const lane = new ReaderLane(options.encode, { walk: options });
-  try {
-    for (let batch = await lane.next(); batch !== undefined; batch = await lane.next()) {
-      yield batch;
-      lane.credit(spareChunks());
-    }
-    setStats(lane.walked as WalkStats);
-  } finally {
-    await lane.close();
-  }
-}
-
-/**
- * Reader threads fed by a walk thread: the walk cuts tasks and sends task t straight to reader t mod threads; the
- * batches come back here and are yielded in task order. Nothing of the walk or the reads runs on this thread.
+ * Reader threads fed by this thread's walk: the walk cuts tasks and sends task t to reader t mod threads, staying at
+ * most TASKS_AHEAD tasks per reader beyond those written; the batches come back here and are yielded in task order.
+ * The walk is light next to the reads (a listing per directory, a few strings per file) and this thread waits on
+ * the readers much of the time, so it walks in between instead of a thread of its own taking a core.
  */
 async function* inWorkers(options: SourceBatchOptions, threads: number, setStats: (s: WalkStats) => void, spareChunks: (lane: number) => ArrayBuffer[]): AsyncGenerator<SourceBatch> {
-  const channels = Array.from({ length: threads }, () => new MessageChannel());
-  const lanes = channels.map((c) => new ReaderLane(options.encode, { tasks: c.port2 }));
-  const ports = channels.map((c) => c.port1);
-  const walker = new Worker(WALKER_URL, { workerData: { options, threads, tasksAhead: TASKS_AHEAD, ports } satisfies WalkerData, transferList: ports });
+  const lanes = Array.from({ length: threads }, () => new ReaderLane(options.encode));
   let dispatched = 0;
   let total: number | undefined;
-  let walkFailure: Error | undefined;
+  let walkFailure: unknown;
+  let written = 0;
+  let stopped = false;
   let progress: (() => void) | undefined;
-  walker.on('message', (m: WalkerMessage) => {
-    if (m.type === 'dispatched') dispatched = m.tasks;
-    else if (m.type === 'end') {
-      setStats(m.stats);
-      total = dispatched = m.tasks;
-    } else walkFailure ??= threadError(m);
-    progress?.();
-  });
-  walker.on('error', (err) => {
-    walkFailure ??= err;
-    progress?.();
-  });
-  walker.on('exit', (code) => {
-    if (total === undefined) walkFailure ??= new ShardkitError(ErrorCodes.IO, `the source walk thread stopped (exit code ${code})`);
-    progress?.();
-  });
+  let resumeWalk: (() => void) | undefined;
+  const walk = (async () => {
+    try {
+      for await (const task of sourceTasks(options, setStats)) {
+        while (task.task >= written + TASKS_AHEAD * threads && !stopped) {
+          await new Promise<void>((resolve) => {
+            resumeWalk = resolve;
+          });
+          resumeWalk = undefined;
+        }
+        if (stopped) return;
+        (lanes[task.task % threads] as ReaderLane).send({ type: 'task', task });
+        dispatched = task.task + 1;
+        progress?.();
+      }
+      total = dispatched;
+    } catch (err) {
+      walkFailure = err;
+    } finally {
+      for (const lane of lanes) lane.send({ type: 'end' });
+      progress?.();
+    }
+  })();
   try {
     for (let task = 0; ; task++) {
       // wait until the walk has handed out this task, or has ended before it
@@ -218,14 +192,18 @@ async function* inWorkers(options: SourceBatchOptions, threads: number, setStats
       const lane = lanes[task % threads] as ReaderLane;
       for (;;) {
         const batch = await lane.next();
-        if (batch === undefined || batch.task !== task) throw new Error(`source reader ${task % threads} sent task ${batch?.task} where task ${task} was due`);
+        if (batch.task !== task) throw new Error(`source reader ${task % threads} sent task ${batch?.task} where task ${task} was due`);
         yield batch;
         lane.credit(spareChunks(task % threads));
         if (batch.last) break;
       }
-      walker.postMessage({ type: 'written', tasks: task + 1 } satisfies WrittenMessage);
+      written = task + 1;
+      resumeWalk?.();
     }
   } finally {
-    await Promise.all([walker.terminate(), ...lanes.map((l) => l.close())]);
+    stopped = true;
+    resumeWalk?.();
+    await walk;
+    await Promise.all(lanes.map((l) => l.close()));
   }
 }

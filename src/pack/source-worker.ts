@@ -1,18 +1,15 @@
 /**
- * Reader thread of {@link openSourceBatches}: reads (and encodes) the tasks the walk thread sends it, in order, and
- * posts the batches to the main thread with their buffers transferred, at most `ahead` batches beyond what the main
- * thread has taken. The only reader walks the source itself and ends with the walk's counters.
+ * Reader thread of {@link openSourceBatches}: reads (and encodes) the tasks the walking thread sends it, in order, and
+ * posts the batches back with their buffers transferred, at most `ahead` batches beyond what that thread has taken.
  */
-import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { useNativeCrc32c } from '../native/native.js';
-import { readTasks, sourceTasks, type EncodeOptions, type SourceBatchOptions, type SourceTask } from './source-batches.js';
-import { toThreadError, type ReaderMessage, type WorkerMessage } from './source-threads.js';
-import type { WalkStats } from './walk.js';
+import { readTasks, type SourceTask } from './source-batches.js';
+import { toThreadError, type ReaderData, type ReaderMessage, type WorkerMessage } from './source-threads.js';
 
 const port = parentPort;
 if (port === null) throw new Error('source-worker.js runs only as a worker thread');
-/** `tasks`: the walk thread's port; or `walk`: this thread walks the source itself (the only reader). */
-const { encode, ahead, tasks: taskPort, walk } = workerData as { encode: EncodeOptions | undefined; ahead: number; tasks?: MessagePort; walk?: SourceBatchOptions };
+const { encode, ahead } = workerData as ReaderData;
 useNativeCrc32c();
 
 let credits = ahead;
@@ -20,7 +17,7 @@ let ended = false;
 const tasks: SourceTask[] = [];
 const spare: ArrayBuffer[] = [];
 let wake: (() => void) | undefined;
-const onMessage = (m: ReaderMessage): void => {
+port.on('message', (m: ReaderMessage) => {
   if (m.type === 'task') tasks.push(m.task);
   else if (m.type === 'end') ended = true;
   else {
@@ -28,10 +25,7 @@ const onMessage = (m: ReaderMessage): void => {
     spare.push(...m.chunks);
   }
   wake?.();
-};
-// tasks and their end come from the walk thread; credits from the main thread
-port.on('message', onMessage);
-taskPort?.on('message', onMessage);
+});
 const sleep = (): Promise<void> =>
   new Promise<void>((resolve) => {
     wake = resolve;
@@ -48,16 +42,12 @@ async function* incoming(): AsyncGenerator<SourceTask> {
 
 const post = (m: WorkerMessage, transfer: ArrayBuffer[] = []): void => port.postMessage(m, transfer);
 try {
-  let stats: WalkStats | undefined;
-  const tasks = walk === undefined ? incoming() : sourceTasks(walk, (s) => (stats = s));
-  for await (const batch of readTasks(tasks, encode, () => spare.pop())) {
+  for await (const batch of readTasks(incoming(), encode, () => spare.pop())) {
     while (credits === 0) await sleep();
     credits--;
     post({ type: 'batch', batch }, [...batch.chunks, batch.meta.buffer as ArrayBuffer]);
   }
-  if (stats !== undefined) post({ type: 'walked', stats });
 } catch (err) {
   post(toThreadError(err));
 }
 port.unref();
-taskPort?.close();

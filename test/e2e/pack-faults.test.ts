@@ -100,8 +100,7 @@ describe('pack faults', () => {
       expect(skipped.status, skipped.stderr).toBe(0);
       expect(JSON.parse(fs.readFileSync(path.join(base, 'skip', 'manifest.json'), 'utf8')).skipped).toEqual([{ path: 'd1/f0019.bin', reason: expect.stringMatching(/^SHARDKIT_ERR_INPUT: cannot open .*permission denied/) }]);
       expect(await sampleCount(path.join(base, 'skip'))).toBe(29);
-      // a directory the walk cannot list stops the pack whatever --on-error says: in the walk thread, or in the
-      // only reader thread, which walks itself
+      // a directory the walk cannot list stops the pack whatever --on-error says, with any number of readers
       fs.chmodSync(path.join(src, 'd2'), 0o000);
       for (const threads of ['2', '1']) {
         const walk = asNobody(['pack', src, '--out', path.join(base, `walk${threads}`), '--on-error', 'skip', '--read-threads', threads]);
