@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 /** shardkit's command line: parses arguments, calls the library, prints, sets the exit code. */
+import './prestart.js';
 import { Command, CommanderError } from 'commander';
 import { VERSION } from '../src/version.js';
 import { EXIT_USAGE, setDebug } from './run-action.js';

@@ -14,7 +14,8 @@ import { imageConcurrency } from '../passes/image-concurrency.js';
 import { DatasetWriter, type WriterStats } from './dataset-writer.js';
 import { walkSamples } from './group-samples.js';
 import { batchSamples, sampleError, type SampleInputError } from './source-batches.js';
-import { openSourceBatches, workerAvailable, type SourceBatches } from './source-threads.js';
+import { openSourceBatches, type SourceBatches } from './source-threads.js';
+import { DEFAULT_READ_THREADS, workerAvailable } from './reader-start.js';
 import { memberPath } from '../../formats/sample.js';
 import { useNativeCrc32c } from '../native/native.js';
 import { runPipeline, settle, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
@@ -86,9 +87,6 @@ export interface PackResult {
   sourceBytes: number;
   passStats: Record<string, Record<string, number>>;
 }
-
-/** Reader threads by default: two keep two reads in flight (see PackOptions.readThreads). */
-export const DEFAULT_READ_THREADS = 2;
 
 export function defaultOutDir(source: string): string {
   return `${path.resolve(source).replace(/[\\/]+$/, '')}.shards`;

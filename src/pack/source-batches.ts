@@ -1,18 +1,16 @@
 /**
- * The source side of a pack, as data and work: the walk cut into tasks of consecutive samples (sourceTasks), the
- * reading and encoding of tasks into compact batches (readTasks), and their decoding on the writer's side
- * (batchSamples). source-threads.ts runs the walk and the reads in threads; with no threads, the same code runs in
- * the calling thread.
+ * The source side of a pack, as data and work: tasks of consecutive samples (cut by source-tasks.ts), the reading
+ * and encoding of tasks into compact batches (readTasks), and their decoding on the writer's side (batchSamples).
+ * source-threads.ts runs the reads in threads; with no threads, the same code runs in the calling thread. Reader
+ * threads load this module, not the walk's.
  */
 import { ErrorCodes, ShardkitError, isShardkitError, type ErrorCode } from '../../formats/errors.js';
 import type { CodecId, MemberEntry } from '../../formats/index-entry.js';
 import type { Layout } from '../../formats/index-layout.js';
 import type { EncodedSample } from '../../formats/sample-layout.js';
 import { BatchBuilder } from './batch-builder.js';
-import { walkSamples } from './group-samples.js';
-import { partOfKey, type PartSpec } from './partition.js';
+import type { PartSpec } from './partition.js';
 import { nativeSampleReader, readTaskNative } from './read-samples.js';
-import type { WalkEntry, WalkStats } from './walk.js';
 
 export interface SourceBatchOptions {
   /** Absolute source directory. */
@@ -148,39 +146,6 @@ export function* batchSamples(batch: SourceBatch, encoded: boolean): Generator<B
 /** The error recorded for a sample, as the ShardkitError it was. */
 export function sampleError(e: SampleInputError): ShardkitError {
   return new ShardkitError(e.code, e.message, e.file === undefined ? {} : { file: e.file });
-}
-
-/** Walks the source, keeps the samples of the part past `skip`, and cuts them into tasks. */
-export async function* sourceTasks(options: SourceBatchOptions, stats: (s: WalkStats) => void): AsyncGenerator<SourceTask> {
-  const walk = walkSamples(options.root, {
-    followSymlinks: options.followSymlinks,
-    includeHidden: options.includeHidden,
-    ...(options.include === undefined ? {} : { include: options.include }),
-    ...(options.exclude === undefined ? {} : { exclude: options.exclude }),
-    // sizes come from the fstat at read time: no lstat per file in the walk
-    stat: false,
-  });
-  let seen = 0;
-  const empty = (task: number): SourceTask => ({ task, keys: [], counts: [], exts: [], paths: [] });
-  let task = empty(0);
-  for await (const samples of walk.chunks()) {
-    for (const s of samples) {
-      if (options.part !== undefined && partOfKey(s.key, options.part.count) !== options.part.index) continue;
-      if (seen++ < options.skip) continue;
-      task.keys.push(s.key);
-      task.counts.push(s.files.length);
-      for (let i = 0; i < s.files.length; i++) {
-        task.exts.push(s.exts[i] as string);
-        task.paths.push((s.files[i] as WalkEntry).absPath);
-      }
-      if (task.keys.length === TASK_SAMPLES) {
-        yield task;
-        task = empty(task.task + 1);
-      }
-    }
-  }
-  if (task.keys.length > 0) yield task;
-  stats({ ...walk.stats });
 }
 
 /**

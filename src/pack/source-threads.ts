@@ -7,12 +7,13 @@
  * consumer hands back for reuse; credits bound the batches in flight, and tasks-ahead the work handed out, so
  * memory stays at a few batches per reader whatever the dataset size.
  */
-import fs from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
-import { ErrorCodes, ShardkitError, isShardkitError, type ErrorCode } from '../../formats/errors.js';
+import type { Worker } from 'node:worker_threads';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { BATCH_BYTES } from './batch-builder.js';
-import { readTasks, sourceTasks, type EncodeOptions, type SourceBatch, type SourceBatchOptions, type SourceTask } from './source-batches.js';
+import { startReader } from './reader-start.js';
+import { threadError, type ReaderMessage, type WorkerMessage } from './reader-protocol.js';
+import { readTasks, type EncodeOptions, type SourceBatch, type SourceBatchOptions } from './source-batches.js';
+import { sourceTasks } from './source-tasks.js';
 import type { WalkStats } from './walk.js';
 
 /** Batches read ahead of the consumer, per reader. */
@@ -25,14 +26,6 @@ export interface SourceBatches extends AsyncIterable<SourceBatch> {
   readonly stats: WalkStats;
   /** Gives a batch's buffers back for reuse once none of its bytes are needed any more (optional). */
   recycle(batch: SourceBatch): void;
-}
-
-/** The worker's script next to this module once compiled; absent when running from TypeScript sources. */
-const WORKER_URL = new URL('./source-worker.js', import.meta.url);
-
-/** Whether the source can be read in a worker thread here (the compiled worker script exists). */
-export function workerAvailable(): boolean {
-  return fs.existsSync(fileURLToPath(WORKER_URL));
 }
 
 /**
@@ -61,32 +54,6 @@ export function openSourceBatches(options: SourceBatchOptions, threads: number):
   return result;
 }
 
-/** Messages from a reader thread: a batch, or a failure. */
-export type WorkerMessage = { type: 'batch'; batch: SourceBatch } | ThreadError;
-
-/** A failure reported by a reader thread. */
-export type ThreadError = { type: 'error'; code?: ErrorCode; message: string; file?: string; key?: string };
-
-/** Messages to a reader thread: a task to read, no more tasks, or one more batch wanted (with buffers to reuse). */
-export type ReaderMessage = { type: 'task'; task: SourceTask } | { type: 'end' } | { type: 'credit'; chunks: ArrayBuffer[] };
-
-/** A reader thread's start-up data: how to encode, and how many batches it may send ahead of the consumer. */
-export interface ReaderData {
-  encode: EncodeOptions | undefined;
-  ahead: number;
-}
-
-/** An error thrown in a thread, as a message. */
-export function toThreadError(err: unknown): ThreadError {
-  if (isShardkitError(err)) return { type: 'error', code: err.code, message: err.message, ...(err.file === undefined ? {} : { file: err.file }), ...(err.key === undefined ? {} : { key: err.key }) };
-  return { type: 'error', message: err instanceof Error ? (err.stack ?? err.message) : String(err) };
-}
-
-function threadError(m: ThreadError): Error {
-  const details = { ...(m.file === undefined ? {} : { file: m.file }), ...(m.key === undefined ? {} : { key: m.key }) };
-  return m.code === undefined ? new Error(m.message) : new ShardkitError(m.code, m.message, details);
-}
-
 /** One reader thread: takes tasks, sends batches. */
 class ReaderLane {
   private readonly worker: Worker;
@@ -95,7 +62,8 @@ class ReaderLane {
   private wake: (() => void) | undefined;
 
   constructor(encode: EncodeOptions | undefined) {
-    this.worker = new Worker(WORKER_URL, { workerData: { encode, ahead: BATCHES_AHEAD } satisfies ReaderData });
+    this.worker = startReader();
+    this.send({ type: 'init', encode, ahead: BATCHES_AHEAD });
     this.worker.on('message', (m: WorkerMessage) => {
       if (m.type === 'batch') this.queue.push(m.batch);
       else this.failure ??= threadError(m);

@@ -1,24 +1,28 @@
 /**
- * Reader thread of {@link openSourceBatches}: reads (and encodes) the tasks the walking thread sends it, in order, and
- * posts the batches back with their buffers transferred, at most `ahead` batches beyond what that thread has taken.
+ * Reader thread of {@link openSourceBatches}: told how to encode (`init`), reads (and encodes) the tasks the walking
+ * thread sends it, in order, and posts the batches back with their buffers transferred, at most `ahead` batches
+ * beyond what that thread has taken.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 import { useNativeCrc32c } from '../native/native.js';
-import { readTasks, type SourceTask } from './source-batches.js';
-import { toThreadError, type ReaderData, type ReaderMessage, type WorkerMessage } from './source-threads.js';
+import { toThreadError, type ReaderMessage, type WorkerMessage } from './reader-protocol.js';
+import { readTasks, type EncodeOptions, type SourceTask } from './source-batches.js';
 
 const port = parentPort;
 if (port === null) throw new Error('source-worker.js runs only as a worker thread');
-const { encode, ahead } = workerData as ReaderData;
 useNativeCrc32c();
 
-let credits = ahead;
+let init: { encode: EncodeOptions | undefined } | undefined;
+let credits = 0;
 let ended = false;
 const tasks: SourceTask[] = [];
 const spare: ArrayBuffer[] = [];
 let wake: (() => void) | undefined;
 port.on('message', (m: ReaderMessage) => {
-  if (m.type === 'task') tasks.push(m.task);
+  if (m.type === 'init') {
+    init = { encode: m.encode };
+    credits = m.ahead;
+  } else if (m.type === 'task') tasks.push(m.task);
   else if (m.type === 'end') ended = true;
   else {
     credits++;
@@ -42,7 +46,8 @@ async function* incoming(): AsyncGenerator<SourceTask> {
 
 const post = (m: WorkerMessage, transfer: ArrayBuffer[] = []): void => port.postMessage(m, transfer);
 try {
-  for await (const batch of readTasks(incoming(), encode, () => spare.pop())) {
+  while (init === undefined) await sleep();
+  for await (const batch of readTasks(incoming(), init.encode, () => spare.pop())) {
     while (credits === 0) await sleep();
     credits--;
     post({ type: 'batch', batch }, [...batch.chunks, batch.meta.buffer as ArrayBuffer]);

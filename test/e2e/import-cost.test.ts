@@ -37,4 +37,15 @@ describe('import cost', () => {
     const help = spawnSync(process.execPath, [cli, '--help'], { encoding: 'utf8' });
     for (const command of ['pack', 'merge', 'derive', 'info', 'ls', 'get', 'verify', 'extract', 'reindex', 'index', 'synth', 'bench']) expect(help.stdout).toContain(`  ${command} `);
   });
+
+  it('shardkit pack starts its readers first thing, and still exits at once when it stops before using them', () => {
+    const cli = path.join(ROOT, 'dist/cli/main.js');
+    const help = spawnSync(process.execPath, [cli, 'pack', '--help'], { encoding: 'utf8', timeout: 20_000 });
+    expect([help.status, help.signal]).toEqual([0, null]);
+    expect(help.stdout).toContain('--read-threads');
+    const missing = spawnSync(process.execPath, [cli, 'pack', path.join(ROOT, 'no-such-dir'), '--read-threads', '3'], { encoding: 'utf8', timeout: 20_000 });
+    expect([missing.status, missing.signal]).toEqual([2, null]);
+    expect(missing.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INVALID_ARG: source .*no-such-dir is not a directory/);
+  });
 });
+

@@ -1,0 +1,40 @@
+/**
+ * Starting pack's reader threads (source-worker.ts). A thread takes ~0.1 s to start and load its modules; the
+ * command line starts them first thing (prestartReaders), so that happens while the main thread loads its own,
+ * and the pack takes them over (startReader). Only node built-ins here: importing this costs nothing.
+ */
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+
+/** Reader threads by default: two keep two reads in flight (see PackOptions.readThreads). */
+export const DEFAULT_READ_THREADS = 2;
+
+/** The worker's script next to this module once compiled; absent when running from TypeScript sources. */
+const WORKER_URL = new URL('./source-worker.js', import.meta.url);
+
+/** Whether the source can be read in a worker thread here (the compiled worker script exists). */
+export function workerAvailable(): boolean {
+  return fs.existsSync(fileURLToPath(WORKER_URL));
+}
+
+/** Started ahead and not taken yet; they do not keep the process alive. */
+const started: Worker[] = [];
+
+/** Starts `count` reader threads now, for the next pack of this process to take (none where workers are unavailable). */
+export function prestartReaders(count: number): void {
+  if (!workerAvailable()) return;
+  for (let i = 0; i < count; i++) {
+    const worker = new Worker(WORKER_URL);
+    worker.unref();
+    started.push(worker);
+  }
+}
+
+/** A reader thread: one started ahead, or a new one. It waits for its `init` message. */
+export function startReader(): Worker {
+  const worker = started.shift();
+  if (worker === undefined) return new Worker(WORKER_URL);
+  worker.ref();
+  return worker;
+}
