@@ -18,24 +18,32 @@ export async function* sourceTasks(options: SourceBatchOptions, stats: (s: WalkS
     stat: false,
   });
   let seen = 0;
-  const empty = (task: number): SourceTask => ({ task, keys: [], counts: [], exts: [], paths: [] });
-  let task = empty(0);
+  let task = 0;
+  let keys: string[] = [];
+  let counts: number[] = [];
+  let exts: string[] = [];
+  let paths: string[] = [];
+  const cut = (): SourceTask => {
+    const t = { task: task++, keys: keys.join('\0'), counts, exts: exts.join('\0'), paths: paths.join('\0') };
+    keys = [];
+    counts = [];
+    exts = [];
+    paths = [];
+    return t;
+  };
   for await (const samples of walk.chunks()) {
     for (const s of samples) {
       if (options.part !== undefined && partOfKey(s.key, options.part.count) !== options.part.index) continue;
       if (seen++ < options.skip) continue;
-      task.keys.push(s.key);
-      task.counts.push(s.files.length);
+      keys.push(s.key);
+      counts.push(s.files.length);
       for (let i = 0; i < s.files.length; i++) {
-        task.exts.push(s.exts[i] as string);
-        task.paths.push((s.files[i] as WalkEntry).absPath);
+        exts.push(s.exts[i] as string);
+        paths.push((s.files[i] as WalkEntry).absPath);
       }
-      if (task.keys.length === TASK_SAMPLES) {
-        yield task;
-        task = empty(task.task + 1);
-      }
+      if (keys.length === TASK_SAMPLES) yield cut();
     }
   }
-  if (task.keys.length > 0) yield task;
+  if (keys.length > 0) yield cut();
   stats({ ...walk.stats });
 }
