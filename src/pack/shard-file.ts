@@ -17,9 +17,10 @@ export class ShardFile {
   private buffered = 0;
   /**
    * The caller's bytes not yet written or copied: consecutive writes of adjacent views (a reader thread's batch)
-   * join here and go out in one write, without a copy. {@link ShardFile.settle} lets go of them.
+   * join here and go out in one write, without a copy. {@link ShardFile.settle} lets go of them. Kept as a range,
+   * not a view: a view per write would be one more object per sample.
    */
-  private pending: Uint8Array | undefined;
+  private pending: { buffer: ArrayBufferLike; offset: number; length: number } | undefined;
   private crc = 0;
   private readonly head = new Uint8Array(FINGERPRINT_BYTES);
   private headBytes = 0;
@@ -46,18 +47,18 @@ export class ShardFile {
     }
     this.bytes += data.length;
     const p = this.pending;
-    if (p !== undefined && data.buffer === p.buffer && data.byteOffset === p.byteOffset + p.length) {
-      this.pending = new Uint8Array(p.buffer, p.byteOffset, p.length + data.length);
+    if (p !== undefined && data.buffer === p.buffer && data.byteOffset === p.offset + p.length) {
+      p.length += data.length;
       return;
     }
     this.settle();
-    this.pending = data;
+    this.pending = { buffer: data.buffer, offset: data.byteOffset, length: data.length };
   }
 
   /** Writes (long runs) or copies (short ones) the pending bytes: afterwards no caller memory is referenced. */
   settle(): void {
-    const p = this.pending;
-    if (p === undefined) return;
+    if (this.pending === undefined) return;
+    const p = new Uint8Array(this.pending.buffer, this.pending.offset, this.pending.length);
     this.pending = undefined;
     if (p.length >= DIRECT_WRITE_BYTES) {
       this.flush();
