@@ -27,7 +27,7 @@ export function renderMarkdown(report) {
   const lines = [];
   lines.push(`## Read benchmark: ${n} samples, ${(data.bytes / 2 ** 20).toFixed(0)} MiB, ${data.shards} shards, warm cache, random order`);
   lines.push('');
-  lines.push(`Load average while running: ${machine.loadAverage.map((l) => l.toFixed(1)).join(', ')} on ${machine.cpus} cores. Native addon: ${settings.native ? 'on (memory-mapped shards, hardware CRC32C)' : 'off (pread)'}.`);
+  lines.push(`Load average while running: ${machine.loadAverage.map((l) => l.toFixed(1)).join(', ')} on ${machine.cpus} cores. Native addon: ${settings.native ? 'on (memory-mapped shards, hardware CRC32C)' : 'off (pread)'}. Each method in a fresh process: ${settings.warmupEpochs ?? 1} warm-up epoch(s), then the median of ${settings.epochsTimed ?? 3}.`);
   lines.push('');
   lines.push('| method | median wall ms / epoch | wall us / sample | CPU us / sample | wall runs (ms) |');
   lines.push('|---|---:|---:|---:|---|');

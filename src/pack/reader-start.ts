@@ -19,7 +19,7 @@ export function workerAvailable(): boolean {
 }
 
 /** Started ahead and not taken yet; they do not keep the process alive. */
-const started: Worker[] = [];
+const started = new Set<Worker>();
 
 /** Starts `count` reader threads now, for the next pack of this process to take (none where workers are unavailable). */
 export function prestartReaders(count: number): void {
@@ -27,14 +27,22 @@ export function prestartReaders(count: number): void {
   for (let i = 0; i < count; i++) {
     const worker = new Worker(WORKER_URL);
     worker.unref();
-    started.push(worker);
+    // one that fails before a pack takes it is dropped (the pack starts a new one, whose failure it reports)
+    const drop = (): void => {
+      started.delete(worker);
+    };
+    worker.once('error', drop).once('exit', drop);
+    started.add(worker);
   }
 }
 
 /** A reader thread: one started ahead, or a new one. It waits for its `init` message. */
 export function startReader(): Worker {
-  const worker = started.shift();
-  if (worker === undefined) return new Worker(WORKER_URL);
-  worker.ref();
-  return worker;
+  for (const worker of started) {
+    started.delete(worker);
+    worker.removeAllListeners('error').removeAllListeners('exit');
+    worker.ref();
+    return worker;
+  }
+  return new Worker(WORKER_URL);
 }

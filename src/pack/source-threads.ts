@@ -79,7 +79,7 @@ class ReaderLane {
     });
   }
 
-  /** A task to read, or the end of the tasks. */
+  /** A message to the reader: its init, a task, the end of the tasks. */
   send(m: ReaderMessage): void {
     this.worker.postMessage(m);
   }
