@@ -1,7 +1,7 @@
 /**
  * `pack`: walk a source tree, run the preprocessing passes once, and write a dataset. Samples reach the writer in
  * walk order whatever the concurrency, so the same input and options give the same bytes; memory stays bounded
- * (one directory listing per level, a window of in-flight samples, the writer's bounded index runs).
+ * (two directory listings per level, a window of in-flight samples, the writer's bounded index runs).
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -39,8 +39,7 @@ export const TASK_SAMPLES = 256;
 /**
  * One task: consecutive samples of the walk, read by one reader. Compact for the trip between threads: per sample
  * its key and member count, per member its extension and absolute path, the strings joined by NUL (which no key,
- * extension or path holds): copying three strings between threads costs next to nothing, cloning an array of
- * strings costs per string (it was the walking thread's largest cost).
+ * extension or path holds): three strings to copy between threads instead of arrays cloned string by string.
  */
 export interface SourceTask {
   task: number;

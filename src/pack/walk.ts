@@ -1,6 +1,7 @@
 /**
  * Walks a source tree and yields its regular files in a deterministic byte order (see walk-order.ts), holding at
- * most one directory listing per level in memory, whatever the size of the tree.
+ * most two directory listings per level in memory (the one being walked and the next, read ahead), whatever the
+ * size of the tree.
  */
 import type { Dirent, Stats } from 'node:fs';
 import { lstat, readdir, stat } from 'node:fs/promises';
@@ -135,7 +136,7 @@ function ioError(code: typeof ErrorCodes.INPUT | typeof ErrorCodes.INPUT_CHANGED
 
 /**
  * Walks `root` recursively and yields its regular files in byte order (see {@link WalkOptions.order}).
- * Memory holds one directory listing per level of depth, never the list of all paths.
+ * Memory holds two directory listings per level of depth (one read ahead), never the list of all paths.
  * @throws ShardkitError INPUT when the root or a directory cannot be read (names the path), or a name is not UTF-8;
  *   INPUT_CHANGED when a listed file vanishes or changes type before it is stat'ed.
  * @example
