@@ -160,7 +160,7 @@ async function* inWorkers(options: SourceBatchOptions, threads: number, setStats
       const lane = lanes[task % threads] as ReaderLane;
       for (;;) {
         const batch = await lane.next();
-        if (batch.task !== task) throw new Error(`source reader ${task % threads} sent task ${batch?.task} where task ${task} was due`);
+        if (batch.task !== task) throw new Error(`source reader ${task % threads} sent task ${batch.task} where task ${task} was due`);
         yield batch;
         lane.credit(spareChunks(task % threads));
         if (batch.last) break;
