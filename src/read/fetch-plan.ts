@@ -53,33 +53,86 @@ export const DEFAULT_MAX_READ_BYTES = 1024 * 1024;
  * a run of length 0 needs no read. O(k log k) for k requests.
  */
 export function planReads(requests: readonly SpanRequest[], options: CoalesceOptions): ReadRun[] {
-  const order = requests.map((_, i) => i);
-  order.sort((a, b) => {
-    const x = requests[a] as SpanRequest;
-    const y = requests[b] as SpanRequest;
-    // Longest first at one offset, so repeats of a span (and shorter spans at its start) fall inside it.
-    return x.shard - y.shard || x.offset - y.offset || y.length - x.length;
-  });
+  const order = sortRequests(requests);
   const runs: ReadRun[] = [];
   let run: ReadRun | undefined;
   let runEnd = 0;
-  for (const i of order) {
-    const r = requests[i] as SpanRequest;
-    const end = r.offset + r.length;
+  for (let n = 0; n < requests.length; n++) {
+    const i = order[n] as number;
+    const offset = keys.offset[i] as number;
+    const length = keys.length[i] as number;
+    const end = offset + length;
     const joinable =
       run !== undefined &&
-      run.shard === r.shard &&
+      run.shard === keys.shard[i] &&
       // A span starting inside the run always joins it (whatever maxReadBytes): no byte is read twice.
-      (r.offset < runEnd || (r.offset - runEnd <= options.gapBytes && end - run.offset <= options.maxReadBytes));
+      (offset < runEnd || (offset - runEnd <= options.gapBytes && end - run.offset <= options.maxReadBytes));
     if (!joinable || run === undefined) {
-      run = { shard: r.shard, offset: r.offset, length: r.length, slices: [] };
+      run = { shard: keys.shard[i] as number, offset, length, slices: [] };
       runs.push(run);
       runEnd = end;
     } else if (end > runEnd) {
       runEnd = end;
       run.length = runEnd - run.offset;
     }
-    run.slices.push({ request: i, start: r.offset - run.offset, length: r.length });
+    run.slices.push({ request: i, start: offset - run.offset, length });
   }
   return runs;
+}
+
+/**
+ * Sort scratch, reused across calls (a loader plans one batch at a time, synchronously): the requests' fields in
+ * typed arrays and two index buffers for a bottom-up merge sort. Sorting indices with Array#sort and a comparator
+ * that reads the request objects cost about twice as much per batch (0.4 against 0.2 us a sample, 32-sample
+ * batches of a shuffled epoch), a sizeable share of a 4 us read from the page cache.
+ */
+const keys = { shard: new Float64Array(64), offset: new Float64Array(64), length: new Float64Array(64), a: new Int32Array(64), b: new Int32Array(64) };
+
+/** Whether request i comes before request j: by shard, then offset, then longest first, then request order. */
+function before(i: number, j: number): boolean {
+  const { shard, offset, length } = keys;
+  if (shard[i] !== shard[j]) return (shard[i] as number) < (shard[j] as number);
+  if (offset[i] !== offset[j]) return (offset[i] as number) < (offset[j] as number);
+  // Longest first at one offset, so repeats of a span (and shorter spans at its start) fall inside it.
+  if (length[i] !== length[j]) return (length[i] as number) > (length[j] as number);
+  return i < j;
+}
+
+/** The request indices in planning order (a view of the scratch, valid until the next call). */
+function sortRequests(requests: readonly SpanRequest[]): Int32Array {
+  const k = requests.length;
+  if (keys.a.length < k) {
+    const n = Math.max(k, 2 * keys.a.length);
+    keys.shard = new Float64Array(n);
+    keys.offset = new Float64Array(n);
+    keys.length = new Float64Array(n);
+    keys.a = new Int32Array(n);
+    keys.b = new Int32Array(n);
+  }
+  let inOrder = true;
+  for (let i = 0; i < k; i++) {
+    const r = requests[i] as SpanRequest;
+    keys.shard[i] = r.shard;
+    keys.offset[i] = r.offset;
+    keys.length[i] = r.length;
+    keys.a[i] = i;
+    if (inOrder && i > 0 && !before(i - 1, i)) inOrder = false;
+  }
+  let src = keys.a;
+  let dst = keys.b;
+  if (inOrder) return src; // sequential epochs and block-local batches: already in order
+  for (let width = 1; width < k; width *= 2) {
+    for (let lo = 0; lo < k; lo += 2 * width) {
+      const mid = Math.min(lo + width, k);
+      const hi = Math.min(lo + 2 * width, k);
+      let i = lo;
+      let j = mid;
+      let out = lo;
+      while (i < mid && j < hi) dst[out++] = before(src[j] as number, src[i] as number) ? (src[j++] as number) : (src[i++] as number);
+      while (i < mid) dst[out++] = src[i++] as number;
+      while (j < hi) dst[out++] = src[j++] as number;
+    }
+    [src, dst] = [dst, src];
+  }
+  return src;
 }

@@ -58,6 +58,22 @@ describe('planReads (coalescing)', () => {
     );
   });
 
+  it('plans exactly what a plain comparator sort and one pass over it plan (the merge sort and its scratch growth)', () => {
+    const request = fc.record({ shard: fc.nat({ max: 3 }), offset: fc.nat({ max: 300 }), length: fc.nat({ max: 60 }) });
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(fc.array(request, { maxLength: 20 }), fc.array(request, { minLength: 60, maxLength: 300 })), { minLength: 1, maxLength: 3 }),
+        fc.nat({ max: 100 }),
+        fc.nat({ max: 400 }),
+        (batches, gapBytes, maxReadBytes) => {
+          // Several calls in a row: the scratch arrays are reused and grow (past 64 requests) between calls.
+          for (const requests of batches) expect(planReads(requests, { gapBytes, maxReadBytes })).toEqual(referencePlan(requests, gapBytes, maxReadBytes));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('joins neighbours within the gap when they fit, and keeps them apart otherwise', () => {
     const reqs: SpanRequest[] = [
       { shard: 0, offset: 0, length: 10 },
@@ -83,6 +99,28 @@ describe('planReads (coalescing)', () => {
     expect(runs[0]?.slices.map((s) => [s.request, s.start, s.length])).toEqual([[1, 0, 0], [2, 1, 5], [0, 5, 2]]);
   });
 });
+
+/** The planning rule written plainly: sort by (shard, offset, longest first, request order), then one joining pass. */
+function referencePlan(requests: readonly SpanRequest[], gapBytes: number, maxReadBytes: number) {
+  const order = requests.map((_, i) => i).sort((a, b) => {
+    const [x, y] = [requests[a]!, requests[b]!];
+    return x.shard - y.shard || x.offset - y.offset || y.length - x.length || a - b;
+  });
+  const runs: Array<{ shard: number; offset: number; length: number; slices: Array<{ request: number; start: number; length: number }> }> = [];
+  for (const i of order) {
+    const r = requests[i]!;
+    const run = runs.at(-1);
+    const runEnd = run === undefined ? 0 : run.offset + run.length;
+    const end = r.offset + r.length;
+    if (run !== undefined && run.shard === r.shard && (r.offset < runEnd || (r.offset - runEnd <= gapBytes && end - run.offset <= maxReadBytes))) {
+      run.length = Math.max(runEnd, end) - run.offset;
+      run.slices.push({ request: i, start: r.offset - run.offset, length: r.length });
+    } else {
+      runs.push({ shard: r.shard, offset: r.offset, length: r.length, slices: [{ request: i, start: 0, length: r.length }] });
+    }
+  }
+  return runs;
+}
 
 /**
  * The joining rule, restated from the slices alone: a span that starts at or past the bytes gathered so far joins
