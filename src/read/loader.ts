@@ -214,29 +214,32 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     return { done: false, value: batch };
   }
 
-  /** Starts batches while there is room: always the head, then up to `maxNew` in all while under prefetch. */
-  private fill(maxNew: number): void {
-    let started = 0;
+  /** Starts batches until `depth` are queued (the head always; the others while under prefetch). */
+  private fill(depth: number): void {
     while (
       !this.finished &&
       this.nextBatch < this.batches &&
-      (this.queue.length === 0 || (started < maxNew && this.counters.prefetchedBytes < this.opts.prefetch))
+      (this.queue.length === 0 || (this.queue.length < depth && this.counters.prefetchedBytes < this.opts.prefetch))
     ) {
       this.queue.push(this.start(this.nextBatch++));
-      started++;
     }
   }
 
-  /** Read-ahead in idle time: one batch per event-loop turn until prefetch is full. */
+  /**
+   * Read-ahead in idle time: one batch per event-loop turn until prefetch is full. The immediate stays ref'd: an
+   * unref'd one does not stop the loop from blocking in poll, so it would run only when something else (the
+   * consumer's timer or I/O) woke the loop, one batch per consumer step. The chain ends when prefetch is full or
+   * the epoch is fetched, so it never keeps a process alive for long.
+   */
   private scheduleFill(): void {
     if (this.fillScheduled || this.finished || this.nextBatch >= this.batches || this.counters.prefetchedBytes >= this.opts.prefetch) return;
     this.fillScheduled = true;
     setImmediate(() => {
       this.fillScheduled = false;
       const before = this.nextBatch;
-      this.fill(1);
+      this.fill(this.queue.length + 1);
       if (this.nextBatch > before) this.scheduleFill();
-    }).unref();
+    });
   }
 
   private start(batch: number): PendingBatch<S> {

@@ -185,6 +185,31 @@ describe('Dataset.loader', () => {
     await ds.close();
   });
 
+  it('reads ahead while the consumer awaits other work, and holds only the next batch for a consumer that never yields', async () => {
+    const ds = await dataset(1000);
+    const options = { batchSize: 8, shuffle: 'full' as const, seed: 3, prefetch: 1 << 20 };
+    const idle = ds.loader(options);
+    let idleAhead = 0;
+    for await (const batch of idle) {
+      expect(batch.length).toBeGreaterThan(0);
+      await new Promise((resolve) => setTimeout(resolve, 1)); // "GPU work": the event loop turns, read-ahead runs
+      const s = idle.stats();
+      idleAhead = Math.max(idleAhead, s.fetchedSamples - s.samples);
+    }
+    expect(idleAhead).toBeGreaterThanOrEqual(5 * 8);
+    expect(idle.stats().stalls).toBeLessThanOrEqual(5); // of 125 batches: the first ones wait for their shards to open
+    const tight = ds.loader(options);
+    let tightAhead = 0;
+    for await (const batch of tight) {
+      expect(batch.length).toBeGreaterThan(0);
+      const s = tight.stats();
+      tightAhead = Math.max(tightAhead, s.fetchedSamples - s.samples);
+    }
+    // The batch just yielded (not yet counted as yielded) and the one started with it.
+    expect(tightAhead).toBeLessThanOrEqual(2 * 8);
+    await ds.close();
+  });
+
   it('break stops the loader; later next() is done', async () => {
     const ds = await dataset();
     const loader = ds.loader({ batchSize: 10 });
