@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import { nativeAddon, NativeErrorCodes, type NativeAddon, type NativeMap } from '../native/native.js';
+import { COPY_MANY_ROW, nativeAddon, NativeErrorCodes, type NativeAddon, type NativeMap } from '../native/native.js';
 import type { SyncByteSource } from './byte-source.js';
 import { expectByteRange, expectIntegerInRange } from './io-options.js';
 import type { IoStats } from './io-stats.js';
@@ -188,6 +188,37 @@ export class FileSource implements SyncByteSource {
     }
     this.countMappedRead(length);
     return crc;
+  }
+
+  /**
+   * `count` copies with checksums out of the memory map in one native call (see NativeAddon.copyMany for `spec`'s
+   * rows: position, length, target offset, CRC start, CRC length, CRC out). False when the file is not mapped, a
+   * row reaches past the map or the copy failed (the file shrank under the map): the caller then reads those samples
+   * one by one, which reports a failure with the position of the sample it concerns.
+   */
+  readManyIntoSyncCrc32c(target: Uint8Array, spec: Float64Array, count: number): boolean {
+    this.assertOpen();
+    const map = this.map === undefined ? this.mapFile() : this.map;
+    if (map === null) return false;
+    let bytes = 0;
+    for (let i = 0, row = 0; i < count; i++, row += COPY_MANY_ROW) {
+      const position = spec[row] as number;
+      const length = spec[row + 1] as number;
+      checkTarget(this.name, target, spec[row + 2] as number, length, position);
+      if (position + length > this.mapLength) return false;
+      bytes += length;
+    }
+    try {
+      (this.addon as NativeAddon).copyMany(map, target, spec, count);
+    } catch {
+      return false;
+    }
+    if (this.stats !== undefined) {
+      this.stats.reads += count;
+      this.stats.mappedReads += count;
+      this.stats.bytesRead += bytes;
+    }
+    return true;
   }
 
   read(offset: number, length: number): Promise<Uint8Array> {

@@ -24,6 +24,13 @@ export interface NativeAddon {
   copy(map: NativeMap, offset: number, length: number, target: Uint8Array, targetOffset: number): void;
   /** The same copy, returning the CRC32C of the copied bytes [crcStart, crcStart + crcLength) (one call, not two). */
   copy(map: NativeMap, offset: number, length: number, target: Uint8Array, targetOffset: number, crcStart: number, crcLength: number): number;
+  /**
+   * `count` copies from one map into `target` in one call: row i of `spec` (COPY_MANY_ROW numbers from i *
+   * COPY_MANY_ROW) holds offset, length, target offset, CRC start and CRC length (< 0: no checksum) of one copy,
+   * checked as copy() checks its arguments; its CRC32C is written to the row's last number. Throws as copy() does
+   * at the first bad row, the rows before it done.
+   */
+  copyMany(map: NativeMap, target: Uint8Array, spec: Float64Array, count: number): void;
   /** CRC32C of `bytes` continuing from `seed` (0 to start): the same value as formats/checksum.ts crc32c. */
   crc32c(bytes: Uint8Array, seed?: number): number;
   /** The same through the portable table code, whatever the CPU (for tests). */
@@ -46,6 +53,9 @@ export interface NativeAddon {
    */
   readSamples(paths: Uint8Array, names: Uint8Array, counts: Uint32Array, template: Uint8Array | null, target: Uint8Array, io: Float64Array): void;
 }
+
+/** Numbers per copy in copyMany's spec: offset, length, target offset, CRC start, CRC length, CRC out. */
+export const COPY_MANY_ROW = 6;
 
 /** Indices into readSamples' `io` (src/native/read-file.c). */
 export const ReadSamplesIo = {
@@ -102,7 +112,7 @@ function load(): { addon: NativeAddon | undefined; error: unknown } {
     try {
       const raw = require(candidate) as RawAddon;
       // all or nothing: a module whose parameter block failed to initialise is not used (pread then)
-      if (typeof raw.copyWithParams === 'function' && typeof raw.crc32c === 'function' && raw.copyParams instanceof Float64Array && raw.copyParams.length === PARAMS) {
+      if (typeof raw.copyWithParams === 'function' && typeof raw.copyMany === 'function' && typeof raw.crc32c === 'function' && raw.copyParams instanceof Float64Array && raw.copyParams.length === PARAMS) {
         return (loaded = { addon: wrap(raw), error: undefined });
       }
       error ??= new Error(`${candidate}: incomplete native addon (no parameter block)`);
@@ -149,7 +159,7 @@ function wrap(raw: RawAddon): NativeAddon {
     copyWithParams(map, target);
     return params[5];
   }
-  return { map: raw.map, unmap: raw.unmap, copy, crc32c: raw.crc32c, crc32cPortable: raw.crc32cPortable, hardwareCrc32c: raw.hardwareCrc32c, readFile: raw.readFile, readSamples: raw.readSamples };
+  return { map: raw.map, unmap: raw.unmap, copy, copyMany: raw.copyMany, crc32c: raw.crc32c, crc32cPortable: raw.crc32cPortable, hardwareCrc32c: raw.hardwareCrc32c, readFile: raw.readFile, readSamples: raw.readSamples };
 }
 
 /** SHARDKIT_NATIVE=0 (or "false", "off") turns the addon off for the whole process: useful for tests and benchmarks. */

@@ -8,6 +8,8 @@
  *                                     a per-thread Float64Array, and the CRC32C of that range (one pass) back in it;
  *                                     native.ts exposes it as copy(handle, offset, length, target, targetOffset
  *                                     [, crcStart, crcLength])
+ *   copyMany(handle, target, spec, n) n such copies from one map into one target in one call, each a row of six
+ *                                     numbers in the Float64Array spec (its CRC32C written to the row's last)
  *   crc32c(bytes[, seed])             CRC32C (Castagnoli), equal to formats/checksum.ts crc32c
  *   crc32cPortable(bytes[, seed])     the same through the table fallback (for tests on SSE4.2 machines)
  *   hardwareCrc32c                    true when crc32c runs on SSE4.2
@@ -318,6 +320,55 @@ static napi_value js_copy_with_params(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* Numbers per copy in copyMany's spec: offset, length, target offset, CRC start, CRC length, CRC out. */
+enum { M_OFFSET, M_LENGTH, M_TARGET_OFFSET, M_CRC_START, M_CRC_LENGTH, M_CRC, M_COUNT };
+
+/*
+ * copyMany(handle, target, spec, count): `count` copies from one map into one target, each described by a row of
+ * six numbers in the Float64Array `spec` (M_* above; CRC length < 0: no checksum), the CRC32C of each going to its
+ * row's last number. One call for a batch of samples instead of one each: a loader's batch pays the Node-API entry,
+ * the argument checks and the guard once. Every row is checked as copyWithParams checks its block; the first bad
+ * row throws, the rows before it are done.
+ */
+static napi_value js_copy_many(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  shard_map *m = NULL;
+  uint8_t *target;
+  size_t target_length;
+  uint32_t count;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 4) return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: copyMany needs 4 arguments");
+  if (get_map(env, argv[0], &m) == NULL) return NULL;
+  if (get_bytes(env, argv[1], &target, &target_length) == NULL) return NULL;
+  napi_typedarray_type type;
+  size_t elements;
+  void *data;
+  napi_value array_buffer;
+  size_t byte_offset;
+  bool is_typed;
+  CHECK(napi_is_typedarray(env, argv[2], &is_typed));
+  if (!is_typed) return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: copyMany needs a Float64Array spec");
+  CHECK(napi_get_typedarray_info(env, argv[2], &type, &elements, &data, &array_buffer, &byte_offset));
+  if (type != napi_float64_array) return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: copyMany needs a Float64Array spec");
+  CHECK(napi_get_value_uint32(env, argv[3], &count));
+  if ((size_t)count > elements / M_COUNT) return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: copyMany count beyond the spec");
+  double *rows = (double *)data; /* a Float64Array's data is 8-byte aligned */
+  for (uint32_t i = 0; i < count; i++) {
+    double *row = rows + (size_t)i * M_COUNT;
+    int64_t offset = param_int(row[M_OFFSET]), length = param_int(row[M_LENGTH]), target_offset = param_int(row[M_TARGET_OFFSET]);
+    int64_t crc_length = param_int(row[M_CRC_LENGTH]);
+    int64_t crc_start = crc_length < 0 ? 0 : param_int(row[M_CRC_START]);
+    if (offset == INT64_MIN || length == INT64_MIN || target_offset == INT64_MIN || crc_start == INT64_MIN || crc_length == INT64_MIN) {
+      return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: copy arguments must be integers");
+    }
+    uint32_t crc = 0;
+    if (!copy_checked(env, m, offset, length, target, target_length, target_offset, crc_start, crc_length, &crc)) return NULL;
+    row[M_CRC] = (double)crc;
+  }
+  return NULL;
+}
+
 /*
  * Creates this environment's parameter block and exports it as `copyParams`: a Float64Array over the block through
  * an external ArrayBuffer with no finalizer (the block lives until the environment ends). If JS detaches that
@@ -369,6 +420,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"map", NULL, js_map, NULL, NULL, NULL, napi_enumerable, NULL},
       {"unmap", NULL, js_unmap, NULL, NULL, NULL, napi_enumerable, NULL},
       {"copyWithParams", NULL, js_copy_with_params, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"copyMany", NULL, js_copy_many, NULL, NULL, NULL, napi_enumerable, NULL},
       {"crc32c", NULL, js_crc32c, NULL, NULL, NULL, napi_enumerable, NULL},
       {"crc32cPortable", NULL, js_crc32c, NULL, NULL, NULL, napi_enumerable, (void *)"portable"},
       {"readFile", NULL, sk_read_file, NULL, NULL, NULL, napi_enumerable, NULL},

@@ -5,7 +5,7 @@
  * ~3 us, a thread-pool round trip ~20 us); larger runs and http requests go through `limit` (bounded
  * concurrency) and the batch settles when they do.
  */
-import type { IndexEntry } from '../../formats/index-entry.js';
+import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
 import type { Sample } from '../../formats/sample.js';
 import type { Dataset } from './dataset.js';
 import { planReads, type CoalesceOptions, type ReadRun } from './fetch-plan.js';
@@ -55,6 +55,14 @@ export function readBatch(ds: Dataset, entries: readonly IndexEntry[], options: 
   const samples = new Array<Sample>(entries.length);
   let pending: Array<Promise<void>> | undefined;
   let slabOffset = 0;
+  // Runs of one sample with one uncompressed member, when verifying from memory maps: collected per shard and
+  // copied and checksummed in one native call (Dataset.readLoneSamplesSync). Runs come ordered by shard.
+  const lone = local && ds.native && options.verify && target === undefined ? { shard: -1, requests: [] as number[] } : undefined;
+  const flushLone = (): void => {
+    if (lone === undefined || lone.requests.length === 0) return;
+    ds.readLoneSamplesSync(lone.shard, entries, lone.requests, samples);
+    lone.requests = [];
+  };
   try {
     runs.forEach((run, r) => {
       const at = target === undefined ? 0 : slabOffset;
@@ -65,8 +73,17 @@ export function readBatch(ds: Dataset, entries: readonly IndexEntry[], options: 
           // A run of one sample (most runs of a shuffled epoch): the sync path's read, which verifies a lone
           // uncompressed member in the same native call as the copy.
           const request = (run.slices[0] as ReadRun['slices'][number]).request;
-          samples[request] = ds.readSampleSync(entries[request] as IndexEntry, undefined, options.verify);
+          const entry = entries[request] as IndexEntry;
           runBytes[r] = DECODED;
+          if (lone !== undefined && entry.members.length === 1 && (entry.members[0] as MemberEntry).codec === Codec.none) {
+            if (run.shard !== lone.shard) {
+              flushLone();
+              lone.shard = run.shard;
+            }
+            lone.requests.push(request);
+          } else {
+            samples[request] = ds.readSampleSync(entry, undefined, options.verify);
+          }
         } else {
           runBytes[r] = ds.readShardRangeSync(run.shard, run.offset, run.length, target, at);
         }
@@ -78,6 +95,7 @@ export function readBatch(ds: Dataset, entries: readonly IndexEntry[], options: 
         );
       }
     });
+    flushLone();
   } catch (err) {
     // A failed synchronous read: let the async reads already started finish quietly, then report this error.
     // Their slab is dropped, not returned: they may still be writing into it.

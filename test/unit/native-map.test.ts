@@ -8,11 +8,13 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import fc from 'fast-check';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { crc32c } from '../../formats/checksum.js';
 import { ErrorCodes } from '../../formats/errors.js';
 import { FileSource } from '../../src/io/file-source.js';
 import { IoStats } from '../../src/io/io-stats.js';
-import { nativeAddon, nativeAvailable } from '../../src/native/native.js';
+import { COPY_MANY_ROW, nativeAddon, nativeAvailable } from '../../src/native/native.js';
 import { DatasetWriter } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { tmpDir } from '../helpers/tmp.js';
@@ -72,6 +74,65 @@ describe.skipIf(!nativeAvailable())('memory-mapped reads', () => {
     }
   });
 
+  it('copyMany: every row copies (and checksums) as copy() does; a bad row throws, the rows before it done', () => {
+    const file = path.join(tmpDir(), 'many.bin');
+    const data = randomBytes(20_000);
+    fs.writeFileSync(file, data);
+    const addon = nativeAddon()!;
+    const fd = fs.openSync(file, 'r');
+    const map = addon.map(fd, data.length);
+    try {
+      const row = fc.record({ offset: fc.nat({ max: data.length }), length: fc.nat({ max: 3000 }), crcFrom: fc.nat({ max: 50 }), crc: fc.boolean() });
+      fc.assert(
+        fc.property(fc.array(row, { minLength: 1, maxLength: 20 }), fc.nat({ max: 7 }), (rows, gap) => {
+          const spec = new Float64Array(rows.length * COPY_MANY_ROW).fill(-7); // stale numbers must not leak through
+          let at = gap;
+          const placed = rows.map((r) => {
+            const length = Math.min(r.length, data.length - r.offset);
+            const crcStart = Math.min(r.crcFrom, length);
+            const p = { offset: r.offset, length, at, crcStart, crcLength: r.crc ? length - crcStart : -1 };
+            at += length + gap;
+            return p;
+          });
+          placed.forEach((p, i) => spec.set([p.offset, p.length, p.at, p.crcStart, p.crcLength], i * COPY_MANY_ROW));
+          const target = new Uint8Array(at);
+          addon.copyMany(map, target, spec, rows.length);
+          placed.forEach((p, i) => {
+            expect(Buffer.from(target.subarray(p.at, p.at + p.length)).equals(data.subarray(p.offset, p.offset + p.length))).toBe(true);
+            if (p.crcLength >= 0) expect(spec[i * COPY_MANY_ROW + 5]).toBe(crc32c(data.subarray(p.offset + p.crcStart, p.offset + p.crcStart + p.crcLength)));
+          });
+        }),
+        { numRuns: 200 },
+      );
+      const spec = new Float64Array([0, 10, 0, 0, 10, 0, 19_995, 10, 10, 0, -1, 0, 100, 10, 20, 0, -1, 0]);
+      const target = new Uint8Array(30);
+      expect(() => addon.copyMany(map, target, spec, 3)).toThrow(expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_RANGE' }));
+      expect(Buffer.from(target.subarray(0, 10)).equals(data.subarray(0, 10))).toBe(true); // row 0 done
+      expect(target.subarray(20).every((b) => b === 0)).toBe(true); // row 2 not reached
+      expect(() => addon.copyMany(map, target, spec, 4)).toThrow(expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_ARG' }));
+      expect(() => addon.copyMany(map, target, new Float32Array(6) as never, 1)).toThrow(expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_ARG' }));
+      expect(() => addon.copyMany(map, target, new Float64Array([0, 10, 25, 0, -1, 0]), 1)).toThrow(expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_ARG' }));
+      addon.unmap(map);
+      expect(() => addon.copyMany(map, target, spec, 1)).toThrow(expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_CLOSED' }));
+    } finally {
+      addon.unmap(map);
+      fs.closeSync(fd);
+    }
+  });
+
+  it("the loader copies a batch's lone samples out of the maps in one call per slab: the bytes of atSync, one mapped read each", async () => {
+    const io = new IoStats();
+    const ds = await openDataset(dir, { ioStats: io, checkShards: 'size' }); // no fingerprint reads on open
+    const before = io.mappedReads;
+    const got = new Map<string, Uint8Array>();
+    // maxReadBytes 0: no sample shares a read, so every one takes the lone path
+    for await (const batch of ds.loader({ batchSize: 16, shuffle: 'full', seed: 9, maxReadBytes: 0 })) for (const s of batch) got.set(s.key, s.members.bin!);
+    expect(io.mappedReads - before).toBe(SAMPLES);
+    expect(got.size).toBe(SAMPLES);
+    for (const [key, bytes] of got) expect(Buffer.from(bytes).equals(Buffer.from(contents.get(key)!)), key).toBe(true);
+    await ds.close();
+  });
+
   it('reads every sample right through LRU closes of shard maps (maxOpenShards 1), then CLOSED after close()', async () => {
     const io = new IoStats();
     const ds = await openDataset(dir, { maxOpenShards: 1, ioStats: io });
@@ -112,6 +173,12 @@ describe.skipIf(!nativeAvailable())('memory-mapped reads', () => {
         expect(() => ds.atSync(5)).toThrow(expect.objectContaining({ code: ErrorCodes.CHECKSUM, key: entry.key }));
         expect(() => ds.atViewSync(5)).toThrow(expect.objectContaining({ code: ErrorCodes.CHECKSUM }));
         await expect(ds.at(5)).rejects.toMatchObject({ code: ErrorCodes.CHECKSUM });
+        const epoch = async (): Promise<number> => {
+          let n = 0;
+          for await (const batch of ds.loader({ batchSize: 8, shuffle: 'full', seed: 1, maxReadBytes: 0 })) n += batch.length;
+          return n;
+        };
+        await expect(epoch()).rejects.toMatchObject({ code: ErrorCodes.CHECKSUM, key: entry.key });
         expect(ds.atSync(4).key).toBe(keyOf(4)); // neighbours are intact
       } finally {
         await ds.close();
@@ -132,14 +199,21 @@ describe.skipIf(!nativeAvailable())('memory-mapped reads', () => {
       for (let i = 0; i < ds.size; i++) if (ds.index.atSync(i).shard === 0) last = i;
       ds.atSync(0); // maps shard 0
       process.stdout.write('mapped ' + last + '\\n');
-      process.stdin.once('data', () => {
+      process.stdin.once('data', async () => {
         try {
           ds.atSync(last);
           process.stdout.write(JSON.stringify({ ok: true }) + '\\n');
         } catch (err) {
           // the guard is left cleanly: the same map still serves the bytes that remain, twice over
           const again = ds.atSync(0).key === ds.atSync(0).key;
-          process.stdout.write(JSON.stringify({ code: err.code, message: err.message, file: err.file, mapped: ds.stats().io.mappedReads, again }) + '\\n');
+          // the loader's one-call copy of a batch fails too, and the sample it concerns is read alone to say so
+          let loader = 'no error';
+          try {
+            for await (const batch of ds.loader({ batchSize: 64, verify: true, maxReadBytes: 0 })) void batch;
+          } catch (e) {
+            loader = e.code + ' ' + e.file;
+          }
+          process.stdout.write(JSON.stringify({ code: err.code, message: err.message, file: err.file, mapped: ds.stats().io.mappedReads, again, loader }) + '\\n');
         }
         process.exit(0);
       });`;
@@ -160,13 +234,14 @@ describe.skipIf(!nativeAvailable())('memory-mapped reads', () => {
     const { code, signal } = await exit;
     expect(signal, err).toBeNull();
     expect(code, err).toBe(0);
-    const result = JSON.parse(out.trim().split('\n').pop()!) as { code: string; message: string; file: string; mapped: number; again: boolean };
+    const result = JSON.parse(out.trim().split('\n').pop()!) as { code: string; message: string; file: string; mapped: number; again: boolean; loader: string };
     expect(result.code).toBe(ErrorCodes.TRUNCATED);
     expect(result.message).toContain('shrank while open'); // the SIGBUS path, not a pread past the end
     expect(result.again).toBe(true);
     expect(result.file).toBe(shard);
     expect(result.message).toContain('shard-000000.tar');
     expect(result.mapped).toBeGreaterThan(0);
+    expect(result.loader).toBe(`${ErrorCodes.TRUNCATED} ${shard}`);
   });
   it('worker threads read through maps of their own with their own parameter block, concurrently with this thread', async () => {
     const built = fileURLToPath(new URL('../../dist/src/read/dataset.js', import.meta.url));
