@@ -17,10 +17,11 @@ import { HttpSource } from '../io/http-source.js';
 import { IoStats } from '../io/io-stats.js';
 import { isRemote, redactLocation, resolveLocation } from '../io/location.js';
 import { openByteSource, readAll } from '../io/open-source.js';
-import { COPY_MANY_ROW, nativeAddon } from '../native/native.js';
+import { nativeAddon } from '../native/native.js';
 import { crc32c } from '../../formats/checksum.js';
 import { DEFAULT_PAGE_CACHE_BYTES, IndexReader } from './index-reader.js';
-import { decodeMember, decodeSpan, type DecodeContext } from './sample-decode.js';
+import { decodeRead, decodeSpan, type DecodeContext } from './sample-decode.js';
+import { readLoneSamples } from './lone-samples.js';
 import { checkIndexMatchesManifest, checkOpenOptions, checkShardOnOpen } from './dataset-checks.js';
 import { ReadArena } from './read-arena.js';
 import type { DecodedSample } from './decode-image.js';
@@ -95,8 +96,6 @@ export class Dataset {
   private closed = false;
   /** Owned read buffers for get/at and the loader's copy mode (see read-arena.ts). */
   private readonly arena = new ReadArena();
-  /** readLoneSamplesSync's copy rows (see NativeAddon.copyMany), grown to the largest batch. */
-  private lone = new Float64Array(64 * COPY_MANY_ROW);
   private viewReader: SyncViewReader | undefined;
   private readonly decodeContexts: DecodeContext[] = [];
   /** True when local shards are read through memory maps (the native addon is built and enabled). */
@@ -268,73 +267,20 @@ export class Dataset {
     } finally {
       this.pool.release(source);
     }
-    const span = buffer.length === length ? buffer : buffer.subarray(0, length);
-    // One member filling the whole span, the common case: the span is the member (no second view, no loop). A
-    // computed key in a literal defines an own property, "__proto__" included, as setMember does for decodeSpan.
-    if (only !== undefined && only.offset === 0 && only.storedSize === length) {
-      return { key: entry.key, members: { [only.ext]: decodeMember(entry, only, span, ctx, crc) } };
-    }
-    return decodeSpan(entry, span, ctx, crc);
+    return decodeRead(entry, only, buffer.length === length ? buffer : buffer.subarray(0, length), ctx, crc);
   }
 
   /**
-   * @internal The loader's lone samples of one shard (each read alone, one uncompressed member, verified): each
-   * `entries[i]`, i in `requests`, copied and checksummed out of the shard's memory map into its own arena view,
-   * in one native call per arena slab instead of one per sample, and decoded into `samples[i]`. Entries must have
-   * passed checkEntry. When the shard is not mapped (or a copy fails), each is read as readSampleSync reads it.
+   * @internal The loader's lone samples of one shard (each read alone, one uncompressed member, verified), read as
+   * {@link readLoneSamples} reads them into arena views and decoded into `samples`. Entries must have passed
+   * checkEntry.
    */
   readLoneSamplesSync(shard: number, entries: readonly IndexEntry[], requests: readonly number[], samples: Sample[]): void {
-    const views = new Array<Uint8Array>(requests.length);
-    if (this.lone.length < requests.length * COPY_MANY_ROW) this.lone = new Float64Array(requests.length * COPY_MANY_ROW);
-    const spec = this.lone;
     const source = this.pool.acquireSync(this.shardLocations[shard] as string) as FileSource;
     try {
-      // rows since the last flush all target one slab (an arena slab, or a large sample's own buffer)
-      let first = 0;
-      let buffer: ArrayBufferLike | undefined;
-      const flush = (end: number): void => {
-        if (end === first) return;
-        const target = views[first] as Uint8Array;
-        const whole = new Uint8Array(target.buffer, 0, target.buffer.byteLength);
-        if (!source.readManyIntoSyncCrc32c(whole, first === 0 ? spec : spec.subarray(first * COPY_MANY_ROW), end - first)) {
-          for (let i = first; i < end; i++) {
-            const entry = entries[requests[i] as number] as IndexEntry;
-            const only = entry.members[0] as MemberEntry;
-            spec[i * COPY_MANY_ROW + 5] = source.readIntoSyncCrc32c(views[i] as Uint8Array, 0, entry.length, entry.offset, only.offset, only.storedSize) ?? Number.NaN;
-          }
-        }
-        first = end;
-      };
-      for (let i = 0; i < requests.length; i++) {
-        const entry = entries[requests[i] as number] as IndexEntry;
-        const only = entry.members[0] as MemberEntry;
-        const view = this.arena.take(entry.length);
-        if (view.buffer !== buffer) {
-          flush(i);
-          buffer = view.buffer;
-        }
-        views[i] = view;
-        const row = i * COPY_MANY_ROW;
-        spec[row] = entry.offset;
-        spec[row + 1] = entry.length;
-        spec[row + 2] = view.byteOffset;
-        spec[row + 3] = only.offset;
-        spec[row + 4] = only.storedSize;
-      }
-      flush(requests.length);
+      readLoneSamples(source, this.arena, entries, requests, samples, this.decodeContext(shard, true));
     } finally {
       this.pool.release(source);
-    }
-    const ctx = this.decodeContext(shard, true);
-    for (let i = 0; i < requests.length; i++) {
-      const entry = entries[requests[i] as number] as IndexEntry;
-      const only = entry.members[0] as MemberEntry;
-      const crc = spec[i * COPY_MANY_ROW + 5] as number;
-      const span = views[i] as Uint8Array;
-      samples[requests[i] as number] =
-        only.offset === 0 && only.storedSize === entry.length
-          ? { key: entry.key, members: { [only.ext]: decodeMember(entry, only, span, ctx, Number.isNaN(crc) ? undefined : crc) } }
-          : decodeSpan(entry, span, ctx, Number.isNaN(crc) ? undefined : crc);
     }
   }
 

@@ -30,6 +30,18 @@ export function decodeSpan(entry: IndexEntry, span: Uint8Array, ctx: DecodeConte
 }
 
 /**
+ * A sample read into `span` (its whole span), decoded; `crc`: the lone member's CRC32C when the read computed it.
+ * One member filling the whole span, the common case, is the span itself (no second view, no loop). A computed key
+ * in a literal defines an own property, "__proto__" included, as setMember does for decodeSpan.
+ */
+export function decodeRead(entry: IndexEntry, only: MemberEntry | undefined, span: Uint8Array, ctx: DecodeContext, crc: number | undefined): Sample {
+  if (only !== undefined && only.offset === 0 && only.storedSize === span.length) {
+    return { key: entry.key, members: { [only.ext]: decodeMember(entry, only, span, ctx, crc) } };
+  }
+  return decodeSpan(entry, span, ctx, crc);
+}
+
+/**
  * One member from its stored bytes: decompressed when LZ4 (a fresh buffer), else `stored` itself; verified with
  * `ctx.verify`. `storedCrc32c` is the CRC32C of `stored` when the caller has it (used for uncompressed members).
  */
