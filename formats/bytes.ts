@@ -68,10 +68,18 @@ export class ByteWriter {
     return this;
   }
 
-  bytes(data: Uint8Array): this {
-    this.ensure(data.length);
-    this.buf.set(data, this.length);
-    this.length += data.length;
+  /** Appends `data` from `start` on (no view made for the part). */
+  bytes(data: Uint8Array, start = 0): this {
+    const n = data.length - start;
+    this.ensure(n);
+    if (n <= 32) {
+      // a key's suffix, typically: a loop beats set()'s call for a few bytes
+      const buf = this.buf;
+      for (let i = 0; i < n; i++) buf[this.length + i] = data[start + i] as number;
+    } else {
+      this.buf.set(start === 0 ? data : data.subarray(start), this.length);
+    }
+    this.length += n;
     return this;
   }
 

@@ -130,7 +130,7 @@ export class LeafRecordEncoder {
       const n = Math.min(prevKey.length, keyBytes.length);
       while (shared < n && prevKey[shared] === keyBytes[shared]) shared++;
     }
-    w.varint(shared).varint(keyBytes.length - shared).bytes(keyBytes.subarray(shared));
+    w.varint(shared).varint(keyBytes.length - shared).bytes(keyBytes, shared);
     const sameShard = prev !== undefined && prev.shard === entry.shard;
     const contiguous = sameShard && entry.offset === prev.offset + prev.length;
     const sameShape = prev !== undefined && sameMemberShape(prev.members, entry.members);
@@ -139,7 +139,9 @@ export class LeafRecordEncoder {
     if (!sameShard) w.varint(entry.offset);
     else if (!contiguous) w.varint(zigzag(entry.offset - (prev.offset + prev.length)));
     if (!sameShape) w.varint(entry.members.length);
-    entry.members.forEach((m, i) => {
+    const members = entry.members;
+    for (let i = 0; i < members.length; i++) {
+      const m = members[i] as MemberEntry;
       if (!sameShape) {
         const sameExt = prev?.members[i]?.ext === m.ext;
         w.u8(m.codec | (sameExt ? MEMBER_EXT_SAME : 0));
@@ -152,7 +154,7 @@ export class LeafRecordEncoder {
       w.varint(m.size);
       if (m.codec !== Codec.none) w.varint(m.storedSize);
       w.u32(m.crc32c);
-    });
+    }
     this.prev = entry;
     this.prevKey = keyBytes;
     return w.view_();
