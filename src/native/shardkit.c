@@ -292,6 +292,24 @@ static int64_t param_int(double v) {
 }
 
 /*
+ * One copy described by a row of P_COUNT numbers (the parameter block, or a row of copyMany's spec): checked, done,
+ * and its CRC32C written to row[P_CRC]. Returns 1, or 0 with a JavaScript exception pending.
+ */
+static int copy_row(napi_env env, shard_map *m, double *row, uint8_t *target, size_t target_length) {
+  int64_t offset = param_int(row[P_OFFSET]), length = param_int(row[P_LENGTH]), target_offset = param_int(row[P_TARGET_OFFSET]);
+  int64_t crc_length = param_int(row[P_CRC_LENGTH]);
+  int64_t crc_start = crc_length < 0 ? 0 : param_int(row[P_CRC_START]);
+  if (offset == INT64_MIN || length == INT64_MIN || target_offset == INT64_MIN || crc_start == INT64_MIN || crc_length == INT64_MIN) {
+    throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: copy arguments must be integers");
+    return 0;
+  }
+  uint32_t crc = 0;
+  if (!copy_checked(env, m, offset, length, target, target_length, target_offset, crc_start, crc_length, &crc)) return 0;
+  row[P_CRC] = (double)crc;
+  return 1;
+}
+
+/*
  * copyWithParams(handle, target): copy(handle, params[0], params[1], target, params[2], params[3], params[4]) where
  * params[4] < 0 means no checksum; the CRC32C goes to params[5]. native.ts wraps it as copy().
  */
@@ -302,30 +320,18 @@ static napi_value js_copy_with_params(napi_env env, napi_callback_info info) {
   uint8_t *target;
   size_t target_length;
   instance_state *state = NULL;
-  uint32_t crc = 0;
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   CHECK(napi_get_instance_data(env, (void **)&state));
   if (argc < 2 || state == NULL) return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: copyWithParams needs 2 arguments");
   if (get_map(env, argv[0], &m) == NULL) return NULL;
   if (get_bytes(env, argv[1], &target, &target_length) == NULL) return NULL;
-  const double *p = state->params;
-  int64_t offset = param_int(p[P_OFFSET]), length = param_int(p[P_LENGTH]), target_offset = param_int(p[P_TARGET_OFFSET]);
-  int64_t crc_length = param_int(p[P_CRC_LENGTH]);
-  int64_t crc_start = crc_length < 0 ? 0 : param_int(p[P_CRC_START]);
-  if (offset == INT64_MIN || length == INT64_MIN || target_offset == INT64_MIN || crc_start == INT64_MIN || crc_length == INT64_MIN) {
-    return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: copy arguments must be integers");
-  }
-  if (!copy_checked(env, m, offset, length, target, target_length, target_offset, crc_start, crc_length, &crc)) return NULL;
-  state->params[P_CRC] = (double)crc;
+  copy_row(env, m, state->params, target, target_length);
   return NULL;
 }
 
-/* Numbers per copy in copyMany's spec: offset, length, target offset, CRC start, CRC length, CRC out. */
-enum { M_OFFSET, M_LENGTH, M_TARGET_OFFSET, M_CRC_START, M_CRC_LENGTH, M_CRC, M_COUNT };
-
 /*
  * copyMany(handle, target, spec, count): `count` copies from one map into one target, each described by a row of
- * six numbers in the Float64Array `spec` (M_* above; CRC length < 0: no checksum), the CRC32C of each going to its
+ * six numbers in the Float64Array `spec` (laid out as the parameter block, P_*), the CRC32C of each going to its
  * row's last number. One call for a batch of samples instead of one each: a loader's batch pays the Node-API entry,
  * the argument checks and the guard once. Every row is checked as copyWithParams checks its block; the first bad
  * row throws, the rows before it are done.
@@ -352,19 +358,10 @@ static napi_value js_copy_many(napi_env env, napi_callback_info info) {
   CHECK(napi_get_typedarray_info(env, argv[2], &type, &elements, &data, &array_buffer, &byte_offset));
   if (type != napi_float64_array) return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: copyMany needs a Float64Array spec");
   CHECK(napi_get_value_uint32(env, argv[3], &count));
-  if ((size_t)count > elements / M_COUNT) return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: copyMany count beyond the spec");
+  if ((size_t)count > elements / P_COUNT) return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: copyMany count beyond the spec");
   double *rows = (double *)data; /* a Float64Array's data is 8-byte aligned */
   for (uint32_t i = 0; i < count; i++) {
-    double *row = rows + (size_t)i * M_COUNT;
-    int64_t offset = param_int(row[M_OFFSET]), length = param_int(row[M_LENGTH]), target_offset = param_int(row[M_TARGET_OFFSET]);
-    int64_t crc_length = param_int(row[M_CRC_LENGTH]);
-    int64_t crc_start = crc_length < 0 ? 0 : param_int(row[M_CRC_START]);
-    if (offset == INT64_MIN || length == INT64_MIN || target_offset == INT64_MIN || crc_start == INT64_MIN || crc_length == INT64_MIN) {
-      return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: copy arguments must be integers");
-    }
-    uint32_t crc = 0;
-    if (!copy_checked(env, m, offset, length, target, target_length, target_offset, crc_start, crc_length, &crc)) return NULL;
-    row[M_CRC] = (double)crc;
+    if (!copy_row(env, m, rows + (size_t)i * P_COUNT, target, target_length)) return NULL;
   }
   return NULL;
 }
