@@ -70,8 +70,8 @@ export function readBatch(ds: Dataset, entries: readonly IndexEntry[], options: 
       if (run.length === 0) runBytes[r] = EMPTY;
       else if (local && run.length <= options.syncReadMaxBytes) {
         if (target === undefined && run.slices.length === 1) {
-          // A run of one sample (most runs of a shuffled epoch): the sync path's read, which verifies a lone
-          // uncompressed member in the same native call as the copy.
+          // A run of one sample (most runs of a shuffled epoch): one uncompressed member joins its shard's lone
+          // samples (copied and verified together, flushLone); any other is read as the sync path reads it.
           const request = (run.slices[0] as ReadRun['slices'][number]).request;
           const entry = entries[request] as IndexEntry;
           runBytes[r] = DECODED;

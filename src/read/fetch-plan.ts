@@ -132,7 +132,9 @@ function sortRequests(requests: readonly SpanRequest[]): Int32Array {
       while (i < mid) dst[out++] = src[i++] as number;
       while (j < hi) dst[out++] = src[j++] as number;
     }
-    [src, dst] = [dst, src];
+    const merged = dst;
+    dst = src;
+    src = merged;
   }
   return src;
 }
