@@ -57,9 +57,30 @@ export interface LeafPage {
   simple: boolean;
   keys: string[];
   entries: IndexEntry[];
+  /**
+   * The entries again as numbers, for the read path: reading a sample of one uncompressed member (most samples)
+   * touches one row of `rows`, others one of `rows` and theirs in `memberRows`, instead of its entry, member array
+   * and member objects, which lie apart on the heap (cache misses on random access). Per record,
+   * {@link RECORD_COLUMNS} numbers ({@link RecordColumn}); per member, {@link MEMBER_COLUMNS} ({@link MemberColumn});
+   * extensions as indices into `exts`.
+   */
+  rows: Float64Array;
+  memberRows: Float64Array;
+  exts: string[];
   /** Key to index in `keys`, built by a reader on its first key lookup in this leaf (undefined until then). */
   keyIndex: Map<string, number> | undefined;
 }
+
+/**
+ * Columns of {@link LeafPage.rows}: record i's are at i * RECORD_COLUMNS + column. A record of one member stored
+ * uncompressed (which then fills its span) has that member's CRC32C and extension in loneCrc32c and loneExt; any
+ * other has -1 there.
+ */
+export const RecordColumn = { shard: 0, offset: 1, length: 2, firstMember: 3, memberCount: 4, loneCrc32c: 5, loneExt: 6 } as const;
+export const RECORD_COLUMNS = 7;
+/** Columns of {@link LeafPage.memberRows}: member rows of record i start at its firstMember. */
+export const MemberColumn = { offset: 0, size: 1, storedSize: 2, codec: 3, crc32c: 4, ext: 5 } as const;
+export const MEMBER_COLUMNS = 6;
 
 export interface BranchPage {
   type: 'branch';
@@ -215,7 +236,49 @@ function decodeLeaf(r: ByteReader, pageNo: number, next: number, count: number):
     entries[i] = entry;
     simple &&= isSimpleKey(entry.key);
   }
-  return { type: 'leaf', pageNo, next, simple, keys, entries, keyIndex: undefined };
+  const { rows, memberRows, exts } = leafColumns(entries);
+  return { type: 'leaf', pageNo, next, simple, keys, entries, rows, memberRows, exts, keyIndex: undefined };
+}
+
+/** {@link LeafPage.rows}, memberRows and exts for decoded entries. */
+function leafColumns(entries: readonly IndexEntry[]): Pick<LeafPage, 'rows' | 'memberRows' | 'exts'> {
+  let memberCount = 0;
+  for (const e of entries) memberCount += e.members.length;
+  const rows = new Float64Array(entries.length * RECORD_COLUMNS);
+  const memberRows = new Float64Array(memberCount * MEMBER_COLUMNS);
+  const exts: string[] = [];
+  const extIds = new Map<string, number>();
+  let m = 0;
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i] as IndexEntry;
+    const r = i * RECORD_COLUMNS;
+    rows[r + RecordColumn.shard] = e.shard;
+    rows[r + RecordColumn.offset] = e.offset;
+    rows[r + RecordColumn.length] = e.length;
+    rows[r + RecordColumn.firstMember] = m;
+    rows[r + RecordColumn.memberCount] = e.members.length;
+    rows[r + RecordColumn.loneCrc32c] = -1;
+    rows[r + RecordColumn.loneExt] = -1;
+    for (const member of e.members) {
+      let ext = extIds.get(member.ext);
+      if (ext === undefined) {
+        ext = exts.push(member.ext) - 1;
+        extIds.set(member.ext, ext);
+      }
+      const q = m++ * MEMBER_COLUMNS;
+      memberRows[q + MemberColumn.offset] = member.offset;
+      memberRows[q + MemberColumn.size] = member.size;
+      memberRows[q + MemberColumn.storedSize] = member.storedSize;
+      memberRows[q + MemberColumn.codec] = member.codec;
+      memberRows[q + MemberColumn.crc32c] = member.crc32c;
+      memberRows[q + MemberColumn.ext] = ext;
+      if (e.members.length === 1 && member.codec === Codec.none) {
+        rows[r + RecordColumn.loneCrc32c] = member.crc32c;
+        rows[r + RecordColumn.loneExt] = ext;
+      }
+    }
+  }
+  return { rows, memberRows, exts };
 }
 
 /** What a leaf record is relative to: the previous record of its page (none for the first). */

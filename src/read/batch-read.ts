@@ -1,15 +1,15 @@
 /**
- * Reads one batch: plans coalesced reads over the batch's index entries, issues them, and slices the samples out.
+ * Reads one batch: plans coalesced reads over the batch's located records, issues them, and slices the samples out.
  * Local runs of at most 64 KiB are read with a synchronous pread right here, so a batch of small local samples
  * costs no promise and no thread-pool round trip per sample (on a warm page cache a pread of a few KiB takes
  * ~3 us, a thread-pool round trip ~20 us); larger runs and http requests go through `limit` (bounded
  * concurrency) and the batch settles when they do.
  */
-import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
 import type { Sample } from '../../formats/sample.js';
 import type { Dataset } from './dataset.js';
 import { planReads, type CoalesceOptions, type ReadRun } from './fetch-plan.js';
-import { decodeSpan } from './sample-decode.js';
+import { entryOf, isLone, type RecordRef } from './record-ref.js';
+import { decodeRecord, decodeSpan } from './sample-decode.js';
 import type { SlabPool } from './slab-pool.js';
 
 export interface BatchReadOptions extends CoalesceOptions {
@@ -29,16 +29,17 @@ export interface BatchRead {
   reads: number;
   /** The slab lent to this batch (view mode only), to give back once the caller is done with the batch. */
   slab: Uint8Array | undefined;
-  /** Samples in entry order: an array when every read was synchronous, else a promise. */
+  /** Samples in the order of the records: an array when every read was synchronous, else a promise. */
   samples: Sample[] | Promise<Sample[]>;
 }
 
 const EMPTY = new Uint8Array(0);
-/** Marks a run whose only sample was read and decoded whole by Dataset.readSampleSync. */
+/** Marks a run whose only sample was read and decoded whole by Dataset.readRecordSync or readLoneSamplesSync. */
 const DECODED = new Uint8Array(0);
 
-export function readBatch(ds: Dataset, entries: readonly IndexEntry[], options: BatchReadOptions): BatchRead {
-  const runs = planReads(entries, options);
+/** Reads the samples of `refs` (records that passed Dataset.checkRecord). */
+export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: BatchReadOptions): BatchRead {
+  const runs = planReads(refs, options);
   let bytes = 0;
   let reads = 0;
   for (const run of runs) {
@@ -52,7 +53,7 @@ export function readBatch(ds: Dataset, entries: readonly IndexEntry[], options: 
   const target = local && bytes > 0 && options.slabs !== undefined ? options.slabs.take(bytes) : undefined;
   const slab = target;
   const runBytes: Uint8Array[] = new Array<Uint8Array>(runs.length);
-  const samples = new Array<Sample>(entries.length);
+  const samples = new Array<Sample>(refs.length);
   let pending: Array<Promise<void>> | undefined;
   let slabOffset = 0;
   // Runs of one sample with one uncompressed member, when verifying from memory maps: collected per shard and
@@ -60,7 +61,7 @@ export function readBatch(ds: Dataset, entries: readonly IndexEntry[], options: 
   const lone = local && ds.native && options.verify && target === undefined ? { shard: -1, requests: [] as number[] } : undefined;
   const flushLone = (): void => {
     if (lone === undefined || lone.requests.length === 0) return;
-    ds.readLoneSamplesSync(lone.shard, entries, lone.requests, samples);
+    ds.readLoneSamplesSync(lone.shard, refs, lone.requests, samples);
     lone.requests = [];
   };
   try {
@@ -73,16 +74,16 @@ export function readBatch(ds: Dataset, entries: readonly IndexEntry[], options: 
           // A run of one sample (most runs of a shuffled epoch): one uncompressed member joins its shard's lone
           // samples (copied and verified together, flushLone); any other is read as the sync path reads it.
           const request = (run.slices[0] as ReadRun['slices'][number]).request;
-          const entry = entries[request] as IndexEntry;
+          const ref = refs[request] as RecordRef;
           runBytes[r] = DECODED;
-          if (lone !== undefined && entry.members.length === 1 && (entry.members[0] as MemberEntry).codec === Codec.none) {
+          if (lone !== undefined && isLone(ref.leaf, ref.slot)) {
             if (run.shard !== lone.shard) {
               flushLone();
               lone.shard = run.shard;
             }
             lone.requests.push(request);
           } else {
-            samples[request] = ds.readSampleSync(entry, undefined, options.verify);
+            samples[request] = ds.readRecordSync(ref.leaf, ref.slot, undefined, options.verify);
           }
         } else {
           runBytes[r] = ds.readShardRangeSync(run.shard, run.offset, run.length, target, at);
@@ -103,7 +104,7 @@ export function readBatch(ds: Dataset, entries: readonly IndexEntry[], options: 
     else if (slab !== undefined) options.slabs?.give(slab);
     throw err;
   }
-  const build = (): Sample[] => slice(ds, entries, runs, runBytes, samples, options);
+  const build = (): Sample[] => slice(ds, refs, runs, runBytes, samples, options);
   return {
     bytes,
     reads,
@@ -113,7 +114,7 @@ export function readBatch(ds: Dataset, entries: readonly IndexEntry[], options: 
 }
 
 /** Cuts each sample's span out of its run and decodes it (members are views of the run; CRC verified). */
-function slice(ds: Dataset, entries: readonly IndexEntry[], runs: readonly ReadRun[], runBytes: readonly Uint8Array[], samples: Sample[], options: BatchReadOptions): Sample[] {
+function slice(ds: Dataset, refs: readonly RecordRef[], runs: readonly ReadRun[], runBytes: readonly Uint8Array[], samples: Sample[], options: BatchReadOptions): Sample[] {
   for (let r = 0; r < runs.length; r++) {
     const run = runs[r] as ReadRun;
     // Plain Uint8Array views, not Buffers: Buffer#slice() returns a view, and users copy a member with slice().
@@ -123,7 +124,8 @@ function slice(ds: Dataset, entries: readonly IndexEntry[], runs: readonly ReadR
     const ctx = ds.decodeContext(run.shard, options.verify);
     for (const s of run.slices) {
       const span = s.start === 0 && s.length === bytes.length ? bytes : bytes.subarray(s.start, s.start + s.length);
-      samples[s.request] = decodeSpan(entries[s.request] as IndexEntry, span, ctx);
+      const ref = refs[s.request] as RecordRef;
+      samples[s.request] = decodeRecord(ref.leaf, ref.slot, span, options.verify, ctx.crc32c, undefined) ?? decodeSpan(entryOf(ref), span, ctx);
     }
   }
   return samples;

@@ -16,7 +16,7 @@
  */
 import pLimit from 'p-limit';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import type { IndexEntry } from '../../formats/index-entry.js';
+import type { LeafPage } from '../../formats/index-page.js';
 import { setMember, type Sample } from '../../formats/sample.js';
 import { readBatch, type BatchReadOptions } from './batch-read.js';
 import type { Dataset } from './dataset.js';
@@ -24,6 +24,7 @@ import { decodeImage, type DecodedImage, type DecodedSample } from './decode-ima
 import { planEpoch, type EpochPlan, type EpochPlanOptions } from './epoch-plan.js';
 import { resolveLoaderOptions, type LoaderOptions, type ResolvedLoaderOptions } from './loader-options.js';
 import { expectLoaderState, LOADER_STATE_FORMAT, LOADER_STATE_VERSION, type DatasetIdentity, type LoaderState } from './loader-state.js';
+import { recordRef, type RecordRef } from './record-ref.js';
 import { SlabPool } from './slab-pool.js';
 
 /** Counters of what a loader did; plain numbers. */
@@ -252,7 +253,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
       if (this.ds.remote) {
         const located = this.locateTail.then(() => this.locateAsync(first, count));
         this.locateTail = located.catch(() => undefined);
-        promise = located.then((entries) => this.fetch(pending, entries));
+        promise = located.then((refs) => this.fetch(pending, refs));
       } else {
         const result = this.fetch(pending, this.locateSync(first, count));
         pending.ready = Array.isArray(result); // read synchronously: ready now, not a microtask later
@@ -273,37 +274,43 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     return pending;
   }
 
-  private locateSync(first: number, count: number): IndexEntry[] {
-    const entries = new Array<IndexEntry>(count);
+  private locateSync(first: number, count: number): RecordRef[] {
+    const refs = new Array<RecordRef>(count);
     for (let i = 0; i < count; i++) {
-      const entry = this.ds.index.atSync(this.plan.at(first + i));
-      this.ds.checkEntry(entry);
-      entries[i] = entry;
+      const position = this.plan.at(first + i);
+      const hit = this.ds.index.leafOfSync(position);
+      refs[i] = this.located(hit.leaf, position - hit.base);
     }
-    return entries;
+    return refs;
   }
 
-  private async locateAsync(first: number, count: number): Promise<IndexEntry[]> {
+  private async locateAsync(first: number, count: number): Promise<RecordRef[]> {
     const positions = Array.from({ length: count }, (_, i) => this.plan.at(first + i));
     const byPosition = positions.map((_, i) => i).sort((a, b) => (positions[a] as number) - (positions[b] as number));
-    const entries = new Array<IndexEntry>(count);
+    const refs = new Array<RecordRef>(count);
     for (const i of byPosition) {
       // Stop looking up pages for a closed loader; nobody receives this error (deliver() returns done).
       if (this.finished) throw new ShardkitError(ErrorCodes.CLOSED, 'the loader was closed');
-      const entry = await this.ds.index.at(positions[i] as number);
-      this.ds.checkEntry(entry);
-      entries[i] = entry;
+      const position = positions[i] as number;
+      const hit = await this.ds.index.leafOf(position);
+      refs[i] = this.located(hit.leaf, position - hit.base);
     }
-    return entries;
+    return refs;
   }
 
-  private fetch(pending: PendingBatch<S>, entries: IndexEntry[]): S[] | Promise<S[]> {
-    const read = readBatch(this.ds, entries, this.batchOptions);
+  /** A record to read, checked as the dataset checks entries (a damaged index fails here, naming the sample). */
+  private located(leaf: LeafPage, slot: number): RecordRef {
+    this.ds.checkRecord(leaf, slot);
+    return recordRef(leaf, slot);
+  }
+
+  private fetch(pending: PendingBatch<S>, refs: RecordRef[]): S[] | Promise<S[]> {
+    const read = readBatch(this.ds, refs, this.batchOptions);
     pending.slab = read.slab;
     this.setBytes(pending, read.bytes);
     this.counters.reads += read.reads;
     this.counters.bytesRead += read.bytes;
-    this.counters.fetchedSamples += entries.length;
+    this.counters.fetchedSamples += refs.length;
     const isImage = this.opts.isImage;
     if (isImage === undefined) return read.samples as S[] | Promise<S[]>;
     return Promise.resolve(read.samples).then((samples) => this.decodeImages(samples, isImage) as Promise<S[]>);

@@ -1,6 +1,7 @@
 /** Turns the bytes of one sample span into a Sample: slice members, decompress, verify checksums. */
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
+import { MEMBER_COLUMNS, MemberColumn, RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index-page.js';
 import { lz4DecompressMember } from '../../formats/lz4.js';
 import { setMember, type Sample } from '../../formats/sample.js';
 
@@ -39,6 +40,35 @@ export function decodeRead(entry: IndexEntry, only: MemberEntry | undefined, spa
     return { key: entry.key, members: { [only.ext]: decodeMember(entry, only, span, ctx, crc) } };
   }
   return decodeSpan(entry, span, ctx, crc);
+}
+
+/**
+ * The sample of leaf record `slot` from its span, decoded from the leaf's columns (see LeafPage.rows): no entry or
+ * member objects touched. `firstCrc`: the first member's CRC32C when the read computed it. Undefined when a member
+ * is compressed or fails verification: the caller then decodes the entry (decodeSpan), which decompresses, or
+ * throws the error that names dataset, shard, key and offset.
+ */
+export function decodeRecord(leaf: LeafPage, slot: number, span: Uint8Array, verify: boolean, crc32c: (bytes: Uint8Array) => number, firstCrc: number | undefined): Sample | undefined {
+  const rows = leaf.rows;
+  const cols = leaf.memberRows;
+  const r = slot * RECORD_COLUMNS;
+  const key = leaf.keys[slot] as string;
+  const loneCrc = rows[r + RecordColumn.loneCrc32c] as number;
+  if (loneCrc >= 0) {
+    if (verify && (firstCrc ?? crc32c(span)) !== loneCrc) return undefined;
+    return { key, members: { [leaf.exts[rows[r + RecordColumn.loneExt] as number] as string]: span } };
+  }
+  const count = rows[r + RecordColumn.memberCount] as number;
+  let q = (rows[r + RecordColumn.firstMember] as number) * MEMBER_COLUMNS;
+  const members: Record<string, Uint8Array> = {};
+  for (let m = 0; m < count; m++, q += MEMBER_COLUMNS) {
+    if (cols[q + MemberColumn.codec] !== Codec.none) return undefined;
+    const start = cols[q + MemberColumn.offset] as number;
+    const bytes = span.subarray(start, start + (cols[q + MemberColumn.storedSize] as number));
+    if (verify && ((m === 0 ? firstCrc : undefined) ?? crc32c(bytes)) !== cols[q + MemberColumn.crc32c]) return undefined;
+    setMember(members, leaf.exts[cols[q + MemberColumn.ext] as number] as string, bytes);
+  }
+  return { key, members };
 }
 
 /**

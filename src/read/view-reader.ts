@@ -18,12 +18,17 @@ export class SyncViewReader {
 
   /** Reads `entry` (checked by the caller) into the reused buffer; verifies as the dataset does. */
   read(ds: Dataset, entry: IndexEntry): Sample {
+    return ds.readSampleSync(entry, this.target(entry.length));
+  }
+
+  /** The buffer to read a span of `length` bytes into (from 0): the reused one, grown when needed. */
+  target(length: number): Uint8Array {
     let target = this.buffer;
-    if (entry.length > target.length) {
-      target = new Uint8Array(entry.length <= MAX_RETAINED_VIEW_BYTES ? nextPowerOfTwo(entry.length) : entry.length);
+    if (length > target.length) {
+      target = new Uint8Array(length <= MAX_RETAINED_VIEW_BYTES ? nextPowerOfTwo(length) : length);
       if (target.length <= MAX_RETAINED_VIEW_BYTES) this.buffer = target;
     }
-    return ds.readSampleSync(entry, target);
+    return target;
   }
 }
 

@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { BTreeBuilder } from '../../formats/btree-builder.js';
 import { boundHit, keyHit, positionHit, seekKey, seekLeaf, seekLeafSync, seekPosition, seekPositionSync } from '../../formats/btree-reader.js';
 import { ErrorCodes } from '../../formats/errors.js';
+import type { IndexEntry, MemberEntry } from '../../formats/index-entry.js';
+import { MEMBER_COLUMNS, MemberColumn, RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { buildMemoryIndex, entryFor } from '../helpers/memory-index.js';
 
@@ -62,6 +64,54 @@ describe('B+-tree index (property)', () => {
     expect(keyHit(idx.run(seekKey(idx.tree, 'train/zzz')), 'train/zzz')).toBeUndefined();
   });
 
+  it("a leaf's columns (the sync read path's view of it) hold exactly its entries", () => {
+    // members of any shape: several, compressed (stored size apart from size), gaps, CRCs above 2^31, shards, far offsets
+    const memberArb = fc.record({
+      ext: fc.oneof(fc.constantFrom('jpg', 'cls', '__proto__', ''), fc.string({ maxLength: 6 })),
+      gap: fc.nat({ max: 600 }),
+      size: fc.nat({ max: 70_000 }),
+      lz4: fc.boolean(),
+      stored: fc.nat({ max: 70_000 }),
+      crc32c: fc.nat({ max: 0xffffffff }),
+    });
+    const recordArb = fc.record({ key: keyArb, shard: fc.nat({ max: 3 }), skip: fc.oneof(fc.constant(0), fc.nat(), fc.constant(2 ** 33)), members: fc.array(memberArb, { minLength: 1, maxLength: 4 }) });
+    fc.assert(
+      fc.property(fc.array(recordArb, { minLength: 1, maxLength: 400 }), fc.constantFrom(1024, 4096), (raw, pageSize) => {
+        const seen = new Set<string>();
+        const records = raw.filter((r) => !seen.has(r.key) && seen.add(r.key)).sort((a, b) => compareKeys(a.key, b.key));
+        let offset = 0;
+        const entries: IndexEntry[] = records.map((r) => {
+          let end = 0;
+          const members: MemberEntry[] = r.members.map((m, i) => {
+            const start = i === 0 ? 0 : end + m.gap;
+            const storedSize = m.lz4 ? m.stored : m.size;
+            end = start + storedSize;
+            return { ext: m.ext, offset: start, size: m.size, storedSize, codec: m.lz4 ? 1 : 0, crc32c: m.crc32c };
+          });
+          offset += r.skip;
+          const e = { key: r.key, shard: r.shard, offset, length: end, members };
+          offset += end;
+          return e;
+        });
+        const idx = buildMemoryIndex(entries, pageSize, 2 ** 45);
+        let position = 0;
+        while (position < entries.length) {
+          const { leaf, base } = seekPositionSync(idx.tree, position, idx.load);
+          leaf.entries.forEach((e, slot) => {
+            expect(fromColumns(leaf, slot)).toEqual(e);
+            expect(e).toEqual(entries[base + slot]);
+            // a record of one uncompressed member carries its CRC32C and extension in its row
+            const lone = e.members.length === 1 && e.members[0]!.codec === 0;
+            const row = leaf.rows.subarray(slot * RECORD_COLUMNS, (slot + 1) * RECORD_COLUMNS);
+            expect([row[RecordColumn.loneCrc32c], lone ? leaf.exts[row[RecordColumn.loneExt]!] : row[RecordColumn.loneExt]]).toEqual(lone ? [e.members[0]!.crc32c, e.members[0]!.ext] : [-1, -1]);
+          });
+          position = base + leaf.entries.length;
+        }
+      }),
+      { numRuns: 80 },
+    );
+  });
+
   it('keeps 64-bit offsets exact above 4 GiB', () => {
     const big = 2 ** 40 + 12345;
     const e = { key: 'k', shard: 0, offset: big, length: 10, members: [{ ext: 'bin', offset: 0, size: 10, storedSize: 10, codec: 0 as const, crc32c: 1 }] };
@@ -110,3 +160,16 @@ describe('B+-tree index (property)', () => {
     }
   });
 });
+
+/** The entry of leaf record `slot` rebuilt from the leaf's columns alone. */
+function fromColumns(leaf: LeafPage, slot: number): IndexEntry {
+  const r = slot * RECORD_COLUMNS;
+  const members: MemberEntry[] = [];
+  const first = leaf.rows[r + RecordColumn.firstMember]!;
+  for (let m = first; m < first + leaf.rows[r + RecordColumn.memberCount]!; m++) {
+    const q = m * MEMBER_COLUMNS;
+    const c = leaf.memberRows;
+    members.push({ ext: leaf.exts[c[q + MemberColumn.ext]!]!, offset: c[q + MemberColumn.offset]!, size: c[q + MemberColumn.size]!, storedSize: c[q + MemberColumn.storedSize]!, codec: c[q + MemberColumn.codec] as 0 | 1, crc32c: c[q + MemberColumn.crc32c]! });
+  }
+  return { key: leaf.keys[slot]!, shard: leaf.rows[r + RecordColumn.shard]!, offset: leaf.rows[r + RecordColumn.offset]!, length: leaf.rows[r + RecordColumn.length]!, members };
+}

@@ -11,7 +11,7 @@ import { tmpDir } from '../helpers/tmp.js';
 
 const segment = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }).filter((s) => !/[/\\.\0]/.test(s));
 const keyArb = fc.array(segment, { minLength: 1, maxLength: 3 }).map((parts) => parts.join('/'));
-const extArb = fc.oneof(fc.constantFrom('jpg', 'cls', 'seg.png', 'json', '0', 'txt'), fc.string({ minLength: 1, maxLength: 8 }).filter((s) => !/[/\0]/.test(s)));
+const extArb = fc.oneof(fc.constantFrom('jpg', 'cls', 'seg.png', 'json', '0', 'txt', '__proto__'), fc.string({ minLength: 1, maxLength: 8 }).filter((s) => !/[/\0]/.test(s)));
 const contentArb = fc.oneof(fc.uint8Array({ maxLength: 700 }), fc.constantFrom(new Uint8Array(3000).fill(7), new TextEncoder().encode('ab'.repeat(900))));
 const sampleArb = fc.record({ key: keyArb, members: fc.dictionary(extArb, contentArb, { minKeys: 1, maxKeys: 3 }) });
 
@@ -30,16 +30,43 @@ describe('dataset round trip (property)', () => {
         const w = new DatasetWriter({ dir, layout, compress, shardBytes: 8 * 1024 });
         for (const s of samples) w.add(s); // arbitrary order: the writer sorts the index
         await w.finish();
-        const ds = await openDataset(dir);
-        try {
-          expect(ds.size).toBe(samples.length);
-          for (const s of samples) {
-            const got = await ds.get(s.key);
-            expect(Object.keys(got.members).sort()).toEqual(Object.keys(s.members).sort());
-            for (const [ext, bytes] of Object.entries(s.members)) expect(Buffer.from(got.members[ext]!).equals(Buffer.from(bytes))).toBe(true);
+        const same = (got: { members: Record<string, Uint8Array> }, s: (typeof samples)[number]): void => {
+          expect(Object.keys(got.members).sort()).toEqual(Object.keys(s.members).sort());
+          for (const [ext, bytes] of Object.entries(s.members)) {
+            expect(Object.hasOwn(got.members, ext)).toBe(true);
+            expect(Buffer.from(got.members[ext]!).equals(Buffer.from(bytes))).toBe(true);
           }
-        } finally {
-          await ds.close();
+        };
+        const byKey = [...samples].sort((a, b) => compareKeys(a.key, b.key));
+        // the synchronous reads decode from the index leaves' columns: with the addon and without, verifying or not
+        for (const options of [{}, { native: false }, { verify: false }]) {
+          const ds = await openDataset(dir, options);
+          try {
+            expect(ds.size).toBe(samples.length);
+            for (const s of samples) {
+              same(await ds.get(s.key), s);
+              same(ds.getSync(s.key), s);
+              same(ds.getViewSync(s.key), s);
+            }
+            byKey.forEach((s, i) => {
+              expect(ds.atSync(i).key).toBe(s.key);
+              same(ds.atSync(i), s);
+              same(ds.atViewSync(i), s);
+            });
+            // the loader's reads: coalesced runs, lone samples, whole-sample reads (maxReadBytes 0 reads each alone)
+            for (const coalesce of [{}, { maxReadBytes: 0 }]) {
+              const seen = new Set<string>();
+              for await (const batch of ds.loader({ batchSize: 4, shuffle: 'full', seed: 3, ...coalesce })) {
+                for (const got of batch) {
+                  seen.add(got.key);
+                  same(got, samples.find((s) => s.key === got.key)!);
+                }
+              }
+              expect(seen.size).toBe(samples.length);
+            }
+          } finally {
+            await ds.close();
+          }
         }
       }),
       { numRuns: 40 },
