@@ -45,7 +45,7 @@ interface Step {
 function checkPage(t: TreeInfo, step: Step, page: Page): void {
   if (step.level === 0) {
     if (page.type !== 'leaf') corrupt(t, step.pageNo, 'should be a leaf');
-    if (page.entries.length !== step.count) corrupt(t, step.pageNo, `holds ${page.entries.length} samples, its parent says ${step.count}`);
+    if (page.keys.length !== step.count) corrupt(t, step.pageNo, `holds ${page.keys.length} samples, its parent says ${step.count}`);
   } else {
     if (page.type !== 'branch' || page.level !== step.level) corrupt(t, step.pageNo, `should be a branch at level ${step.level}`);
     const total = page.starts[page.starts.length - 1] as number;
