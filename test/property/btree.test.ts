@@ -5,7 +5,7 @@ import { boundHit, keyHit, positionHit, seekKey, seekLeaf, seekLeafSync, seekPos
 import { ErrorCodes } from '../../formats/errors.js';
 import type { IndexEntry, MemberEntry } from '../../formats/index-entry.js';
 import { MEMBER_COLUMNS, MemberColumn, RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index-page.js';
-import { compareKeys } from '../../formats/key-order.js';
+import { compareKeys, isSimpleKey } from '../../formats/key-order.js';
 import { buildMemoryIndex, entryFor } from '../helpers/memory-index.js';
 
 const keyArb = fc.oneof(
@@ -62,6 +62,16 @@ describe('B+-tree index (property)', () => {
       { numRuns: 2000 },
     );
     expect(keyHit(idx.run(seekKey(idx.tree, 'train/zzz')), 'train/zzz')).toBeUndefined();
+  });
+
+  it('isSimpleKey is true exactly for keys without a UTF-16 unit from U+D800 up (where native < is byte order)', () => {
+    fc.assert(
+      fc.property(fc.oneof(keyArb, fc.string({ unit: fc.integer({ min: 0xd000, max: 0xffff }).map((u) => String.fromCharCode(u)), maxLength: 5 })), (k) => {
+        const simple = [...Array(k.length).keys()].every((i) => k.charCodeAt(i) < 0xd800);
+        expect(isSimpleKey(k)).toBe(simple);
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it("a leaf's columns (the sync read path's view of it) hold exactly its entries", () => {
