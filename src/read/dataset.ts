@@ -195,12 +195,12 @@ export class Dataset {
 
   async has(key: string): Promise<boolean> {
     this.assertOpen();
-    return (await this.index.find(key)) !== undefined;
+    return (await this.index.findSlot(key)) !== undefined;
   }
 
   hasSync(key: string): boolean {
     this.assertLocal('hasSync');
-    return this.index.findSync(key) !== undefined;
+    return this.index.findSlotSync(key) !== undefined;
   }
 
   /** The i-th sample in key order (0 <= i < size). */

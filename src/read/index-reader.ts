@@ -13,6 +13,12 @@ import { PageCache } from './page-cache.js';
 
 export const DEFAULT_PAGE_CACHE_BYTES = 64 << 20;
 
+/** A record's place: its decoded leaf and its index there. */
+export interface LeafSlot {
+  leaf: LeafPage;
+  slot: number;
+}
+
 export class IndexReader {
   readonly tree: TreeInfo;
   readonly cache: PageCache;
@@ -85,22 +91,22 @@ export class IndexReader {
   }
 
   findSync(key: string): IndexEntry | undefined {
-    const leaf = seekLeafSync(this.tree, key, this.loadSync)?.leaf;
-    const slot = this.slotOf(leaf, key);
-    return slot < 0 ? undefined : (leaf as LeafPage).entries[slot];
-  }
-
-  /** The leaf that holds `key` and its slot there (the sync read path reads the leaf's columns), or undefined. */
-  findSlotSync(key: string): { leaf: LeafPage; slot: number } | undefined {
-    const leaf = seekLeafSync(this.tree, key, this.loadSync)?.leaf;
-    const slot = this.slotOf(leaf, key);
-    return slot < 0 ? undefined : { leaf: leaf as LeafPage, slot };
+    const found = this.findSlotSync(key);
+    return found?.leaf.entries[found.slot];
   }
 
   async find(key: string): Promise<IndexEntry | undefined> {
-    const leaf = (await this.runAsync(seekLeaf(this.tree, key)))?.leaf;
-    const slot = this.slotOf(leaf, key);
-    return slot < 0 ? undefined : (leaf as LeafPage).entries[slot];
+    const found = await this.findSlot(key);
+    return found?.leaf.entries[found.slot];
+  }
+
+  /** The leaf that holds `key` and its slot there (reads take the record from the leaf's columns), or undefined. */
+  findSlotSync(key: string): LeafSlot | undefined {
+    return this.slotIn(seekLeafSync(this.tree, key, this.loadSync)?.leaf, key);
+  }
+
+  async findSlot(key: string): Promise<LeafSlot | undefined> {
+    return this.slotIn((await this.runAsync(seekLeaf(this.tree, key)))?.leaf, key);
   }
 
   /**
@@ -109,15 +115,16 @@ export class IndexReader {
    * (measured 0.4 us of a 1.1 us findSync, 20,000 random keys). The Map (~30 bytes a key) lives as long as the
    * decoded page does in the page cache.
    */
-  private slotOf(leaf: LeafPage | undefined, key: string): number {
-    if (leaf === undefined) return -1;
+  private slotIn(leaf: LeafPage | undefined, key: string): LeafSlot | undefined {
+    if (leaf === undefined) return undefined;
     let keys = leaf.keyIndex;
     if (keys === undefined) {
       keys = new Map();
       for (let i = leaf.keys.length - 1; i >= 0; i--) keys.set(leaf.keys[i] as string, i); // the first of equal keys wins, as in a search
       leaf.keyIndex = keys;
     }
-    return keys.get(key) ?? -1;
+    const slot = keys.get(key);
+    return slot === undefined ? undefined : { leaf, slot };
   }
 
   /**
