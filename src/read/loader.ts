@@ -1,7 +1,7 @@
 /**
  * Loader: one epoch of a dataset as an async iterable of batches, for training loops.
  *
- * Pipeline per batch: order (planEpoch: seed, epoch, shuffle, rank, worldSize) -> locate (index entries) ->
+ * Pipeline per batch: order (planEpoch: seed, epoch, shuffle, rank, worldSize) -> locate (index records) ->
  * fetch (coalesced positional reads, CRC check, LZ4) -> decode (optional, images to pixels) -> yield.
  * The order is known in advance, so batches are fetched ahead of consumption while the bytes fetched but not
  * yet yielded stay under `prefetch`; reads in flight stay under `concurrency`.
