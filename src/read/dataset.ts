@@ -184,7 +184,9 @@ export class Dataset {
   /** The sample with `key`; SHARDKIT_ERR_KEY_NOT_FOUND when there is none. */
   async get(key: string): Promise<Sample> {
     this.assertOpen();
-    return this.read(await this.locate(key));
+    const found = await this.index.findSlot(key);
+    if (found === undefined) throw this.notFound(key);
+    return this.readRecord(found.leaf, found.slot);
   }
 
   /** Synchronous `get` for local datasets: the fast path (no promise, no thread-pool round trip). */
@@ -208,7 +210,8 @@ export class Dataset {
   /** The i-th sample in key order (0 <= i < size). */
   async at(position: number): Promise<Sample> {
     this.assertOpen();
-    return this.read(await this.index.at(position));
+    const hit = await this.index.leafOf(position);
+    return this.readRecord(hit.leaf, position - hit.base);
   }
 
   atSync(position: number): Sample {
@@ -241,6 +244,17 @@ export class Dataset {
     const loc = this.shardLocations[entry.shard] as string;
     const span = await this.pool.use(loc, (src) => (entry.length === 0 ? EMPTY : src.read(entry.offset, entry.length)));
     return decodeSpan(entry, span, this.decodeContext(entry.shard));
+  }
+
+  /** get/at: the sample of leaf record `slot`, one positional read (one ranged GET remotely), decoded from the columns. */
+  private async readRecord(leaf: LeafPage, slot: number): Promise<Sample> {
+    const r = slot * RECORD_COLUMNS;
+    const length = leaf.rows[r + RecordColumn.length] as number;
+    if (!this.checkRecord(leaf, slot) || length === 0) return this.read(leaf.entries[slot] as IndexEntry);
+    const shard = leaf.rows[r + RecordColumn.shard] as number;
+    const offset = leaf.rows[r + RecordColumn.offset] as number;
+    const span = await this.pool.use(this.shardLocations[shard] as string, (src) => src.read(offset, length));
+    return decodeRecord(leaf, slot, span, this.verify, this.memberCrc32c, undefined) ?? decodeSpan(leaf.entries[slot] as IndexEntry, span, this.decodeContext(shard));
   }
 
   readSync(entry: IndexEntry): Sample {
