@@ -58,7 +58,7 @@ export interface LeafPage {
   keys: string[];
   /**
    * The records as IndexEntry objects, made from the columns on first use and kept with the page: the read paths use
-   * the columns; scans, async `at`/`get` and damage reports use these. A leaf decoded for 1-10 KiB samples with short
+   * the columns; scans, `locate` and damage reports use these. A leaf decoded for 1-10 KiB samples with short
    * keys takes ~180 bytes a sample without them, ~300 more with them (the objects alone took ~270 before).
    */
   readonly entries: IndexEntry[];

@@ -40,7 +40,7 @@ export interface OpenDatasetOptions {
   /**
    * Memory for decoded index pages, in bytes of page (default 64 MiB: a 1M-sample index stays cached). Decoded pages
    * take more than their bytes: ~180 bytes a sample as the sync reads and the loader leave them (keys and numbers),
-   * ~300 more where entry objects were made (async `at`/`get`, `entries()` scans), and ~30 bytes a key
+   * ~300 more where entry objects were made (`locate`, `entries()` scans, damage reports), and ~30 bytes a key
    * where key lookups reached.
    */
   pageCacheBytes?: number;
