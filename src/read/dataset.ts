@@ -250,7 +250,8 @@ export class Dataset {
   private async readRecord(leaf: LeafPage, slot: number): Promise<Sample> {
     const r = slot * RECORD_COLUMNS;
     const length = leaf.rows[r + RecordColumn.length] as number;
-    if (!this.checkRecord(leaf, slot) || length === 0) return this.read(leaf.entries[slot] as IndexEntry);
+    this.checkRecord(leaf, slot);
+    if (length === 0) return this.read(leaf.entries[slot] as IndexEntry);
     const shard = leaf.rows[r + RecordColumn.shard] as number;
     const offset = leaf.rows[r + RecordColumn.offset] as number;
     const span = await this.pool.use(this.shardLocations[shard] as string, (src) => src.read(offset, length));
@@ -345,13 +346,14 @@ export class Dataset {
   /**
    * @internal getSync, atSync, their view twins and the loader: the sample of leaf record `slot`, read and decoded
    * from the leaf's columns (LeafPage.rows), so the entry, member array and member objects, apart on the heap, are
-   * not touched: on random access their cache misses cost ~1 us a sample (20,000 samples of 1-10 KiB). Records with
-   * a compressed member go through their entry. Into the reused view buffer with `views`, else an arena buffer.
+   * not touched: on random access their cache misses cost ~1 us a sample (20,000 samples of 1-10 KiB). Into the
+   * reused view buffer with `views`, else an arena buffer.
    */
   readRecordSync(leaf: LeafPage, slot: number, views: SyncViewReader | undefined, verify = this.verify): Sample {
     const r = slot * RECORD_COLUMNS;
     const length = leaf.rows[r + RecordColumn.length] as number;
-    if (!this.checkRecord(leaf, slot) || length === 0) {
+    this.checkRecord(leaf, slot);
+    if (length === 0) {
       const entry = leaf.entries[slot] as IndexEntry;
       return views === undefined ? this.readSampleSync(entry, undefined, verify) : views.read(this, entry);
     }
@@ -363,7 +365,7 @@ export class Dataset {
     let crc: number | undefined;
     try {
       if (verify && this.native) {
-        // the first member starts the span; a lone one fills it
+        // the first member starts the span (a lone one fills it); its CRC32C is of its stored bytes
         const crcLength = isLone(leaf, slot) ? length : (leaf.memberRows[firstMember + MemberColumn.storedSize] as number);
         crc = source.readIntoSyncCrc32c(buffer, 0, length, offset, 0, crcLength);
       } else {
@@ -377,29 +379,25 @@ export class Dataset {
   }
 
   /**
-   * @internal checkEntry's checks on leaf record `slot`, from the leaf's columns. True when it passes and every
-   * member is stored uncompressed (readable from the columns alone); false when it has a compressed member (its
-   * entry passed checkEntry); throws what checkEntry throws otherwise.
+   * @internal checkEntry's checks on leaf record `slot`, from the leaf's columns: the span inside its shard, no member
+   * over maxMemberBytes. When they fail, checkEntry runs on the entry and throws its error, naming the sample.
    */
-  checkRecord(leaf: LeafPage, slot: number): boolean {
+  checkRecord(leaf: LeafPage, slot: number): void {
     const r = slot * RECORD_COLUMNS;
     const rows = leaf.rows;
     const end = (rows[r + RecordColumn.offset] as number) + (rows[r + RecordColumn.length] as number);
     if (end <= (this.index.shards[rows[r + RecordColumn.shard] as number]?.bytes ?? -1)) {
-      if ((rows[r + RecordColumn.loneCrc32c] as number) >= 0) {
-        if ((rows[r + RecordColumn.length] as number) <= this.maxMemberBytes) return true; // its member's size
-      } else {
-        const cols = leaf.memberRows;
-        let q = (rows[r + RecordColumn.firstMember] as number) * MEMBER_COLUMNS;
-        let plain = true;
-        for (const last = q + (rows[r + RecordColumn.memberCount] as number) * MEMBER_COLUMNS; q < last && plain; q += MEMBER_COLUMNS) {
-          plain = cols[q + MemberColumn.codec] === Codec.none && (cols[q + MemberColumn.size] as number) <= this.maxMemberBytes;
-        }
-        if (plain) return true;
+      // a lone member's size is the span's length
+      if ((rows[r + RecordColumn.loneCrc32c] as number) >= 0 && (rows[r + RecordColumn.length] as number) <= this.maxMemberBytes) return;
+      const cols = leaf.memberRows;
+      let q = (rows[r + RecordColumn.firstMember] as number) * MEMBER_COLUMNS;
+      let fits = true;
+      for (const last = q + (rows[r + RecordColumn.memberCount] as number) * MEMBER_COLUMNS; q < last; q += MEMBER_COLUMNS) {
+        fits &&= (cols[q + MemberColumn.size] as number) <= this.maxMemberBytes;
       }
+      if (fits) return;
     }
     this.checkEntry(leaf.entries[slot] as IndexEntry);
-    return false;
   }
 
   /** True when the dataset is behind an http(s) URL (no synchronous reads). */

@@ -44,8 +44,8 @@ export function decodeRead(entry: IndexEntry, only: MemberEntry | undefined, spa
 
 /**
  * The sample of leaf record `slot` from its span, decoded from the leaf's columns (see LeafPage.rows): no entry or
- * member objects touched. `firstCrc`: the first member's CRC32C when the read computed it. Undefined when a member
- * is compressed or fails verification: the caller then decodes the entry (decodeSpan), which decompresses, or
+ * member objects touched. `firstCrc`: the CRC32C of the first member's stored bytes when the read computed it.
+ * Undefined when a member fails to decompress or verify: the caller then decodes the entry (decodeSpan), which
  * throws the error that names dataset, shard, key and offset.
  */
 export function decodeRecord(leaf: LeafPage, slot: number, span: Uint8Array, verify: boolean, crc32c: (bytes: Uint8Array) => number, firstCrc: number | undefined): Sample | undefined {
@@ -62,10 +62,17 @@ export function decodeRecord(leaf: LeafPage, slot: number, span: Uint8Array, ver
   let q = (rows[r + RecordColumn.firstMember] as number) * MEMBER_COLUMNS;
   const members: Record<string, Uint8Array> = {};
   for (let m = 0; m < count; m++, q += MEMBER_COLUMNS) {
-    if (cols[q + MemberColumn.codec] !== Codec.none) return undefined;
     const start = cols[q + MemberColumn.offset] as number;
-    const bytes = span.subarray(start, start + (cols[q + MemberColumn.storedSize] as number));
-    if (verify && ((m === 0 ? firstCrc : undefined) ?? crc32c(bytes)) !== cols[q + MemberColumn.crc32c]) return undefined;
+    let bytes = span.subarray(start, start + (cols[q + MemberColumn.storedSize] as number));
+    const plain = cols[q + MemberColumn.codec] === Codec.none;
+    if (!plain) {
+      try {
+        bytes = lz4DecompressMember(bytes, cols[q + MemberColumn.size] as number, '');
+      } catch {
+        return undefined;
+      }
+    }
+    if (verify && ((m === 0 && plain ? firstCrc : undefined) ?? crc32c(bytes)) !== cols[q + MemberColumn.crc32c]) return undefined;
     setMember(members, leaf.exts[cols[q + MemberColumn.ext] as number] as string, bytes);
   }
   return { key, members };
