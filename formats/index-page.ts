@@ -211,8 +211,11 @@ export function encodeBranchRecord(key: Uint8Array, child: number, count: number
   return w.view_();
 }
 
-/** Checks a page's checksum, number and type, then decodes its records. */
-export function decodePage(page: Uint8Array, expectedPageNo: number, file: string): Page {
+/**
+ * Checks a page's checksum, number and type, then decodes its records. `keepEntries`: a leaf keeps the IndexEntry
+ * objects its decoding made, for callers about to walk them all (scans, verify); else it makes them again if asked.
+ */
+export function decodePage(page: Uint8Array, expectedPageNo: number, file: string, keepEntries = false): Page {
   if (page.length < PAGE_HEADER_BYTES) corrupt(file, expectedPageNo, 'is truncated');
   const v = new DataView(page.buffer, page.byteOffset, page.byteLength);
   if (pageChecksum(page) !== v.getUint32(PAGE_CRC, true)) corrupt(file, expectedPageNo, 'fails its checksum');
@@ -223,12 +226,12 @@ export function decodePage(page: Uint8Array, expectedPageNo: number, file: strin
   const link = v.getUint32(PAGE_LINK, true);
   const r = new ByteReader(page, ErrorCodes.CORRUPT_INDEX, `${file}: page ${pageNo}`, PAGE_HEADER_BYTES);
   if (count === 0) corrupt(file, pageNo, 'has no records');
-  if (type === PageType.leaf) return decodeLeaf(r, pageNo, link, count);
+  if (type === PageType.leaf) return decodeLeaf(r, pageNo, link, count, keepEntries);
   if (type === PageType.branch) return decodeBranch(r, pageNo, link, count);
   return corrupt(file, pageNo, `has unknown type ${type}`);
 }
 
-function decodeLeaf(r: ByteReader, pageNo: number, next: number, count: number): LeafPage {
+function decodeLeaf(r: ByteReader, pageNo: number, next: number, count: number, keepEntries: boolean): LeafPage {
   if (next !== 0 && next <= pageNo) r.fail(`links to earlier page ${next}`);
   const keys: string[] = new Array(count);
   const entries: IndexEntry[] = new Array(count);
@@ -242,14 +245,13 @@ function decodeLeaf(r: ByteReader, pageNo: number, next: number, count: number):
     simple &&= isSimpleKey(entry.key);
   }
   const { rows, memberRows, exts } = leafColumns(entries);
-  return new DecodedLeaf(pageNo, next, simple, keys, rows, memberRows, exts);
+  return new DecodedLeaf(pageNo, next, simple, keys, rows, memberRows, exts, keepEntries ? entries : undefined);
 }
 
-/** A leaf as decodePage returns it: the entries from the leaf's first decoding are dropped and made again on demand. */
+/** A leaf as decodePage returns it: entry objects kept from decoding (keepEntries), or made on first use. */
 class DecodedLeaf implements LeafPage {
   readonly type = 'leaf';
   keyIndex: Map<string, number> | undefined = undefined;
-  private made: IndexEntry[] | undefined = undefined;
 
   constructor(
     readonly pageNo: number,
@@ -259,6 +261,7 @@ class DecodedLeaf implements LeafPage {
     readonly rows: Float64Array,
     readonly memberRows: Float64Array,
     readonly exts: string[],
+    private made: IndexEntry[] | undefined,
   ) {}
 
   get entries(): IndexEntry[] {

@@ -127,7 +127,7 @@ export class IndexFileWriter {
       const page = new Uint8Array(this.pageSize);
       for (let pageNo = tree.firstLeaf; pageNo !== 0; ) {
         const n = fsCall('read', this.tmp, () => fs.readSync(this.fd, page, 0, page.length, pageNo * this.pageSize));
-        const leaf = decodePage(page.subarray(0, n), pageNo, this.tmp);
+        const leaf = decodePage(page.subarray(0, n), pageNo, this.tmp, true);
         if (leaf.type !== 'leaf') throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${this.tmp}: page ${pageNo} is not a leaf`, { file: this.tmp });
         yield* leaf.entries;
         pageNo = leaf.next;

@@ -64,7 +64,8 @@ export class IndexReader {
   /** Pages being fetched: concurrent lookups that need one page share one read (one HTTP request remotely). */
   private readonly loading = new Map<number, Promise<Page>>();
 
-  private loadAsync = (pageNo: number): Page | Promise<Page> => {
+  /** `keepEntries` when the caller walks the leaf's entries next (a scan): see decodePage. */
+  private loadAsync = (pageNo: number, keepEntries = false): Page | Promise<Page> => {
     const cached = this.cache.get(pageNo);
     if (cached !== undefined) return cached;
     let pending = this.loading.get(pageNo);
@@ -72,7 +73,7 @@ export class IndexReader {
       pending = this.source
         .read(pageNo * this.header.pageSize, this.header.pageSize)
         .then((bytes) => {
-          const page = decodePage(bytes, pageNo, this.source.name);
+          const page = decodePage(bytes, pageNo, this.source.name, keepEntries);
           this.cache.set(pageNo, page);
           return page;
         })
@@ -177,7 +178,7 @@ export class IndexReader {
       throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${this.source.name}: leaf ${leaf.pageNo} ${why}; run \`shardkit reindex\``, { file: this.source.name });
     };
     if (leaf.next === 0 || leaf.next >= this.header.pageCount) bad(`links to page ${leaf.next}`);
-    const next = await this.loadAsync(leaf.next);
+    const next = await this.loadAsync(leaf.next, true);
     if (next.type !== 'leaf') return bad(`links to page ${leaf.next}, which is not a leaf`);
     if (compareKeys(next.keys[0] as string, leaf.keys[leaf.keys.length - 1] as string) <= 0) bad('links to a leaf out of key order');
     return next;
