@@ -68,10 +68,14 @@ export function planReads(requests: readonly SpanRequest[], options: CoalesceOpt
       // A span starting inside the run always joins it (whatever maxReadBytes): no byte is read twice.
       (offset < runEnd || (offset - runEnd <= options.gapBytes && end - run.offset <= options.maxReadBytes));
     if (!joinable || run === undefined) {
-      run = { shard: keys.shard[i] as number, offset, length, slices: [] };
+      // most runs of a shuffled epoch hold one span: a one-element literal, not an empty array grown by push (which
+      // allocates room for 17)
+      run = { shard: keys.shard[i] as number, offset, length, slices: [{ request: i, start: 0, length }] };
       runs.push(run);
       runEnd = end;
-    } else if (end > runEnd) {
+      continue;
+    }
+    if (end > runEnd) {
       runEnd = end;
       run.length = runEnd - run.offset;
     }
