@@ -41,8 +41,14 @@ export interface CoalesceOptions {
   maxReadBytes: number;
 }
 
-/** Read through holes of up to 64 KiB (a remote round trip costs far more than 64 KiB of bandwidth). */
+/** Over http(s), read through holes of up to 64 KiB (a round trip costs far more than 64 KiB of bandwidth). */
 export const DEFAULT_COALESCE_GAP_BYTES = 64 * 1024;
+/**
+ * Locally, join only neighbours: spans a tar header and its padding apart (at most 1023 bytes). Copying a larger hole
+ * out of the page cache costs more than the read it saves: a shuffled epoch of 1-10 KiB samples ran 2-6% faster with
+ * no hole read than with 64 KiB ones, 25% in view mode (memory-mapped shards), and 5% faster with pread as well.
+ */
+export const DEFAULT_LOCAL_COALESCE_GAP_BYTES = 1024;
 /** Join spans into reads of up to 1 MiB: large enough to amortise a request, small enough to keep memory flat. */
 export const DEFAULT_MAX_READ_BYTES = 1024 * 1024;
 

@@ -5,7 +5,7 @@ import { expectIntegerInRange } from '../io/io-options.js';
 import type { DecodeOption } from './decode-image.js';
 import { imageExtTest } from './decode-image.js';
 import type { Partition } from './epoch-plan.js';
-import { DEFAULT_COALESCE_GAP_BYTES, DEFAULT_MAX_READ_BYTES } from './fetch-plan.js';
+import { DEFAULT_COALESCE_GAP_BYTES, DEFAULT_LOCAL_COALESCE_GAP_BYTES, DEFAULT_MAX_READ_BYTES } from './fetch-plan.js';
 import type { LoaderState } from './loader-state.js';
 import { expectShuffleName, type Seed, type ShuffleName } from './shuffle/index.js';
 
@@ -53,7 +53,10 @@ export interface LoaderOptions {
    * No effect on http(s) datasets, whose bytes are response bodies the caller owns anyway.
    */
   view?: boolean;
-  /** Spans in one shard at most this many bytes apart are read together. Default 64 KiB. */
+  /**
+   * Spans in one shard at most this many bytes apart are read together. Default 1 KiB locally (neighbours in a tar
+   * shard; copying a larger hole costs more than the read it saves), 64 KiB over http(s).
+   */
   coalesceGapBytes?: number;
   /** Largest read made by joining spans (a larger sample is read alone). 0: one read per sample. Default 1 MiB. */
   maxReadBytes?: number;
@@ -105,7 +108,7 @@ export function resolveLoaderOptions(options: unknown, remote: boolean, datasetV
     isImage: imageExtTest(o.decode),
     verify: expectBoolean('verify', o.verify ?? datasetVerify),
     view: expectBoolean('view', o.view ?? false),
-    coalesceGapBytes: expectIntegerInRange('coalesceGapBytes', o.coalesceGapBytes ?? DEFAULT_COALESCE_GAP_BYTES, 0, Number.MAX_SAFE_INTEGER),
+    coalesceGapBytes: expectIntegerInRange('coalesceGapBytes', o.coalesceGapBytes ?? (remote ? DEFAULT_COALESCE_GAP_BYTES : DEFAULT_LOCAL_COALESCE_GAP_BYTES), 0, Number.MAX_SAFE_INTEGER),
     maxReadBytes: expectIntegerInRange('maxReadBytes', o.maxReadBytes ?? DEFAULT_MAX_READ_BYTES, 0, MAX_INT32),
     syncReadMaxBytes: expectIntegerInRange('syncReadMaxBytes', o.syncReadMaxBytes ?? DEFAULT_LOADER_SYNC_READ_BYTES, 0, MAX_INT32),
   };
