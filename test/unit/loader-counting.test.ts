@@ -46,6 +46,22 @@ describe('loader operation counts', () => {
     });
   }
 
+  it('locally, a loader reads through no hole wider than a tar header and its padding (coalesceGapBytes 1 KiB)', async () => {
+    const dir = await writeLoaderDataset(tmpDir(), 600);
+    const ds = await openDataset(dir, { maxOpenShards: 1000, checkShards: 'size' });
+    let spans = 0;
+    for await (const e of ds.entries()) spans += e.length;
+    for (const shuffle of ['full', 'none'] as const) {
+      const loader = ds.loader({ batchSize: 64, shuffle, seed: 2 });
+      expect(await drain(loader)).toBe(600);
+      const { reads, bytesRead } = loader.stats();
+      // each join reads at most one header and its padding (< 1 KiB) beyond the spans themselves
+      expect(bytesRead - spans).toBeLessThanOrEqual(1023 * (600 - reads));
+      if (shuffle === 'none') expect(reads).toBeLessThan(600 / 4); // neighbours in key order still share reads
+    }
+    await ds.close();
+  });
+
   it('with the default fingerprint check, the only extra reads are one per shard at first open', async () => {
     const dir = await writeLoaderDataset(tmpDir(), 400);
     const io = new IoStats();
