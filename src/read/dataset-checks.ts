@@ -5,11 +5,12 @@
 import { crc32c, crc32cHex } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { FINGERPRINT_BYTES, type Layout, type ShardRecord } from '../../formats/index-layout.js';
+import { MEMBER_COLUMNS, MemberColumn, RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index-page.js';
 import type { Manifest } from '../../formats/manifest.js';
 import { checkPackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
 import type { ByteSource, SyncByteSource } from '../io/byte-source.js';
 import { expectIntegerInRange } from '../io/io-options.js';
-import type { OpenDatasetOptions } from './dataset.js';
+import type { OpenDatasetOptions } from './dataset-options.js';
 import type { IndexReader } from './index-reader.js';
 
 /**
@@ -64,4 +65,23 @@ export function checkIndexMatchesManifest(index: IndexReader, manifest: Manifest
     const m = manifest.shards[i];
     if (m === undefined || m.file !== s.file || m.bytes !== s.bytes || m.samples !== s.samples || m.crc32c !== crc32cHex(s.crc32c)) mismatch(`shard ${i} differs`);
   });
+}
+
+/**
+ * Dataset.checkEntry's checks on leaf record `slot`, from the leaf's columns: its span inside its shard, no member
+ * over `maxMemberBytes`. False when one fails: the caller then runs checkEntry on the entry, which names the sample.
+ */
+export function recordFits(leaf: LeafPage, slot: number, shards: readonly ShardRecord[], maxMemberBytes: number): boolean {
+  const r = slot * RECORD_COLUMNS;
+  const rows = leaf.rows;
+  const end = (rows[r + RecordColumn.offset] as number) + (rows[r + RecordColumn.length] as number);
+  if (!(end <= (shards[rows[r + RecordColumn.shard] as number]?.bytes ?? -1))) return false;
+  // a lone member's size is the span's length
+  if ((rows[r + RecordColumn.loneCrc32c] as number) >= 0) return (rows[r + RecordColumn.length] as number) <= maxMemberBytes;
+  const cols = leaf.memberRows;
+  const first = (rows[r + RecordColumn.firstMember] as number) * MEMBER_COLUMNS;
+  for (let q = first, last = first + (rows[r + RecordColumn.memberCount] as number) * MEMBER_COLUMNS; q < last; q += MEMBER_COLUMNS) {
+    if ((cols[q + MemberColumn.size] as number) > maxMemberBytes) return false;
+  }
+  return true;
 }

@@ -13,7 +13,7 @@ import type { Sample } from '../../formats/sample.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { FileSource } from '../io/file-source.js';
 import { HandlePool, DEFAULT_MAX_OPEN } from '../io/handle-pool.js';
-import { HttpClient, type HttpClientOptions } from '../io/http-client.js';
+import { HttpClient } from '../io/http-client.js';
 import { HttpSource } from '../io/http-source.js';
 import { IoStats } from '../io/io-stats.js';
 import { isRemote, redactLocation, resolveLocation } from '../io/location.js';
@@ -24,52 +24,16 @@ import { DEFAULT_PAGE_CACHE_BYTES, IndexReader } from './index-reader.js';
 import { decodeRead, decodeRecord, decodeSpan, type DecodeContext } from './sample-decode.js';
 import { readLoneSamples } from './lone-samples.js';
 import { isLone, type RecordRef } from './record-ref.js';
-import { checkIndexMatchesManifest, checkOpenOptions, checkShardOnOpen } from './dataset-checks.js';
+import { checkIndexMatchesManifest, checkOpenOptions, checkShardOnOpen, recordFits } from './dataset-checks.js';
 import { ReadArena } from './read-arena.js';
 import type { DecodedSample } from './decode-image.js';
 import { Loader } from './loader.js';
 import { rangeEntries, type KeyRange } from './key-range.js';
 import { SyncViewReader } from './view-reader.js';
 import type { LoaderOptions } from './loader-options.js';
+import type { OpenDatasetOptions } from './dataset-options.js';
 
-export interface OpenDatasetOptions {
-  /** Check every member's CRC32C on get/at (default true). */
-  verify?: boolean;
-  /** Shard handles open at once (default 64); a 10,000-shard dataset works without raising ulimit. */
-  maxOpenShards?: number;
-  /**
-   * Memory for decoded index pages, in bytes of page (default 64 MiB: a 1M-sample index stays cached). Decoded pages
-   * take more than their bytes: ~180 bytes a sample as the sync reads and the loader leave them (keys and numbers),
-   * ~300 more where entry objects were made (`locate`, `entries()` scans, damage reports), and ~30 bytes a key
-   * where key lookups reached.
-   */
-  pageCacheBytes?: number;
-  /**
-   * What to check when a shard is first opened: 'size' (one fstat) or 'fingerprint' (also the CRC32C of its first
-   * 4 KiB, one read per shard per dataset lifetime; default). Either detects a shard replaced under the index.
-   */
-  checkShards?: 'size' | 'fingerprint';
-  /**
-   * Async reads of local shards up to this many bytes are synchronous preads (faster than a thread-pool round trip
-   * on a warm page cache); larger ones use the thread pool. Default 64 KiB. Set 0 on network file systems or cold
-   * disks, together with the loader's `syncReadMaxBytes: 0`, so reads in flight overlap device latency.
-   */
-  syncReadMaxBytes?: number;
-  /** Refuse members larger than this (default 1 GiB): a guard against damaged or hostile indexes. */
-  maxMemberBytes?: number;
-  /** HTTP options for remote datasets (sockets, retries, timeouts, headers). */
-  http?: HttpClientOptions;
-  /** Counters to add this dataset's operations to (default: its own, see stats()). */
-  ioStats?: IoStats;
-  /**
-   * Use shardkit's optional native addon when it is built (default true; see {@link nativeAvailable}): the
-   * synchronous reads of local shards (getSync, atSync, the view twins, and the loader's reads up to
-   * syncReadMaxBytes) copy out of a read-only memory map of each shard instead of calling pread, and CRC32C runs on
-   * SSE4.2. Results and errors are the same either way. `false`, or SHARDKIT_NATIVE=0 in the environment, keeps
-   * the portable path.
-   */
-  native?: boolean;
-}
+export type { OpenDatasetOptions };
 
 export interface DatasetStats {
   io: ReturnType<IoStats['snapshot']>;
@@ -251,43 +215,38 @@ export class Dataset {
     const r = slot * RECORD_COLUMNS;
     const length = leaf.rows[r + RecordColumn.length] as number;
     this.checkRecord(leaf, slot);
-    if (length === 0) return this.read(leaf.entries[slot] as IndexEntry);
     const shard = leaf.rows[r + RecordColumn.shard] as number;
     const offset = leaf.rows[r + RecordColumn.offset] as number;
-    const span = await this.pool.use(this.shardLocations[shard] as string, (src) => src.read(offset, length));
+    const span = length === 0 ? EMPTY : await this.pool.use(this.shardLocations[shard] as string, (src) => src.read(offset, length));
     return decodeRecord(leaf, slot, span, this.verify, this.memberCrc32c, undefined) ?? decodeSpan(leaf.entries[slot] as IndexEntry, span, this.decodeContext(shard));
   }
 
+  /** The sample an index entry locates, synchronously (local datasets): one read of its span. */
   readSync(entry: IndexEntry): Sample {
     this.assertLocal('readSync');
     this.checkEntry(entry);
-    return this.readSampleSync(entry, undefined);
+    const ctx = this.decodeContext(entry.shard);
+    if (entry.length === 0) return decodeSpan(entry, EMPTY, ctx);
+    const only = entry.members.length === 1 ? (entry.members[0] as MemberEntry) : undefined;
+    const buffer = this.arena.take(entry.length);
+    const crc = this.readSpanSync(entry.shard, entry.offset, entry.length, buffer, 0, this.verify && only?.codec === Codec.none ? only.storedSize : undefined);
+    return decodeRead(entry, only, buffer, ctx, crc);
   }
 
   /**
-   * @internal One sample: one read of its span into `target` (from 0; the view twins) or an arena buffer, then
-   * decode. A sample of one uncompressed member read from a memory map gets its checksum from the same native
-   * call as the copy. The entry must have passed checkEntry.
+   * Reads `length` bytes at `offset` in `shard` into `buffer` at `bufferOffset`. With `crcLength` (from a memory map),
+   * returns the CRC32C of the first `crcLength` bytes read, computed in the same native call as the copy; else
+   * undefined (pread, or no checksum asked for).
    */
-  readSampleSync(entry: IndexEntry, target: Uint8Array | undefined, verify = this.verify): Sample {
-    const length = entry.length;
-    const ctx = this.decodeContext(entry.shard, verify);
-    if (length === 0) return decodeSpan(entry, EMPTY, ctx);
-    const buffer = target ?? this.arena.take(length);
-    const members = entry.members;
-    const only = members.length === 1 ? (members[0] as MemberEntry) : undefined;
-    let crc: number | undefined;
-    const source = this.pool.acquireSync(this.shardLocations[entry.shard] as string) as FileSource;
+  private readSpanSync(shard: number, offset: number, length: number, buffer: Uint8Array, bufferOffset: number, crcLength: number | undefined): number | undefined {
+    const source = this.pool.acquireSync(this.shardLocations[shard] as string) as FileSource;
     try {
-      if (verify && this.native && only !== undefined && only.codec === Codec.none) {
-        crc = source.readIntoSyncCrc32c(buffer, 0, length, entry.offset, only.offset, only.storedSize);
-      } else {
-        source.readIntoSync(buffer, 0, length, entry.offset);
-      }
+      if (crcLength !== undefined && this.native) return source.readIntoSyncCrc32c(buffer, bufferOffset, length, offset, 0, crcLength);
+      source.readIntoSync(buffer, bufferOffset, length, offset);
+      return undefined;
     } finally {
       this.pool.release(source);
     }
-    return decodeRead(entry, only, buffer.length === length ? buffer : buffer.subarray(0, length), ctx, crc);
   }
 
   /**
@@ -353,27 +312,14 @@ export class Dataset {
     const r = slot * RECORD_COLUMNS;
     const length = leaf.rows[r + RecordColumn.length] as number;
     this.checkRecord(leaf, slot);
-    if (length === 0) {
-      const entry = leaf.entries[slot] as IndexEntry;
-      return views === undefined ? this.readSampleSync(entry, undefined, verify) : views.read(this, entry);
-    }
     const shard = leaf.rows[r + RecordColumn.shard] as number;
+    if (length === 0) return decodeRecord(leaf, slot, EMPTY, verify, this.memberCrc32c, undefined) ?? decodeSpan(leaf.entries[slot] as IndexEntry, EMPTY, this.decodeContext(shard, verify));
     const offset = leaf.rows[r + RecordColumn.offset] as number;
     const firstMember = (leaf.rows[r + RecordColumn.firstMember] as number) * MEMBER_COLUMNS;
     const buffer = views === undefined ? this.arena.take(length) : views.target(length);
-    const source = this.pool.acquireSync(this.shardLocations[shard] as string) as FileSource;
-    let crc: number | undefined;
-    try {
-      if (verify && this.native) {
-        // the first member starts the span (a lone one fills it); its CRC32C is of its stored bytes
-        const crcLength = isLone(leaf, slot) ? length : (leaf.memberRows[firstMember + MemberColumn.storedSize] as number);
-        crc = source.readIntoSyncCrc32c(buffer, 0, length, offset, 0, crcLength);
-      } else {
-        source.readIntoSync(buffer, 0, length, offset);
-      }
-    } finally {
-      this.pool.release(source);
-    }
+    // the first member starts the span (a lone one fills it); the CRC32C is of its stored bytes
+    const firstLength = isLone(leaf, slot) ? length : (leaf.memberRows[firstMember + MemberColumn.storedSize] as number);
+    const crc = this.readSpanSync(shard, offset, length, buffer, 0, verify ? firstLength : undefined);
     const span = buffer.length === length ? buffer : buffer.subarray(0, length);
     return decodeRecord(leaf, slot, span, verify, this.memberCrc32c, crc) ?? decodeSpan(leaf.entries[slot] as IndexEntry, span, this.decodeContext(shard, verify), crc);
   }
@@ -383,21 +329,7 @@ export class Dataset {
    * over maxMemberBytes. When they fail, checkEntry runs on the entry and throws its error, naming the sample.
    */
   checkRecord(leaf: LeafPage, slot: number): void {
-    const r = slot * RECORD_COLUMNS;
-    const rows = leaf.rows;
-    const end = (rows[r + RecordColumn.offset] as number) + (rows[r + RecordColumn.length] as number);
-    if (end <= (this.index.shards[rows[r + RecordColumn.shard] as number]?.bytes ?? -1)) {
-      // a lone member's size is the span's length
-      if ((rows[r + RecordColumn.loneCrc32c] as number) >= 0 && (rows[r + RecordColumn.length] as number) <= this.maxMemberBytes) return;
-      const cols = leaf.memberRows;
-      let q = (rows[r + RecordColumn.firstMember] as number) * MEMBER_COLUMNS;
-      let fits = true;
-      for (const last = q + (rows[r + RecordColumn.memberCount] as number) * MEMBER_COLUMNS; q < last; q += MEMBER_COLUMNS) {
-        fits &&= (cols[q + MemberColumn.size] as number) <= this.maxMemberBytes;
-      }
-      if (fits) return;
-    }
-    this.checkEntry(leaf.entries[slot] as IndexEntry);
+    if (!recordFits(leaf, slot, this.index.shards, this.maxMemberBytes)) this.checkEntry(leaf.entries[slot] as IndexEntry);
   }
 
   /** True when the dataset is behind an http(s) URL (no synchronous reads). */
@@ -411,18 +343,13 @@ export class Dataset {
    * slabs), else into a fresh buffer. Returns the bytes read.
    */
   readShardRangeSync(shard: number, offset: number, length: number, target?: Uint8Array, targetOffset = 0): Uint8Array {
-    const source = this.pool.acquireSync(this.shardLocations[shard] as string) as FileSource;
-    try {
-      if (target === undefined) {
-        const buffer = this.arena.take(length); // exactly `length` bytes: no second view to make
-        source.readIntoSync(buffer, 0, length, offset);
-        return buffer;
-      }
-      source.readIntoSync(target, targetOffset, length, offset);
-      return target.subarray(targetOffset, targetOffset + length);
-    } finally {
-      this.pool.release(source);
+    if (target === undefined) {
+      const buffer = this.arena.take(length); // exactly `length` bytes: no second view to make
+      this.readSpanSync(shard, offset, length, buffer, 0, undefined);
+      return buffer;
     }
+    this.readSpanSync(shard, offset, length, target, targetOffset, undefined);
+    return target.subarray(targetOffset, targetOffset + length);
   }
 
   /**

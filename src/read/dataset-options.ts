@@ -1,0 +1,42 @@
+/** How a dataset is opened: the options of `openDataset`. */
+import type { HttpClientOptions } from '../io/http-client.js';
+import type { IoStats } from '../io/io-stats.js';
+
+export interface OpenDatasetOptions {
+  /** Check every member's CRC32C on get/at (default true). */
+  verify?: boolean;
+  /** Shard handles open at once (default 64); a 10,000-shard dataset works without raising ulimit. */
+  maxOpenShards?: number;
+  /**
+   * Memory for decoded index pages, in bytes of page (default 64 MiB: a 1M-sample index stays cached). Decoded pages
+   * take more than their bytes: ~180 bytes a sample as the sync reads and the loader leave them (keys and numbers),
+   * ~300 more where entry objects were made (`locate`, `entries()` scans, damage reports), and ~30 bytes a key
+   * where key lookups reached.
+   */
+  pageCacheBytes?: number;
+  /**
+   * What to check when a shard is first opened: 'size' (one fstat) or 'fingerprint' (also the CRC32C of its first
+   * 4 KiB, one read per shard per dataset lifetime; default). Either detects a shard replaced under the index.
+   */
+  checkShards?: 'size' | 'fingerprint';
+  /**
+   * Async reads of local shards up to this many bytes are synchronous preads (faster than a thread-pool round trip
+   * on a warm page cache); larger ones use the thread pool. Default 64 KiB. Set 0 on network file systems or cold
+   * disks, together with the loader's `syncReadMaxBytes: 0`, so reads in flight overlap device latency.
+   */
+  syncReadMaxBytes?: number;
+  /** Refuse members larger than this (default 1 GiB): a guard against damaged or hostile indexes. */
+  maxMemberBytes?: number;
+  /** HTTP options for remote datasets (sockets, retries, timeouts, headers). */
+  http?: HttpClientOptions;
+  /** Counters to add this dataset's operations to (default: its own, see stats()). */
+  ioStats?: IoStats;
+  /**
+   * Use shardkit's optional native addon when it is built (default true; see `nativeAvailable()`): the
+   * synchronous reads of local shards (getSync, atSync, the view twins, and the loader's reads up to
+   * syncReadMaxBytes) copy out of a read-only memory map of each shard instead of calling pread, and CRC32C runs on
+   * SSE4.2. Results and errors are the same either way. `false`, or SHARDKIT_NATIVE=0 in the environment, keeps
+   * the portable path.
+   */
+  native?: boolean;
+}
