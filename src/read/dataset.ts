@@ -313,14 +313,17 @@ export class Dataset {
     const length = leaf.rows[r + RecordColumn.length] as number;
     this.checkRecord(leaf, slot);
     const shard = leaf.rows[r + RecordColumn.shard] as number;
-    if (length === 0) return decodeRecord(leaf, slot, EMPTY, verify, this.memberCrc32c, undefined) ?? decodeSpan(leaf.entries[slot] as IndexEntry, EMPTY, this.decodeContext(shard, verify));
-    const offset = leaf.rows[r + RecordColumn.offset] as number;
-    const firstMember = (leaf.rows[r + RecordColumn.firstMember] as number) * MEMBER_COLUMNS;
-    const buffer = views === undefined ? this.arena.take(length) : views.target(length);
-    // the first member starts the span (a lone one fills it); the CRC32C is of its stored bytes
-    const firstLength = isLone(leaf, slot) ? length : (leaf.memberRows[firstMember + MemberColumn.storedSize] as number);
-    const crc = this.readSpanSync(shard, offset, length, buffer, 0, verify ? firstLength : undefined);
-    const span = buffer.length === length ? buffer : buffer.subarray(0, length);
+    let span: Uint8Array = EMPTY;
+    let crc: number | undefined;
+    if (length > 0) {
+      const offset = leaf.rows[r + RecordColumn.offset] as number;
+      const firstMember = (leaf.rows[r + RecordColumn.firstMember] as number) * MEMBER_COLUMNS;
+      const buffer = views === undefined ? this.arena.take(length) : views.target(length);
+      // the first member starts the span (a lone one fills it); the CRC32C is of its stored bytes
+      const firstLength = isLone(leaf, slot) ? length : (leaf.memberRows[firstMember + MemberColumn.storedSize] as number);
+      crc = this.readSpanSync(shard, offset, length, buffer, 0, verify ? firstLength : undefined);
+      span = buffer.length === length ? buffer : buffer.subarray(0, length);
+    }
     return decodeRecord(leaf, slot, span, verify, this.memberCrc32c, crc) ?? decodeSpan(leaf.entries[slot] as IndexEntry, span, this.decodeContext(shard, verify), crc);
   }
 
