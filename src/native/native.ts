@@ -1,9 +1,10 @@
 /**
  * The optional native addon (src/native/shardkit.c): read-only memory maps of local shards, copied out into
  * JS-owned buffers, and hardware CRC32C. It gives the local synchronous read path what LMDB has: a sample read is a
- * memcpy out of the page cache instead of a pread system call. When the addon was not built (no compiler at install
- * time, an unsupported platform) or SHARDKIT_NATIVE=0 is set, shardkit reads with pread and checks with
- * @node-rs/crc32: same results, same errors, slower.
+ * memcpy out of the page cache instead of a pread system call. Pack uses it to list directories (list-dir.c) and
+ * read source files (read-file.c). When the addon was not built (no compiler at install time, an unsupported
+ * platform) or SHARDKIT_NATIVE=0 is set, shardkit reads with pread, checks with @node-rs/crc32 and lists with
+ * fs.readdir: same results, same errors, slower.
  */
 import { createRequire } from 'node:module';
 import { useCrc32c } from '../../formats/checksum.js';
@@ -52,6 +53,13 @@ export interface NativeAddon {
    * {@link ReadSamplesIo}. Stops when every sample is done or one cannot be (rolled back, with the reason).
    */
   readSamples(paths: Uint8Array, names: Uint8Array, counts: Uint32Array, template: Uint8Array | null, target: Uint8Array, io: Float64Array): void;
+  /**
+   * Lists a directory on the thread pool (src/native/list-dir.c): `[kinds, names]`, the names joined by NUL and one
+   * kind per entry ('f' file, 'd' directory, 'l' symbolic link, 'o' other), sorted by walk-order.ts listingSortKey
+   * (links as files) in `'sample'` order when `sampleOrder`, else `'path'` order. Rejects with the errno name as
+   * `code` and `syscall` "scandir", or ERR_SHARDKIT_NATIVE_NOT_UTF8 for a name that is not UTF-8.
+   */
+  listDirectory(path: string, sampleOrder: boolean): Promise<[kinds: string, names: string]>;
 }
 
 /** Numbers per copy in copyMany's spec: offset, length, target offset, CRC start, CRC length, CRC out. */
@@ -93,6 +101,7 @@ export const NativeErrorCodes = {
   MAP: 'ERR_SHARDKIT_NATIVE_MAP',
   NOT_FILE: 'ERR_SHARDKIT_NATIVE_NOT_FILE',
   CHANGED: 'ERR_SHARDKIT_NATIVE_CHANGED',
+  NOT_UTF8: 'ERR_SHARDKIT_NATIVE_NOT_UTF8',
 } as const;
 
 /**
@@ -159,7 +168,7 @@ function wrap(raw: RawAddon): NativeAddon {
     copyWithParams(map, target);
     return params[5];
   }
-  return { map: raw.map, unmap: raw.unmap, copy, copyMany: raw.copyMany, crc32c: raw.crc32c, crc32cPortable: raw.crc32cPortable, hardwareCrc32c: raw.hardwareCrc32c, readFile: raw.readFile, readSamples: raw.readSamples };
+  return { map: raw.map, unmap: raw.unmap, copy, copyMany: raw.copyMany, crc32c: raw.crc32c, crc32cPortable: raw.crc32cPortable, hardwareCrc32c: raw.hardwareCrc32c, readFile: raw.readFile, readSamples: raw.readSamples, listDirectory: raw.listDirectory };
 }
 
 /** SHARDKIT_NATIVE=0 (or "false", "off") turns the addon off for the whole process: useful for tests and benchmarks. */

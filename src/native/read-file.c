@@ -42,7 +42,8 @@ static napi_value rf_throw(napi_env env, const char *code, const char *syscall, 
   return NULL;
 }
 
-static const char *errno_name(int e) {
+/* The errno name of e (ENOENT, ...), as Node gives it in Error#code; also used by list-dir.c. */
+const char *sk_errno_name(int e) {
   switch (e) {
     case ENOENT: return "ENOENT";
     case EACCES: return "EACCES";
@@ -62,7 +63,7 @@ static const char *errno_name(int e) {
 static napi_value rf_errno(napi_env env, int e, const char *syscall) {
   char message[256];
   snprintf(message, sizeof message, "%s: %s", syscall, strerror(e));
-  return rf_throw(env, errno_name(e), syscall, message);
+  return rf_throw(env, sk_errno_name(e), syscall, message);
 }
 
 static int same_stat(const struct stat *a, const struct stat *b) {

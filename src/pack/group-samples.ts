@@ -6,7 +6,7 @@
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { splitKey } from '../../formats/sample.js';
-import { walkSource, type SourceWalk, type WalkEntry, type WalkOptions, type WalkStats } from './walk.js';
+import { runAbsPath, runRelPath, walkSource, type FileRun, type SourceWalk, type WalkEntry, type WalkOptions, type WalkStats } from './walk.js';
 
 /** The files of one sample, before their bytes are read. */
 export interface SourceSample {
@@ -32,14 +32,7 @@ export class SampleGrouper {
 
   push(entry: WalkEntry): SourceSample | undefined {
     const { key, ext } = splitKey(entry.relPath);
-    if (ext === '' && key !== entry.relPath) {
-      // 'a.' splits to key 'a', ext '': stored under that name it would come back as 'a'.
-      throw new ShardkitError(
-        ErrorCodes.INPUT,
-        `Source file ${entry.relPath} ends with the first dot of its name, so it has no WebDataset key/extension split that restores the name; rename it`,
-        { key, file: entry.absPath },
-      );
-    }
+    if (ext === '' && key !== entry.relPath) throw noSplit(entry.relPath, key, entry.absPath);
     const current = this.current;
     if (current !== undefined && key === current.key) {
       const order = compareKeys(ext, this.lastExt);
@@ -74,6 +67,57 @@ export async function* groupSamples(entries: AsyncIterable<WalkEntry>): AsyncGen
   }
   const last = grouper.end();
   if (last !== undefined) yield last;
+}
+
+/**
+ * The samples of a walk's file runs, by name only: no object per file or sample, for pack's walking thread. Needs
+ * the runs of a walk in `'sample'` order; the same rules and errors as {@link SampleGrouper}. A run's files are one
+ * directory's, sorted by (stem, ext), so a sample's members are adjacent in one run and keys ascend.
+ */
+export class RunGrouper {
+  private lastKey: string | undefined;
+
+  /** The run's samples, flat: per sample its key and member count, and all their extensions in order. */
+  group(run: FileRun): { keys: string[]; counts: number[]; exts: string[] } {
+    const keys: string[] = [];
+    const counts: number[] = [];
+    const exts: string[] = [];
+    const prefix = run.relDir === '' ? '' : `${run.relDir}/`;
+    let stem: string | undefined;
+    let lastExt = '';
+    for (const name of run.names) {
+      const dot = name.indexOf('.');
+      const ext = dot < 0 ? '' : name.slice(dot + 1);
+      if (dot >= 0 && ext === '') throw noSplit(runRelPath(run, name), `${prefix}${name.slice(0, dot)}`, runAbsPath(run, name));
+      const nameStem = dot < 0 ? name : name.slice(0, dot);
+      if (nameStem === stem) {
+        const order = compareKeys(ext, lastExt);
+        const key = this.lastKey as string;
+        if (order === 0) throw new ShardkitError(ErrorCodes.DUPLICATE_KEY, `Two source files give sample ${key} the member ${ext === '' ? '(no extension)' : ext}: ${runRelPath(run, name)}`, { key, file: runAbsPath(run, name) });
+        if (order < 0) throw outOfOrder(runRelPath(run, name), `${key}.${lastExt}`, key);
+        counts[counts.length - 1] = (counts[counts.length - 1] as number) + 1;
+      } else {
+        const key = `${prefix}${nameStem}`;
+        if (this.lastKey !== undefined && compareKeys(key, this.lastKey) <= 0) throw outOfOrder(runRelPath(run, name), this.lastKey, key);
+        keys.push(key);
+        counts.push(1);
+        stem = nameStem;
+        this.lastKey = key;
+      }
+      exts.push(ext);
+      lastExt = ext;
+    }
+    return { keys, counts, exts };
+  }
+}
+
+/** 'a.' splits to key 'a', ext '': stored under that name it would come back as 'a'. */
+function noSplit(relPath: string, key: string, absPath: string): ShardkitError {
+  return new ShardkitError(
+    ErrorCodes.INPUT,
+    `Source file ${relPath} ends with the first dot of its name, so it has no WebDataset key/extension split that restores the name; rename it`,
+    { key, file: absPath },
+  );
 }
 
 function outOfOrder(relPath: string, previous: string, key: string): ShardkitError {

@@ -8,6 +8,8 @@ import { ErrorCodes, ShardkitError, isShardkitError, type ErrorCode } from '../.
 import type { CodecId, MemberEntry } from '../../formats/index-entry.js';
 import type { Layout } from '../../formats/index-layout.js';
 import type { EncodedSample } from '../../formats/sample-layout.js';
+import { sep } from 'node:path';
+import { memberPath } from '../../formats/sample.js';
 import { BatchBuilder } from './batch-builder.js';
 import type { PartSpec } from './partition.js';
 import { nativeSampleReader, readTaskNative } from './read-samples.js';
@@ -38,15 +40,17 @@ export const TASK_SAMPLES = 256;
 
 /**
  * One task: consecutive samples of the walk, read by one reader. Compact for the trip between threads: per sample
- * its key and member count, per member its extension and absolute path, the strings joined by NUL (which no key,
- * extension or path holds): three strings to copy between threads instead of arrays cloned string by string.
+ * its key and member count, per member its extension, the strings joined by NUL (which no key or extension holds):
+ * two strings to copy between threads instead of arrays cloned string by string. A member's file is
+ * `root/key.ext` (`root/key` without extension), as the walk found it.
  */
 export interface SourceTask {
   task: number;
+  /** The source directory, normalised as the walk has it. */
+  root: string;
   keys: string;
   counts: number[];
   exts: string;
-  paths: string;
 }
 
 /** One sample of a task: its key, and per member its extension and absolute path, in walk order. */
@@ -61,11 +65,13 @@ export function samplesOfTask(t: SourceTask): SampleFiles[] {
   const samples: SampleFiles[] = [];
   const keys = t.keys.split('\0');
   const exts = t.exts.split('\0');
-  const paths = t.paths.split('\0');
+  const prefix = t.root.endsWith(sep) ? t.root : `${t.root}${sep}`;
   let member = 0;
   for (let k = 0; k < keys.length; k++) {
+    const key = keys[k] as string;
     const count = t.counts[k] as number;
-    samples.push({ key: keys[k] as string, exts: exts.slice(member, member + count), paths: paths.slice(member, member + count) });
+    const mine = exts.slice(member, member + count);
+    samples.push({ key, exts: mine, paths: mine.map((ext) => `${prefix}${memberPath(key, ext)}`) });
     member += count;
   }
   return samples;

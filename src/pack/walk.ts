@@ -3,11 +3,12 @@
  * most two directory listings per level in memory (the one being walked and the next, read ahead), whatever the
  * size of the tree.
  */
-import type { Dirent, Stats } from 'node:fs';
+import type { Stats } from 'node:fs';
 import { lstat, readdir, stat } from 'node:fs/promises';
 import { normalize, sep } from 'node:path';
 import picomatch from 'picomatch';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { nativeAddon, NativeErrorCodes } from '../native/native.js';
 import { listingSortKey, sortListing, type WalkOrder } from './walk-order.js';
 
 export type { WalkOrder } from './walk-order.js';
@@ -78,19 +79,61 @@ export interface SourceWalk extends AsyncIterable<WalkEntry> {
    * stat lookahead's worth): one await per chunk instead of one per file, for consumers of millions of files.
    */
   chunks(): AsyncIterable<WalkEntry[]>;
+  /**
+   * The same files by name, a run per listing between two subdirectories, without an object per file and without
+   * stat'ing them (whatever `stat` says; `stats.bytes` stays 0): for consumers that need names only.
+   */
+  runs(): AsyncIterable<FileRun>;
 }
 
 /** How many file stats run at once within a listing: overlaps metadata latency without unbounded fan-out. */
 const STAT_LOOKAHEAD = 32;
 
+/**
+ * One directory's entries as read: names, and per entry one character of `kinds` ('f' regular file, 'd' directory,
+ * 'l' symbolic link, 'o' other); `sorted` when they come in the walk's order already (links sorted as files).
+ */
+interface RawListing {
+  kinds: string;
+  names: string[];
+  sorted: boolean;
+}
+
+const KIND_FILE = 'f'.charCodeAt(0);
+const KIND_DIRECTORY = 'd'.charCodeAt(0);
+const KIND_LINK = 'l'.charCodeAt(0);
+const DOT = '.'.charCodeAt(0);
+
+/** An entry of a listing the walk keeps: its name, whether it is a directory, and a followed link's stats. */
 interface Listed {
   name: string;
-  relPath: string;
-  absPath: string;
   isDirectory: boolean;
+  /** Set only when the listing is sorted here. */
   sortKey: string;
   /** Known already for followed symlinks. */
   stats?: Stats;
+}
+
+/**
+ * Files of one directory that come one after another in the walk (between two of its subdirectories), by name:
+ * relative path `${relDir}/${name}` (just `name` at the root), absolute path `${absDir}${sep}${name}`.
+ */
+export interface FileRun {
+  absDir: string;
+  relDir: string;
+  names: string[];
+  /** Stats of followed links to files, by index into `names` (absent when there are none). */
+  known?: (Stats | undefined)[];
+}
+
+/** A file's relative path in a run. */
+export function runRelPath(run: FileRun, name: string): string {
+  return childRelPath(run.relDir, name);
+}
+
+/** A file's absolute path in a run. */
+export function runAbsPath(run: FileRun, name: string): string {
+  return childPath(run.absDir, name);
 }
 
 function emptyStats(): WalkStats {
@@ -129,6 +172,15 @@ function decodeName(raw: Buffer, dirRel: string): string {
   }
 }
 
+/** The path of `name` in directory `absDir` (already normal: concatenation is join without its normalising pass). */
+function childPath(absDir: string, name: string): string {
+  return absDir.endsWith(sep) ? `${absDir}${name}` : `${absDir}${sep}${name}`;
+}
+
+function childRelPath(relDir: string, name: string): string {
+  return relDir === '' ? name : `${relDir}/${name}`;
+}
+
 function ioError(code: typeof ErrorCodes.INPUT | typeof ErrorCodes.INPUT_CHANGED, message: string, file: string, cause: unknown): ShardkitError {
   const sys = (cause as NodeJS.ErrnoException | undefined)?.code;
   return new ShardkitError(code, sys === undefined ? message : `${message} (${sys})`, { file, cause });
@@ -156,6 +208,7 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
   const onSkip = options.onSkip;
   const statFiles = options.stat !== false;
   const stats = emptyStats();
+  const listDirectory = nativeAddon()?.listDirectory;
 
   const skip = (relPath: string, reason: WalkSkipReason): void => {
     if (reason === 'symlink') stats.skippedSymlinks++;
@@ -167,95 +220,113 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
   };
 
   /**
-   * Reads one directory's entries with their names as strings. Node decodes names as UTF-8 and puts U+FFFD where
-   * the bytes are not UTF-8; only a listing that holds U+FFFD is read again as bytes, to tell a name that is not
-   * UTF-8 (an error) from one that holds the character itself. (Reading every listing as bytes and decoding each
-   * name took twice as long.)
+   * Reads one directory's entries: with the native addon, listed and sorted in C on the thread pool (two strings,
+   * not a Dirent per entry); else with fs.readdir, whose Dirents say the kinds. Node decodes names as UTF-8 and puts
+   * U+FFFD where the bytes are not UTF-8; only a listing that holds U+FFFD is read again as bytes, to tell a name
+   * that is not UTF-8 (an error) from one that holds the character itself. The addon checks the bytes itself and
+   * leaves such a listing to this path, for the same error.
    */
-  async function readListing(absDir: string, relDir: string): Promise<Dirent[]> {
-    let dirents: Dirent[];
+  async function readListing(absDir: string, relDir: string): Promise<RawListing> {
     try {
-      dirents = await readdir(absDir, { withFileTypes: true });
+      if (listDirectory !== undefined) {
+        const listing = await listDirectory(absDir, order === 'sample').then(
+          ([kinds, names]): RawListing => ({ kinds, names: kinds === '' ? [] : names.split('\0'), sorted: true }),
+          (err: unknown) => {
+            if ((err as NodeJS.ErrnoException).code === NativeErrorCodes.NOT_UTF8) return undefined;
+            throw err;
+          },
+        );
+        if (listing !== undefined) return listing;
+      }
+      const dirents = await readdir(absDir, { withFileTypes: true });
       if (dirents.some((d) => d.name.includes('\uFFFD'))) {
         const raw = await readdir(absDir, { withFileTypes: true, encoding: 'buffer' });
         for (const d of raw) decodeName(d.name, relDir);
       }
+      const kinds = dirents.map((d) => (d.isFile() ? 'f' : d.isDirectory() ? 'd' : d.isSymbolicLink() ? 'l' : 'o')).join('');
+      return { kinds, names: dirents.map((d) => d.name), sorted: false };
     } catch (err) {
       if (err instanceof ShardkitError) throw err;
       throw ioError(ErrorCodes.INPUT, `Cannot read source directory ${absDir}; check that it exists and is readable`, absDir, err);
     }
-    return dirents;
   }
 
-  /** Sorts one directory's entries; decides per entry whether it is a file, a directory or skipped. */
-  async function list(absDir: string, relDir: string, dirents: Dirent[]): Promise<Listed[]> {
+  /** Sorts one directory's entries (unless listed sorted); decides per entry whether it is a file, a directory or skipped. */
+  async function list(absDir: string, relDir: string, listing: RawListing): Promise<Listed[]> {
     const listed: Listed[] = [];
-    for (const dirent of dirents) {
-      const name = dirent.name;
-      const relPath = relDir === '' ? name : `${relDir}/${name}`;
-      // absDir is already normal (the resolved root, then names): concatenation is join without its normalising pass
-      const absPath = absDir.endsWith(sep) ? `${absDir}${name}` : `${absDir}${sep}${name}`;
-      if (!includeHidden && name.startsWith('.')) {
-        skip(relPath, 'hidden');
+    const { kinds, names } = listing;
+    // a followed link to a directory sorts as one: the listing's order (links as files) no longer holds
+    let sorted = listing.sorted;
+    const relPrefix = relDir === '' ? '' : `${relDir}/`;
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i] as string;
+      const kind = kinds.charCodeAt(i);
+      if (!includeHidden && name.charCodeAt(0) === DOT) {
+        skip(`${relPrefix}${name}`, 'hidden');
         continue;
       }
       let isDirectory: boolean;
       let known: Stats | undefined;
-      if (dirent.isSymbolicLink()) {
+      if (kind === KIND_LINK) {
         if (!follow) {
-          skip(relPath, 'symlink');
+          skip(`${relPrefix}${name}`, 'symlink');
           continue;
         }
         try {
-          known = await stat(absPath);
+          known = await stat(childPath(absDir, name));
         } catch {
-          skip(relPath, 'symlink'); // dangling or a link loop (ELOOP)
+          skip(`${relPrefix}${name}`, 'symlink'); // dangling or a link loop (ELOOP)
           continue;
         }
         if (!known.isDirectory() && !known.isFile()) {
-          skip(relPath, 'other');
+          skip(`${relPrefix}${name}`, 'other');
           continue;
         }
         isDirectory = known.isDirectory();
-      } else if (dirent.isDirectory()) {
+        if (isDirectory) sorted = false;
+      } else if (kind === KIND_DIRECTORY) {
         isDirectory = true;
-      } else if (dirent.isFile()) {
+      } else if (kind === KIND_FILE) {
         isDirectory = false;
       } else {
-        skip(relPath, 'other');
+        skip(`${relPrefix}${name}`, 'other');
         continue;
       }
-      if (exclude?.(relPath) === true) {
-        skip(relPath, 'excluded');
-        continue;
+      if (exclude !== undefined || (include !== undefined && !isDirectory)) {
+        const relPath = `${relPrefix}${name}`;
+        if (exclude?.(relPath) === true) {
+          skip(relPath, 'excluded');
+          continue;
+        }
+        if (!isDirectory && include !== undefined && !include(relPath)) {
+          skip(relPath, 'not-included');
+          continue;
+        }
       }
-      if (!isDirectory && include !== undefined && !include(relPath)) {
-        skip(relPath, 'not-included');
-        continue;
-      }
-      const entry: Listed = { name, relPath, absPath, isDirectory, sortKey: listingSortKey(name, isDirectory, order) };
+      const entry: Listed = { name, isDirectory, sortKey: '' };
       if (known !== undefined) entry.stats = known;
       listed.push(entry);
     }
+    if (sorted) return listed;
+    for (const entry of listed) entry.sortKey = listingSortKey(entry.name, entry.isDirectory, order);
     return sortListing(listed);
   }
 
-  async function statFile(entry: Listed): Promise<Stats> {
-    if (entry.stats !== undefined) return entry.stats;
+  async function statFile(absPath: string): Promise<Stats> {
     let s: Stats;
     try {
-      s = await lstat(entry.absPath);
+      s = await lstat(absPath);
     } catch (err) {
       const vanished = (err as NodeJS.ErrnoException).code === 'ENOENT';
       throw ioError(
         vanished ? ErrorCodes.INPUT_CHANGED : ErrorCodes.INPUT,
-        vanished ? `Source file ${entry.absPath} vanished during the walk` : `Cannot stat source file ${entry.absPath}`,
-        entry.absPath,
+        vanished ? `Source file ${absPath} vanished during the walk` : `Cannot stat source file ${absPath}`,
+        absPath,
         err,
       );
     }
     if (!s.isFile()) {
-      throw new ShardkitError(ErrorCodes.INPUT_CHANGED, `Source file ${entry.absPath} stopped being a regular file during the walk`, { file: entry.absPath });
+      throw new ShardkitError(ErrorCodes.INPUT_CHANGED, `Source file ${absPath} stopped being a regular file during the walk`, { file: absPath });
     }
     return s;
   }
@@ -268,19 +339,19 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
    * meet when it gets there). The walk reads the next directory while the consumer works on this one's files: a
    * listing is a thread-pool round trip, which would otherwise stall a consumer that is waiting for the next chunk.
    */
-  function listAhead(listed: Listed[], from: number): { index: number; dirents: Promise<Dirent[]> } | undefined {
+  function listAhead(absDir: string, relDir: string, listed: Listed[], from: number): { index: number; listing: Promise<RawListing> } | undefined {
     for (let j = from; j < listed.length; j++) {
       const entry = listed[j] as Listed;
       if (!entry.isDirectory) continue;
-      const dirents = readListing(entry.absPath, entry.relPath);
-      dirents.catch(() => undefined);
-      return { index: j, dirents };
+      const listing = readListing(childPath(absDir, entry.name), childRelPath(relDir, entry.name));
+      listing.catch(() => undefined);
+      return { index: j, listing };
     }
     return undefined;
   }
 
-  /** Walks one directory; `listing` is its entries when read ahead. */
-  async function* walkDirectory(absDir: string, relDir: string, listing?: Promise<Dirent[]>): AsyncGenerator<WalkEntry[]> {
+  /** Walks one directory: its files in runs, its subdirectories in between; `listing` is its entries when read ahead. */
+  async function* walkDirectory(absDir: string, relDir: string, listing?: Promise<RawListing>): AsyncGenerator<FileRun> {
     let identity: string | undefined;
     if (follow) {
       const s = await stat(absDir).catch((err: unknown) => {
@@ -296,51 +367,29 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
     stats.directories++;
     try {
       const listed = await list(absDir, relDir, await (listing ?? readListing(absDir, relDir)));
-      let ahead = listAhead(listed, 0);
-      // Stats of the next files run concurrently; results are consumed in listing order.
-      const pending = new Map<number, Promise<Stats>>();
-      let chunk: WalkEntry[] = [];
+      let ahead = listAhead(absDir, relDir, listed, 0);
+      let run: FileRun = { absDir, relDir, names: [] };
       for (let i = 0; i < listed.length; i++) {
         const entry = listed[i] as Listed;
         if (entry.isDirectory) {
-          if (chunk.length > 0) yield chunk;
-          chunk = [];
-          const mine = ahead?.index === i ? ahead.dirents : undefined;
-          ahead = listAhead(listed, i + 1);
-          yield* walkDirectory(entry.absPath, entry.relPath, mine);
+          if (run.names.length > 0) yield run;
+          run = { absDir, relDir, names: [] };
+          const mine = ahead?.index === i ? ahead.listing : undefined;
+          ahead = listAhead(absDir, relDir, listed, i + 1);
+          yield* walkDirectory(childPath(absDir, entry.name), childRelPath(relDir, entry.name), mine);
           continue;
         }
-        if (!statFiles && entry.stats === undefined) {
-          stats.files++;
-          chunk.push({ relPath: entry.relPath, absPath: entry.absPath, size: -1, mtimeMs: -1 });
-          continue;
-        }
-        for (let j = i; j < listed.length && j < i + STAT_LOOKAHEAD; j++) {
-          const next = listed[j] as Listed;
-          if (next.isDirectory) break;
-          if (!pending.has(j)) {
-            const p = statFile(next);
-            p.catch(() => undefined); // surfaced when awaited in order below
-            pending.set(j, p);
-          }
-        }
-        const s = await (pending.get(i) as Promise<Stats>);
-        pending.delete(i);
+        if (entry.stats !== undefined) (run.known ??= [])[run.names.length] = entry.stats;
+        run.names.push(entry.name);
         stats.files++;
-        stats.bytes += s.size;
-        chunk.push({ relPath: entry.relPath, absPath: entry.absPath, size: s.size, mtimeMs: s.mtimeMs });
-        if (chunk.length >= STAT_LOOKAHEAD) {
-          yield chunk;
-          chunk = [];
-        }
       }
-      if (chunk.length > 0) yield chunk;
+      if (run.names.length > 0) yield run;
     } finally {
       if (identity !== undefined) ancestors.delete(identity);
     }
   }
 
-  async function* chunks(): AsyncGenerator<WalkEntry[]> {
+  async function* runs(): AsyncGenerator<FileRun> {
     Object.assign(stats, emptyStats());
     ancestors.clear();
     let rootStats: Stats;
@@ -355,10 +404,51 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
     yield* walkDirectory(normalize(root), '');
   }
 
+  /** The runs as entries: stat'ed (a few at once, in order) unless `stat` is false, in chunks of at most STAT_LOOKAHEAD then. */
+  async function* chunks(): AsyncGenerator<WalkEntry[]> {
+    for await (const run of runs()) {
+      const entry = (i: number, size: number, mtimeMs: number): WalkEntry => {
+        const name = run.names[i] as string;
+        return { relPath: runRelPath(run, name), absPath: runAbsPath(run, name), size, mtimeMs };
+      };
+      if (!statFiles) {
+        yield run.names.map((_, i) => {
+          const known = run.known?.[i];
+          if (known === undefined) return entry(i, -1, -1);
+          stats.bytes += known.size;
+          return entry(i, known.size, known.mtimeMs);
+        });
+        continue;
+      }
+      // stats of the next files run concurrently; results are consumed in listing order
+      const pending = new Map<number, Promise<Stats>>();
+      let chunk: WalkEntry[] = [];
+      for (let i = 0; i < run.names.length; i++) {
+        for (let j = i; j < run.names.length && j < i + STAT_LOOKAHEAD; j++) {
+          if (pending.has(j)) continue;
+          const known = run.known?.[j];
+          const p = known !== undefined ? Promise.resolve(known) : statFile(runAbsPath(run, run.names[j] as string));
+          p.catch(() => undefined); // surfaced when awaited in order below
+          pending.set(j, p);
+        }
+        const s = await (pending.get(i) as Promise<Stats>);
+        pending.delete(i);
+        stats.bytes += s.size;
+        chunk.push(entry(i, s.size, s.mtimeMs));
+        if (chunk.length >= STAT_LOOKAHEAD) {
+          yield chunk;
+          chunk = [];
+        }
+      }
+      if (chunk.length > 0) yield chunk;
+    }
+  }
+
   return {
     root,
     stats,
     chunks,
+    runs,
     async *[Symbol.asyncIterator]() {
       for await (const chunk of chunks()) yield* chunk;
     },

@@ -4,7 +4,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ErrorCodes, isShardkitError } from '../../formats/errors.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { splitKey } from '../../formats/sample.js';
-import { groupSamples, walkSamples } from '../../src/pack/group-samples.js';
+import { groupSamples, RunGrouper, walkSamples } from '../../src/pack/group-samples.js';
+import { samplesOfTask } from '../../src/pack/source-batches.js';
+import { sourceTasks } from '../../src/pack/source-tasks.js';
 import { walkSource, type WalkEntry } from '../../src/pack/walk.js';
 import { collect, makeTempDir, removeTree, writeTree } from '../helpers/source-tree.js';
 
@@ -52,6 +54,12 @@ describe('groupSamples', () => {
     );
   });
 
+  it("rejects a name whose first dot ends it in pack's grouping of runs too", () => {
+    const run = { absDir: '/x', relDir: 'd', names: ['a.', 'b.jpg'] };
+    expect(() => new RunGrouper().group(run)).toThrow(expect.objectContaining({ code: ErrorCodes.INPUT, message: expect.stringContaining('d/a. ends with the first dot') }));
+    expect(() => new RunGrouper().group({ ...run, names: ['b.jpg', 'a.jpg'] })).toThrow(expect.objectContaining({ code: ErrorCodes.DUPLICATE_KEY }));
+  });
+
   it("rejects a name whose first dot ends it ('a.' would come back as 'a')", async () => {
     await expect(collect(groupSamples(entries('d/a.')))).rejects.toSatisfy(
       (e) => isShardkitError(e, ErrorCodes.INPUT) && e.message.includes('d/a.'),
@@ -85,6 +93,22 @@ describe('groupSamples', () => {
         const dir = join(root, `t${run++}`);
         await writeTree(dir, Object.fromEntries(paths.map((p) => [p, ''])));
         const samples = await collect(walkSamples(dir));
+        // pack's grouping of the walk's runs by name: the same samples
+        const grouper = new RunGrouper();
+        const byRuns: [string, string[]][] = [];
+        for (const r of await collect(walkSource(dir, { order: 'sample' }).runs())) {
+          const g = grouper.group(r);
+          let m = 0;
+          g.keys.forEach((key, i) => {
+            byRuns.push([key, g.exts.slice(m, m + (g.counts[i] as number))]);
+            m += g.counts[i] as number;
+          });
+        }
+        expect(byRuns).toEqual(samples.map((s) => [s.key, s.exts]));
+        // and the reader threads' tasks name the files the walk found
+        const tasks = await collect(sourceTasks({ root: dir, followSymlinks: false, includeHidden: false, skip: 0 }, () => undefined));
+        const files = tasks.flatMap(samplesOfTask);
+        expect(files.map((f) => [f.key, f.exts, f.paths])).toEqual(samples.map((s) => [s.key, s.exts, s.files.map((e) => e.absPath)]));
         const keys = samples.map((s) => s.key);
         for (let i = 1; i < keys.length; i++) expect(compareKeys(keys[i - 1] as string, keys[i] as string)).toBeLessThan(0);
         // Reference: group all paths by key with a map.
