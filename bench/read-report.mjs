@@ -22,7 +22,7 @@ const GOALS = {
 };
 
 export function renderMarkdown(report) {
-  const { data, machine, settings, medianMs: med, perSampleUs, cpuPerSampleUs, runsMs, ratios, cpuRatios, counts, strace } = report;
+  const { data, machine, settings, medianMs: med, perSampleUs, cpuPerSampleUs, runsMs, ratios, cpuRatios, pairedRatios, runRatios, counts, strace } = report;
   const n = data.samples;
   const lines = [];
   lines.push(`## Read benchmark: ${n} samples, ${(data.bytes / 2 ** 20).toFixed(0)} MiB, ${data.shards} shards, warm cache, random order`);
@@ -33,9 +33,12 @@ export function renderMarkdown(report) {
   lines.push('|---|---:|---:|---:|---|');
   for (const k of Object.keys(med)) lines.push(`| ${k} | ${med[k].toFixed(0)} | ${perSampleUs[k].toFixed(2)} | ${cpuPerSampleUs[k].toFixed(2)} | ${runsMs[k].map((t) => t.toFixed(0)).join(', ')} |`);
   lines.push('');
-  lines.push('| ratio (higher = shardkit faster) | wall | CPU | goal |');
-  lines.push('|---|---:|---:|---|');
-  for (const [k, v] of Object.entries(ratios)) lines.push(`| ${k} | ${v.toFixed(2)} | ${cpuRatios[k].toFixed(2)} | ${GOALS[k]} |`);
+  lines.push('| ratio (higher = shardkit faster) | wall (of medians) | wall (median of runs) | runs, min-max | CPU | goal |');
+  lines.push('|---|---:|---:|---:|---:|---|');
+  for (const [k, v] of Object.entries(ratios)) {
+    const runs = runRatios[k];
+    lines.push(`| ${k} | ${v.toFixed(2)} | ${pairedRatios[k].toFixed(2)} | ${Math.min(...runs).toFixed(2)}-${Math.max(...runs).toFixed(2)} | ${cpuRatios[k].toFixed(2)} | ${GOALS[k]} |`);
+  }
   lines.push('');
   lines.push('| epoch counts | opens | fstat | sample reads | of them from a memory map (no syscall) | read syscalls | index page reads |');
   lines.push('|---|---:|---:|---:|---:|---:|---:|');

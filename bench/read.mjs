@@ -347,6 +347,10 @@ async function main() {
   const measured = Object.entries(ratioPairs).filter(([, [a, b]]) => a in med && b in med); // all, or those --only kept
   const ratios = Object.fromEntries(measured.map(([k, [a, b]]) => [k, med[a] / med[b]]));
   const cpuRatios = Object.fromEntries(measured.map(([k, [a, b]]) => [k, cpuMed[a] / cpuMed[b]]));
+  // Per run, the two methods ran minutes apart at most (alternated order): the median of the runs' own ratios
+  // cancels the machine's drift between runs, which the ratio of medians does not. Also their spread.
+  const runRatios = Object.fromEntries(measured.map(([k, [a, b]]) => [k, times[a].map((t, r) => t / times[b][r])]));
+  const pairedRatios = Object.fromEntries(Object.entries(runRatios).map(([k, v]) => [k, median(v)]));
 
   let straceCounts;
   if (spawnSync('strace', ['-V']).status === 0) {
@@ -378,6 +382,8 @@ async function main() {
     runsCpuMs: cpuTimes,
     ratios,
     cpuRatios,
+    pairedRatios,
+    runRatios,
     counts: { ...counts, 'raw files (per epoch)': { opens: n, note: 'open + fstat + read(s) + close per file' } },
     strace: straceCounts,
   };

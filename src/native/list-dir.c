@@ -11,7 +11,7 @@
  * the errno name and `syscall` "scandir", or ERR_SHARDKIT_NATIVE_NOT_UTF8 when a name is not valid UTF-8 (the walk
  * then lists that directory again the portable way, which names the bytes in its error).
  */
-#define _GNU_SOURCE
+#define _DEFAULT_SOURCE /* DT_* in dirent.h */
 #define NAPI_VERSION 8
 #include <node_api.h>
 
@@ -70,11 +70,15 @@ static int valid_utf8(const unsigned char *s, size_t n) {
   return 1;
 }
 
-/* qsort_r comparator: byte order of the sort keys in `keys`, a shorter key before any longer one it begins. */
-static int by_key(const void *pa, const void *pb, void *keys) {
+/* The keys of the listing this thread is sorting: qsort takes no context, and qsort_r's signature differs between
+ * glibc and the BSDs. Listings sort on the thread pool, several at once. */
+static _Thread_local const char *sort_keys;
+
+/* qsort comparator: byte order of the sort keys, a shorter key before any longer one it begins. */
+static int by_key(const void *pa, const void *pb) {
   const entry_t *a = pa, *b = pb;
   size_t m = a->key_len < b->key_len ? a->key_len : b->key_len;
-  int c = memcmp((const char *)keys + a->key, (const char *)keys + b->key, m);
+  int c = memcmp(sort_keys + a->key, sort_keys + b->key, m);
   if (c != 0) return c;
   return a->key_len < b->key_len ? -1 : a->key_len > b->key_len;
 }
@@ -166,7 +170,9 @@ static void list_execute(napi_env env, void *data) {
   }
   closedir(dir);
   if (l->err != 0) return;
-  qsort_r(l->entries, l->count, sizeof(entry_t), by_key, l->keys);
+  sort_keys = l->keys;
+  qsort(l->entries, l->count, sizeof(entry_t), by_key);
+  sort_keys = NULL;
 }
 
 static void list_free(listing_t *l) {
