@@ -60,6 +60,8 @@ export interface NativeAddon {
    * `code` and `syscall` "scandir", or ERR_SHARDKIT_NATIVE_NOT_UTF8 for a name that is not UTF-8.
    */
   listDirectory(path: string, sampleOrder: boolean): Promise<[kinds: string, names: string]>;
+  /** CPU time of the calling thread in milliseconds (-1 where the platform has no per-thread clock). */
+  threadCpuMs(): number;
 }
 
 /** Numbers per copy in copyMany's spec: offset, length, target offset, CRC start, CRC length, CRC out. */
@@ -168,7 +170,7 @@ function wrap(raw: RawAddon): NativeAddon {
     copyWithParams(map, target);
     return params[5];
   }
-  return { map: raw.map, unmap: raw.unmap, copy, copyMany: raw.copyMany, crc32c: raw.crc32c, crc32cPortable: raw.crc32cPortable, hardwareCrc32c: raw.hardwareCrc32c, readFile: raw.readFile, readSamples: raw.readSamples, listDirectory: raw.listDirectory };
+  return { map: raw.map, unmap: raw.unmap, copy, copyMany: raw.copyMany, crc32c: raw.crc32c, crc32cPortable: raw.crc32cPortable, hardwareCrc32c: raw.hardwareCrc32c, readFile: raw.readFile, readSamples: raw.readSamples, listDirectory: raw.listDirectory, threadCpuMs: raw.threadCpuMs };
 }
 
 /** SHARDKIT_NATIVE=0 (or "false", "off") turns the addon off for the whole process: useful for tests and benchmarks. */

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "crc32c.h"
@@ -142,9 +143,26 @@ static int read_source(int dir, const char *path, uint8_t *dst, size_t room, siz
   return status;
 }
 
-/* Registered by shardkit.c's init as readFile and readSamples. */
+/* Registered by shardkit.c's init as readFile, readSamples and threadCpuMs. */
 napi_value sk_read_file(napi_env env, napi_callback_info info);
 napi_value sk_read_samples(napi_env env, napi_callback_info info);
+napi_value sk_thread_cpu_ms(napi_env env, napi_callback_info info);
+
+/*
+ * threadCpuMs(): the CPU time of the calling thread in milliseconds (CLOCK_THREAD_CPUTIME_ID), -1 where there is no
+ * such clock. A reader thread compares it with the wall time of its reads: far below it, the reads wait on the disk.
+ */
+napi_value sk_thread_cpu_ms(napi_env env, napi_callback_info info) {
+  (void)info;
+  double ms = -1;
+#ifdef CLOCK_THREAD_CPUTIME_ID
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) ms = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+#endif
+  napi_value result;
+  if (napi_create_double(env, ms, &result) != napi_ok) return NULL;
+  return result;
+}
 
 napi_value sk_read_file(napi_env env, napi_callback_info info) {
   size_t argc = 4;

@@ -409,6 +409,7 @@ static napi_value js_crc32c(napi_env env, napi_callback_info info) {
 /* read-file.c */
 napi_value sk_read_file(napi_env env, napi_callback_info info);
 napi_value sk_read_samples(napi_env env, napi_callback_info info);
+napi_value sk_thread_cpu_ms(napi_env env, napi_callback_info info);
 /* list-dir.c */
 napi_value sk_list_directory(napi_env env, napi_callback_info info);
 
@@ -425,6 +426,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"readFile", NULL, sk_read_file, NULL, NULL, NULL, napi_enumerable, NULL},
       {"readSamples", NULL, sk_read_samples, NULL, NULL, NULL, napi_enumerable, NULL},
       {"listDirectory", NULL, sk_list_directory, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"threadCpuMs", NULL, sk_thread_cpu_ms, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
   if (napi_get_boolean(env, sk_crc32c_hardware(), &hardware) != napi_ok) return NULL;

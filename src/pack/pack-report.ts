@@ -19,6 +19,7 @@ export function writePackReport(out: string, r: PackResult): void {
     resumedSamples: r.resumedSamples,
     oversizeSamples: r.writer.oversizeSamples,
     skipped: r.manifest.skipped.length,
+    readThreads: r.readThreads,
     walk: r.walk,
     passes: r.passStats,
   };

@@ -14,7 +14,7 @@ import { imageConcurrency } from '../passes/image-concurrency.js';
 import { DatasetWriter, type WriterStats } from './dataset-writer.js';
 import { walkSamples } from './group-samples.js';
 import { batchSamples, sampleError, type SampleInputError } from './source-batches.js';
-import { openSourceBatches, type SourceBatches } from './source-threads.js';
+import { openSourceBatches, type ReaderThreads, type SourceBatches } from './source-threads.js';
 import { DEFAULT_READ_THREADS, workerAvailable } from './reader-start.js';
 import { memberPath } from '../../formats/sample.js';
 import { useNativeCrc32c } from '../native/native.js';
@@ -67,9 +67,10 @@ export interface PackOptions {
    */
   prescan?: boolean;
   /**
-   * Worker threads that walk and read the source ahead of the writer, each reading every n-th group of samples
-   * (more keep more reads in flight on a cold or remote disk); 0 reads in the calling thread. Default
-   * {@link DEFAULT_READ_THREADS} where the compiled worker script is present (shardkit running from its build), else 0.
+   * Worker threads that read the source ahead of the writer, taking groups of samples in turn (more keep more reads
+   * in flight on a cold or remote disk); 0 reads in the calling thread. By default, where the compiled worker script
+   * is present (shardkit running from its build): one, and up to {@link DEFAULT_READ_THREADS} once the reads are seen
+   * waiting on the disk (from the page cache a second reader only takes CPU from the writer); else 0.
    */
   readThreads?: number;
   onProgress?: (p: PackProgress) => void;
@@ -85,6 +86,8 @@ export interface PackResult {
   resumedSamples: number;
   /** Bytes read from the source by this run (a resume reads only what was left). */
   sourceBytes: number;
+  /** Reader threads the pack ended with (by default 1, or 2 when the reads waited on the disk); 0: none. */
+  readThreads: number;
   passStats: Record<string, Record<string, number>>;
 }
 
@@ -111,8 +114,8 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     // an output directory inside the source is never packed into itself
     exclude: [...(options.exclude ?? []), ...(isInside(out, source) ? [path.relative(source, out).split(path.sep).join('/')] : [])],
   };
-  const readThreads = options.readThreads ?? (workerAvailable() ? DEFAULT_READ_THREADS : 0);
-  if (!Number.isSafeInteger(readThreads) || readThreads < 0 || readThreads > 64) {
+  const readThreads: ReaderThreads = options.readThreads ?? (workerAvailable() ? { auto: true, max: DEFAULT_READ_THREADS } : 0);
+  if (typeof readThreads === 'number' && (!Number.isSafeInteger(readThreads) || readThreads < 0 || readThreads > 64)) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected an integer between 0 and 64 for readThreads but received ${readThreads}`);
   }
   const inPart = (key: string): boolean => options.part === undefined || partOfKey(key, options.part.count) === options.part.index;
@@ -184,6 +187,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
       writer: { ...writer.stats },
       resumedSamples: resumed,
       sourceBytes: counted.bytes,
+      readThreads: batches.readers,
       passStats: Object.fromEntries(passes.filter((p) => p.stats).map((p) => [p.name, (p.stats as () => Record<string, number>)()])),
     };
     writePackReport(out, result);

@@ -14,6 +14,7 @@ import { checkKeyAndExts } from '../../formats/sample-layout.js';
 import { fileHeaderTemplate, TAR_BLOCK, tarPadding } from '../../formats/tar-header.js';
 import { nativeAddon, READ_SAMPLES_SYSCALLS, ReadSamplesIo as IO, ReadSamplesStatus as STATUS, type NativeAddon } from '../native/native.js';
 import type { BatchBuilder, EncodedMember } from './batch-builder.js';
+import type { ReadTimes } from './reader-protocol.js';
 import { nativeReadError } from './read-source.js';
 import type { EncodeOptions, SampleFiles, SourceBatch } from './source-batches.js';
 
@@ -54,6 +55,22 @@ function checkedSamples(files: readonly SampleFiles[], encode: EncodeOptions, is
 }
 
 let template: Uint8Array | undefined;
+
+/** Wall and thread CPU milliseconds this thread spent in readSamples since the last {@link takeReadTimes}. */
+const reading: ReadTimes = { wallMs: 0, cpuMs: 0 };
+
+/**
+ * The time this thread spent reading source files through readSamples since the last call, and resets it; cpuMs
+ * is -1 when it is not measured (no per-thread clock, or these reads do not go through readSamples: `encode`).
+ */
+export function takeReadTimes(encode: EncodeOptions | undefined): ReadTimes {
+  const clock = nativeAddon()?.threadCpuMs;
+  const measured = nativeSampleReader(encode) !== undefined && clock !== undefined && clock() >= 0;
+  const times = { wallMs: reading.wallMs, cpuMs: measured ? reading.cpuMs : -1 };
+  reading.wallMs = 0;
+  reading.cpuMs = 0;
+  return times;
+}
 
 /**
  * Reads a task's samples into `builder` through `readSamples`, yielding full batches on the way (the caller takes the last
@@ -122,6 +139,7 @@ export function* readTaskNative(files: readonly SampleFiles[], encode: EncodeOpt
     builder.addFailed(s.key, s.exts, err);
   };
 
+  const clock = nativeAddon()?.threadCpuMs;
   let fresh = false;
   while ((io[IO.SAMPLE] as number) < readable.length) {
     const { chunk, at } = builder.room(fresh);
@@ -130,7 +148,11 @@ export function* readTaskNative(files: readonly SampleFiles[], encode: EncodeOpt
     const from = (io[IO.SAMPLE] as number) + (io[IO.SKIP] as number);
     io[IO.POS] = at;
     io[IO.END] = chunk.length;
+    const wall0 = performance.now();
+    const cpu0 = clock?.() ?? 0;
     readSamples(pathBytes, nameBytes, counts, tar ? (template as Uint8Array) : null, chunk, io);
+    reading.wallMs += performance.now() - wall0;
+    reading.cpuMs += (clock?.() ?? 0) - cpu0;
     recordRead(from, io[IO.SAMPLE] as number, builder.claim((io[IO.POS] as number) - at), at);
     const status = io[IO.STATUS] as number;
     if (status === STATUS.DONE) break;

@@ -5,8 +5,17 @@
 import { ShardkitError, isShardkitError, type ErrorCode } from '../../formats/errors.js';
 import type { EncodeOptions, SourceBatch, SourceTask } from './source-batches.js';
 
-/** Messages from a reader thread: a batch, or a failure. */
-export type WorkerMessage = { type: 'batch'; batch: SourceBatch } | ThreadError;
+/**
+ * Messages from a reader thread: a batch, with the wall and thread CPU milliseconds of the file reads since its last
+ * batch (CPU -1: not measured), or a failure.
+ */
+export type WorkerMessage = { type: 'batch'; batch: SourceBatch; reading: ReadTimes } | ThreadError;
+
+/** Milliseconds spent reading source files: wall time, and the reading thread's CPU time (-1: not measured). */
+export interface ReadTimes {
+  wallMs: number;
+  cpuMs: number;
+}
 
 /** A failure reported by a reader thread. */
 export type ThreadError = { type: 'error'; code?: ErrorCode; message: string; file?: string; key?: string };

@@ -7,8 +7,10 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 
-/** Reader threads by default: two keep two reads in flight (see PackOptions.readThreads). */
+/** Reader threads at most by default: two keep two reads in flight (see PackOptions.readThreads). */
 export const DEFAULT_READ_THREADS = 2;
+/** Reader threads a pack starts with by default; it adds more when the reads wait on the disk. */
+export const INITIAL_READ_THREADS = 1;
 
 /** The worker's script next to this module once compiled; absent when running from TypeScript sources. */
 const WORKER_URL = new URL('./source-worker.js', import.meta.url);

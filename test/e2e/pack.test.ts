@@ -164,12 +164,18 @@ describe('shardkit pack', () => {
     fs.writeFileSync(path.join(src, 'c3', 'é-ü.bin'), 'ü'.repeat(700));
     // the reader threads read with the native addon when it is built (a task's uncompressed samples in one call);
     // SHARDKIT_NATIVE=0 reads with Node's fs and lays samples out in JavaScript
-    const cases = [['none', '2', '1', 'tar'], ['lz4', '3', '1', 'tar'], ['none', '2', '0', 'tar'], ['none', '1', '0', 'packed'], ['none', '2', '1', 'packed']] as const;
+    // 'auto': no --read-threads, so one reader, and a second only for reads seen coming from storage (not here:
+    // the tree was just written) or not measured (LZ4 and no addon read in JavaScript)
+    const cases = [['none', '2', '1', 'tar'], ['lz4', '3', '1', 'tar'], ['none', '2', '0', 'tar'], ['none', '1', '0', 'packed'], ['none', '2', '1', 'packed'], ['none', 'auto', '1', 'tar'], ['lz4', 'auto', '0', 'packed']] as const;
     for (const [compress, threads, native, layout] of cases) {
       const a = path.join(tmpDir(), 'a');
       const b = path.join(tmpDir(), 'b');
-      const r = shardkit(['pack', src, '--out', a, '--shard', '1MiB', '--compress', compress, '--layout', layout, '--read-threads', threads], { env: { SHARDKIT_NATIVE: native } });
+      const r = shardkit(['pack', src, '--out', a, '--shard', '1MiB', '--compress', compress, '--layout', layout, '--json', ...(threads === 'auto' ? [] : ['--read-threads', threads])], { env: { SHARDKIT_NATIVE: native } });
       expect(r.status, r.stderr).toBe(0);
+      const readers = (JSON.parse(r.stdout) as { readThreads: number }).readThreads;
+      if (threads !== 'auto') expect(readers).toBe(Number(threads));
+      else if (compress === 'none' && native === '1') expect(readers).toBe(1);
+      else expect([1, 2]).toContain(readers);
       await pack({ source: src, out: b, shardBytes: 1 << 20, compress, layout, readThreads: 0 });
       const ta = readTree(a, ['pack-report.json']);
       const tb = readTree(b, ['pack-report.json']);
