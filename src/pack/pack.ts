@@ -12,7 +12,7 @@ import type { Manifest } from '../../formats/manifest.js';
 import type { Pass } from '../passes/pass.js';
 import { imageConcurrency } from '../passes/image-concurrency.js';
 import { DatasetWriter, type WriterStats } from './dataset-writer.js';
-import { walkSamples } from './group-samples.js';
+import { RunGrouper, walkSamples } from './group-samples.js';
 import { batchSamples, sampleError, type SampleInputError } from './source-batches.js';
 import { openSourceBatches, type ReaderThreads, type SourceBatches } from './source-threads.js';
 import { DEFAULT_READ_THREADS, workerAvailable } from './reader-start.js';
@@ -21,7 +21,7 @@ import { useNativeCrc32c } from '../native/native.js';
 import { runPipeline, settle, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 import { partOfKey, partShardPrefix, type PartSpec } from './partition.js';
 import { finishWithPassOutputs, preparePasses } from './run-passes.js';
-import type { WalkOptions, WalkStats } from './walk.js';
+import { walkSource, type WalkOptions, type WalkStats } from './walk.js';
 import { writePackReport } from './pack-report.js';
 
 export interface PackProgress {
@@ -266,9 +266,10 @@ async function prescan(source: string, walkOptions: WalkOptions, inPart: (key: s
 /** The samples of this part, by a walk of names only (no stat per file); undefined when told to stop first. */
 async function countSamples(source: string, walkOptions: WalkOptions, inPart: (key: string) => boolean, control: { stop: boolean }): Promise<number | undefined> {
   let samples = 0;
-  for await (const chunk of walkSamples(source, { ...walkOptions, stat: false }).chunks()) {
+  const grouper = new RunGrouper();
+  for await (const run of walkSource(source, { ...walkOptions, order: 'sample', stat: false }).runs()) {
     if (control.stop) return undefined;
-    for (const s of chunk) if (inPart(s.key)) samples++;
+    for (const key of grouper.group(run).keys) if (inPart(key)) samples++;
   }
   return samples;
 }
