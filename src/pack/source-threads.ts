@@ -9,8 +9,8 @@
  *
  * How many readers: a fixed number, or `auto`: one to start with, and a second once the reads are seen coming from
  * storage (the process's block reads) or waiting (far more wall time than thread CPU time). From the page cache one
- * reader keeps up with the writer, and a second only takes CPU from it on a small machine (measured 14 % slower on
- * 2 cores, 100k small files); from a disk two keep two reads in flight (measured 1.35x faster than one).
+ * reader keeps up with the writer, and a second only takes CPU from it on a small machine (measured 10-14 % slower
+ * on 2 cores, 100k small files); from a disk two keep two reads in flight (measured 1.35x faster than one).
  */
 import type { Worker } from 'node:worker_threads';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
@@ -57,8 +57,8 @@ export function addReader(before: ReadingSeen, now: ReadingSeen): boolean {
   return fromStorage || now.cpuMs - before.cpuMs < IO_BOUND_CPU_SHARE * (now.wallMs - before.wallMs);
 }
 
-/** Reader threads: a fixed count, or `auto` (see the top of this file), which grows from 1 to `max`. */
-export type ReaderThreads = number | { auto: true; max: number };
+/** Reader threads: a fixed count, or `auto` (see the top of this file), which grows from `initial` to `max`. */
+export type ReaderThreads = number | { auto: true; initial: number; max: number };
 
 export interface SourceBatches extends AsyncIterable<SourceBatch> {
   /** The walk's counters; complete once the iteration has ended. */
@@ -172,7 +172,7 @@ async function* inWorkers(
   spareChunks: () => ArrayBuffer[],
 ): AsyncGenerator<SourceBatch> {
   const max = typeof threads === 'number' ? threads : threads.max;
-  const lanes = Array.from({ length: typeof threads === 'number' ? threads : 1 }, () => new ReaderLane(options.encode));
+  const lanes = Array.from({ length: typeof threads === 'number' ? threads : threads.initial }, () => new ReaderLane(options.encode));
   setReaders(lanes.length);
   /** The lane of every task handed out and not yet written. */
   const laneOf = new Map<number, ReaderLane>();
@@ -184,7 +184,7 @@ async function* inWorkers(
   let progress: (() => void) | undefined;
   let resumeWalk: (() => void) | undefined;
   let walkDone = false;
-  /** Samples received since maybeGrow last judged, and the readers' reading times and the process's block reads then. */
+  /** Samples received so far; what had been read when maybeGrow last judged. */
   let samples = 0;
   let judged: ReadingSeen = { wallMs: 0, cpuMs: 0, blocks: process.resourceUsage().fsRead, samples: 0 };
   /** auto: one more reader when {@link addReader} says so, judged each GROW_AFTER_MS of reading. */
