@@ -240,4 +240,17 @@ describe.each(modes)('walkSource with %s', (mode) => {
       expect(fromRuns).toEqual((await collect(walkSource(root))).map((e) => [e.relPath, e.absPath]));
     });
   });
+
+  it('lists a directory of hundreds of long names as a plain byte sort does (past the first buffers of the C lister)', async () => {
+    // names of 1-200 bytes, some with dots and non-ASCII, and subdirectories among them
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 800; i++) {
+      const stem = `${'xyzé'.repeat(i % 40)}${i.toString(36)}`;
+      files[i % 7 === 0 ? `${stem}/in.bin` : `${stem}${i % 3 === 0 ? '' : `.${'e'.repeat(i % 5)}t${i % 11}`}`] = '';
+    }
+    await writeTree(root, files);
+    const paths = Object.keys(files);
+    expect(await relPaths({ order: 'path' })).toEqual([...paths].sort(compareKeys));
+    expect(await relPaths()).toEqual([...paths].sort(byKeyThenExt));
+  });
 });
