@@ -4,11 +4,12 @@
  * size of the tree.
  */
 import type { Stats } from 'node:fs';
-import { lstat, readdir, stat } from 'node:fs/promises';
+import { lstat, stat } from 'node:fs/promises';
 import { normalize, sep } from 'node:path';
 import picomatch from 'picomatch';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import { nativeAddon, NativeErrorCodes } from '../native/native.js';
+import { nativeAddon } from '../native/native.js';
+import { ioError, KIND_DIRECTORY, KIND_FILE, KIND_LINK, readDirectory, type RawListing } from './walk-listing.js';
 import { listingSortKey, sortListing, type WalkOrder } from './walk-order.js';
 
 export type { WalkOrder } from './walk-order.js';
@@ -89,19 +90,6 @@ export interface SourceWalk extends AsyncIterable<WalkEntry> {
 /** How many file stats run at once within a listing: overlaps metadata latency without unbounded fan-out. */
 const STAT_LOOKAHEAD = 32;
 
-/**
- * One directory's entries as read: names, and per entry one character of `kinds` ('f' regular file, 'd' directory,
- * 'l' symbolic link, 'o' other); `sorted` when they come in the walk's order already (links sorted as files).
- */
-interface RawListing {
-  kinds: string;
-  names: string[];
-  sorted: boolean;
-}
-
-const KIND_FILE = 'f'.charCodeAt(0);
-const KIND_DIRECTORY = 'd'.charCodeAt(0);
-const KIND_LINK = 'l'.charCodeAt(0);
 const DOT = '.'.charCodeAt(0);
 
 /** An entry of a listing the walk keeps: its name, whether it is a directory, and a followed link's stats. */
@@ -158,20 +146,6 @@ function compileGlobs(patterns: readonly string[] | undefined, what: string): Ma
   return (relPath) => matchers.some((m) => m(relPath));
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-function decodeName(raw: Buffer, dirRel: string): string {
-  try {
-    return utf8.decode(raw);
-  } catch {
-    throw new ShardkitError(
-      ErrorCodes.INPUT,
-      `A file name in ${dirRel === '' ? 'the source root' : dirRel} is not valid UTF-8 (bytes ${raw.toString('hex')}); rename it: keys and member names must be UTF-8`,
-      { file: dirRel },
-    );
-  }
-}
-
 /** The path of `name` in directory `absDir` (already normal: concatenation is join without its normalising pass). */
 function childPath(absDir: string, name: string): string {
   return absDir.endsWith(sep) ? `${absDir}${name}` : `${absDir}${sep}${name}`;
@@ -179,11 +153,6 @@ function childPath(absDir: string, name: string): string {
 
 function childRelPath(relDir: string, name: string): string {
   return relDir === '' ? name : `${relDir}/${name}`;
-}
-
-function ioError(code: typeof ErrorCodes.INPUT | typeof ErrorCodes.INPUT_CHANGED, message: string, file: string, cause: unknown): ShardkitError {
-  const sys = (cause as NodeJS.ErrnoException | undefined)?.code;
-  return new ShardkitError(code, sys === undefined ? message : `${message} (${sys})`, { file, cause });
 }
 
 /**
@@ -209,6 +178,7 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
   const statFiles = options.stat !== false;
   const stats = emptyStats();
   const listDirectory = nativeAddon()?.listDirectory;
+  const readListing = (absDir: string, relDir: string): Promise<RawListing> => readDirectory(absDir, relDir, order, listDirectory);
 
   const skip = (relPath: string, reason: WalkSkipReason): void => {
     if (reason === 'symlink') stats.skippedSymlinks++;
@@ -218,38 +188,6 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
     else stats.skippedOther++;
     onSkip?.(relPath, reason);
   };
-
-  /**
-   * Reads one directory's entries: with the native addon, listed and sorted in C on the thread pool (two strings,
-   * not a Dirent per entry); else with fs.readdir, whose Dirents say the kinds. Node decodes names as UTF-8 and puts
-   * U+FFFD where the bytes are not UTF-8; only a listing that holds U+FFFD is read again as bytes, to tell a name
-   * that is not UTF-8 (an error) from one that holds the character itself. The addon checks the bytes itself and
-   * leaves such a listing to this path, for the same error.
-   */
-  async function readListing(absDir: string, relDir: string): Promise<RawListing> {
-    try {
-      if (listDirectory !== undefined) {
-        const listing = await listDirectory(absDir, order === 'sample').then(
-          ([kinds, names]): RawListing => ({ kinds, names: kinds === '' ? [] : names.split('\0'), sorted: true }),
-          (err: unknown) => {
-            if ((err as NodeJS.ErrnoException).code === NativeErrorCodes.NOT_UTF8) return undefined;
-            throw err;
-          },
-        );
-        if (listing !== undefined) return listing;
-      }
-      const dirents = await readdir(absDir, { withFileTypes: true });
-      if (dirents.some((d) => d.name.includes('\uFFFD'))) {
-        const raw = await readdir(absDir, { withFileTypes: true, encoding: 'buffer' });
-        for (const d of raw) decodeName(d.name, relDir);
-      }
-      const kinds = dirents.map((d) => (d.isFile() ? 'f' : d.isDirectory() ? 'd' : d.isSymbolicLink() ? 'l' : 'o')).join('');
-      return { kinds, names: dirents.map((d) => d.name), sorted: false };
-    } catch (err) {
-      if (err instanceof ShardkitError) throw err;
-      throw ioError(ErrorCodes.INPUT, `Cannot read source directory ${absDir}; check that it exists and is readable`, absDir, err);
-    }
-  }
 
   /** Sorts one directory's entries (unless listed sorted); decides per entry whether it is a file, a directory or skipped. */
   async function list(absDir: string, relDir: string, listing: RawListing): Promise<Listed[]> {
