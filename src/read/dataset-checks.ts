@@ -6,6 +6,7 @@ import { crc32c, crc32cHex } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { FINGERPRINT_BYTES, type Layout, type ShardRecord } from '../../formats/index-layout.js';
 import { MEMBER_COLUMNS, MemberColumn, RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index-page.js';
+import type { IndexEntry } from '../../formats/index-entry.js';
 import type { Manifest } from '../../formats/manifest.js';
 import { checkPackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
 import type { ByteSource, SyncByteSource } from '../io/byte-source.js';
@@ -84,4 +85,20 @@ export function recordFits(leaf: LeafPage, slot: number, shards: readonly ShardR
     if ((cols[q + MemberColumn.size] as number) > maxMemberBytes) return false;
   }
   return true;
+}
+
+/**
+ * The checks of {@link recordFits} on an entry, throwing: CORRUPT_INDEX for a span outside its shard (index file
+ * `indexFile`), TOO_LARGE for a member over `maxMemberBytes`; both name the sample.
+ */
+export function assertEntryFits(entry: IndexEntry, shards: readonly ShardRecord[], maxMemberBytes: number, indexFile: string): void {
+  const shard = shards[entry.shard];
+  if (shard === undefined || entry.offset + entry.length > shard.bytes) {
+    throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${indexFile}: sample "${entry.key}" points outside its shard; run \`shardkit reindex\``, { key: entry.key });
+  }
+  for (const m of entry.members) {
+    if (m.size > maxMemberBytes) {
+      throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample "${entry.key}" member "${m.ext}" is ${m.size} bytes, over maxMemberBytes ${maxMemberBytes}`, { key: entry.key });
+    }
+  }
 }

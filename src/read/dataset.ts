@@ -24,7 +24,7 @@ import { DEFAULT_PAGE_CACHE_BYTES, IndexReader } from './index-reader.js';
 import { decodeRead, decodeRecord, decodeSpan, type DecodeContext } from './sample-decode.js';
 import { readLoneSamples } from './lone-samples.js';
 import { isLone, type RecordRef } from './record-ref.js';
-import { checkIndexMatchesManifest, checkOpenOptions, checkShardOnOpen, recordFits } from './dataset-checks.js';
+import { assertEntryFits, checkIndexMatchesManifest, checkOpenOptions, checkShardOnOpen, recordFits } from './dataset-checks.js';
 import { ReadArena } from './read-arena.js';
 import type { DecodedSample } from './decode-image.js';
 import { Loader } from './loader.js';
@@ -423,15 +423,7 @@ export class Dataset {
 
   /** @internal Refuses entries that point outside their shard or hold oversized members (damaged index). */
   checkEntry(entry: IndexEntry): void {
-    const shard = this.index.shards[entry.shard];
-    if (shard === undefined || entry.offset + entry.length > shard.bytes) {
-      throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${this.index.tree.file}: sample "${entry.key}" points outside its shard; run \`shardkit reindex\``, { key: entry.key });
-    }
-    for (const m of entry.members) {
-      if (m.size > this.maxMemberBytes) {
-        throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample "${entry.key}" member "${m.ext}" is ${m.size} bytes, over maxMemberBytes ${this.maxMemberBytes}`, { key: entry.key });
-      }
-    }
+    assertEntryFits(entry, this.index.shards, this.maxMemberBytes, this.index.tree.file);
   }
 
   private shardRecord(loc: string): ShardRecord {
@@ -446,7 +438,6 @@ export class Dataset {
     if (done === undefined) this.checked.add(shard);
     else return done.then(() => void this.checked.add(shard));
   }
-
 }
 
 /** Opens a dataset directory or http(s) URL. See {@link Dataset}. */
