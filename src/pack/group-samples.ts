@@ -36,9 +36,7 @@ export class SampleGrouper {
     const current = this.current;
     if (current !== undefined && key === current.key) {
       const order = compareKeys(ext, this.lastExt);
-      if (order === 0) {
-        throw new ShardkitError(ErrorCodes.DUPLICATE_KEY, `Two source files give sample ${key} the member ${ext === '' ? '(no extension)' : ext}: ${entry.relPath}`, { key, file: entry.absPath });
-      }
+      if (order === 0) throw duplicateMember(key, ext, entry.relPath, entry.absPath);
       if (order < 0) throw outOfOrder(entry.relPath, `${current.key}.${this.lastExt}`, key);
       current.files.push(entry);
       current.exts.push(ext);
@@ -93,7 +91,7 @@ export class RunGrouper {
       if (nameStem === stem) {
         const order = compareKeys(ext, lastExt);
         const key = this.lastKey as string;
-        if (order === 0) throw new ShardkitError(ErrorCodes.DUPLICATE_KEY, `Two source files give sample ${key} the member ${ext === '' ? '(no extension)' : ext}: ${runRelPath(run, name)}`, { key, file: runAbsPath(run, name) });
+        if (order === 0) throw duplicateMember(key, ext, runRelPath(run, name), runAbsPath(run, name));
         if (order < 0) throw outOfOrder(runRelPath(run, name), `${key}.${lastExt}`, key);
         counts[counts.length - 1] = (counts[counts.length - 1] as number) + 1;
       } else {
@@ -109,6 +107,11 @@ export class RunGrouper {
     }
     return { keys, counts, exts };
   }
+}
+
+/** A (key, ext) pair that repeats: two source names that decode to one string. */
+function duplicateMember(key: string, ext: string, relPath: string, absPath: string): ShardkitError {
+  return new ShardkitError(ErrorCodes.DUPLICATE_KEY, `Two source files give sample ${key} the member ${ext === '' ? '(no extension)' : ext}: ${relPath}`, { key, file: absPath });
 }
 
 /** 'a.' splits to key 'a', ext '': stored under that name it would come back as 'a'. */

@@ -4,11 +4,11 @@
  * source-threads.ts runs the reads in threads; with no threads, the same code runs in the calling thread. Reader
  * threads load this module, not the walk's.
  */
+import { sep } from 'node:path';
 import { ErrorCodes, ShardkitError, isShardkitError, type ErrorCode } from '../../formats/errors.js';
 import type { CodecId, MemberEntry } from '../../formats/index-entry.js';
 import type { Layout } from '../../formats/index-layout.js';
 import type { EncodedSample } from '../../formats/sample-layout.js';
-import { sep } from 'node:path';
 import { memberPath } from '../../formats/sample.js';
 import { BatchBuilder } from './batch-builder.js';
 import type { PartSpec } from './partition.js';
