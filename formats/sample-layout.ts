@@ -14,7 +14,8 @@ import { encodeFileHeader, TAR_BLOCK, tarPadding } from './tar-header.js';
 export const LZ4_NAME_SUFFIX = '.lz4';
 /** Shared, never written to: tar padding. */
 const ZERO_BLOCK = new Uint8Array(TAR_BLOCK);
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+/** A UTF-16 surrogate without its pair: a string that has one is not valid Unicode (no UTF-8 form). */
+export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 /** An empty, `.` or `..` path segment. */
 const BAD_SEGMENT = /(?:^|\/)\.{0,2}(?:\/|$)/;
 

@@ -47,12 +47,12 @@ export interface NativeAddon {
   readFile(path: string, target: Uint8Array, offset: number, room: number): number;
   /**
    * Reads a run of samples for pack and lays them out as shard bytes, in one call: per member in order, the file
-   * named by the next NUL-terminated path in `paths` (read as readFile does), preceded by a ustar header made from
-   * `template` and the next name in `names` and followed by padding to 512 bytes (tar), or alone (`template` null:
-   * packed). `counts` holds the members per sample. `io` carries the cursor in and out and the results: see
+   * `root` + the next NUL-terminated name in `names` (read as readFile does; `root` is UTF-8 ending in a separator),
+   * preceded by a ustar header made from `template` and that name and followed by padding to 512 bytes (tar), or
+   * alone (`template` null: packed). `counts` holds the members per sample. `io` carries the cursor in and out and the results: see
    * {@link ReadSamplesIo}. Stops when every sample is done or one cannot be (rolled back, with the reason).
    */
-  readSamples(paths: Uint8Array, names: Uint8Array, counts: Uint32Array, template: Uint8Array | null, target: Uint8Array, io: Float64Array): void;
+  readSamples(root: Uint8Array, names: Uint8Array, counts: Uint32Array, template: Uint8Array | null, target: Uint8Array, io: Float64Array): void;
   /**
    * Lists a directory on the thread pool (src/native/list-dir.c): `[kinds, names]`, the names joined by NUL and one
    * kind per entry ('f' file, 'd' directory, 'l' symbolic link, 'o' other), sorted by walk-order.ts listingSortKey
@@ -69,22 +69,21 @@ export const COPY_MANY_ROW = 6;
 
 /** Indices into readSamples' `io` (src/native/read-file.c). */
 export const ReadSamplesIo = {
-  /** In/out: the next sample; its first member's index over all samples; the byte offsets of its first path and name. */
+  /** In/out: the next sample; its first member's index over all samples; the byte offset of its first name. */
   SAMPLE: 0,
   FILE: 1,
-  PATH_AT: 2,
-  NAME_AT: 3,
+  NAME_AT: 2,
   /** In/out: where its bytes go in target. In: the end of the room there. */
-  POS: 4,
-  END: 5,
+  POS: 3,
+  END: 4,
   /** In: 1 to pass over the next sample unread (reset to 0). */
-  SKIP: 6,
+  SKIP: 5,
   /** Out: a {@link ReadSamplesStatus}; for a stop, the member (0-based in its sample), errno and syscall, or the size that did not fit. */
-  STATUS: 7,
-  MEMBER: 8,
-  ERRNO: 9,
-  SYSCALL: 10,
-  SIZE: 11,
+  STATUS: 6,
+  MEMBER: 7,
+  ERRNO: 8,
+  SYSCALL: 9,
+  SIZE: 10,
   /** Out: per member f (over all samples), its size at RESULTS + 2f and its CRC32C at RESULTS + 2f + 1. */
   RESULTS: 16,
 } as const;

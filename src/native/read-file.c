@@ -197,11 +197,12 @@ napi_value sk_read_file(napi_env env, napi_callback_info info) {
 }
 
 /*
- * readSamples(paths, names, counts, template, target, io): reads whole samples of a pack task into target and lays
+ * readSamples(root, names, counts, template, target, io): reads whole samples of a pack task into target and lays
  * them out as shard bytes, so a reader thread makes one call for a run of samples instead of several per file.
  *
- * paths, names: Uint8Arrays of NUL-terminated UTF-8 strings, one per member in order: the file to read, and (tar)
- * the member name for its header. counts: Uint32Array, members per sample. template: the 512-byte ustar header
+ * names: a Uint8Array of NUL-terminated UTF-8 strings, one per member in order: its path under root (UTF-8 bytes,
+ * no NUL, a separator at the end) is the file to read, and (tar) the member name for its header. counts:
+ * Uint32Array, members per sample. template: the 512-byte ustar header
  * every member shares (formats/tar-header.ts), or null for the packed layout (members back to back). Per member the
  * tar layout writes the template with the name, the size and the checksum filled in, the file's bytes, and zeros to
  * the next 512-byte boundary: the same bytes as formats/sample-layout.ts.
@@ -214,7 +215,6 @@ napi_value sk_read_file(napi_env env, napi_callback_info info) {
 enum {
   IO_SAMPLE, /* in/out: next sample */
   IO_FILE, /* in/out: its first member's index over all samples */
-  IO_PATH_AT, /* in/out: byte offset of its first path in paths */
   IO_NAME_AT, /* in/out: byte offset of its first name in names */
   IO_POS, /* in/out: where its bytes go in target */
   IO_END, /* in: end of the room in target */
@@ -237,16 +237,34 @@ enum {
 /* `size` rounded up to whole tar blocks. */
 static size_t tar_padded(size_t size) { return (size + TAR_BLOCK - 1) / TAR_BLOCK * TAR_BLOCK; }
 
-/* The ustar header of a regular file: template + name + size, checksum computed over the whole block. */
-static void tar_header(uint8_t *h, const uint8_t *template, const char *name, size_t name_len, size_t size) {
+/*
+ * The sum of the template's bytes outside the fields tar_header fills (name, size, checksum, type): a header's
+ * checksum is this plus the filled fields' bytes, so each file's sums only its name and size, not 512 bytes.
+ */
+static unsigned template_sum(const uint8_t *template) {
+  unsigned sum = 0;
+  for (int i = 0; i < TAR_BLOCK; i++) {
+    int filled = i < USTAR_NAME || (i >= USTAR_SIZE_AT && i < USTAR_SIZE_AT + USTAR_SIZE_LEN) ||
+                 (i >= USTAR_CHKSUM_AT && i < USTAR_CHKSUM_AT + 8) || i == USTAR_TYPE_AT;
+    if (!filled) sum += template[i];
+  }
+  return sum;
+}
+
+/* The ustar header of a regular file: template + name + size, and the checksum (base: template_sum). */
+static void tar_header(uint8_t *h, const uint8_t *template, unsigned base, const char *name, size_t name_len, size_t size) {
   memcpy(h, template, TAR_BLOCK);
+  memset(h, 0, USTAR_NAME);
   memcpy(h, name, name_len);
+  unsigned sum = base + 8 * ' ' + '0';
+  for (size_t i = 0; i < name_len; i++) sum += (uint8_t)name[i];
   unsigned long long v = size;
-  for (int i = USTAR_SIZE_LEN - 2; i >= 0; i--, v >>= 3) h[USTAR_SIZE_AT + i] = (uint8_t)('0' + (v & 7));
+  for (int i = USTAR_SIZE_LEN - 2; i >= 0; i--, v >>= 3) {
+    h[USTAR_SIZE_AT + i] = (uint8_t)('0' + (v & 7));
+    sum += h[USTAR_SIZE_AT + i];
+  }
   h[USTAR_SIZE_AT + USTAR_SIZE_LEN - 1] = 0;
   h[USTAR_TYPE_AT] = '0';
-  unsigned sum = 8 * ' ';
-  for (int i = 0; i < TAR_BLOCK; i++) sum += (i >= USTAR_CHKSUM_AT && i < USTAR_CHKSUM_AT + 8) ? 0 : h[i];
   for (int i = 5; i >= 0; i--, sum >>= 3) h[USTAR_CHKSUM_AT + i] = (uint8_t)('0' + (sum & 7));
   h[USTAR_CHKSUM_AT + 6] = 0;
   h[USTAR_CHKSUM_AT + 7] = ' ';
@@ -294,35 +312,39 @@ napi_value sk_read_samples(napi_env env, napi_callback_info info) {
   size_t argc = 6;
   napi_value argv[6];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  const char *usage = "readSamples(paths, names, counts, template, target, io)";
+  const char *usage = "readSamples(root, names, counts, template, target, io)";
   if (argc < 6) return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, usage);
-  const char *paths, *names;
+  const char *root, *names;
   uint32_t *counts;
   uint8_t *template = NULL, *target;
   double *io;
-  size_t paths_len, names_len, n_samples, template_len = 0, target_len, io_len;
+  size_t root_len, names_len, n_samples, template_len = 0, target_len, io_len;
   napi_valuetype template_type;
   napi_typeof(env, argv[3], &template_type);
-  if (!typed(env, argv[0], napi_uint8_array, (void **)&paths, &paths_len) || !typed(env, argv[1], napi_uint8_array, (void **)&names, &names_len) ||
+  if (!typed(env, argv[0], napi_uint8_array, (void **)&root, &root_len) || !typed(env, argv[1], napi_uint8_array, (void **)&names, &names_len) ||
       !typed(env, argv[2], napi_uint32_array, (void **)&counts, &n_samples) ||
       (template_type != napi_null && (!typed(env, argv[3], napi_uint8_array, (void **)&template, &template_len) || template_len != TAR_BLOCK)) ||
       !typed(env, argv[4], napi_uint8_array, (void **)&target, &target_len) || !typed(env, argv[5], napi_float64_array, (void **)&io, &io_len) ||
       io_len < IO_RESULTS) {
     return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, usage);
   }
-  if (!whole(io[IO_SAMPLE], (double)n_samples) || !whole(io[IO_FILE], 1e15) || !whole(io[IO_PATH_AT], (double)paths_len) ||
+  if (root_len >= PATH_BYTES || memchr(root, 0, root_len) != NULL) return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readSamples: root must hold no NUL and be shorter than 4096 bytes");
+  if (!whole(io[IO_SAMPLE], (double)n_samples) || !whole(io[IO_FILE], 1e15) ||
       !whole(io[IO_NAME_AT], (double)names_len) || !whole(io[IO_END], (double)target_len) || !whole(io[IO_POS], io[IO_END]) ||
       (io[IO_SKIP] != 0 && io[IO_SKIP] != 1)) {
     return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readSamples: the cursor in io is out of range");
   }
-  size_t sample = (size_t)io[IO_SAMPLE], file = (size_t)io[IO_FILE], path_at = (size_t)io[IO_PATH_AT], name_at = (size_t)io[IO_NAME_AT];
+  size_t sample = (size_t)io[IO_SAMPLE], file = (size_t)io[IO_FILE], name_at = (size_t)io[IO_NAME_AT];
   size_t pos = (size_t)io[IO_POS], end = (size_t)io[IO_END];
   int skip = io[IO_SKIP] == 1;
   io[IO_SKIP] = 0;
   int status = RS_OK;
+  unsigned base = template == NULL ? 0 : template_sum(template);
   dir_cache dir = {.fd = -1};
+  char path[PATH_BYTES];
+  memcpy(path, root, root_len);
   for (; sample < n_samples; sample++) {
-    size_t start = pos, p = path_at, q = name_at;
+    size_t start = pos, q = name_at;
     uint32_t members = counts[sample];
     if (file + members > (io_len - IO_RESULTS) / 2) {
       if (dir.fd >= 0) close(dir.fd);
@@ -330,14 +352,13 @@ napi_value sk_read_samples(napi_env env, napi_callback_info info) {
     }
     uint32_t m = 0;
     for (; m < members; m++) {
-      const char *path = paths + p, *name = names + q;
-      const char *path_nul = memchr(path, 0, paths_len - p), *name_nul = memchr(name, 0, names_len - q);
-      if (path_nul == NULL || name_nul == NULL) {
+      const char *name = names + q;
+      const char *name_nul = memchr(name, 0, names_len - q);
+      if (name_nul == NULL) {
         if (dir.fd >= 0) close(dir.fd);
-        return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readSamples: fewer paths or names than counts say");
+        return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readSamples: fewer names than counts say");
       }
       size_t name_len = (size_t)(name_nul - name);
-      p += (size_t)(path_nul - path) + 1;
       q += name_len + 1;
       if (skip) continue;
       size_t header = template == NULL ? 0 : TAR_BLOCK;
@@ -349,9 +370,14 @@ napi_value sk_read_samples(napi_env env, napi_callback_info info) {
       int err = 0, syscall = 0;
       if (end - pos < header) {
         status = RS_ROOM;
+      } else if (root_len + name_len >= PATH_BYTES) {
+        status = RS_ERRNO;
+        err = ENAMETOOLONG;
+        syscall = SC_OPEN;
       } else {
+        memcpy(path + root_len, name, name_len + 1);
         const char *file_path = path;
-        int at = dir_of(&dir, &file_path, (size_t)(path_nul - path));
+        int at = dir_of(&dir, &file_path, root_len + name_len);
         status = read_source(at, file_path, target + pos + header, room, &size, &err, &syscall);
       }
       if (status == RS_OK && template != NULL && tar_padded(size) > room) {
@@ -366,7 +392,7 @@ napi_value sk_read_samples(napi_env env, napi_callback_info info) {
       io[IO_RESULTS + 2 * (file + m)] = (double)size;
       io[IO_RESULTS + 2 * (file + m) + 1] = sk_crc32c(0, target + pos + header, size);
       if (template != NULL) {
-        tar_header(target + pos, template, name, name_len, size);
+        tar_header(target + pos, template, base, name, name_len, size);
         memset(target + pos + header + size, 0, tar_padded(size) - size);
         pos += header + tar_padded(size);
       } else {
@@ -380,13 +406,11 @@ napi_value sk_read_samples(napi_env env, napi_callback_info info) {
     }
     skip = 0;
     file += members;
-    path_at = p;
     name_at = q;
   }
   if (dir.fd >= 0) close(dir.fd);
   io[IO_SAMPLE] = (double)sample;
   io[IO_FILE] = (double)file;
-  io[IO_PATH_AT] = (double)path_at;
   io[IO_NAME_AT] = (double)name_at;
   io[IO_POS] = (double)pos;
   io[IO_STATUS] = status;

@@ -5,11 +5,11 @@
  * fills the chunks through the native addon instead and records its samples with {@link BatchBuilder.addSample}.
  */
 import { ShardkitError, type ErrorCode } from '../../formats/errors.js';
-import type { MemberEntry } from '../../formats/index-entry.js';
+import { Codec, type MemberEntry } from '../../formats/index-entry.js';
 import { assertKeyFits } from '../../formats/index-page.js';
 import { memberPath, setMember } from '../../formats/sample.js';
 import { checkKeyAndExts, encodeSampleTo, type SampleSink } from '../../formats/sample-layout.js';
-import { encodeFileHeader, encodeShortFileHeaderInto, TAR_BLOCK } from '../../formats/tar-header.js';
+import { encodeFileHeader, encodeShortFileHeaderInto, TAR_BLOCK, tarPadding } from '../../formats/tar-header.js';
 import { readSourceFileInto } from './read-source.js';
 import type { EncodeOptions, SampleInputError, SourceBatch } from './source-batches.js';
 import type { WalkEntry } from './walk.js';
@@ -55,7 +55,7 @@ export class BatchBuilder {
 
   /** The batch so far; the builder starts the next one empty. */
   take(last: boolean): SourceBatch {
-    const b: SourceBatch = { task: this.task, last, count: this.count, names: this.names.join('\0'), meta: Float64Array.from(this.meta), errors: this.errors, chunks: this.chunks };
+    const b: SourceBatch = { task: this.task, last, count: this.count, names: this.names.join('\0'), meta: new Float64Array(this.meta), errors: this.errors, chunks: this.chunks };
     this.count = 0;
     this.names = [];
     this.meta = [];
@@ -94,6 +94,36 @@ export class BatchBuilder {
       for (const m of encoded.members) this.meta.push(m.offset, m.size, m.storedSize, m.codec, m.crc32c);
     }
     this.count++;
+  }
+
+  /**
+   * Records an uncompressed encoded sample whose members readSamples (read-samples.ts) laid out at `pos` in chunk
+   * `chunkIndex`, each after its tar header and padded with `tar`, else back to back: the members are
+   * `exts[from, from + count)`, member m's size and CRC32C at `results[at + 2m]` and `results[at + 2m + 1]`.
+   * Returns the sample's bytes. The same record as {@link BatchBuilder.addSample}'s, with no object per member.
+   */
+  addLaidOut(key: string, exts: readonly string[], from: number, count: number, chunkIndex: number, pos: number, tar: boolean, results: Float64Array, at: number): number {
+    const header = tar ? TAR_BLOCK : 0;
+    let bytes = 0;
+    let originalBytes = 0;
+    for (let m = 0; m < count; m++) {
+      const size = results[at + 2 * m] as number;
+      bytes += header + size + (tar ? tarPadding(size) : 0);
+      originalBytes += size;
+    }
+    this.names.push(key);
+    for (let m = 0; m < count; m++) this.names.push(exts[from + m] as string);
+    const meta = this.meta;
+    meta.push(count, originalBytes, -1, 1, chunkIndex, pos, bytes, header, bytes, originalBytes);
+    // offsets count from the first member's data (the span start), as encodeSampleTo's
+    let offset = 0;
+    for (let m = 0; m < count; m++) {
+      const size = results[at + 2 * m] as number;
+      meta.push(offset, size, size, Codec.none, results[at + 2 * m + 1] as number);
+      offset += header + size + (tar ? tarPadding(size) : 0);
+    }
+    this.count++;
+    return bytes;
   }
 
   /** Records a sample that could not be read (or cannot be stored), with its error. */

@@ -5,18 +5,19 @@
  * (a sample larger than a chunk, a name that needs a pax header) goes through BatchBuilder.readSample, and a file
  * it cannot read fails its sample exactly as there. The bytes are the same either way (tests compare them).
  */
+import { sep } from 'node:path';
 import type { ShardkitError } from '../../formats/errors.js';
 import { Codec } from '../../formats/index-entry.js';
-import { assertKeyFits } from '../../formats/index-page.js';
+import { assertKeyFits, maxKeyBytes } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { memberPath } from '../../formats/sample.js';
-import { checkKeyAndExts } from '../../formats/sample-layout.js';
-import { fileHeaderTemplate, TAR_BLOCK, tarPadding } from '../../formats/tar-header.js';
+import { checkKeyAndExts, LONE_SURROGATE } from '../../formats/sample-layout.js';
+import { fileHeaderTemplate } from '../../formats/tar-header.js';
 import { nativeAddon, READ_SAMPLES_SYSCALLS, ReadSamplesIo as IO, ReadSamplesStatus as STATUS, type NativeAddon } from '../native/native.js';
-import type { BatchBuilder, EncodedMember } from './batch-builder.js';
+import type { BatchBuilder } from './batch-builder.js';
 import type { ReadTimes } from './reader-protocol.js';
 import { nativeReadError } from './read-source.js';
-import type { EncodeOptions, SampleFiles, SourceBatch } from './source-batches.js';
+import type { EncodeOptions, SourceBatch, SourceTask } from './source-batches.js';
 
 type ReadSamples = NativeAddon['readSamples'];
 
@@ -26,32 +27,35 @@ export function nativeSampleReader(encode: EncodeOptions | undefined): ReadSampl
   return nativeAddon()?.readSamples;
 }
 
-/** One sample of a task, its members in stored order (by extension), and why it cannot be stored, if so. */
-interface TaskSample extends SampleFiles {
-  error?: ShardkitError;
+/** An empty key, or an empty, `.` or `..` segment of one, in the task's NUL-joined keys. */
+const BAD_SEGMENT = /(?:^|[/\0])\.{0,2}(?:[/\0]|$)/;
+
+/**
+ * Whether every sample of the task passes assertKeyFits and checkKeyAndExts, tested on the task's joined strings in
+ * a few calls instead of several per sample. False only means "check each sample" (which then finds the errors).
+ */
+function taskNamesFit(task: SourceTask, keys: readonly string[], pageSize: number): boolean {
+  if (task.keys.includes('\\') || task.exts.includes('/') || LONE_SURROGATE.test(task.keys) || BAD_SEGMENT.test(task.keys)) return false;
+  if (task.counts.includes(0)) return false;
+  // a UTF-16 code unit is at most 3 UTF-8 bytes
+  const max = maxKeyBytes(pageSize);
+  for (const key of keys) if (key.length * 3 > max && Buffer.byteLength(key, 'utf8') > max) return false;
+  return true;
 }
 
-/** The task's samples, each checked (key and names) before anything is read, as BatchBuilder.readSample does. */
-function checkedSamples(files: readonly SampleFiles[], encode: EncodeOptions, isSampleError: (err: unknown) => boolean): TaskSample[] {
-  const samples: TaskSample[] = [];
-  for (const f of files) {
-    const sample: TaskSample = { ...f };
-    if (f.exts.length > 1) {
-      const order = f.exts.map((_, i) => i).sort((a, b) => compareKeys(f.exts[a] as string, f.exts[b] as string));
-      sample.exts = order.map((i) => f.exts[i] as string);
-      sample.paths = order.map((i) => f.paths[i] as string);
+/** Sorts each sample's extensions into stored order (byte-wise), in place; the walk gives them so already. */
+function sortMembers(exts: string[], first: Uint32Array): void {
+  for (let s = 0; s + 1 < first.length; s++) {
+    const from = first[s] as number;
+    const to = first[s + 1] as number;
+    for (let m = from + 1; m < to; m++) {
+      if (compareKeys(exts[m - 1] as string, exts[m] as string) > 0) {
+        const sorted = exts.slice(from, to).sort(compareKeys);
+        exts.splice(from, to - from, ...sorted);
+        break;
+      }
     }
-    const { key, exts } = sample;
-    try {
-      assertKeyFits(key, encode.pageSize);
-      checkKeyAndExts(key, exts);
-    } catch (err) {
-      if (!isSampleError(err)) throw err;
-      sample.error = err as ShardkitError;
-    }
-    samples.push(sample);
   }
-  return samples;
 }
 
 let template: Uint8Array | undefined;
@@ -72,71 +76,88 @@ export function takeReadTimes(encode: EncodeOptions | undefined): ReadTimes {
   return times;
 }
 
+/** The walk's root as readSamples takes it: UTF-8, ending in a separator. */
+function rootPrefix(root: string): string {
+  return root.endsWith(sep) ? root : `${root}${sep}`;
+}
+
 /**
- * Reads a task's samples into `builder` through `readSamples`, yielding full batches on the way (the caller takes the last
- * one). `isSampleError` tells the errors that fail one sample (recorded on it) from those that stop the pack.
+ * Reads a task's samples into `builder` through `readSamples`, yielding full batches on the way (the caller takes
+ * the last one). Works on the task's strings, with no object per sample except for the few readSamples stops at.
+ * `isSampleError` tells the errors that fail one sample (recorded on it) from those that stop the pack.
  */
-export function* readTaskNative(files: readonly SampleFiles[], encode: EncodeOptions, builder: BatchBuilder, readSamples: ReadSamples, isSampleError: (err: unknown) => boolean): Generator<SourceBatch> {
-  const samples = checkedSamples(files, encode, isSampleError);
-  const readable = samples.filter((s) => s.error === undefined);
-  const tar = encode.layout === 'tar';
-  const header = tar ? TAR_BLOCK : 0;
-  const paths: string[] = [];
-  const names: string[] = [];
-  const counts = new Uint32Array(readable.length);
-  readable.forEach((s, i) => {
-    counts[i] = s.exts.length;
-    for (let m = 0; m < s.exts.length; m++) {
-      paths.push(s.paths[m] as string);
-      names.push(memberPath(s.key, s.exts[m] as string));
+export function* readTaskNative(task: SourceTask, encode: EncodeOptions, builder: BatchBuilder, readSamples: ReadSamples, isSampleError: (err: unknown) => boolean): Generator<SourceBatch> {
+  const keys = task.keys.split('\0');
+  const exts = task.exts.split('\0');
+  const n = keys.length;
+  const first = new Uint32Array(n + 1);
+  for (let s = 0; s < n; s++) first[s + 1] = (first[s] as number) + (task.counts[s] as number);
+  sortMembers(exts, first);
+  const membersOf = (s: number): string[] => exts.slice(first[s], first[s + 1]);
+
+  // a key or name the dataset cannot hold fails its sample before anything is read, as in BatchBuilder.readSample
+  const failed = new Map<number, ShardkitError>();
+  if (!taskNamesFit(task, keys, encode.pageSize)) {
+    for (let s = 0; s < n; s++) {
+      try {
+        assertKeyFits(keys[s] as string, encode.pageSize);
+        checkKeyAndExts(keys[s] as string, membersOf(s));
+      } catch (err) {
+        if (!isSampleError(err)) throw err;
+        failed.set(s, err as ShardkitError);
+      }
     }
-  });
-  const pathBytes = Buffer.from(`${paths.join('\0')}\0`);
+  }
+  const readable: number[] = [];
+  const names: string[] = [];
+  for (let s = 0; s < n; s++) {
+    if (failed.has(s)) continue;
+    readable.push(s);
+    for (let m = first[s] as number; m < (first[s + 1] as number); m++) names.push(memberPath(keys[s] as string, exts[m] as string));
+  }
+  const counts = new Uint32Array(readable.length);
+  readable.forEach((s, i) => (counts[i] = task.counts[s] as number));
+  const prefix = rootPrefix(task.root);
+  const rootBytes = Buffer.from(prefix);
   const nameBytes = Buffer.from(`${names.join('\0')}\0`);
-  const io = new Float64Array(IO.RESULTS + 2 * paths.length);
+  const io = new Float64Array(IO.RESULTS + 2 * names.length);
+  const tar = encode.layout === 'tar';
   template ??= tar ? fileHeaderTemplate() : undefined;
 
   // samples are recorded in task order: the ones that failed their checks between the ones read
   let recorded = 0;
   let file = 0;
-  const recordFailedBefore = (sample: TaskSample | undefined): void => {
-    for (let s = samples[recorded]; s !== undefined && s !== sample; s = samples[++recorded]) builder.addFailed(s.key, s.exts, s.error as ShardkitError);
+  const recordFailedBefore = (sample: number): void => {
+    for (; recorded < sample; recorded++) builder.addFailed(keys[recorded] as string, membersOf(recorded), failed.get(recorded) as ShardkitError);
   };
   /** Records readable samples [from, to) that readSamples laid out from `pos` in chunk `chunkIndex`. */
   const recordRead = (from: number, to: number, chunkIndex: number, pos: number): void => {
     for (let r = from; r < to; r++) {
-      const s = readable[r] as TaskSample;
+      const s = readable[r] as number;
       recordFailedBefore(s);
       recorded++;
-      const members: EncodedMember[] = [];
-      let bytes = 0;
-      let originalBytes = 0;
-      for (let m = 0; m < s.exts.length; m++, file++) {
-        const size = io[IO.RESULTS + 2 * file] as number;
-        // offsets count from the first member's data (the span start), as encodeSampleTo's
-        members.push({ offset: bytes, size, storedSize: size, codec: Codec.none, crc32c: io[IO.RESULTS + 2 * file + 1] as number });
-        bytes += header + size + (tar ? tarPadding(size) : 0);
-        originalBytes += size;
-      }
-      builder.addSample(s.key, s.exts, originalBytes, [chunkIndex, pos, bytes], { spanStart: header, bytes, originalBytes, members });
-      pos += bytes;
+      const count = task.counts[s] as number;
+      pos += builder.addLaidOut(keys[s] as string, exts, first[s] as number, count, chunkIndex, pos, tar, io, IO.RESULTS + 2 * file);
+      file += count;
     }
   };
   /** The sample readSamples stopped at, done another way: read by BatchBuilder, or failed with `err`. */
-  const recordStopped = (s: TaskSample, err?: ShardkitError): void => {
+  const recordStopped = (s: number, err?: ShardkitError): void => {
     recordFailedBefore(s);
     recorded++;
-    file += s.exts.length;
+    file += task.counts[s] as number;
+    const key = keys[s] as string;
+    const mine = membersOf(s);
     if (err === undefined) {
       try {
-        builder.readSample(s.key, s.exts, s.paths);
+        builder.readSample(key, mine, mine.map((ext) => `${prefix}${memberPath(key, ext)}`));
         return;
       } catch (e) {
         if (!isSampleError(e)) throw e;
         err = e as ShardkitError;
       }
     }
-    builder.addFailed(s.key, s.exts, err);
+    builder.addFailed(key, mine, err);
   };
 
   const clock = nativeAddon()?.threadCpuMs;
@@ -150,13 +171,13 @@ export function* readTaskNative(files: readonly SampleFiles[], encode: EncodeOpt
     io[IO.END] = chunk.length;
     const wall0 = performance.now();
     const cpu0 = clock?.() ?? 0;
-    readSamples(pathBytes, nameBytes, counts, tar ? (template as Uint8Array) : null, chunk, io);
+    readSamples(rootBytes, nameBytes, counts, tar ? (template as Uint8Array) : null, chunk, io);
     reading.wallMs += performance.now() - wall0;
     reading.cpuMs += (clock?.() ?? 0) - cpu0;
     recordRead(from, io[IO.SAMPLE] as number, builder.claim((io[IO.POS] as number) - at), at);
     const status = io[IO.STATUS] as number;
     if (status === STATUS.DONE) break;
-    const stopped = readable[io[IO.SAMPLE] as number] as TaskSample;
+    const stopped = readable[io[IO.SAMPLE] as number] as number;
     if (status === STATUS.ROOM && (io[IO.POS] as number) > 0) {
       // the chunk is full: the next one (and the next batch, when this one is full)
       if (builder.full) yield builder.take(false);
@@ -164,9 +185,12 @@ export function* readTaskNative(files: readonly SampleFiles[], encode: EncodeOpt
       continue;
     }
     if (status === STATUS.ROOM || status === STATUS.NAME) recordStopped(stopped);
-    else recordStopped(stopped, nativeReadError(stopped.paths[io[IO.MEMBER] as number] as string, status, io[IO.ERRNO] as number, READ_SAMPLES_SYSCALLS[io[IO.SYSCALL] as number] ?? 'read'));
+    else {
+      const path = `${prefix}${memberPath(keys[stopped] as string, exts[(first[stopped] as number) + (io[IO.MEMBER] as number)] as string)}`;
+      recordStopped(stopped, nativeReadError(path, status, io[IO.ERRNO] as number, READ_SAMPLES_SYSCALLS[io[IO.SYSCALL] as number] ?? 'read'));
+    }
     io[IO.SKIP] = 1;
     if (builder.full) yield builder.take(false);
   }
-  recordFailedBefore(undefined);
+  recordFailedBefore(n);
 }

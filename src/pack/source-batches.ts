@@ -167,10 +167,9 @@ export async function* readTasks(tasks: AsyncIterable<SourceTask>, encode: Encod
   const readSamples = nativeSampleReader(encode);
   for await (const t of tasks) {
     builder.task = t.task;
-    const samples = samplesOfTask(t);
-    if (readSamples !== undefined) yield* readTaskNative(samples, encode as EncodeOptions, builder, readSamples, isSampleError);
+    if (readSamples !== undefined) yield* readTaskNative(t, encode as EncodeOptions, builder, readSamples, isSampleError);
     else {
-      for (const s of samples) {
+      for (const s of samplesOfTask(t)) {
         try {
           builder.readSample(s.key, s.exts, s.paths);
         } catch (err) {

@@ -162,6 +162,11 @@ describe('shardkit pack', () => {
     fs.writeFileSync(path.join(src, 'c2', 'empty.bin'), '');
     for (const ext of ['json', 'cls', 'seg.png']) fs.writeFileSync(path.join(src, 'c3', `multi.${ext}`), ext.repeat(300));
     fs.writeFileSync(path.join(src, 'c3', 'é-ü.bin'), 'ü'.repeat(700));
+    // keys the dataset cannot hold, left out (--on-error skip) and listed alike: a backslash, one too long for the index
+    fs.writeFileSync(path.join(src, 'c4', 'back\\slash.bin'), 'b');
+    const deep = path.join(src, 'c4', ...Array.from({ length: 9 }, (_, i) => `${i}`.repeat(230)));
+    fs.mkdirSync(deep, { recursive: true });
+    fs.writeFileSync(path.join(deep, 'k.bin'), 'k');
     // the reader threads read with the native addon when it is built (a task's uncompressed samples in one call);
     // SHARDKIT_NATIVE=0 reads with Node's fs and lays samples out in JavaScript
     // 'auto': no --read-threads, so one reader, and a second only for reads seen coming from storage (not here:
@@ -170,13 +175,14 @@ describe('shardkit pack', () => {
     for (const [compress, threads, native, layout] of cases) {
       const a = path.join(tmpDir(), 'a');
       const b = path.join(tmpDir(), 'b');
-      const r = shardkit(['pack', src, '--out', a, '--shard', '1MiB', '--compress', compress, '--layout', layout, '--json', ...(threads === 'auto' ? [] : ['--read-threads', threads])], { env: { SHARDKIT_NATIVE: native } });
+      const r = shardkit(['pack', src, '--out', a, '--shard', '1MiB', '--compress', compress, '--layout', layout, '--on-error', 'skip', '--json', ...(threads === 'auto' ? [] : ['--read-threads', threads])], { env: { SHARDKIT_NATIVE: native } });
       expect(r.status, r.stderr).toBe(0);
       const readers = (JSON.parse(r.stdout) as { readThreads: number }).readThreads;
       if (threads !== 'auto') expect(readers).toBe(Number(threads));
       else if (compress === 'none' && native === '1') expect(readers).toBe(1);
       else expect([1, 2]).toContain(readers);
-      await pack({ source: src, out: b, shardBytes: 1 << 20, compress, layout, readThreads: 0 });
+      expect((JSON.parse(r.stdout) as { skipped: unknown[] }).skipped, r.stdout).toHaveLength(2);
+      await pack({ source: src, out: b, shardBytes: 1 << 20, compress, layout, readThreads: 0, onError: 'skip' });
       const ta = readTree(a, ['pack-report.json']);
       const tb = readTree(b, ['pack-report.json']);
       expect([...ta.keys()].sort()).toEqual([...tb.keys()].sort());

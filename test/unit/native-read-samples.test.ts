@@ -22,23 +22,23 @@ interface Spec {
   members: { ext: string; bytes: Buffer }[];
 }
 
+/** readSamples' root for files under `dir`: the directory and a separator. */
+const rootOf = (dir: string): Buffer => Buffer.from(`${dir}${path.sep}`);
+
 /** Writes the samples' files under `dir`; returns readSamples' inputs for them. */
 function inputs(dir: string, samples: Spec[]) {
-  const paths: string[] = [];
   const names: string[] = [];
   for (const s of samples) {
     for (const m of s.members) {
-      const file = path.join(dir, memberPath(s.key, m.ext));
-      fs.writeFileSync(file, m.bytes);
-      paths.push(file);
+      fs.writeFileSync(path.join(dir, memberPath(s.key, m.ext)), m.bytes);
       names.push(memberPath(s.key, m.ext));
     }
   }
   return {
-    paths: Buffer.from(`${paths.join('\0')}\0`),
+    root: rootOf(dir),
     names: Buffer.from(`${names.join('\0')}\0`),
     counts: Uint32Array.from(samples.map((s) => s.members.length)),
-    io: new Float64Array(IO.RESULTS + 2 * paths.length),
+    io: new Float64Array(IO.RESULTS + 2 * names.length),
   };
 }
 
@@ -68,12 +68,12 @@ describe.skipIf(!nativeAvailable())('native readSamples', () => {
       fc.property(sampleSpecs, fc.constantFrom<Layout>('tar', 'packed'), fc.integer({ min: 0, max: 600 }), (specs, layout, at) => {
         const dir = tmpDir();
         const samples = realize(specs);
-        const { paths, names, counts, io } = inputs(dir, samples);
+        const { root, names, counts, io } = inputs(dir, samples);
         const want = expected(samples, layout);
         const target = new Uint8Array(at + want.length + 7).fill(0xa5);
         io[IO.POS] = at;
         io[IO.END] = target.length;
-        readSamples(paths, names, counts, template(layout), target, io);
+        readSamples(root, names, counts, template(layout), target, io);
         expect(io[IO.STATUS]).toBe(STATUS.DONE);
         expect(io[IO.SAMPLE]).toBe(samples.length);
         expect(io[IO.POS]).toBe(at + want.length);
@@ -93,7 +93,7 @@ describe.skipIf(!nativeAvailable())('native readSamples', () => {
       fc.property(sampleSpecs, fc.constantFrom<Layout>('tar', 'packed'), fc.integer({ min: 0, max: 8000 }), (specs, layout, room) => {
         const dir = tmpDir();
         const samples = realize(specs);
-        const { paths, names, counts, io } = inputs(dir, samples);
+        const { root, names, counts, io } = inputs(dir, samples);
         const sampleBytes = samples.map((s) => expected([s], layout).length);
         const chunks: Buffer[] = [];
         for (let calls = 0; io[IO.SAMPLE]! < samples.length; calls++) {
@@ -103,7 +103,7 @@ describe.skipIf(!nativeAvailable())('native readSamples', () => {
           const target = new Uint8Array(size);
           io[IO.POS] = 0;
           io[IO.END] = size;
-          readSamples(paths, names, counts, template(layout), target, io);
+          readSamples(root, names, counts, template(layout), target, io);
           const done = io[IO.SAMPLE]!;
           // whole samples only: as many as fit, in order
           let fit = first;
@@ -127,21 +127,21 @@ describe.skipIf(!nativeAvailable())('native readSamples', () => {
       { key: 'x'.repeat(97), members: [{ ext: 'bin', bytes: randomBytes(10) }] }, // 101-byte name: pax
       { key: 'c', members: [{ ext: 'bin', bytes: randomBytes(600) }] },
     ];
-    const { paths, names, counts, io } = inputs(dir, samples);
+    const { root, names, counts, io } = inputs(dir, samples);
     const target = new Uint8Array(1 << 16);
     io[IO.END] = target.length;
-    readSamples(paths, names, counts, fileHeaderTemplate(), target, io);
+    readSamples(root, names, counts, fileHeaderTemplate(), target, io);
     expect([io[IO.STATUS], io[IO.SAMPLE], io[IO.MEMBER], io[IO.FILE]]).toEqual([STATUS.NAME, 1, 0, 1]);
     const firstBytes = io[IO.POS]!;
     expect(Buffer.from(target.subarray(0, firstBytes)).equals(expected([samples[0]!], 'tar'))).toBe(true);
     // packed has no names: the same sample is no reason to stop there
     const packed = inputs(dir, samples);
     packed.io[IO.END] = target.length;
-    readSamples(packed.paths, packed.names, packed.counts, null, new Uint8Array(1 << 16), packed.io);
+    readSamples(packed.root, packed.names, packed.counts, null, new Uint8Array(1 << 16), packed.io);
     expect(packed.io[IO.STATUS]).toBe(STATUS.DONE);
     // skip: the long-named sample is the caller's; the call goes on with the next one, results in their places
     io[IO.SKIP] = 1;
-    readSamples(paths, names, counts, fileHeaderTemplate(), target, io);
+    readSamples(root, names, counts, fileHeaderTemplate(), target, io);
     expect([io[IO.STATUS], io[IO.SAMPLE], io[IO.SKIP]]).toEqual([STATUS.DONE, 3, 0]);
     expect(Buffer.from(target.subarray(firstBytes, io[IO.POS])).equals(expected([samples[2]!], 'tar'))).toBe(true);
     expect([io[IO.RESULTS + 4], io[IO.RESULTS + 5]]).toEqual([600, crc32c(samples[2]!.members[0]!.bytes)]);
@@ -154,78 +154,91 @@ describe.skipIf(!nativeAvailable())('native readSamples', () => {
       { key: 'b', members: [{ ext: 'bin', bytes: randomBytes(10) }, { ext: 'cls', bytes: randomBytes(3) }] },
       { key: 'c', members: [{ ext: 'bin', bytes: randomBytes(10) }] },
     ];
-    const { paths, names, counts, io } = inputs(dir, samples);
+    const { root, names, counts, io } = inputs(dir, samples);
     fs.rmSync(path.join(dir, 'b.cls'));
     const target = new Uint8Array(1 << 16);
     io[IO.END] = target.length;
-    readSamples(paths, names, counts, fileHeaderTemplate(), target, io);
+    readSamples(root, names, counts, fileHeaderTemplate(), target, io);
     expect([io[IO.STATUS], io[IO.SAMPLE], io[IO.MEMBER], io[IO.ERRNO], io[IO.SYSCALL]]).toEqual([STATUS.ERRNO, 1, 1, 2 /* ENOENT */, 1 /* open */]);
     expect(io[IO.POS]).toBe(expected([samples[0]!], 'tar').length);
     fs.mkdirSync(path.join(dir, 'b.cls'));
-    readSamples(paths, names, counts, fileHeaderTemplate(), target, io);
+    readSamples(root, names, counts, fileHeaderTemplate(), target, io);
     expect([io[IO.STATUS], io[IO.SAMPLE], io[IO.MEMBER]]).toEqual([STATUS.NOT_FILE, 1, 1]);
   });
 
   it('opens each file in its own directory, whatever the directories before it (names repeat across them)', () => {
     // readSamples keeps the last directory open and opens files by name in it: the same name in another directory,
-    // a directory whose name extends the previous one, a nested one, a relative path, a vanished directory
+    // a directory whose name extends the previous one, a nested one, the root itself (absolute or relative), a
+    // vanished directory
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.constantFrom('d', 'e', 'dx', 'd/e', 'f/g', '.'), fc.integer({ min: 0, max: 700 })), { minLength: 1, maxLength: 12 }), (files) => {
-        const root = tmpDir();
+      fc.property(fc.array(fc.tuple(fc.constantFrom('d', 'e', 'dx', 'd/e', 'f/g', '.'), fc.integer({ min: 0, max: 700 })), { minLength: 1, maxLength: 12 }), fc.boolean(), (files, relative) => {
+        const dir = tmpDir();
         const bytes = files.map(([, size]) => randomBytes(size));
-        const paths = files.map(([dir], i) => {
-          fs.mkdirSync(path.join(root, dir), { recursive: true });
-          return dir === '.' ? path.relative(process.cwd(), path.join(root, `s${i}.bin`)) : path.join(root, dir, `n${i % 3}.bin`);
+        const names = files.map(([sub], i) => {
+          fs.mkdirSync(path.join(dir, sub), { recursive: true });
+          return sub === '.' ? `s${i}.bin` : `${sub}/n${i % 3}.bin`;
         });
-        // a path may come twice: both reads give what was written to it last
+        // a name may come twice: both reads give what was written to it last
         const last = new Map<string, Buffer>();
-        paths.forEach((p, i) => {
-          fs.writeFileSync(p, bytes[i] as Buffer);
-          last.set(p, bytes[i] as Buffer);
+        names.forEach((name, i) => {
+          fs.writeFileSync(path.join(dir, name), bytes[i] as Buffer);
+          last.set(name, bytes[i] as Buffer);
         });
-        const io = new Float64Array(IO.RESULTS + 2 * paths.length);
+        const io = new Float64Array(IO.RESULTS + 2 * names.length);
         const target = new Uint8Array(1 << 16);
         io[IO.END] = target.length;
-        readSamples(Buffer.from(`${paths.join('\0')}\0`), Buffer.from(`${paths.map((_, i) => `k${i}.bin`).join('\0')}\0`), new Uint32Array(paths.length).fill(1), null, target, io);
+        readSamples(rootOf(relative ? path.relative(process.cwd(), dir) : dir), Buffer.from(`${names.join('\0')}\0`), new Uint32Array(names.length).fill(1), null, target, io);
         expect(io[IO.STATUS]).toBe(STATUS.DONE);
-        expect(Buffer.from(target.subarray(0, io[IO.POS])).equals(Buffer.concat(paths.map((p) => last.get(p) as Buffer)))).toBe(true);
+        expect(Buffer.from(target.subarray(0, io[IO.POS])).equals(Buffer.concat(names.map((name) => last.get(name) as Buffer)))).toBe(true);
       }),
       { numRuns: 40 },
     );
-    const root = tmpDir();
-    fs.mkdirSync(path.join(root, 'a'));
-    fs.writeFileSync(path.join(root, 'a', 'x.bin'), 'x');
-    const paths = Buffer.from(`${path.join(root, 'a', 'x.bin')}\0${path.join(root, 'gone', 'y.bin')}\0`);
+    const dir = tmpDir();
+    fs.mkdirSync(path.join(dir, 'a'));
+    fs.writeFileSync(path.join(dir, 'a', 'x.bin'), 'x');
     const io = new Float64Array(IO.RESULTS + 4);
     io[IO.END] = 4096;
-    readSamples(paths, Buffer.from('a.bin\0b.bin\0'), Uint32Array.of(1, 1), null, new Uint8Array(4096), io);
+    readSamples(rootOf(dir), Buffer.from('a/x.bin\0gone/y.bin\0'), Uint32Array.of(1, 1), null, new Uint8Array(4096), io);
     expect([io[IO.STATUS], io[IO.SAMPLE], io[IO.ERRNO], io[IO.SYSCALL]]).toEqual([STATUS.ERRNO, 1, 2 /* ENOENT */, 1 /* open */]);
+  });
+
+  it('refuses a root with a NUL or of 4096 bytes, and stops at a path of 4096 bytes or more (ENAMETOOLONG, open)', () => {
+    const dir = tmpDir();
+    const { names, counts, io } = inputs(dir, [{ key: 'a', members: [{ ext: 'bin', bytes: randomBytes(10) }] }]);
+    io[IO.END] = 4096;
+    expect(() => readSamples(Buffer.from(`${dir}\0/`), names, counts, null, new Uint8Array(4096), io.slice())).toThrow(expect.objectContaining({ code: NativeErrorCodes.ARG }));
+    expect(() => readSamples(Buffer.from(`${dir}/${'x/'.repeat(2100)}`), names, counts, null, new Uint8Array(4096), io.slice())).toThrow(expect.objectContaining({ code: NativeErrorCodes.ARG }));
+    // a root that fits, with a name that takes the path past 4095 bytes
+    const long = Buffer.from(`${dir}/${'x/'.repeat(Math.floor((4094 - dir.length - 1) / 2))}`);
+    expect(long.length).toBeGreaterThan(4090);
+    readSamples(long, names, counts, null, new Uint8Array(4096), io);
+    expect([io[IO.STATUS], io[IO.SAMPLE], io[IO.MEMBER], io[IO.ERRNO], io[IO.SYSCALL]]).toEqual([STATUS.ERRNO, 0, 0, 36 /* ENAMETOOLONG */, 1 /* open */]);
   });
 
   it('refuses a cursor, room or result array that does not fit its inputs (in C, before reading)', () => {
     const dir = tmpDir();
-    const { paths, names, counts, io } = inputs(dir, [{ key: 'a', members: [{ ext: 'bin', bytes: randomBytes(10) }] }]);
+    const { root, names, counts, io } = inputs(dir, [{ key: 'a', members: [{ ext: 'bin', bytes: randomBytes(10) }] }]);
     const target = new Uint8Array(4096);
     const bad: [string, (io: Float64Array) => void][] = [
       ['sample past the counts', (x) => (x[IO.SAMPLE] = 2)],
       ['fractional position', (x) => (x[IO.POS] = 0.5)],
       ['end past the target', (x) => (x[IO.END] = 5000)],
       ['position past the end', (x) => ((x[IO.END] = 100), (x[IO.POS] = 200))],
-      ['path offset past the paths', (x) => (x[IO.PATH_AT] = 1e6)],
+      ['name offset past the names', (x) => (x[IO.NAME_AT] = 1e6)],
       ['NaN skip', (x) => (x[IO.SKIP] = Number.NaN)],
     ];
     for (const [what, set] of bad) {
       const x = io.slice();
       x[IO.END] = target.length;
       set(x);
-      expect(() => readSamples(paths, names, counts, fileHeaderTemplate(), target, x), what).toThrow(expect.objectContaining({ code: NativeErrorCodes.ARG }));
+      expect(() => readSamples(root, names, counts, fileHeaderTemplate(), target, x), what).toThrow(expect.objectContaining({ code: NativeErrorCodes.ARG }));
     }
     const ok = io.slice();
     ok[IO.END] = target.length;
-    expect(() => readSamples(paths, names, counts, fileHeaderTemplate(), target, ok.subarray(0, IO.RESULTS + 1))).toThrow(/no room for the results/);
+    expect(() => readSamples(root, names, counts, fileHeaderTemplate(), target, ok.subarray(0, IO.RESULTS + 1))).toThrow(/no room for the results/);
     const roomy = new Float64Array(IO.RESULTS + 8);
     roomy[IO.END] = target.length;
-    expect(() => readSamples(paths, names, Uint32Array.of(2), fileHeaderTemplate(), target, roomy)).toThrow(/fewer paths or names/);
-    expect(() => readSamples(paths, names, counts, new Uint8Array(100), target, ok)).toThrow(expect.objectContaining({ code: NativeErrorCodes.ARG }));
+    expect(() => readSamples(root, names, Uint32Array.of(2), fileHeaderTemplate(), target, roomy)).toThrow(/fewer names/);
+    expect(() => readSamples(root, names, counts, new Uint8Array(100), target, ok)).toThrow(expect.objectContaining({ code: NativeErrorCodes.ARG }));
   });
 });
