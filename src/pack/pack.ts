@@ -81,7 +81,8 @@ export interface PackResult {
   out: string;
   manifest: Manifest;
   seconds: number;
-  walk: WalkStats;
+  /** What the walk found and left out. No `bytes`: pack walks names only (sizes come from the reads: sourceBytes). */
+  walk: Omit<WalkStats, 'bytes'>;
   writer: WriterStats;
   /** Samples of this pack that a resume found already written. */
   resumedSamples: number;
@@ -184,7 +185,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
       out,
       manifest,
       seconds: (performance.now() - started) / 1000,
-      walk: { ...batches.stats },
+      walk: walkCounts(batches.stats),
       writer: { ...writer.stats },
       resumedSamples: resumed,
       sourceBytes: counted.bytes,
@@ -224,6 +225,11 @@ async function writeBatches(batches: SourceBatches, writer: DatasetWriter, onErr
     batches.recycle(batch);
   }
   return counters;
+}
+
+function walkCounts(stats: WalkStats): Omit<WalkStats, 'bytes'> {
+  const { bytes: _unmeasured, ...counts } = stats;
+  return counts;
 }
 
 /** Pipeline items over the read batches; passes may hold a sample's bytes, so its buffers are not recycled. */

@@ -84,6 +84,10 @@ describe('shardkit pack', () => {
     expect(r.status, r.stderr).toBe(0);
     const summary = JSON.parse(r.stdout);
     expect(summary.samples).toBe(6);
+    // the walk lists names only: its counts, and no byte figure (the bytes read are sourceBytes)
+    expect(summary.walk.files).toBeGreaterThanOrEqual(6);
+    expect(summary.walk).not.toHaveProperty('bytes');
+    expect(summary.sourceBytes).toBeGreaterThan(0);
     const s = await sampleOf(out, 'cat/001');
     expect(Object.keys(s.members).sort()).toEqual(['cls', 'txt', 'webp']);
     const meta = await sharp(s.members.webp).metadata();
