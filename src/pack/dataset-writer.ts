@@ -165,11 +165,12 @@ export class DatasetWriter {
    * {@link DatasetWriter.add} for a sample already encoded for this writer's layout and codec (by a reader thread,
    * say): `encodeSample(sample, layout, codec)` with a key that {@link assertKeyFits}. With `retain`, the writer
    * may keep referencing the parts' memory (adjacent parts of consecutive samples then go out in one write, without
-   * a copy) until {@link DatasetWriter.release}; without it, nothing is referenced once this returns.
+   * a copy) until {@link DatasetWriter.release}; without it, nothing is referenced once this returns. `keyBytes`:
+   * the key's UTF-8, when the caller has it (the index may keep the view).
    */
-  addEncoded(key: string, encoded: EncodedSample, retain = false): void {
+  addEncoded(key: string, encoded: EncodedSample, retain = false, keyBytes?: Uint8Array): void {
     this.assertOpen();
-    this.append(key, encoded);
+    this.append(key, encoded, keyBytes ?? utf8Bytes(key));
     if (!retain) this.release();
   }
 
@@ -178,7 +179,7 @@ export class DatasetWriter {
     this.current?.file.settle();
   }
 
-  private append(key: string, encoded: EncodedSample): void {
+  private append(key: string, encoded: EncodedSample, keyBytes: Uint8Array): void {
     const trailer = this.layout === 'tar' ? TAR_END_BYTES : 0;
     if (this.current !== undefined && this.current.file.samples > 0 && this.current.file.bytes + encoded.bytes + trailer > this.shardBytes) {
       this.closeShard();
@@ -187,7 +188,6 @@ export class DatasetWriter {
     if (shard.file.samples === 0 && shard.file.bytes + encoded.bytes + trailer > this.shardBytes) this.stats.oversizeSamples++;
     const entry = { key, shard: this.shards.length, offset: shard.file.bytes + encoded.spanStart, length: spanLength(encoded.members), members: encoded.members };
     // indexed first: a sample the index refuses (TOO_LARGE) leaves no bytes in the shard
-    const keyBytes = utf8Bytes(key);
     if (this.live !== undefined) this.addLive(this.live, entry, keyBytes);
     else this.sorter.add(entry, keyBytes);
     for (const part of encoded.parts) shard.file.write(part);

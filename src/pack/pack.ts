@@ -212,7 +212,7 @@ async function writeBatches(batches: SourceBatches, writer: DatasetWriter, onErr
     for (const s of batchSamples(batch, true)) {
       const name = memberPath(s.key, s.exts[0] as string);
       settle(
-        s.encoded !== undefined ? { name, bytes: s.sourceBytes, kind: 'encoded', key: s.key, encoded: s.encoded } : { name, bytes: 0, kind: 'failed', error: sampleError(s.error as SampleInputError) },
+        s.encoded !== undefined ? { name, bytes: s.sourceBytes, kind: 'encoded', key: s.key, encoded: s.encoded, keyBytes: s.keyBytes } : { name, bytes: 0, kind: 'failed', error: sampleError(s.error as SampleInputError) },
         writer,
         onError,
         counters,

@@ -24,7 +24,7 @@ export interface PipelineCounters {
 }
 
 /** What became of one input sample, ready for the writer. */
-export type Processed = { name: string; bytes: number } & ({ kind: 'ok'; sample: Sample } | { kind: 'encoded'; key: string; encoded: EncodedSample } | { kind: 'dropped'; pass: string } | { kind: 'failed'; error: ShardkitError });
+export type Processed = { name: string; bytes: number } & ({ kind: 'ok'; sample: Sample } | { kind: 'encoded'; key: string; encoded: EncodedSample; keyBytes?: Uint8Array | undefined } | { kind: 'dropped'; pass: string } | { kind: 'failed'; error: ShardkitError });
 
 /** Input errors a user may choose to skip; anything else (a bug, the output disk) always stops. */
 function isInputError(err: unknown): err is ShardkitError {
@@ -66,7 +66,7 @@ export function settle(r: Processed, writer: DatasetWriter, onError: 'fail' | 's
   if (r.kind === 'ok' || r.kind === 'encoded') {
     try {
       if (r.kind === 'ok') writer.add(r.sample);
-      else writer.addEncoded(r.key, r.encoded, retain);
+      else writer.addEncoded(r.key, r.encoded, retain, r.keyBytes);
     } catch (err) {
       // a sample the layout or index cannot hold (key too long, unsafe name) is bad input like any other
       if (onError !== 'skip' || !isShardkitError(err) || (err.code !== ErrorCodes.TOO_LARGE && err.code !== ErrorCodes.UNSAFE_PATH)) throw err;

@@ -118,18 +118,32 @@ export interface BatchSample {
   parts: Uint8Array[];
   /** With `encode` (and no error): the encoded sample, its bytes in `parts`. */
   encoded?: EncodedSample;
+  /** With `encode`, when the batch's names are ASCII: the key's UTF-8 (a view of one encoding of all the names). */
+  keyBytes?: Uint8Array;
+}
+
+/** `text` as bytes when it is ASCII (one byte per character, so string offsets are byte offsets), else undefined. */
+function asciiBytes(text: string): Uint8Array | undefined {
+  const bytes = Buffer.from(text, 'utf8');
+  return bytes.length === text.length ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length) : undefined;
 }
 
 /** The samples of a batch, in order. */
 export function* batchSamples(batch: SourceBatch, encoded: boolean): Generator<BatchSample> {
   const { meta, chunks } = batch;
   const names = batch.names.split('\0');
+  // the index needs each key's UTF-8: one encoding of the batch's names instead of one per key
+  const nameBytes = encoded ? asciiBytes(batch.names) : undefined;
+  let at = 0; // where names[n] starts in batch.names
   let m = 0;
   let n = 0;
   for (let i = 0; i < batch.count; i++) {
+    const keyAt = at;
     const key = names[n++] as string;
     const memberCount = meta[m++] as number;
     const exts = names.slice(n, n + memberCount);
+    at += key.length + 1;
+    for (let e = 0; e < memberCount; e++) at += (names[n + e] as string).length + 1;
     n += memberCount;
     const sourceBytes = meta[m++] as number;
     const errorIndex = meta[m++] as number;
@@ -148,6 +162,7 @@ export function* batchSamples(batch: SourceBatch, encoded: boolean): Generator<B
         m += 5;
       }
       sample.encoded = { spanStart, bytes, originalBytes, members, parts };
+      if (nameBytes !== undefined) sample.keyBytes = nameBytes.subarray(keyAt, keyAt + key.length);
     }
     yield sample;
   }
