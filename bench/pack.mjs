@@ -68,8 +68,16 @@ const stat = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return { median: s[Math.floor(s.length / 2)], min: s[0], max: s[s.length - 1] };
 };
+/** Regular files under `dir` (a --tree's own count; the generated tree has N). */
+function countFiles(dir) {
+  let n = 0;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) n += e.isDirectory() ? countFiles(path.join(dir, e.name)) : e.isFile() ? 1 : 0;
+  return n;
+}
+const files = values.tree ? countFiles(values.tree) : N;
 const result = {
-  files: N,
+  ...(values.tree ? { tree: values.tree } : {}),
+  files,
   repeat: R,
   layout: values.layout,
   readThreads: values['read-threads'] ?? 'default (1, and 2 when reads come from storage)',
@@ -85,6 +93,6 @@ result.speedVsTar = result.tarSeconds.median / result.shardkitSeconds.median;
 // machine's drift between pairs, which the ratio of medians does not
 const pairRatios = runs.tar.map((t, r) => t.secs / runs.shardkit[r].secs);
 result.speedVsTarPaired = { ...stat(pairRatios), runs: pairRatios.map((x) => Number(x.toFixed(3))) };
-result.shardkitFilesPerSec = N / result.shardkitSeconds.median;
+result.shardkitFilesPerSec = files / result.shardkitSeconds.median;
 process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 fs.rmSync(work, { recursive: true, force: true });
