@@ -28,7 +28,9 @@ export class BatchBuilder {
   task = 0;
   count = 0;
   private names: string[] = [];
-  private meta: number[] = [];
+  /** The batch's meta so far: `metaLength` numbers of a Float64Array that grows, handed over as one copy. */
+  private meta = new Float64Array(4096);
+  private metaLength = 0;
   private errors: SampleInputError[] = [];
   private chunks: ArrayBuffer[] = [];
   /** The chunk being filled and how much of it is used. */
@@ -55,10 +57,10 @@ export class BatchBuilder {
 
   /** The batch so far; the builder starts the next one empty. */
   take(last: boolean): SourceBatch {
-    const b: SourceBatch = { task: this.task, last, count: this.count, names: this.names.join('\0'), meta: new Float64Array(this.meta), errors: this.errors, chunks: this.chunks };
+    const b: SourceBatch = { task: this.task, last, count: this.count, names: this.names.join('\0'), meta: this.meta.slice(0, this.metaLength), errors: this.errors, chunks: this.chunks };
     this.count = 0;
     this.names = [];
-    this.meta = [];
+    this.metaLength = 0;
     this.errors = [];
     this.chunks = [];
     this.chunk = undefined;
@@ -88,10 +90,18 @@ export class BatchBuilder {
    */
   addSample(key: string, exts: readonly string[], sourceBytes: number, ranges: readonly number[], encoded?: { spanStart: number; bytes: number; originalBytes: number; members: readonly EncodedMember[] }): void {
     this.names.push(key, ...exts);
-    this.meta.push(exts.length, sourceBytes, -1, ranges.length / 3, ...ranges);
+    let i = this.metaRoom(4 + ranges.length + (encoded === undefined ? 0 : 3 + 5 * encoded.members.length));
+    const meta = this.meta;
+    meta[i++] = exts.length;
+    meta[i++] = sourceBytes;
+    meta[i++] = -1;
+    meta[i++] = ranges.length / 3;
+    for (const r of ranges) meta[i++] = r;
     if (encoded !== undefined) {
-      this.meta.push(encoded.spanStart, encoded.bytes, encoded.originalBytes);
-      for (const m of encoded.members) this.meta.push(m.offset, m.size, m.storedSize, m.codec, m.crc32c);
+      meta[i++] = encoded.spanStart;
+      meta[i++] = encoded.bytes;
+      meta[i++] = encoded.originalBytes;
+      for (const m of encoded.members) i = putMember(meta, i, m.offset, m.size, m.storedSize, m.codec, m.crc32c);
     }
     this.count++;
   }
@@ -113,13 +123,23 @@ export class BatchBuilder {
     }
     this.names.push(key);
     for (let m = 0; m < count; m++) this.names.push(exts[from + m] as string);
+    let i = this.metaRoom(10 + 5 * count);
     const meta = this.meta;
-    meta.push(count, originalBytes, -1, 1, chunkIndex, pos, bytes, header, bytes, originalBytes);
+    meta[i++] = count;
+    meta[i++] = originalBytes;
+    meta[i++] = -1;
+    meta[i++] = 1;
+    meta[i++] = chunkIndex;
+    meta[i++] = pos;
+    meta[i++] = bytes;
+    meta[i++] = header;
+    meta[i++] = bytes;
+    meta[i++] = originalBytes;
     // offsets count from the first member's data (the span start), as encodeSampleTo's
     let offset = 0;
     for (let m = 0; m < count; m++) {
       const size = results[at + 2 * m] as number;
-      meta.push(offset, size, size, Codec.none, results[at + 2 * m + 1] as number);
+      i = putMember(meta, i, offset, size, size, Codec.none, results[at + 2 * m + 1] as number);
       offset += header + size + (tar ? tarPadding(size) : 0);
     }
     this.count++;
@@ -129,7 +149,8 @@ export class BatchBuilder {
   /** Records a sample that could not be read (or cannot be stored), with its error. */
   addFailed(key: string, exts: readonly string[], err: ShardkitError): void {
     this.names.push(key, ...exts);
-    this.meta.push(exts.length, 0, this.errors.length, 0);
+    const i = this.metaRoom(4);
+    this.meta.set([exts.length, 0, this.errors.length, 0], i);
     this.errors.push({ code: err.code as ErrorCode, message: err.message, ...(err.file === undefined ? {} : { file: err.file }) });
     this.count++;
   }
@@ -178,6 +199,18 @@ export class BatchBuilder {
       ranges,
       encoded,
     );
+  }
+
+  /** Room for `n` more numbers in the meta (which may move: read `this.meta` after); returns where they go. */
+  private metaRoom(n: number): number {
+    if (this.metaLength + n > this.meta.length) {
+      const grown = new Float64Array(Math.max(2 * this.meta.length, this.metaLength + n));
+      grown.set(this.meta.subarray(0, this.metaLength));
+      this.meta = grown;
+    }
+    const at = this.metaLength;
+    this.metaLength += n;
+    return at;
   }
 
   /** A buffer of its own for `size` bytes of half a batch or more; else a batch-sized chunk, recycled when one is offered. */
@@ -257,4 +290,14 @@ export class BatchBuilder {
       this.extendRanges(at, n);
     },
   };
+}
+
+/** Writes one member's meta numbers (see SourceBatch's `meta`) at `i`; returns the index after them. */
+function putMember(meta: Float64Array, i: number, offset: number, size: number, storedSize: number, codec: number, crc32c: number): number {
+  meta[i] = offset;
+  meta[i + 1] = size;
+  meta[i + 2] = storedSize;
+  meta[i + 3] = codec;
+  meta[i + 4] = crc32c;
+  return i + 5;
 }

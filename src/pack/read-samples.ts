@@ -19,12 +19,13 @@ import type { ReadTimes } from './reader-protocol.js';
 import { nativeReadError } from './read-source.js';
 import type { EncodeOptions, SourceBatch, SourceTask } from './source-batches.js';
 
-type ReadSamples = NativeAddon['readSamples'];
+/** The addon's functions a reader thread reads with: readSamples, and the thread's CPU clock that times it. */
+export type NativeSampleReader = Pick<NativeAddon, 'readSamples' | 'threadCpuMs'>;
 
-/** The addon's readSamples when it can encode for `encode` (no compression), else undefined. */
-export function nativeSampleReader(encode: EncodeOptions | undefined): ReadSamples | undefined {
+/** The addon's sample reader when it can encode for `encode` (no compression), else undefined. */
+export function nativeSampleReader(encode: EncodeOptions | undefined): NativeSampleReader | undefined {
   if (encode === undefined || encode.codec !== Codec.none) return undefined;
-  return nativeAddon()?.readSamples;
+  return nativeAddon();
 }
 
 /** An empty key, or an empty, `.` or `..` segment of one, in the task's NUL-joined keys. */
@@ -63,13 +64,17 @@ let template: Uint8Array | undefined;
 /** Wall and thread CPU milliseconds this thread spent in readSamples since the last {@link takeReadTimes}. */
 const reading: ReadTimes = { wallMs: 0, cpuMs: 0 };
 
+/** Whether {@link takeReadTimes} measures this thread's reads for `encode`: they go through readSamples, timed by a per-thread clock. */
+export function readTimesMeasured(encode: EncodeOptions | undefined): boolean {
+  const reader = nativeSampleReader(encode);
+  return reader !== undefined && reader.threadCpuMs() >= 0;
+}
+
 /**
  * The time this thread spent reading source files through readSamples since the last call, and resets it; cpuMs
- * is -1 when it is not measured (no per-thread clock, or these reads do not go through readSamples: `encode`).
+ * is -1 when it is not `measured` ({@link readTimesMeasured}).
  */
-export function takeReadTimes(encode: EncodeOptions | undefined): ReadTimes {
-  const clock = nativeAddon()?.threadCpuMs;
-  const measured = nativeSampleReader(encode) !== undefined && clock !== undefined && clock() >= 0;
+export function takeReadTimes(measured: boolean): ReadTimes {
   const times = { wallMs: reading.wallMs, cpuMs: measured ? reading.cpuMs : -1 };
   reading.wallMs = 0;
   reading.cpuMs = 0;
@@ -86,7 +91,7 @@ function rootPrefix(root: string): string {
  * the last one). Works on the task's strings, with no object per sample except for the few readSamples stops at.
  * `isSampleError` tells the errors that fail one sample (recorded on it) from those that stop the pack.
  */
-export function* readTaskNative(task: SourceTask, encode: EncodeOptions, builder: BatchBuilder, readSamples: ReadSamples, isSampleError: (err: unknown) => boolean): Generator<SourceBatch> {
+export function* readTaskNative(task: SourceTask, encode: EncodeOptions, builder: BatchBuilder, reader: NativeSampleReader, isSampleError: (err: unknown) => boolean): Generator<SourceBatch> {
   const keys = task.keys.split('\0');
   const exts = task.exts.split('\0');
   const n = keys.length;
@@ -160,7 +165,6 @@ export function* readTaskNative(task: SourceTask, encode: EncodeOptions, builder
     builder.addFailed(key, mine, err);
   };
 
-  const clock = nativeAddon()?.threadCpuMs;
   let fresh = false;
   while ((io[IO.SAMPLE] as number) < readable.length) {
     const { chunk, at } = builder.room(fresh);
@@ -170,10 +174,10 @@ export function* readTaskNative(task: SourceTask, encode: EncodeOptions, builder
     io[IO.POS] = at;
     io[IO.END] = chunk.length;
     const wall0 = performance.now();
-    const cpu0 = clock?.() ?? 0;
-    readSamples(rootBytes, nameBytes, counts, tar ? (template as Uint8Array) : null, chunk, io);
+    const cpu0 = reader.threadCpuMs();
+    reader.readSamples(rootBytes, nameBytes, counts, tar ? (template as Uint8Array) : null, chunk, io);
     reading.wallMs += performance.now() - wall0;
-    reading.cpuMs += (clock?.() ?? 0) - cpu0;
+    reading.cpuMs += reader.threadCpuMs() - cpu0;
     recordRead(from, io[IO.SAMPLE] as number, builder.claim((io[IO.POS] as number) - at), at);
     const status = io[IO.STATUS] as number;
     if (status === STATUS.DONE) break;

@@ -179,10 +179,10 @@ export function sampleError(e: SampleInputError): ShardkitError {
  */
 export async function* readTasks(tasks: AsyncIterable<SourceTask>, encode: EncodeOptions | undefined, takeChunk: () => ArrayBuffer | undefined = () => undefined): AsyncGenerator<SourceBatch> {
   const builder = new BatchBuilder(encode, takeChunk);
-  const readSamples = nativeSampleReader(encode);
+  const reader = nativeSampleReader(encode);
   for await (const t of tasks) {
     builder.task = t.task;
-    if (readSamples !== undefined) yield* readTaskNative(t, encode as EncodeOptions, builder, readSamples, isSampleError);
+    if (reader !== undefined) yield* readTaskNative(t, encode as EncodeOptions, builder, reader, isSampleError);
     else {
       for (const s of samplesOfTask(t)) {
         try {

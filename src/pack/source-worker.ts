@@ -6,7 +6,7 @@
 import { parentPort } from 'node:worker_threads';
 import { useNativeCrc32c } from '../native/native.js';
 import { toThreadError, type ReaderMessage, type WorkerMessage } from './reader-protocol.js';
-import { takeReadTimes } from './read-samples.js';
+import { readTimesMeasured, takeReadTimes } from './read-samples.js';
 import { readTasks, type EncodeOptions, type SourceTask } from './source-batches.js';
 
 const port = parentPort;
@@ -48,10 +48,11 @@ async function* incoming(): AsyncGenerator<SourceTask> {
 const post = (m: WorkerMessage, transfer: ArrayBuffer[] = []): void => port.postMessage(m, transfer);
 try {
   while (init === undefined) await sleep();
+  const measured = readTimesMeasured(init.encode);
   for await (const batch of readTasks(incoming(), init.encode, () => spare.pop())) {
     while (credits === 0) await sleep();
     credits--;
-    post({ type: 'batch', batch, reading: takeReadTimes(init.encode) }, [...batch.chunks, batch.meta.buffer as ArrayBuffer]);
+    post({ type: 'batch', batch, reading: takeReadTimes(measured) }, [...batch.chunks, batch.meta.buffer as ArrayBuffer]);
   }
 } catch (err) {
   post(toThreadError(err));
