@@ -8,7 +8,8 @@
  * memory stays at a few batches per reader whatever the dataset size.
  *
  * How many readers: a fixed number, or `auto`: one to start with, and a second once the reads are seen coming from
- * storage (the process's block reads) or waiting (far more wall time than thread CPU time). From the page cache one
+ * storage (the process's block reads) or waiting (far more wall time than thread CPU time) for GROW_WINDOWS
+ * windows of reading in a row. From the page cache one
  * reader keeps up with the writer, and a second only takes CPU from it on a small machine (measured 10-14 % slower
  * on 2 cores, 100k small files); from a disk two keep two reads in flight (measured 1.35x faster than one).
  */
@@ -55,6 +56,32 @@ export function addReader(before: ReadingSeen, now: ReadingSeen): boolean {
   const samples = now.samples - before.samples;
   const fromStorage = samples > 0 && now.blocks - before.blocks >= samples;
   return fromStorage || now.cpuMs - before.cpuMs < IO_BOUND_CPU_SHARE * (now.wallMs - before.wallMs);
+}
+
+/**
+ * Windows of reading in a row that must call for another reader ({@link addReader}) before auto adds one: a lone
+ * slow window is a stall (a burst of steal time on a VM, say), not a disk, and a reader added for it stays. Seen: a
+ * 1M-file pack from the page cache had one window at 29 % CPU, added a reader, and took 12.7 s instead of 6.
+ */
+export const GROW_WINDOWS = 3;
+
+/** auto's judgement over successive windows of reading (see {@link addReader} and {@link GROW_WINDOWS}). */
+export class ReaderGrowth {
+  private streak = 0;
+
+  constructor(public last: ReadingSeen) {}
+
+  /** Judges the window since the last call (or the start): true when a reader should be added now. */
+  judge(now: ReadingSeen): boolean {
+    const add = addReader(this.last, now);
+    this.last = now;
+    // reads that are not measured: no telling, as many readers as allowed at once
+    if (now.cpuMs < 0) return add;
+    this.streak = add ? this.streak + 1 : 0;
+    if (this.streak < GROW_WINDOWS) return false;
+    this.streak = 0;
+    return true;
+  }
 }
 
 /** Reader threads: a fixed count, or `auto` (see the top of this file), which grows from `initial` to `max`. */
@@ -186,8 +213,8 @@ async function* inWorkers(
   let walkDone = false;
   /** Samples received so far; what had been read when maybeGrow last judged. */
   let samples = 0;
-  let judged: ReadingSeen = { wallMs: 0, cpuMs: 0, blocks: process.resourceUsage().fsRead, samples: 0 };
-  /** auto: one more reader when {@link addReader} says so, judged each GROW_AFTER_MS of reading. */
+  const growth = new ReaderGrowth({ wallMs: 0, cpuMs: 0, blocks: process.resourceUsage().fsRead, samples: 0 });
+  /** auto: one more reader when {@link ReaderGrowth} says so, judged each GROW_AFTER_MS of reading. */
   const maybeGrow = (): void => {
     if (lanes.length >= max || walkDone) return;
     const now: ReadingSeen = { wallMs: 0, cpuMs: 0, blocks: 0, samples };
@@ -195,11 +222,9 @@ async function* inWorkers(
       now.wallMs += lane.reading.wallMs;
       now.cpuMs += lane.reading.cpuMs;
     }
-    if (now.cpuMs >= 0 && now.wallMs - judged.wallMs < GROW_AFTER_MS) return;
+    if (now.cpuMs >= 0 && now.wallMs - growth.last.wallMs < GROW_AFTER_MS) return;
     now.blocks = process.resourceUsage().fsRead;
-    const add = addReader(judged, now);
-    judged = now;
-    if (!add) return;
+    if (!growth.judge(now)) return;
     lanes.push(new ReaderLane(options.encode));
     setReaders(lanes.length);
     resumeWalk?.();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addReader, type ReadingSeen } from '../../src/pack/source-threads.js';
+import { addReader, GROW_WINDOWS, ReaderGrowth, type ReadingSeen } from '../../src/pack/source-threads.js';
 
 const seen = (wallMs: number, cpuMs: number, blocks: number, samples: number): ReadingSeen => ({ wallMs, cpuMs, blocks, samples });
 
@@ -28,3 +28,33 @@ describe('auto reader threads (addReader)', () => {
     expect(addReader(start, seen(1100, -1, 5000, 30_000))).toBe(true);
   });
 });
+
+describe('auto reader threads over successive windows (ReaderGrowth)', () => {
+  /** Windows of 100 ms of reads, 20,000 samples each: from the page cache (90 ms CPU), waiting (20 ms), from storage. */
+  const windows = (kinds: string) => {
+    let at = seen(0, 0, 0, 0);
+    return [...kinds].map((k) => {
+      at = seen(at.wallMs + 100, at.cpuMs + (k === 'w' ? 20 : 90), at.blocks + (k === 's' ? 40_000 : 0), at.samples + 20_000);
+      return at;
+    });
+  };
+  const judged = (kinds: string, start = seen(0, 0, 0, 0)) => {
+    const growth = new ReaderGrowth(start);
+    return windows(kinds).map((w) => growth.judge(w));
+  };
+
+  it(`adds a reader after ${GROW_WINDOWS} windows in a row that call for one, not after a lone slow window`, () => {
+    expect(GROW_WINDOWS).toBe(3);
+    expect(judged('ccwcccwwcc')).toEqual(Array(10).fill(false));
+    expect(judged('cwww')).toEqual([false, false, false, true]);
+    expect(judged('sss')).toEqual([false, false, true]);
+    expect(judged('wswcc')).toEqual([false, false, true, false, false]);
+  });
+
+  it('starts a new streak after adding one, and adds at once when the reads are not measured', () => {
+    expect(judged('wwwwww')).toEqual([false, false, true, false, false, true]);
+    const growth = new ReaderGrowth(seen(0, 0, 0, 0));
+    expect(growth.judge(seen(100, -1, 0, 500))).toBe(true);
+  });
+});
+
