@@ -114,34 +114,30 @@ export class BatchBuilder {
    */
   addLaidOut(key: string, exts: readonly string[], from: number, count: number, chunkIndex: number, pos: number, tar: boolean, results: Float64Array, at: number): number {
     const header = tar ? TAR_BLOCK : 0;
+    this.names.push(key);
+    for (let m = 0; m < count; m++) this.names.push(exts[from + m] as string);
+    const start = this.metaRoom(10 + 5 * count);
+    const meta = this.meta;
+    // the members first (their offsets give the sample's bytes), then the sample's numbers before them; offsets
+    // count from the first member's data (the span start), as encodeSampleTo's
     let bytes = 0;
     let originalBytes = 0;
-    for (let m = 0; m < count; m++) {
+    for (let m = 0, i = start + 10; m < count; m++) {
       const size = results[at + 2 * m] as number;
+      i = putMember(meta, i, bytes, size, size, Codec.none, results[at + 2 * m + 1] as number);
       bytes += header + size + (tar ? tarPadding(size) : 0);
       originalBytes += size;
     }
-    this.names.push(key);
-    for (let m = 0; m < count; m++) this.names.push(exts[from + m] as string);
-    let i = this.metaRoom(10 + 5 * count);
-    const meta = this.meta;
-    meta[i++] = count;
-    meta[i++] = originalBytes;
-    meta[i++] = -1;
-    meta[i++] = 1;
-    meta[i++] = chunkIndex;
-    meta[i++] = pos;
-    meta[i++] = bytes;
-    meta[i++] = header;
-    meta[i++] = bytes;
-    meta[i++] = originalBytes;
-    // offsets count from the first member's data (the span start), as encodeSampleTo's
-    let offset = 0;
-    for (let m = 0; m < count; m++) {
-      const size = results[at + 2 * m] as number;
-      i = putMember(meta, i, offset, size, size, Codec.none, results[at + 2 * m + 1] as number);
-      offset += header + size + (tar ? tarPadding(size) : 0);
-    }
+    meta[start] = count;
+    meta[start + 1] = originalBytes;
+    meta[start + 2] = -1; // no error
+    meta[start + 3] = 1; // one range: (chunk, offset, length)
+    meta[start + 4] = chunkIndex;
+    meta[start + 5] = pos;
+    meta[start + 6] = bytes;
+    meta[start + 7] = header; // span start
+    meta[start + 8] = bytes;
+    meta[start + 9] = originalBytes;
     this.count++;
     return bytes;
   }
