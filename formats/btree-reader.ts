@@ -72,7 +72,7 @@ type Compare = (a: string, b: string) => number;
 /** Native comparison: UTF-8 order for keys without surrogates or units above U+D7FF (see isSimpleKey). */
 const compareNative: Compare = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
 
-function comparatorFor(page: { simple: boolean }, key: string, keySimple: boolean): Compare {
+function comparatorFor(page: { simple: boolean }, keySimple: boolean): Compare {
   return page.simple && keySimple ? compareNative : compareKeys;
 }
 
@@ -112,7 +112,7 @@ export interface LeafHit {
 export function* seekKey(t: TreeInfo, key: string): PageOp<LeafHit | undefined> {
   const hit = yield* seekLeaf(t, key);
   if (hit === undefined) return undefined;
-  return { leaf: hit.leaf, base: hit.base, index: firstAtLeast(hit.leaf.keys, key, comparatorFor(hit.leaf, key, isSimpleKey(key))) };
+  return { leaf: hit.leaf, base: hit.base, index: firstAtLeast(hit.leaf.keys, key, comparatorFor(hit.leaf, isSimpleKey(key))) };
 }
 
 /** A leaf reached by a descent, and the number of samples before it. */
@@ -125,7 +125,7 @@ export interface LeafAt {
 function byKey(t: TreeInfo, step: Step, page: Page, key: string, simple: boolean): LeafAt | Step {
   checkPage(t, step, page);
   if (page.type === 'leaf') return { leaf: page, base: step.base };
-  return childStep(page, step, Math.max(0, lastAtMost(page.keys, key, comparatorFor(page, key, simple))));
+  return childStep(page, step, Math.max(0, lastAtMost(page.keys, key, comparatorFor(page, simple))));
 }
 
 /** Descends to the leaf that would hold `key`, without searching it (for callers with a faster way to look inside). */
