@@ -71,7 +71,18 @@ export interface ShardkitErrorDetails {
   cause?: unknown;
 }
 
+/**
+ * What makes a ShardkitError one, for `instanceof` too: a value on the prototype under a registered symbol, which
+ * every copy of this module shares. The command line runs a bundle (cli/bundle.mjs) while a `--pass-module` imports
+ * the package, each with its own class; an error from either is a ShardkitError to both.
+ */
+const BRAND = Symbol.for('shardkit.ShardkitError');
+
 export class ShardkitError extends Error {
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && (value as { [BRAND]?: unknown })[BRAND] === true;
+  }
+
   readonly code: ErrorCode;
   readonly file: string | undefined;
   readonly key: string | undefined;
@@ -88,6 +99,8 @@ export class ShardkitError extends Error {
     this.offset = details.offset;
   }
 }
+
+Object.defineProperty(ShardkitError.prototype, BRAND, { value: true });
 
 export function isShardkitError(err: unknown, code?: ErrorCode): err is ShardkitError {
   return err instanceof ShardkitError && (code === undefined || err.code === code);

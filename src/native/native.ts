@@ -106,10 +106,11 @@ export const NativeErrorCodes = {
 } as const;
 
 /**
- * Where node-gyp leaves the addon (src/native/build/Release), seen from this module under src/ (vitest runs the
- * TypeScript sources) and under dist/src/ (the compiled package).
+ * Where node-gyp leaves the addon (src/native/build/Release), seen from this module under dist/bin/ (the command
+ * line's bundle, cli/bundle.mjs), under dist/src/ (the compiled package) and under src/ (vitest runs the TypeScript
+ * sources).
  */
-const CANDIDATES = ['./build/Release/shardkit.node', '../../../src/native/build/Release/shardkit.node'];
+const CANDIDATES = ['../../src/native/build/Release/shardkit.node', '../../../src/native/build/Release/shardkit.node', './build/Release/shardkit.node'];
 
 let loaded: { addon: NativeAddon | undefined; error: unknown } | undefined;
 

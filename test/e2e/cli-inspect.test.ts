@@ -2,12 +2,11 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DatasetWriter } from '../../src/pack/dataset-writer.js';
+import { CLI } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
 
-const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const cli = (args: string[]) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'buffer' });
 const text = (args: string[]) => {
   const r = cli(args);

@@ -15,10 +15,10 @@ import { ErrorCodes } from '../../formats/errors.js';
 import { lz4DecompressMember } from '../../formats/lz4.js';
 import { DatasetWriter, INDEX_FILE } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
+import { CLI } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CLI = path.join(ROOT, 'dist/cli/main.js');
 const N = 200;
 const keyOf = (i: number) => `c${i % 4}/${String(i).padStart(4, '0')}`;
 function noise(seed: number, n: number): Buffer {

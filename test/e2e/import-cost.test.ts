@@ -8,7 +8,8 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ROOT } from '../helpers/cli.js';
+import { CLI, ROOT } from '../helpers/cli.js';
+import { tmpDir } from '../helpers/tmp.js';
 
 describe('import cost', () => {
   it('importing the package (and opening nothing) loads none of the heavy optional libraries', () => {
@@ -28,24 +29,42 @@ describe('import cost', () => {
   });
 
   it('shardkit --version (which loads no command now) prints the version; --help still lists every command', () => {
-    const cli = path.join(ROOT, 'dist/cli/main.js');
     for (const flag of ['--version', '-V']) {
-      const r = spawnSync(process.execPath, [cli, flag], { encoding: 'utf8' });
+      const r = spawnSync(process.execPath, [CLI, flag], { encoding: 'utf8' });
       expect(r.status).toBe(0);
       expect(r.stdout.trim()).toBe(JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version);
     }
-    const help = spawnSync(process.execPath, [cli, '--help'], { encoding: 'utf8' });
+    const help = spawnSync(process.execPath, [CLI, '--help'], { encoding: 'utf8' });
     for (const command of ['pack', 'merge', 'derive', 'info', 'ls', 'get', 'verify', 'extract', 'reindex', 'index', 'synth', 'bench']) expect(help.stdout).toContain(`  ${command} `);
   });
 
   it('shardkit pack starts its readers first thing, and still exits at once when it stops before using them', () => {
-    const cli = path.join(ROOT, 'dist/cli/main.js');
-    const help = spawnSync(process.execPath, [cli, 'pack', '--help'], { encoding: 'utf8', timeout: 20_000 });
+    const help = spawnSync(process.execPath, [CLI, 'pack', '--help'], { encoding: 'utf8', timeout: 20_000 });
     expect([help.status, help.signal]).toEqual([0, null]);
     expect(help.stdout).toContain('--read-threads');
-    const missing = spawnSync(process.execPath, [cli, 'pack', path.join(ROOT, 'no-such-dir'), '--read-threads', '3'], { encoding: 'utf8', timeout: 20_000 });
+    const missing = spawnSync(process.execPath, [CLI, 'pack', path.join(ROOT, 'no-such-dir'), '--read-threads', '3'], { encoding: 'utf8', timeout: 20_000 });
     expect([missing.status, missing.signal]).toEqual([2, null]);
     expect(missing.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INVALID_ARG: source .*no-such-dir is not a directory/);
+  });
+
+  it('the shardkit bin is the bundle: a pack loads only dist/bin, its reader thread included, and the native addon', () => {
+    expect(path.relative(ROOT, CLI)).toBe(path.join('dist', 'bin', 'shardkit.js'));
+    const src = tmpDir();
+    fs.writeFileSync(path.join(src, 'a.txt'), 'a');
+    const out = path.join(tmpDir(), 'ds');
+    // strace (installed by .ci/run) sees every file the process and its threads open; -z: the opens that succeeded,
+    // each on a line of its own
+    const r = spawnSync('strace', ['-f', '-qq', '-z', '-e', 'trace=openat', '-e', 'signal=none', process.execPath, CLI, 'pack', src, '--out', out, '--json'], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect((JSON.parse(r.stdout) as { readThreads: number }).readThreads).toBe(1);
+    const opened = [...r.stderr.matchAll(/openat\([^,]+, "([^"]+)"/g)].map((m) => path.relative(ROOT, m[1] as string));
+    expect(opened.length).toBeGreaterThan(10);
+    const dist = opened.filter((p) => p.startsWith(`dist${path.sep}`));
+    expect(dist).toContain(path.join('dist', 'bin', 'source-worker.js'));
+    // no module of tsc's output: one copy of every module, the bundle's
+    expect(dist.filter((p) => !p.startsWith(path.join('dist', 'bin')))).toEqual([]);
+    const addon = path.join('src', 'native', 'build', 'Release', 'shardkit.node');
+    if (fs.existsSync(path.join(ROOT, addon))) expect(opened).toContain(addon);
   });
 });
 

@@ -125,6 +125,22 @@ describe('shardkit pack', () => {
     expect(m.skipped.map((x: { path: string }) => x.path)).toEqual(['dog/003.webp', 'dog/004.jpg', 'dog/005.png']);
   });
 
+  it("takes a pass module's ShardkitError from the package as its own (the CLI runs a bundle with its own copy)", () => {
+    const dir = tmpDir();
+    const mod = path.join(dir, 'check.mjs');
+    // what `import { ShardkitError } from 'shardkit'` loads in a user's module
+    const pkg = JSON.stringify(path.join(ROOT, 'dist/src/index.js'));
+    fs.writeFileSync(mod, `import { ErrorCodes, ShardkitError } from ${pkg};\nexport default (s) => { if (s.key === 'cat/002') throw new ShardkitError(ErrorCodes.INPUT, 'label missing'); return s; };\n`);
+    const skipped = path.join(dir, 'skip');
+    const r = shardkit(['pack', IMAGES, '--out', skipped, ...GOOD, '--pass-module', mod, '--on-error', 'skip', '--quiet']);
+    expect(r.status, r.stderr).toBe(0);
+    const m = JSON.parse(fs.readFileSync(path.join(skipped, 'manifest.json'), 'utf8'));
+    expect(m.skipped).toEqual([{ path: 'cat/002.png', reason: 'SHARDKIT_ERR_INPUT: label missing' }]);
+    const failed = shardkit(['pack', IMAGES, '--out', path.join(dir, 'fail'), ...GOOD, '--pass-module', mod]);
+    expect(failed.status).toBe(1);
+    expect(failed.stderr).toBe('shardkit: SHARDKIT_ERR_INPUT: label missing\n');
+  });
+
   it('stops at an undecodable image with a one-line error and no manifest (--on-error fail)', () => {
     const out = path.join(tmpDir(), 'ds');
     const r = shardkit(['pack', IMAGES, '--out', out, '--pass', 'resize=16x16']);

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const CLI = path.join(ROOT, 'dist/cli/main.js');
+/** The command users run: package.json's `bin` (the bundle cli/bundle.mjs makes). */
+export const CLI = path.join(ROOT, (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { bin: { shardkit: string } }).bin.shardkit);
 
 export interface CliResult {
   status: number;

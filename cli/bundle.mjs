@@ -1,0 +1,40 @@
+#!/usr/bin/env node
+/**
+ * Bundles the compiled command line (run by `npm run build`, after tsc) into dist/bin: `shardkit.js` (the `bin`),
+ * `source-worker.js` (pack's reader threads) and `epoch-child.js` (the benchmark's child processes), with the code
+ * they share in chunks. Node 20 loads ES modules one by one (resolve, read, compile, link): the ~70 modules of a
+ * pack took ~0.1 s before the first file was read; the bundle loads a pack from 28 files. Commands stay
+ * lazy (each one is a chunk of its own), and dependencies stay in node_modules. The library (`import 'shardkit'`)
+ * is tsc's output in dist/src, not this.
+ *
+ * The worker and the child keep their names because the code that starts them finds them next to itself
+ * (`new URL('./source-worker.js', import.meta.url)`), and both resolve to dist/bin in the bundle.
+ */
+import { build } from 'esbuild';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
+const dist = path.join(root, 'dist');
+const out = path.join(dist, 'bin');
+
+// chunks are named by content hash: an old build's would stay behind
+fs.rmSync(out, { recursive: true, force: true });
+await build({
+  entryPoints: {
+    shardkit: path.join(dist, 'cli/main.js'),
+    'source-worker': path.join(dist, 'src/pack/source-worker.js'),
+    'epoch-child': path.join(dist, 'src/bench/epoch-child.js'),
+  },
+  outdir: out,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  packages: 'external',
+  chunkNames: 'chunk-[hash]',
+  logLevel: 'warning',
+});
+fs.chmodSync(path.join(out, 'shardkit.js'), 0o755);
