@@ -1,7 +1,9 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,12 +15,48 @@ import path from 'node:path';
  * Locations (all serve `root`):
  * - `/`            static files, byte ranges on (nginx's default);
  * - `/norange/`    the same files with `max_ranges 0`: nginx ignores Range and answers 200 with the whole file;
- * - `/fail503/`    always 503;  `/missing/` always 404;  `/forbidden/` always 403.
+ * - `/fail503/`    always 503;  `/missing/` always 404;  `/forbidden/` always 403;
+ * - `/signed/`     the same files, each behind a signature of its own path (nginx's secure_link): a request needs
+ *                  `?expires=T&sig=S` made by {@link signNginxUrl}, else 403, as an object store's presigned URLs.
  * The access log records `$connection $connection_requests $status $request_method $request_uri $http_range`, so
  * tests can count TCP connections (keep-alive reuse) and requests exactly.
  */
 
 export const NGINX_BIN = process.env.NGINX_BIN ?? '/usr/sbin/nginx';
+
+/** A request {@link NginxServer.accessLog} makes (and leaves out) so that the log holds every answered request. */
+const BARRIER = '/__log_barrier__';
+
+/**
+ * nginx writes a request's log line just after the last byte of its response, so a client can see the response
+ * before the line is written. nginx runs one worker that handles one event at a time: once it has answered a new
+ * request, every response sent before has been logged.
+ */
+function logBarrier(port: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: BARRIER, agent: false }, (res) => {
+        res.resume();
+        res.on('end', resolve);
+      })
+      .on('error', reject);
+  });
+}
+
+/** The secret `/signed/` checks signatures with. */
+const SIGN_SECRET = 'shardkit-test-secret';
+
+/**
+ * `url` (under `/signed/`) made valid until `expires` (Unix seconds) for that one path: nginx's secure_link_md5
+ * over "$expires$uri secret", base64url, as the config below checks it.
+ */
+export function signNginxUrl(url: string, expires: number): string {
+  const u = new URL(url);
+  const sig = createHash('md5').update(`${expires}${decodeURIComponent(u.pathname)} ${SIGN_SECRET}`).digest('base64url');
+  u.searchParams.set('expires', String(expires));
+  u.searchParams.set('sig', sig);
+  return u.toString();
+}
 
 /**
  * Why the nginx tests are skipped, or undefined when they run. Missing nginx skips locally (install the Debian
@@ -47,7 +85,7 @@ export interface NginxServer {
   httpsUrl?: string;
   /** The PEM certificate that httpsUrl presents, to trust as a CA. */
   ca?: string;
-  /** Parsed access log lines so far (nginx writes each line at request end, unbuffered). */
+  /** Parsed access log lines of every request answered so far (see logBarrier). */
   accessLog(): Promise<AccessLogEntry[]>;
   /** Stops nginx (SIGTERM to its process group, SIGKILL after 3 s) and removes the temp dir. Idempotent. */
   stop(): Promise<void>;
@@ -126,7 +164,10 @@ async function startOnPort(
     url: `http://127.0.0.1:${port}`,
     port,
     ...(tlsPort === undefined || ca === undefined ? {} : { httpsUrl: `https://127.0.0.1:${tlsPort}`, ca }),
-    accessLog: async () => parseAccessLog(await fsp.readFile(accessLogPath, 'utf8').catch(() => '')),
+    accessLog: async () => {
+      await logBarrier(port);
+      return parseAccessLog(await fsp.readFile(accessLogPath, 'utf8').catch(() => '')).filter((e) => e.uri !== BARRIER);
+    },
     stop: () => {
       stopped ??= (async () => {
         killGroup(child, 'SIGTERM');
@@ -197,6 +238,14 @@ http {
     location /fail503/ { return 503; }
     location /missing/ { return 404; }
     location /forbidden/ { return 403; }
+    location = ${BARRIER} { return 204; }
+    location /signed/ {
+      alias ${root}/;
+      secure_link $arg_sig,$arg_expires;
+      secure_link_md5 "$secure_link_expires$uri ${SIGN_SECRET}";
+      if ($secure_link = "") { return 403; }
+      if ($secure_link = "0") { return 403; }
+    }
   }
 }
 `;
