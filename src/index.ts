@@ -13,6 +13,7 @@ export type { Manifest } from '../formats/manifest.js';
 
 // reading
 export { openDataset, Dataset, type OpenDatasetOptions, type KeyRange, type DatasetStats } from './read/dataset.js';
+export type { HttpClientOptions } from './io/http-client.js';
 export { IoStats } from './io/io-stats.js';
 export { nativeAvailable } from './native/native.js';
 

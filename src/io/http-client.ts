@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectIntegerInRange } from './io-options.js';
 import type { IoStats } from './io-stats.js';
-import { redactLocation } from './location.js';
+import { isRemote, redactLocation } from './location.js';
 
 export const DEFAULT_HTTP_RETRIES = 4;
 export const DEFAULT_HTTP_TIMEOUT_MS = 30_000;
@@ -29,6 +29,15 @@ export interface HttpClientOptions {
   ca?: string | Buffer | Array<string | Buffer>;
   /** Extra request headers (e.g. Authorization). */
   headers?: Record<string, string>;
+  /**
+   * Presigned URLs: called before every request, each retry included, with the URL of a dataset file as shardkit
+   * would request it (the dataset's URL, `/`, the file's name, the dataset URL's query string); returns the URL to
+   * request instead. For object stores whose signatures cover each object's path (S3 SigV4 and S3-compatible
+   * stores, Google Cloud Storage signed URLs), where one query string cannot serve every file. Errors name the
+   * unsigned URL, without its query string. Cache signed URLs in the function when signing is slow; shardkit asks
+   * again on each request, so a URL that is about to expire can be replaced.
+   */
+  sign?: (url: string) => string | Promise<string>;
   /** Counters for requests sent and retries. */
   stats?: IoStats;
 }
@@ -84,6 +93,7 @@ export class HttpClient {
   private readonly backoffMs: number;
   private readonly maxBackoffMs: number;
   private readonly headers: Record<string, string>;
+  private readonly sign: ((url: string) => string | Promise<string>) | undefined;
   /** The counters this client adds requests and retries to (sources add their reads). */
   readonly stats: IoStats | undefined;
   private readonly httpAgent: http.Agent;
@@ -102,6 +112,10 @@ export class HttpClient {
       3_600_000,
     );
     this.headers = { ...options.headers };
+    if (options.sign !== undefined && typeof options.sign !== 'function') {
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a function for sign but received ${typeof options.sign}`);
+    }
+    this.sign = options.sign;
     this.stats = options.stats;
     // LIFO reuses the most recently used socket, so few sockets stay warm and idle ones age out.
     this.httpAgent = new http.Agent({ keepAlive: true, maxSockets, scheduling: 'lifo' });
@@ -124,8 +138,9 @@ export class HttpClient {
     plan: (response: IncomingMessage) => BodyPlan,
   ): Promise<HttpExchange> {
     for (let attempt = 0; ; attempt++) {
+      const target = this.sign === undefined ? url : await this.signed(url);
       try {
-        return await this.exchangeOnce(url, method, headers, plan);
+        return await this.exchangeOnce(url, target, method, headers, plan);
       } catch (err) {
         if (!(err instanceof TransientError)) throw err;
         if (attempt >= this.retries) {
@@ -139,6 +154,21 @@ export class HttpClient {
         await sleep(this.backoffDelay(attempt, err.retryAfterMs));
       }
     }
+  }
+
+  /** The URL `sign` gives for `url`: an http(s) URL, else INVALID_ARG; a signer that throws fails the request (HTTP). */
+  private async signed(url: string): Promise<string> {
+    let target: unknown;
+    try {
+      target = await (this.sign as (url: string) => string | Promise<string>)(url);
+    } catch (err) {
+      throw new ShardkitError(ErrorCodes.HTTP, `signing ${redactLocation(url)} failed: ${errorText(err)}`, { file: redactLocation(url), cause: err });
+    }
+    if (typeof target !== 'string' || !isRemote(target)) {
+      const got = typeof target === 'string' ? redactLocation(target) : typeof target;
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected sign to return an http(s) URL for ${redactLocation(url)} but received ${got}`);
+    }
+    return target;
   }
 
   /** An error for `plan` to return when another attempt may succeed (5xx, 429, a short body). */
@@ -159,8 +189,10 @@ export class HttpClient {
     return retryAfterMs === undefined ? jittered : Math.min(this.maxBackoffMs, Math.max(jittered, retryAfterMs));
   }
 
+  /** One attempt at `target` (`url`, signed when there is a signer); messages name `url`. */
   private exchangeOnce(
     url: string,
+    target: string,
     method: 'GET' | 'HEAD',
     headers: Record<string, string>,
     plan: (response: IncomingMessage) => BodyPlan,
@@ -181,10 +213,10 @@ export class HttpClient {
 
       let request: http.ClientRequest;
       try {
-        const isHttps = url.slice(0, 6).toLowerCase() === 'https:';
+        const isHttps = target.slice(0, 6).toLowerCase() === 'https:';
         const agent = isHttps ? this.httpsAgent : this.httpAgent;
         const options = { method, headers: { ...this.headers, ...headers }, agent };
-        request = isHttps ? https.request(url, options) : http.request(url, options);
+        request = isHttps ? https.request(target, options) : http.request(target, options);
       } catch (err) {
         const message = `Cannot request ${redactLocation(url)}: ${errorText(err)}`;
         settle(new ShardkitError(ErrorCodes.INVALID_ARG, message, { cause: err }));

@@ -20,7 +20,8 @@ import { LZ4_NAME_SUFFIX } from '../../formats/sample-layout.js';
 import { TarType } from '../../formats/tar-header.js';
 import { TarScanner } from '../../formats/tar-scan.js';
 import type { ByteSource } from '../io/byte-source.js';
-import { redactLocation, resolveLocation } from '../io/location.js';
+import { HttpClient, type HttpClientOptions } from '../io/http-client.js';
+import { isRemote, redactLocation, resolveLocation } from '../io/location.js';
 import { openByteSource, readAll } from '../io/open-source.js';
 import { normalizedName } from '../adopt/member-rules.js';
 import { PageReader, checkIndex, overlappingSpans, type SpanTable } from './check-index.js';
@@ -34,6 +35,8 @@ export interface VerifyOptions {
   onProgress?: (p: VerifyProgress) => void;
   /** Damaged samples listed in the report at most (all are counted). Default 10,000. */
   maxReported?: number;
+  /** For a dataset behind an http(s) URL: the HTTP client's options (headers, retries, `sign` for presigned URLs). */
+  http?: HttpClientOptions;
 }
 
 export interface VerifyProgress {
@@ -74,8 +77,23 @@ export async function verifyDataset(location: string, options: VerifyOptions = {
   if (!Number.isSafeInteger(maxReported) || maxReported < 0) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a non-negative integer for maxReported but received ${String(maxReported)}`);
   }
+  // one client for the manifest, the index and every shard: their requests share kept-alive connections
+  const client = isRemote(location) ? new HttpClient(options.http) : undefined;
+  try {
+    return await verifyWith(location, client === undefined ? {} : { client }, quick, maxReported, options.onProgress);
+  } finally {
+    client?.close();
+  }
+}
+
+/** How verify opens the dataset's files: with the dataset's HTTP client when it is remote. */
+interface Opener {
+  client?: HttpClient;
+}
+
+async function verifyWith(location: string, opener: Opener, quick: boolean, maxReported: number, onProgress: VerifyOptions['onProgress']): Promise<VerifyReport> {
   const shown = redactLocation(location);
-  const manifest = await readManifest(location);
+  const manifest = await readManifest(location, opener);
   const report: VerifyReport = {
     ok: false,
     quick,
@@ -92,14 +110,14 @@ export async function verifyDataset(location: string, options: VerifyOptions = {
     if (report.damaged.length < maxReported) report.damaged.push(d);
   };
 
-  const opened = await openIndex(location, manifest, problem);
+  const opened = await openIndex(location, opener, manifest, problem);
   let shards: ShardRecord[] | undefined = opened?.shards;
   let spans: SpanTable | undefined;
   let pages: PageReader | undefined;
   try {
     if (opened !== undefined) {
       pages = new PageReader(opened.source, opened.header);
-      const result = await checkIndex(pages, opened.header, opened.shards, (done, total) => options.onProgress?.({ phase: 'index', done, total }));
+      const result = await checkIndex(pages, opened.header, opened.shards, (done, total) => onProgress?.({ phase: 'index', done, total }));
       report.checked.pages = result.pages;
       report.checked.samples = result.samples;
       report.checked.members = result.members;
@@ -127,11 +145,11 @@ export async function verifyDataset(location: string, options: VerifyOptions = {
     let done = 0;
     for (const [i, record] of shards.entries()) {
       const manifestShard = manifest.shards[i];
-      const ctx: ShardContext = { location, manifest, record, problem, damage, spans, pages, skip, positions: byShard?.[i] ?? new Uint32Array(0) };
+      const ctx: ShardContext = { location, opener, manifest, record, problem, damage, spans, pages, skip, positions: byShard?.[i] ?? new Uint32Array(0) };
       if (manifestShard !== undefined && manifestShard.file !== record.file) problem(record.file, `the manifest names this shard ${manifestShard.file}`);
-      const checked = quick ? await quickShard(ctx) : await fullShard(ctx, (n) => options.onProgress?.({ phase: 'shards', done: done + n, total }));
+      const checked = quick ? await quickShard(ctx) : await fullShard(ctx, (n) => onProgress?.({ phase: 'shards', done: done + n, total }));
       done += quick ? 1 : record.bytes;
-      options.onProgress?.({ phase: 'shards', done, total });
+      onProgress?.({ phase: 'shards', done, total });
       if (checked) {
         report.checked.shards++;
         report.checked.shardBytes += record.bytes;
@@ -145,11 +163,11 @@ export async function verifyDataset(location: string, options: VerifyOptions = {
   return report;
 }
 
-async function readManifest(location: string): Promise<Manifest> {
+async function readManifest(location: string, opener: Opener): Promise<Manifest> {
   const file = resolveLocation(location, MANIFEST_FILE);
   let bytes: Uint8Array;
   try {
-    bytes = await readAll(file);
+    bytes = await readAll(file, opener);
   } catch (err) {
     if (isShardkitError(err, ErrorCodes.SHARD_MISSING)) {
       throw new ShardkitError(ErrorCodes.NOT_A_DATASET, `${redactLocation(location)} is not a shardkit dataset (no ${MANIFEST_FILE}); if its shards are intact, \`shardkit reindex\` rebuilds it`, { file: redactLocation(location), cause: err });
@@ -172,11 +190,11 @@ interface OpenedIndex {
 }
 
 /** Opens and decodes the index header and shard table, reporting (not throwing) what is wrong with them. */
-async function openIndex(location: string, manifest: Manifest, problem: (file: string, what: string) => void): Promise<OpenedIndex | undefined> {
+async function openIndex(location: string, opener: Opener, manifest: Manifest, problem: (file: string, what: string) => void): Promise<OpenedIndex | undefined> {
   const name = manifest.index.file;
   let source: ByteSource;
   try {
-    source = await openByteSource(resolveLocation(location, name));
+    source = await openByteSource(resolveLocation(location, name), opener);
   } catch (err) {
     if (!isShardkitError(err)) throw err;
     problem(name, err.code === ErrorCodes.SHARD_MISSING ? 'the index file is missing; rebuild it with `shardkit reindex`' : err.message);
@@ -213,6 +231,7 @@ async function openIndex(location: string, manifest: Manifest, problem: (file: s
 
 interface ShardContext {
   location: string;
+  opener: Opener;
   manifest: Manifest;
   record: ShardRecord;
   positions: Uint32Array;
@@ -228,7 +247,7 @@ async function openShard(ctx: ShardContext): Promise<{ source: ByteSource; size:
   const { record } = ctx;
   let source: ByteSource;
   try {
-    source = await openByteSource(resolveLocation(ctx.location, record.file));
+    source = await openByteSource(resolveLocation(ctx.location, record.file), ctx.opener);
   } catch (err) {
     if (!isShardkitError(err)) throw err;
     ctx.problem(record.file, err.code === ErrorCodes.SHARD_MISSING ? `missing: its ${record.samples} samples cannot be read` : err.message);

@@ -6,9 +6,10 @@ import type { Sample } from '../../formats/sample.js';
 import { IoStats } from '../../src/io/io-stats.js';
 import { openDataset, type Dataset } from '../../src/read/dataset.js';
 import type { Loader } from '../../src/read/loader.js';
+import { verifyDataset } from '../../src/verify/verify-dataset.js';
 import { startFlakyServer } from '../helpers/flaky-server.js';
 import { loaderSample, sameBytes, writeLoaderDataset } from '../helpers/loader-dataset.js';
-import { nginxSkipReason, startNginx, type AccessLogEntry, type NginxServer } from '../helpers/nginx.js';
+import { nginxSkipReason, signNginxUrl, startNginx, type AccessLogEntry, type NginxServer } from '../helpers/nginx.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const N = 2000;
@@ -110,15 +111,57 @@ describe.skipIf(nginxSkipReason !== undefined)('datasets over http (real nginx o
     await ds.close();
   });
 
+  it('reads through presigned URLs: http.sign signs every request, each file for its own path', async () => {
+    const base = `${server.url}/signed/ds`;
+    const expires = Math.floor(Date.now() / 1000) + 3600;
+    const before = (await server.accessLog()).length;
+    // one signature for the dataset URL cannot serve its files, as with an object store's presigned URLs
+    const shared = await openDataset(signNginxUrl(base, expires)).catch((e: unknown) => e);
+    expect(shared).toMatchObject({ code: ErrorCodes.HTTP, message: expect.stringContaining('presigned URL expired') });
+    expect((shared as Error).message).not.toContain('sig=');
+    const asked: string[] = [];
+    const sign = async (url: string): Promise<string> => {
+      asked.push(url);
+      return signNginxUrl(url, expires);
+    };
+    const ds = await openDataset(base, { http: { sign } });
+    const epoch = await collect(ds.loader({ batchSize: 64, shuffle: 'full', seed: 3 }));
+    expect(epoch.length).toBe(N);
+    for (const s of epoch) expect(sameBytes(s.members.bin, local.getSync(s.key).members.bin)).toBe(true);
+    expect(sameBytes((await ds.get(loaderSample(77).key)).members.cls, loaderSample(77).members.cls)).toBe(true);
+    const report = await verifyDataset(base, { http: { sign } });
+    expect(report.ok, JSON.stringify(report.problems)).toBe(true);
+    await ds.close();
+    // (a request an earlier test gave up on may be logged late: only this dataset's requests)
+    const log = (await server.accessLog()).slice(before).filter((e) => e.uri.startsWith('/signed/ds/'));
+    // the shared signature's one refusal; every other request signed (none refused), and signed once: the signer
+    // saw each request's unsigned URL
+    expect(log.filter((e) => e.status !== 200 && e.status !== 206).map((e) => [e.status, e.uri.split('?')[0]])).toEqual([[403, '/signed/ds/manifest.json']]);
+    expect(asked.length).toBe(log.length - 1);
+    expect(new Set(asked.map((u) => new URL(u).search))).toEqual(new Set(['']));
+    expect(new Set(log.map((e) => e.uri.split('?')[0]))).toEqual(new Set(['/signed/ds/manifest.json', `/signed/ds/${ds.manifest.index.file}`, ...ds.manifest.shards.map((s) => `/signed/ds/${s.file}`)]));
+  });
+
+  it('a signer that fails or returns no URL fails the read with a clear error', async () => {
+    const failing = await openDataset(`${server.url}/signed/ds`, { http: { sign: () => Promise.reject(new Error('no credentials')) } }).catch((e: unknown) => e);
+    expect(failing).toMatchObject({ code: ErrorCodes.HTTP, message: `signing ${server.url}/signed/ds/manifest.json failed: no credentials` });
+    const notUrl = await openDataset(`${server.url}/signed/ds`, { http: { sign: () => 'shard.tar' } }).catch((e: unknown) => e);
+    expect(notUrl).toMatchObject({ code: ErrorCodes.INVALID_ARG, message: expect.stringContaining('Expected sign to return an http(s) URL') });
+  });
+
   it('retries 503s and resets, then reads the same bytes', async () => {
     const flaky = await startFlakyServer(root, ['503', '503', 'reset']);
     try {
       const io = new IoStats();
-      const ds = await openDataset(`${flaky.url}/ds`, { ioStats: io, http: { backoffMs: 5 } });
+      // a signer is asked again for each retry (a presigned URL may have expired meanwhile)
+      let signed = 0;
+      const sign = (url: string): string => `${url}?attempt=${++signed}`;
+      const ds = await openDataset(`${flaky.url}/ds`, { ioStats: io, http: { backoffMs: 5, sign } });
       const epoch = await collect(ds.loader({ batchSize: 100, shuffle: 'full', seed: 1 }));
       expect(epoch.length).toBe(N);
       for (const s of epoch as Sample[]) expect(sameBytes(s.members.bin, loaderSample(Number(s.key.slice(2))).members.bin)).toBe(true);
       expect(io.retries).toBe(3);
+      expect(signed).toBe(flaky.requests);
       await ds.close();
     } finally {
       await flaky.stop();
