@@ -18,7 +18,7 @@ import { openSourceBatches, type ReaderThreads, type SourceBatches } from './sou
 import { DEFAULT_READ_THREADS, INITIAL_READ_THREADS, workerAvailable } from './reader-start.js';
 import { memberPath } from '../../formats/sample.js';
 import { useNativeCrc32c } from '../native/native.js';
-import { runPipeline, settle, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
+import { runPipeline, settle, settleEncoded, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 import { partOfKey, partShardPrefix, type PartSpec } from './partition.js';
 import { finishWithPassOutputs, preparePasses } from './run-passes.js';
 import { walkSource, type WalkOptions, type WalkStats } from './walk.js';
@@ -210,14 +210,8 @@ async function writeBatches(batches: SourceBatches, writer: DatasetWriter, onErr
   const counters: PipelineCounters = { samples: 0, bytes: 0, skipped: 0 };
   for await (const batch of batches) {
     for (const s of batchSamples(batch, true)) {
-      const name = memberPath(s.key, s.exts[0] as string);
-      settle(
-        s.encoded !== undefined ? { name, bytes: s.sourceBytes, kind: 'encoded', key: s.key, encoded: s.encoded, keyBytes: s.keyBytes } : { name, bytes: 0, kind: 'failed', error: sampleError(s.error as SampleInputError) },
-        writer,
-        onError,
-        counters,
-        true,
-      );
+      if (s.encoded !== undefined) settleEncoded(s.key, s.exts[0] as string, s.encoded, s.keyBytes, s.sourceBytes, writer, onError, counters);
+      else settle({ name: memberPath(s.key, s.exts[0] as string), bytes: 0, kind: 'failed', error: sampleError(s.error as SampleInputError) }, writer, onError, counters);
     }
     // the writer may still reference the batch's buffers: let go before they go back to the reader
     writer.release();

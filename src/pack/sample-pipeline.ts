@@ -3,7 +3,7 @@
  * hand each result to the writer: written, dropped by a pass, or (on bad input) skipped or fatal.
  */
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
-import type { Sample } from '../../formats/sample.js';
+import { memberPath, type Sample } from '../../formats/sample.js';
 import type { EncodedSample } from '../../formats/sample-layout.js';
 import type { Pass, PassContext } from '../passes/pass.js';
 import type { DatasetWriter } from './dataset-writer.js';
@@ -24,7 +24,7 @@ export interface PipelineCounters {
 }
 
 /** What became of one input sample, ready for the writer. */
-export type Processed = { name: string; bytes: number } & ({ kind: 'ok'; sample: Sample } | { kind: 'encoded'; key: string; encoded: EncodedSample; keyBytes?: Uint8Array | undefined } | { kind: 'dropped'; pass: string } | { kind: 'failed'; error: ShardkitError });
+export type Processed = { name: string; bytes: number } & ({ kind: 'ok'; sample: Sample } | { kind: 'dropped'; pass: string } | { kind: 'failed'; error: ShardkitError });
 
 /** Input errors a user may choose to skip; anything else (a bug, the output disk) always stops. */
 function isInputError(err: unknown): err is ShardkitError {
@@ -58,20 +58,13 @@ export async function runPipeline(
   return counters;
 }
 
-/**
- * Hands one result to the writer: written, listed as skipped (`onError: 'skip'`, or dropped by a pass), or thrown.
- * `retain`: see {@link DatasetWriter.addEncoded}.
- */
-export function settle(r: Processed, writer: DatasetWriter, onError: 'fail' | 'skip', counters: PipelineCounters, retain = false): void {
-  if (r.kind === 'ok' || r.kind === 'encoded') {
+/** Hands one result to the writer: written, listed as skipped (`onError: 'skip'`, or dropped by a pass), or thrown. */
+export function settle(r: Processed, writer: DatasetWriter, onError: 'fail' | 'skip', counters: PipelineCounters): void {
+  if (r.kind === 'ok') {
     try {
-      if (r.kind === 'ok') writer.add(r.sample);
-      else writer.addEncoded(r.key, r.encoded, retain, r.keyBytes);
+      writer.add(r.sample);
     } catch (err) {
-      // a sample the layout or index cannot hold (key too long, unsafe name) is bad input like any other
-      if (onError !== 'skip' || !isShardkitError(err) || (err.code !== ErrorCodes.TOO_LARGE && err.code !== ErrorCodes.UNSAFE_PATH)) throw err;
-      writer.skip(r.name, `${err.code}: ${err.message}`);
-      counters.skipped++;
+      skipRefused(err, r.name, writer, onError, counters);
     }
   } else if (r.kind === 'dropped') writer.skip(r.name, `dropped by pass ${r.pass}`);
   else if (onError === 'skip') {
@@ -80,6 +73,37 @@ export function settle(r: Processed, writer: DatasetWriter, onError: 'fail' | 's
   } else throw r.error;
   counters.samples++;
   counters.bytes += r.bytes;
+}
+
+/**
+ * {@link settle} for a sample encoded by a reader: written, or skipped when the layout or index cannot hold it and
+ * `onError` is 'skip' (listed as `key.firstExt`, the name made only then). Without a Processed object: the pack's
+ * writer calls this for every sample. The writer may keep referencing `encoded.parts` until DatasetWriter.release.
+ */
+export function settleEncoded(
+  key: string,
+  firstExt: string,
+  encoded: EncodedSample,
+  keyBytes: Uint8Array | undefined,
+  bytes: number,
+  writer: DatasetWriter,
+  onError: 'fail' | 'skip',
+  counters: PipelineCounters,
+): void {
+  try {
+    writer.addEncoded(key, encoded, true, keyBytes);
+  } catch (err) {
+    skipRefused(err, memberPath(key, firstExt), writer, onError, counters);
+  }
+  counters.samples++;
+  counters.bytes += bytes;
+}
+
+/** A sample the layout or index cannot hold (key too long, unsafe name) is bad input like any other: skipped, or thrown. */
+function skipRefused(err: unknown, name: string, writer: DatasetWriter, onError: 'fail' | 'skip', counters: PipelineCounters): void {
+  if (onError !== 'skip' || !isShardkitError(err) || (err.code !== ErrorCodes.TOO_LARGE && err.code !== ErrorCodes.UNSAFE_PATH)) throw err;
+  writer.skip(name, `${err.code}: ${err.message}`);
+  counters.skipped++;
 }
 
 export function validateConcurrency(concurrency: number): number {
