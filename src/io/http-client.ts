@@ -35,7 +35,8 @@ export interface HttpClientOptions {
    * request instead. For object stores whose signatures cover each object's path (S3 SigV4 and S3-compatible
    * stores, Google Cloud Storage signed URLs), where one query string cannot serve every file. Errors name the
    * unsigned URL, without its query string. Cache signed URLs in the function when signing is slow; shardkit asks
-   * again on each request, so a URL that is about to expire can be replaced.
+   * again on each request, so a URL that is about to expire can be replaced. A signer that throws, or has not
+   * answered within `timeoutMs`, fails that request (not retried).
    */
   sign?: (url: string) => string | Promise<string>;
   /** Counters for requests sent and retries. */
@@ -156,17 +157,29 @@ export class HttpClient {
     }
   }
 
-  /** The URL `sign` gives for `url`: an http(s) URL, else INVALID_ARG; a signer that throws fails the request (HTTP). */
+  /**
+   * The URL `sign` gives for `url`: an http(s) URL, else INVALID_ARG. A signer that throws, or has not answered
+   * within timeoutMs, fails the request (HTTP, not retried: the signer is the caller's code). What it returned is
+   * never quoted: it may hold a signature.
+   */
   private async signed(url: string): Promise<string> {
+    const sign = this.sign as (url: string) => string | Promise<string>;
+    const name = redactLocation(url);
+    let timer: NodeJS.Timeout | undefined;
     let target: unknown;
     try {
-      target = await (this.sign as (url: string) => string | Promise<string>)(url);
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms (timeoutMs)`)), this.timeoutMs);
+      });
+      target = await Promise.race([sign(url), timeout]);
     } catch (err) {
-      throw new ShardkitError(ErrorCodes.HTTP, `signing ${redactLocation(url)} failed: ${errorText(err)}`, { file: redactLocation(url), cause: err });
+      throw new ShardkitError(ErrorCodes.HTTP, `signing ${name} failed: ${errorText(err)}`, { file: name, cause: err });
+    } finally {
+      clearTimeout(timer);
     }
     if (typeof target !== 'string' || !isRemote(target)) {
-      const got = typeof target === 'string' ? redactLocation(target) : typeof target;
-      throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected sign to return an http(s) URL for ${redactLocation(url)} but received ${got}`);
+      const got = typeof target === 'string' ? 'a string that is not an http(s) URL' : typeof target;
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected sign to return an http(s) URL for ${name} but received ${got}`);
     }
     return target;
   }
@@ -219,7 +232,8 @@ export class HttpClient {
         request = isHttps ? https.request(target, options) : http.request(target, options);
       } catch (err) {
         const message = `Cannot request ${redactLocation(url)}: ${errorText(err)}`;
-        settle(new ShardkitError(ErrorCodes.INVALID_ARG, message, { cause: err }));
+        // Node's URL errors carry the whole URL (`input`): not a signed one
+        settle(new ShardkitError(ErrorCodes.INVALID_ARG, message, target === url ? { cause: err } : {}));
         return;
       }
       if (this.stats !== undefined) this.stats.httpRequests++;

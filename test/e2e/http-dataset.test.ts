@@ -145,8 +145,13 @@ describe.skipIf(nginxSkipReason !== undefined)('datasets over http (real nginx o
   it('a signer that fails or returns no URL fails the read with a clear error', async () => {
     const failing = await openDataset(`${server.url}/signed/ds`, { http: { sign: () => Promise.reject(new Error('no credentials')) } }).catch((e: unknown) => e);
     expect(failing).toMatchObject({ code: ErrorCodes.HTTP, message: `signing ${server.url}/signed/ds/manifest.json failed: no credentials` });
-    const notUrl = await openDataset(`${server.url}/signed/ds`, { http: { sign: () => 'shard.tar' } }).catch((e: unknown) => e);
-    expect(notUrl).toMatchObject({ code: ErrorCodes.INVALID_ARG, message: expect.stringContaining('Expected sign to return an http(s) URL') });
+    // what the signer returned is never quoted: it may carry a signature
+    for (const bad of ['shard.tar', ' https://h/x?sig=SECRET', 's3://b/k?X-Amz-Signature=SECRET']) {
+      const notUrl = await openDataset(`${server.url}/signed/ds`, { http: { sign: () => bad } }).catch((e: unknown) => e);
+      expect(notUrl).toMatchObject({ code: ErrorCodes.INVALID_ARG, message: `Expected sign to return an http(s) URL for ${server.url}/signed/ds/manifest.json but received a string that is not an http(s) URL` });
+    }
+    const hanging = await openDataset(`${server.url}/signed/ds`, { http: { sign: () => new Promise<string>(() => undefined), timeoutMs: 50 } }).catch((e: unknown) => e);
+    expect(hanging).toMatchObject({ code: ErrorCodes.HTTP, message: `signing ${server.url}/signed/ds/manifest.json failed: no answer within 50 ms (timeoutMs)` });
   });
 
   it('retries 503s and resets, then reads the same bytes', async () => {
