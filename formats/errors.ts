@@ -80,6 +80,8 @@ const BRAND = Symbol.for('shardkit.ShardkitError');
 
 export class ShardkitError extends Error {
   static override [Symbol.hasInstance](value: unknown): boolean {
+    // a subclass keeps the ordinary prototype-chain test
+    if (this !== ShardkitError) return Function.prototype[Symbol.hasInstance].call(this, value);
     return typeof value === 'object' && value !== null && (value as { [BRAND]?: unknown })[BRAND] === true;
   }
 
