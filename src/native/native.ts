@@ -7,6 +7,8 @@
  * fs.readdir: same results, same errors, slower.
  */
 import { createRequire } from 'node:module';
+import path from 'node:path';
+import { PACKAGE } from '../version.js';
 import { useCrc32c } from '../../formats/checksum.js';
 
 /** An opaque handle to one mapped file; only the addon looks inside. */
@@ -105,33 +107,26 @@ export const NativeErrorCodes = {
   NOT_UTF8: 'ERR_SHARDKIT_NATIVE_NOT_UTF8',
 } as const;
 
-/**
- * Where node-gyp leaves the addon (src/native/build/Release), seen from this module under dist/bin/ (the command
- * line's bundle, cli/bundle.mjs), under dist/src/ (the compiled package) and under src/ (vitest runs the TypeScript
- * sources).
- */
-const CANDIDATES = ['../../src/native/build/Release/shardkit.node', '../../../src/native/build/Release/shardkit.node', './build/Release/shardkit.node'];
+/** Where node-gyp leaves the addon, in shardkit's package (wherever this module runs from: see PACKAGE). */
+const ADDON = ['src', 'native', 'build', 'Release', 'shardkit.node'];
 
 let loaded: { addon: NativeAddon | undefined; error: unknown } | undefined;
 
 function load(): { addon: NativeAddon | undefined; error: unknown } {
   if (loaded !== undefined) return loaded;
   if (process.platform === 'win32') return (loaded = { addon: undefined, error: new Error('no native addon on Windows') });
-  const require = createRequire(import.meta.url);
-  let error: unknown;
-  for (const candidate of CANDIDATES) {
-    try {
-      const raw = require(candidate) as RawAddon;
-      // all or nothing: a module whose parameter block failed to initialise is not used (pread then)
-      if (typeof raw.copyWithParams === 'function' && typeof raw.copyMany === 'function' && typeof raw.crc32c === 'function' && raw.copyParams instanceof Float64Array && raw.copyParams.length === PARAMS) {
-        return (loaded = { addon: wrap(raw), error: undefined });
-      }
-      error ??= new Error(`${candidate}: incomplete native addon (no parameter block)`);
-    } catch (err) {
-      error ??= err;
+  if (PACKAGE === undefined) return (loaded = { addon: undefined, error: new Error("shardkit's package.json was not found above its modules") });
+  const file = path.join(PACKAGE.dir, ...ADDON);
+  try {
+    const raw = createRequire(import.meta.url)(file) as RawAddon;
+    // all or nothing: a module whose parameter block failed to initialise is not used (pread then)
+    if (typeof raw.copyWithParams === 'function' && typeof raw.copyMany === 'function' && typeof raw.crc32c === 'function' && raw.copyParams instanceof Float64Array && raw.copyParams.length === PARAMS) {
+      return (loaded = { addon: wrap(raw), error: undefined });
     }
+    return (loaded = { addon: undefined, error: new Error(`${file}: incomplete native addon (no parameter block)`) });
+  } catch (err) {
+    return (loaded = { addon: undefined, error: err });
   }
-  return (loaded = { addon: undefined, error });
 }
 
 /** Numbers in the parameter block: offset, length, target offset, CRC start, CRC length, CRC out. */
