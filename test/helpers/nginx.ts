@@ -35,9 +35,12 @@ const BARRIER = '/__log_barrier__';
 function logBarrier(port: number): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     http
-      .get({ host: '127.0.0.1', port, path: BARRIER, agent: false }, (res) => {
+      .get({ host: '127.0.0.1', port, path: BARRIER, agent: false, timeout: 10_000 }, (res) => {
         res.resume();
         res.on('end', resolve);
+      })
+      .on('timeout', function (this: http.ClientRequest) {
+        this.destroy(new Error(`nginx did not answer ${BARRIER} within 10 s`));
       })
       .on('error', reject);
   });
