@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { openDataset } from '../../src/read/dataset.js';
 import { memberBytes, saveFile } from '../../src/read/inspect.js';
+import { HEADER_FLAGS, HEADER_HELP, collect, httpOption } from '../args.js';
 import { runAction } from '../run-action.js';
 
 export function registerGet(program: Command): void {
@@ -11,9 +12,10 @@ export function registerGet(program: Command): void {
     .argument('<key>', 'sample key')
     .option('--ext <ext>', 'member extension (required when the sample has several members)')
     .option('--out <file>', 'write to FILE instead of stdout')
+    .option(HEADER_FLAGS, HEADER_HELP, collect)
     .action(
-      runAction(async (location: string, key: string, opts: { ext?: string; out?: string }) => {
-        const ds = await openDataset(location);
+      runAction(async (location: string, key: string, opts: { ext?: string; out?: string; header?: string[] }) => {
+        const ds = await openDataset(location, httpOption(opts.header));
         try {
           const { bytes } = await memberBytes(ds, key, opts.ext);
           if (opts.out !== undefined) saveFile(opts.out, bytes);

@@ -3,6 +3,7 @@ import { openDataset } from '../../src/read/dataset.js';
 import { datasetInfo } from '../../src/read/inspect.js';
 import { formatSize } from '../../src/pack/size-arg.js';
 import { percent, table } from '../format.js';
+import { HEADER_FLAGS, HEADER_HELP, collect, httpOption } from '../args.js';
 import { printJson, runAction } from '../run-action.js';
 
 export function registerInfo(program: Command): void {
@@ -11,9 +12,10 @@ export function registerInfo(program: Command): void {
     .description('summarize a dataset: layout, samples, shards, sizes, index, passes')
     .argument('<dataset>', 'dataset directory or http(s) URL')
     .option('--json', 'print JSON')
+    .option(HEADER_FLAGS, HEADER_HELP, collect)
     .action(
-      runAction(async (location: string, opts: { json?: boolean }) => {
-        const ds = await openDataset(location);
+      runAction(async (location: string, opts: { json?: boolean; header?: string[] }) => {
+        const ds = await openDataset(location, httpOption(opts.header));
         try {
           const info = datasetInfo(ds);
           if (opts.json) return printJson(info);

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { openDataset } from '../../src/read/dataset.js';
 import { describeEntry } from '../../src/read/inspect.js';
 import { runAction } from '../run-action.js';
-import { parseCount } from '../args.js';
+import { HEADER_FLAGS, HEADER_HELP, collect, httpOption, parseCount } from '../args.js';
 
 export function registerLs(program: Command): void {
   program
@@ -13,10 +13,11 @@ export function registerLs(program: Command): void {
     .option('--prefix <p>', 'only keys starting with P')
     .option('--limit <n>', 'at most N keys')
     .option('--json', 'print JSON lines, one sample per line')
+    .option(HEADER_FLAGS, HEADER_HELP, collect)
     .action(
-      runAction(async (location: string, opts: { long?: boolean; prefix?: string; limit?: string; json?: boolean }) => {
+      runAction(async (location: string, opts: { long?: boolean; prefix?: string; limit?: string; json?: boolean; header?: string[] }) => {
         const limit = opts.limit === undefined ? undefined : parseCount(opts.limit, '--limit');
-        const ds = await openDataset(location);
+        const ds = await openDataset(location, httpOption(opts.header));
         try {
           const out: string[] = [];
           const flush = (): void => {

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { verifyDataset, type VerifyProgress } from '../../src/verify/verify-dataset.js';
 import { humanBytes } from '../format.js';
+import { HEADER_FLAGS, HEADER_HELP, collect, httpOption } from '../args.js';
 import { EXIT_OK, EXIT_PROBLEM, printJson, runAction } from '../run-action.js';
 
 export function registerVerify(program: Command): void {
@@ -11,8 +12,10 @@ export function registerVerify(program: Command): void {
     .argument('<dataset>', 'dataset directory or http(s) URL')
     .option('--quick', 'structure and sizes only: index invariants, shard sizes and fingerprints (reads no member)')
     .option('--json', 'print the report as JSON')
+    .option(HEADER_FLAGS, HEADER_HELP, collect)
     .action(
-      runAction(async (location: string, opts: { quick?: boolean; json?: boolean }) => {
+      runAction(async (location: string, opts: { quick?: boolean; json?: boolean; header?: string[] }) => {
+        const http = httpOption(opts.header);
         const bar =
           process.stderr.isTTY && !opts.json
             ? new cliProgress.SingleBar({ stream: process.stderr, format: 'verify {phase} [{bar}] {percentage}%' }, cliProgress.Presets.shades_classic)
@@ -29,7 +32,7 @@ export function registerVerify(program: Command): void {
         };
         let report;
         try {
-          report = await verifyDataset(location, { quick: opts.quick === true, onProgress });
+          report = await verifyDataset(location, { quick: opts.quick === true, onProgress, ...http });
         } finally {
           if (phase !== '') bar?.stop();
         }

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,7 +10,8 @@ import type { Loader } from '../../src/read/loader.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
 import { startFlakyServer } from '../helpers/flaky-server.js';
 import { loaderSample, sameBytes, writeLoaderDataset } from '../helpers/loader-dataset.js';
-import { nginxSkipReason, signNginxUrl, startNginx, type AccessLogEntry, type NginxServer } from '../helpers/nginx.js';
+import { CLI, shardkit } from '../helpers/cli.js';
+import { NGINX_TOKEN, nginxSkipReason, signNginxUrl, startNginx, type AccessLogEntry, type NginxServer } from '../helpers/nginx.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const N = 2000;
@@ -152,6 +154,33 @@ describe.skipIf(nginxSkipReason !== undefined)('datasets over http (real nginx o
     }
     const hanging = await openDataset(`${server.url}/signed/ds`, { http: { sign: () => new Promise<string>(() => undefined), timeoutMs: 50 } }).catch((e: unknown) => e);
     expect(hanging).toMatchObject({ code: ErrorCodes.HTTP, message: `signing ${server.url}/signed/ds/manifest.json failed: no answer within 50 ms (timeoutMs)` });
+  });
+
+  it('the CLI reads a dataset behind a bearer token with --header, or --header @FILE', () => {
+    const url = `${server.url}/private/ds`;
+    const refused = shardkit(['info', url]);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(/^shardkit: SHARDKIT_ERR_HTTP: .*401.*check credentials[^\n]*\n$/);
+    const info = shardkit(['info', url, '--json', '--header', `Authorization: Bearer ${NGINX_TOKEN}`]);
+    expect(info.status, info.stderr).toBe(0);
+    expect((JSON.parse(info.stdout) as { samples: number }).samples).toBe(N);
+    // a file keeps the token out of the process list
+    const file = path.join(tmpDir(), 'headers');
+    fs.writeFileSync(file, `# for the private dataset\n\nAuthorization: Bearer ${NGINX_TOKEN}\r\nX-Trace: cli-test\n`);
+    const ls = shardkit(['ls', url, '--limit', '3', '-H', `@${file}`]);
+    expect(ls.stdout.split('\n').filter(Boolean), ls.stderr).toEqual([0, 1, 2].map((i) => loaderSample(i).key));
+    const got = spawnSync(process.execPath, [CLI, 'get', url, loaderSample(5).key, '--ext', 'bin', '--header', `@${file}`]);
+    expect(got.status, got.stderr.toString()).toBe(0);
+    expect(sameBytes(new Uint8Array(got.stdout), loaderSample(5).members.bin)).toBe(true);
+    const verify = shardkit(['verify', url, '--quick', '--header', `@${file}`]);
+    expect(verify.status, verify.stderr).toBe(0);
+    // bad headers are usage errors that never echo a value
+    for (const bad of [['--header', 'Authorization Bearer secret-value'], ['--header', 'X-A: secret-value\r\nX-B: b'], ['--header', '@/no/such/headers-file']]) {
+      const r = shardkit(['info', url, ...bad]);
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INVALID_ARG: /);
+      expect(r.stderr).not.toContain('secret-value');
+    }
   });
 
   it('retries 503s and resets, then reads the same bytes', async () => {

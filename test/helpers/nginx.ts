@@ -17,7 +17,8 @@ import path from 'node:path';
  * - `/norange/`    the same files with `max_ranges 0`: nginx ignores Range and answers 200 with the whole file;
  * - `/fail503/`    always 503;  `/missing/` always 404;  `/forbidden/` always 403;
  * - `/signed/`     the same files, each behind a signature of its own path (nginx's secure_link): a request needs
- *                  `?expires=T&sig=S` made by {@link signNginxUrl}, else 403, as an object store's presigned URLs.
+ *                  `?expires=T&sig=S` made by {@link signNginxUrl}, else 403, as an object store's presigned URLs;
+ * - `/private/`    the same files for requests with `Authorization: Bearer ${NGINX_TOKEN}`, else 401.
  * The access log records `$connection $connection_requests $status $request_method $request_uri $http_range`, so
  * tests can count TCP connections (keep-alive reuse) and requests exactly.
  */
@@ -45,6 +46,9 @@ function logBarrier(port: number): Promise<void> {
       .on('error', reject);
   });
 }
+
+/** The bearer token `/private/` wants. */
+export const NGINX_TOKEN = 'shardkit-test-token';
 
 /** The secret `/signed/` checks signatures with. */
 const SIGN_SECRET = 'shardkit-test-secret';
@@ -242,6 +246,10 @@ http {
     location /missing/ { return 404; }
     location /forbidden/ { return 403; }
     location = ${BARRIER} { return 204; }
+    location /private/ {
+      alias ${root}/;
+      if ($http_authorization != "Bearer ${NGINX_TOKEN}") { return 401; }
+    }
     location /signed/ {
       alias ${root}/;
       secure_link $arg_sig,$arg_expires;
