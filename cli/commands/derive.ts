@@ -2,12 +2,10 @@ import type { Command } from 'commander';
 import { derive } from '../../src/pack/derive.js';
 import { parseSize } from '../../src/pack/size-arg.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
-import { parseChoice, parseCount } from '../args.js';
+import { HEADER_FLAGS, HEADER_HELP, collect, httpOption, parseChoice, parseCount } from '../args.js';
 import { progressBar } from '../progress.js';
 import { printJson, runAction } from '../run-action.js';
 import { passesFromArgv } from './pack.js';
-
-const collect = (value: string, previous: string[]): string[] => [...previous, value];
 
 export function registerDerive(program: Command): void {
   program
@@ -26,8 +24,9 @@ export function registerDerive(program: Command): void {
     .option('--force', 'replace the output')
     .option('--json', 'print a JSON summary')
     .option('--quiet', 'print nothing on success')
+    .option(HEADER_FLAGS, HEADER_HELP, collect)
     .action(
-      runAction(async (dataset: string, flags: { out: string; shard: string; layout?: string; compress?: string; concurrency?: string; onError: string; resume?: boolean; force?: boolean; json?: boolean; quiet?: boolean }) => {
+      runAction(async (dataset: string, flags: { out: string; shard: string; layout?: string; compress?: string; concurrency?: string; onError: string; resume?: boolean; force?: boolean; json?: boolean; quiet?: boolean; header?: string[] }) => {
         const passes = await passesFromArgv(process.argv, process.cwd());
         const layout = flags.layout === undefined ? undefined : parseChoice(flags.layout, '--layout', ['tar', 'packed'] as const);
         const compress = flags.compress === undefined ? undefined : parseChoice(flags.compress, '--compress', ['none', 'lz4'] as const);
@@ -38,6 +37,7 @@ export function registerDerive(program: Command): void {
         try {
           r = await derive({
             dataset,
+            ...httpOption(flags.header),
             out: flags.out,
             passes,
             shardBytes: parseSize(flags.shard, '--shard', { min: 2048 }),

@@ -5,7 +5,7 @@ import { parsePart } from '../../src/pack/partition.js';
 import { parseSize, formatSize } from '../../src/pack/size-arg.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
 import type { Pass } from '../../src/passes/pass.js';
-import { parseChoice, parseCount } from '../args.js';
+import { collect, parseChoice, parseCount } from '../args.js';
 import { progressBar } from '../progress.js';
 import { printJson, runAction } from '../run-action.js';
 
@@ -32,7 +32,6 @@ interface PackFlags {
   quiet?: boolean;
 }
 
-const collect = (value: string, previous: string[]): string[] => [...previous, value];
 
 /** Passes from --pass and --pass-module, in the order they appear on the command line. */
 export async function passesFromArgv(argv: readonly string[], cwd: string): Promise<Pass[]> {

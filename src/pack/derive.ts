@@ -9,6 +9,7 @@ import type { Manifest } from '../../formats/manifest.js';
 import { memberPath } from '../../formats/sample.js';
 import type { Pass } from '../passes/pass.js';
 import { imageConcurrency } from '../passes/image-concurrency.js';
+import type { HttpClientOptions } from '../io/http-client.js';
 import { openDataset } from '../read/dataset.js';
 import { DatasetWriter } from './dataset-writer.js';
 import { finishWithPassOutputs, preparePasses } from './run-passes.js';
@@ -17,6 +18,8 @@ import { runPipeline, validateConcurrency, validateOnError, type PipelineCounter
 export interface DeriveOptions {
   /** Source dataset (directory or URL). */
   dataset: string;
+  /** For a source behind an http(s) URL: the HTTP client's options (headers, `sign` for presigned URLs, ...). */
+  http?: HttpClientOptions;
   out: string;
   passes: Pass[];
   /** Defaults: the source's layout and compression, 1 GiB shards. */
@@ -34,7 +37,7 @@ export async function derive(options: DeriveOptions): Promise<{ manifest: Manife
   if (options.passes.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'derive needs at least one --pass');
   const onError = validateOnError(options.onError ?? 'fail');
   const concurrency = validateConcurrency(options.concurrency ?? imageConcurrency().jobs * 2);
-  const ds = await openDataset(options.dataset);
+  const ds = await openDataset(options.dataset, options.http === undefined ? {} : { http: options.http });
   try {
     await preparePasses(options.passes, () => ds.keys());
     const writer = new DatasetWriter({

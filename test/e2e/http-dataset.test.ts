@@ -156,7 +156,7 @@ describe.skipIf(nginxSkipReason !== undefined)('datasets over http (real nginx o
     expect(hanging).toMatchObject({ code: ErrorCodes.HTTP, message: `signing ${server.url}/signed/ds/manifest.json failed: no answer within 50 ms (timeoutMs)` });
   });
 
-  it('the CLI reads a dataset behind a bearer token with --header, or --header @FILE', () => {
+  it('the CLI reads a dataset behind a bearer token with --header, or --header @FILE', async () => {
     const url = `${server.url}/private/ds`;
     const refused = shardkit(['info', url]);
     expect(refused.status).toBe(1);
@@ -174,6 +174,15 @@ describe.skipIf(nginxSkipReason !== undefined)('datasets over http (real nginx o
     expect(sameBytes(new Uint8Array(got.stdout), loaderSample(5).members.bin)).toBe(true);
     const verify = shardkit(['verify', url, '--quick', '--header', `@${file}`]);
     expect(verify.status, verify.stderr).toBe(0);
+    const identity = path.join(tmpDir(), 'identity.mjs');
+    fs.writeFileSync(identity, 'export default (s) => s;\n');
+    const derived = path.join(tmpDir(), 'derived');
+    const d = shardkit(['derive', url, '--out', derived, '--pass-module', identity, '--quiet', '--header', `@${file}`]);
+    expect(d.status, d.stderr).toBe(0);
+    const again = await openDataset(derived);
+    expect(again.size).toBe(N);
+    expect(sameBytes(again.getSync(loaderSample(9).key).members.bin, loaderSample(9).members.bin)).toBe(true);
+    await again.close();
     // bad headers are usage errors that never echo a value
     for (const bad of [['--header', 'Authorization Bearer secret-value'], ['--header', 'X-A: secret-value\r\nX-B: b'], ['--header', '@/no/such/headers-file']]) {
       const r = shardkit(['info', url, ...bad]);
