@@ -32,7 +32,6 @@ interface PackFlags {
   quiet?: boolean;
 }
 
-
 /** Passes from --pass and --pass-module, in the order they appear on the command line. */
 export async function passesFromArgv(argv: readonly string[], cwd: string): Promise<Pass[]> {
   const passes: Pass[] = [];
