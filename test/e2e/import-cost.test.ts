@@ -8,6 +8,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { straceAvailable } from '../../src/bench/strace.js';
 import { CLI, ROOT } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -47,9 +48,8 @@ describe('import cost', () => {
     expect(missing.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INVALID_ARG: source .*no-such-dir is not a directory/);
   });
 
-  // strace is installed by .ci/run; without it (and ptrace) locally, the test is skipped, never in CI
-  const straceMissing = spawnSync('strace', ['-qq', '-e', 'trace=none', 'true']).status !== 0 && !process.env.CI;
-  it.skipIf(straceMissing)('the shardkit bin is the bundle: a pack loads only dist/bin, its reader thread included, and the native addon', () => {
+  // strace is installed by .ci/run; where it cannot trace (no ptrace in a container), skipped like the bench's check
+  it.runIf(straceAvailable())('the shardkit bin is the bundle: a pack loads only dist/bin, its reader thread included, and the native addon', () => {
     expect(path.relative(ROOT, CLI)).toBe(path.join('dist', 'bin', 'shardkit.js'));
     const src = tmpDir();
     fs.writeFileSync(path.join(src, 'a.txt'), 'a');
