@@ -142,6 +142,7 @@ function packSummary(r: PackResult) {
     oversizeSamples: r.writer.oversizeSamples,
     skipped: m.skipped,
     readThreads: r.readThreads,
+    native: r.native,
     walk: r.walk,
     passes: m.passes.map((p) => p.name),
     passStats: r.passStats,
@@ -159,5 +160,6 @@ function summaryLine(s: ReturnType<typeof packSummary>): string {
   const w = s.walk;
   const left = [w.skippedSymlinks && `${w.skippedSymlinks} symlinks`, w.skippedHidden && `${w.skippedHidden} hidden`, w.skippedExcluded && `${w.skippedExcluded} excluded`, w.skippedOther && `${w.skippedOther} special files`].filter(Boolean);
   if (left.length > 0) parts.push(`not packed: ${left.join(', ')}`);
+  if (!s.native) parts.push('without the native addon (slower: `npm run build:native` builds it)');
   return parts.join('; ');
 }

@@ -20,6 +20,7 @@ export function writePackReport(out: string, r: PackResult): void {
     oversizeSamples: r.writer.oversizeSamples,
     skipped: r.manifest.skipped.length,
     readThreads: r.readThreads,
+    native: r.native,
     walk: r.walk,
     passes: r.passStats,
   };

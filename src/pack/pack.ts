@@ -17,7 +17,7 @@ import { batchSamples, sampleError, type SampleInputError } from './source-batch
 import { openSourceBatches, type ReaderThreads, type SourceBatches } from './source-threads.js';
 import { DEFAULT_READ_THREADS, INITIAL_READ_THREADS, workerAvailable } from './reader-start.js';
 import { memberPath } from '../../formats/sample.js';
-import { useNativeCrc32c } from '../native/native.js';
+import { nativeAvailable, useNativeCrc32c } from '../native/native.js';
 import { runPipeline, settle, settleEncoded, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 import { partOfKey, partShardPrefix, type PartSpec } from './partition.js';
 import { finishWithPassOutputs, preparePasses } from './run-passes.js';
@@ -90,6 +90,11 @@ export interface PackResult {
   sourceBytes: number;
   /** Reader threads the pack ended with (by default 1, or 2 when the reads waited on the disk); 0: none. */
   readThreads: number;
+  /**
+   * Whether shardkit's native addon was in use: directory listings, CRC32C, and the reads of a pack without passes
+   * or LZ4. False: it was not built, or SHARDKIT_NATIVE=0 (the same bytes, slower).
+   */
+  native: boolean;
   passStats: Record<string, Record<string, number>>;
 }
 
@@ -190,6 +195,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
       resumedSamples: resumed,
       sourceBytes: counted.bytes,
       readThreads: batches.readers,
+      native: nativeAvailable(),
       passStats: Object.fromEntries(passes.filter((p) => p.stats).map((p) => [p.name, (p.stats as () => Record<string, number>)()])),
     };
     writePackReport(out, result);

@@ -10,6 +10,8 @@ import { ROOT, readTree, shardkit, shardkitAsync } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const IMAGES = path.join(ROOT, 'fixtures/images');
+/** npm install builds the native addon where a compiler is found; the pack summary says whether it was used. */
+const ADDON_BUILT = fs.existsSync(path.join(ROOT, 'src/native/build/Release/shardkit.node'));
 const GOOD = ['--exclude', 'broken/**'];
 
 async function sampleOf(dir: string, key: string) {
@@ -40,7 +42,11 @@ describe('shardkit pack', () => {
     const r = shardkit(['pack', src, '--shard', '64KB']);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^packed 50 samples/);
+    // the summary says when the pack ran without the addon (slower), and only then
+    expect(r.stdout.includes('without the native addon')).toBe(!ADDON_BUILT);
     const out = `${src}.shards`;
+    const portable = shardkit(['pack', src, '--out', path.join(tmpDir(), 'p'), '--shard', '64KB'], { env: { SHARDKIT_NATIVE: '0' } });
+    expect(portable.stdout).toMatch(/; without the native addon \(slower: `npm run build:native` builds it\)\n$/);
     const m = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
     expect(m.shards.length).toBeGreaterThan(2);
     for (const s of m.shards) expect(s.bytes).toBeLessThanOrEqual(64_000);
@@ -198,6 +204,8 @@ describe('shardkit pack', () => {
       const r = shardkit(['pack', src, '--out', a, '--shard', '1MiB', '--compress', compress, '--layout', layout, '--on-error', 'skip', '--json', ...(threads === 'auto' ? [] : ['--read-threads', threads])], { env: { SHARDKIT_NATIVE: native } });
       expect(r.status, r.stderr).toBe(0);
       const readers = (JSON.parse(r.stdout) as { readThreads: number }).readThreads;
+      // the bundled CLI finds the addon wherever it was built (ADDON_BUILT: see the top of this file)
+      expect((JSON.parse(r.stdout) as { native: boolean }).native).toBe(native === '1' && ADDON_BUILT);
       if (threads !== 'auto') expect(readers).toBe(Number(threads));
       else if (compress === 'none' && native === '1') expect(readers).toBe(1);
       else expect([1, 2]).toContain(readers);
