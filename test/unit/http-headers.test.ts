@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { httpHeaders } from '../../cli/args.js';
+import { httpHeaders } from '../../src/io/http-headers.js';
 import { ErrorCodes } from '../../formats/errors.js';
 
 const files: Record<string, string> = { h: '# comment\n\n  Authorization:  Bearer abc  \r\nX-Empty:\n' };
@@ -9,7 +9,7 @@ const read = (file: string): string => {
   return text;
 };
 
-describe('cli/args httpHeaders (--header values)', () => {
+describe('httpHeaders (--header values)', () => {
   it('parse "Name: value" and @FILE lines, later values winning', () => {
     expect(httpHeaders(undefined, read)).toEqual({});
     expect(httpHeaders(['Accept: */*', 'x-a:1:2', '@h', 'X-Empty: set'], read)).toEqual({ Accept: '*/*', 'x-a': '1:2', Authorization: 'Bearer abc', 'X-Empty': 'set' });
