@@ -99,6 +99,9 @@ export function* readTaskNative(task: SourceTask, encode: EncodeOptions, builder
   for (let s = 0; s < n; s++) first[s + 1] = (first[s] as number) + (task.counts[s] as number);
   sortMembers(exts, first);
   const membersOf = (s: number): string[] => exts.slice(first[s], first[s + 1]);
+  const prefix = rootPrefix(task.root);
+  /** The file of member `ext` of the sample with `key`, as the walk found it. */
+  const pathOf = (key: string, ext: string): string => `${prefix}${memberPath(key, ext)}`;
 
   // a key or name the dataset cannot hold fails its sample before anything is read, as in BatchBuilder.readSample
   const failed = new Map<number, ShardkitError>();
@@ -122,7 +125,6 @@ export function* readTaskNative(task: SourceTask, encode: EncodeOptions, builder
   }
   const counts = new Uint32Array(readable.length);
   readable.forEach((s, i) => (counts[i] = task.counts[s] as number));
-  const prefix = rootPrefix(task.root);
   const rootBytes = Buffer.from(prefix);
   const nameBytes = Buffer.from(`${names.join('\0')}\0`);
   const io = new Float64Array(IO.RESULTS + 2 * names.length);
@@ -155,7 +157,7 @@ export function* readTaskNative(task: SourceTask, encode: EncodeOptions, builder
     const mine = membersOf(s);
     if (err === undefined) {
       try {
-        builder.readSample(key, mine, mine.map((ext) => `${prefix}${memberPath(key, ext)}`));
+        builder.readSample(key, mine, mine.map((ext) => pathOf(key, ext)));
         return;
       } catch (e) {
         if (!isSampleError(e)) throw e;
@@ -190,7 +192,7 @@ export function* readTaskNative(task: SourceTask, encode: EncodeOptions, builder
     }
     if (status === STATUS.ROOM || status === STATUS.NAME) recordStopped(stopped);
     else {
-      const path = `${prefix}${memberPath(keys[stopped] as string, exts[(first[stopped] as number) + (io[IO.MEMBER] as number)] as string)}`;
+      const path = pathOf(keys[stopped] as string, exts[(first[stopped] as number) + (io[IO.MEMBER] as number)] as string);
       recordStopped(stopped, nativeReadError(path, status, io[IO.ERRNO] as number, READ_SAMPLES_SYSCALLS[io[IO.SYSCALL] as number] ?? 'read'));
     }
     io[IO.SKIP] = 1;
