@@ -51,8 +51,8 @@ export interface NativeAddon {
    * Reads a run of samples for pack and lays them out as shard bytes, in one call: per member in order, the file
    * `root` + the next NUL-terminated name in `names` (read as readFile does; `root` is UTF-8 ending in a separator),
    * preceded by a ustar header made from `template` and that name and followed by padding to 512 bytes (tar), or
-   * alone (`template` null: packed). `counts` holds the members per sample. `io` carries the cursor in and out and the results: see
-   * {@link ReadSamplesIo}. Stops when every sample is done or one cannot be (rolled back, with the reason).
+   * alone (`template` null: packed). `counts` holds the members per sample. `io` carries the cursor in and out and
+   * the results: see {@link ReadSamplesIo}. Stops when every sample is done or one cannot be (rolled back, with the reason).
    */
   readSamples(root: Uint8Array, names: Uint8Array, counts: Uint32Array, template: Uint8Array | null, target: Uint8Array, io: Float64Array): void;
   /**

@@ -9,9 +9,9 @@
  *
  * How many readers: a fixed number, or `auto`: one to start with, and a second once the reads are seen coming from
  * storage (the process's block reads) or waiting (far more wall time than thread CPU time) for GROW_WINDOWS
- * windows of reading in a row. From the page cache one
- * reader keeps up with the writer, and a second only takes CPU from it on a small machine (measured 10-14 % slower
- * on 2 cores, 100k small files); from a disk two keep two reads in flight (measured 1.35x faster than one).
+ * windows of reading in a row. From the page cache one reader keeps up with the writer, and a second only takes
+ * CPU from it on a small machine (measured 10-14 % slower on 2 cores, 100k small files); from a disk two keep two
+ * reads in flight (measured 1.35x faster than one).
  */
 import type { Worker } from 'node:worker_threads';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
@@ -84,6 +84,11 @@ export class ReaderGrowth {
   }
 }
 
+/** A sum of CPU milliseconds where -1 means "not measured": one unmeasured term makes the sum unmeasured. */
+function addCpuMs(a: number, b: number): number {
+  return a < 0 || b < 0 ? -1 : a + b;
+}
+
 /** Reader threads: a fixed count, or `auto` (see the top of this file), which grows from `initial` to `max`. */
 export type ReaderThreads = number | { auto: true; initial: number; max: number };
 
@@ -139,8 +144,7 @@ class ReaderLane {
       if (m.type === 'batch') {
         this.queue.push(m.batch);
         this.reading.wallMs += m.reading.wallMs;
-        // one unmeasured read makes the whole sum unmeasured
-        this.reading.cpuMs = m.reading.cpuMs < 0 || this.reading.cpuMs < 0 ? -1 : this.reading.cpuMs + m.reading.cpuMs;
+        this.reading.cpuMs = addCpuMs(this.reading.cpuMs, m.reading.cpuMs);
       } else this.failure ??= threadError(m);
       this.wake?.();
     });
@@ -220,7 +224,7 @@ async function* inWorkers(
     const now: ReadingSeen = { wallMs: 0, cpuMs: 0, blocks: 0, samples };
     for (const lane of lanes) {
       now.wallMs += lane.reading.wallMs;
-      now.cpuMs += lane.reading.cpuMs;
+      now.cpuMs = addCpuMs(now.cpuMs, lane.reading.cpuMs);
     }
     if (now.cpuMs >= 0 && now.wallMs - growth.last.wallMs < GROW_AFTER_MS) return;
     now.blocks = process.resourceUsage().fsRead;
