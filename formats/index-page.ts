@@ -7,6 +7,7 @@ import { crc32c } from './checksum.js';
 import { ErrorCodes, ShardkitError } from './errors.js';
 import { compareKeys, isSimpleKey } from './key-order.js';
 import { Codec, type CodecId, type IndexEntry, type MemberEntry } from './index-entry.js';
+import { propertyName } from './sample.js';
 
 export const PAGE_HEADER_BYTES = 16;
 export const PAGE_TYPE = 0; //   u8   PageType
@@ -315,7 +316,7 @@ function leafColumns(entries: readonly IndexEntry[]): Pick<LeafPage, 'rows' | 'm
     for (const member of e.members) {
       let ext = extIds.get(member.ext);
       if (ext === undefined) {
-        ext = exts.push(member.ext) - 1;
+        ext = exts.push(propertyName(member.ext)) - 1; // members objects are keyed by it on every read
         extIds.set(member.ext, ext);
       }
       const q = m++ * MEMBER_COLUMNS;

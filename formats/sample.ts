@@ -18,6 +18,16 @@ export function setMember<T>(members: Record<string, T>, ext: string, value: T):
   else members[ext] = value;
 }
 
+/**
+ * `name` as V8 keeps a property name (an internalized string): a store or load with it as a computed key takes the
+ * inline cache's fast path. A member name decoded from index bytes is a fresh string, and every keyed store with one
+ * went through V8's megamorphic store stub (seen in `perf` profiles of atSync). For names used over and over: it
+ * makes one small object a call.
+ */
+export function propertyName(name: string): string {
+  return Object.keys({ [name]: 0 })[0] as string;
+}
+
 export interface KeyAndExt {
   key: string;
   ext: string;
