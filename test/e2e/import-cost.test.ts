@@ -49,7 +49,7 @@ describe('import cost', () => {
   });
 
   // strace is installed by .ci/run; where it cannot trace (no ptrace in a container), skipped like the bench's check
-  it.runIf(straceAvailable())('the shardkit bin is the bundle: a pack loads only dist/bin, its reader thread included, and the native addon', () => {
+  it.runIf(straceAvailable())('the shardkit bin is the bundle: a pack loads only dist/bin, its reader thread included, and the native addon, and no package from node_modules', () => {
     expect(path.relative(ROOT, CLI)).toBe(path.join('dist', 'bin', 'shardkit.js'));
     const src = tmpDir();
     fs.writeFileSync(path.join(src, 'a.txt'), 'a');
@@ -65,6 +65,8 @@ describe('import cost', () => {
     expect(dist).toContain(path.join('dist', 'bin', 'source-worker.js'));
     // no module of tsc's output: one copy of every module, the bundle's
     expect(dist.filter((p) => !p.startsWith(`${path.join('dist', 'bin')}${path.sep}`))).toEqual([]);
+    // commander and picomatch are in the bundle: a pack resolves no package in node_modules
+    expect(opened.filter((p) => p.split(path.sep).includes('node_modules'))).toEqual([]);
     const addon = path.join('src', 'native', 'build', 'Release', 'shardkit.node');
     if (fs.existsSync(path.join(ROOT, addon))) expect(opened).toContain(addon);
   });
