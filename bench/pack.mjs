@@ -2,7 +2,9 @@
 /**
  * Packing throughput against GNU tar on the same tree in the same run, and peak RSS of the pack process.
  * Runs `tar -cf` and `shardkit pack` alternately (A B A B ...) in fresh processes under a python3 wrapper that
- * reports wall time and the child's peak RSS (getrusage RUSAGE_CHILDREN); prints medians with min and max.
+ * reports wall time and the child's peak RSS (getrusage RUSAGE_CHILDREN); prints medians with min and max. A third
+ * side, `node -e 0` in the same environment, times Node's own start-up, which every pack pays before its code runs
+ * (nodeStartSeconds, and its share of the pack's median).
  *
  *   npm run build && node bench/pack.mjs [--files 100000] [--repeat 5] [--size 100-4000] [--tree DIR] [--layout tar|packed] [--cold] [--tar-sort]
  *                                        [--read-threads N]
@@ -60,12 +62,15 @@ const sides = {
   // --tar-sort: GNU tar with --sort=name, the deterministic archive shardkit's sorted output corresponds to
   tar: () => measure(['tar', ...(values['tar-sort'] ? ['--sort=name'] : []), '-cf', path.join(work, 'out.tar'), '-C', src, '.']),
   shardkit: () => measure([process.execPath, cli, 'pack', src, '--out', path.join(work, 'out.shards'), '--quiet', '--layout', values.layout, ...(values['read-threads'] === undefined ? [] : ['--read-threads', values['read-threads']])]),
+  // Node's own start-up in the same environment, which every shardkit run pays before any of its code runs (with
+  // NODE_EXTRA_CA_CERTS set, node parses that CA bundle at every start: ~0.1 s here)
+  node: () => measure([process.execPath, '-e', '0']),
 };
 // one warm-up each: the tree comes from the page cache for every measured run
 sides.tar();
 sides.shardkit();
-const runs = { tar: [], shardkit: [] };
-for (let r = 0; r < R; r++) for (const side of ['tar', 'shardkit']) runs[side].push(sides[side]());
+const runs = { tar: [], shardkit: [], node: [] };
+for (let r = 0; r < R; r++) for (const side of ['tar', 'shardkit', 'node']) runs[side].push(sides[side]());
 
 const stat = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -90,7 +95,10 @@ const result = {
   shardkitSeconds: stat(runs.shardkit.map((x) => x.secs)),
   shardkitPeakRssMiB: stat(runs.shardkit.map((x) => x.rss / 2 ** 20)),
   tarPeakRssMiB: stat(runs.tar.map((x) => x.rss / 2 ** 20)),
+  nodeStartSeconds: stat(runs.node.map((x) => x.secs)),
+  nodeExtraCaCerts: process.env.NODE_EXTRA_CA_CERTS === undefined ? 'unset' : 'set: node parses that CA bundle at every start',
 };
+result.nodeStartShareOfShardkit = result.nodeStartSeconds.median / result.shardkitSeconds.median;
 result.speedVsTar = result.tarSeconds.median / result.shardkitSeconds.median;
 // each tar run and the shardkit run after it are neighbours in time: the median of their ratios cancels the
 // machine's drift between pairs, which the ratio of medians does not
