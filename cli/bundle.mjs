@@ -6,9 +6,8 @@
  * pack took ~0.1 s before the first file was read; the bundle loads a pack from 28 files. Commands stay
  * lazy (each one is a chunk of its own). Dependencies stay in node_modules, but for the small pure-JavaScript ones
  * on the start-up path (BUNDLED: commander for every command, picomatch for pack's walk): commander alone took
- * 26-44 ms to import through Node's CommonJS loader,
- * and a one-file pack took 0.87x the time with them in the bundle (median of 15 alternated pairs). The library
- * (`import 'shardkit'`) is tsc's output in dist/src, not this.
+ * 26-44 ms to import through Node's CommonJS loader, and a one-file pack took 0.87x the time with them in the bundle
+ * (median of 15 alternated pairs). The library (`import 'shardkit'`) is tsc's output in dist/src, not this.
  *
  * The worker and the child keep their names because the code that starts them finds them next to itself
  * (`new URL('./source-worker.js', import.meta.url)`), and both resolve to dist/bin in the bundle.
