@@ -1,4 +1,6 @@
 /** `runBench` options: documentation, defaults, and validation at the boundary (sharp-style messages). */
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { isRemote, redactLocation } from '../io/location.js';
 import type { StorageProfile } from './profiles.js';
 import type { SideName } from './report.js';
 import { expectInteger, expectOneOf, expectString, invalidOption } from './expect-option.js';
@@ -88,6 +90,14 @@ function resolveThrottle(t: unknown): ThrottleLimits | null {
   };
 }
 
+/** The bench times this machine's reads of both sides (system calls, page cache, opens): no http(s) dataset. */
+function localDataset(dataset: string): string {
+  if (isRemote(dataset)) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `bench compares a dataset directory with the raw files on this machine; ${redactLocation(dataset)} is remote: copy it to a local directory first`);
+  }
+  return dataset;
+}
+
 export function resolveBenchOptions(o: RunBenchOptions): ResolvedBenchOptions {
   if (typeof o !== 'object' || o === null) throw invalidOption('object', 'bench options', o);
   const strace = o.strace ?? 'auto';
@@ -95,7 +105,7 @@ export function resolveBenchOptions(o: RunBenchOptions): ResolvedBenchOptions {
   if (o.vs !== undefined) expectOneOf('vs', o.vs, ['lmdb']);
   return {
     rawDir: expectString('rawDir', o.rawDir),
-    dataset: expectString('dataset', o.dataset),
+    dataset: localDataset(expectString('dataset', o.dataset)),
     epochs: expectInteger('epochs', o.epochs ?? 2, 1, MAX_EPOCHS),
     order: expectOneOf('order', o.order ?? 'random', ['random', 'sequential']),
     batch: expectInteger('batch', o.batch ?? 32, 1, MAX_BATCH),

@@ -44,4 +44,11 @@ describe('shardkit bench', () => {
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INVALID_ARG: .*--epochs/);
   });
+
+  it('refuses a remote dataset at once, with exit 2, naming it without its credentials', () => {
+    const r = shardkit(['bench', tmpDir(), 'https://user:secret@127.0.0.1:9/ds?sig=token', '--epochs', '1']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INVALID_ARG: bench compares a dataset directory .* is remote: copy it to a local directory first\n/);
+    expect(r.stderr).not.toMatch(/secret|token/);
+  });
 });
