@@ -12,6 +12,7 @@ import { DEFAULT_PAGE_SIZE, validatePageSize } from '../../formats/index-layout.
 import { maxKeyBytes } from '../../formats/index-page.js';
 import { MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
 import { INDEX_FILE } from '../pack/dataset-writer.js';
+import { expectLocalPath } from '../io/location.js';
 import { fsCall, ioError } from '../pack/fs-errors.js';
 import { ADOPT_WORK_DIR, scanTarShards, type ScanProgress } from './scan-tar.js';
 import { writeDatasetFiles } from './write-dataset-files.js';
@@ -49,6 +50,7 @@ export interface AdoptResult {
 export async function adoptTars(tars: readonly string[], options: AdoptOptions): Promise<AdoptResult> {
   if (!Array.isArray(tars) || tars.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'Expected at least one tar file to index but received none');
   if (typeof options.out !== 'string' || options.out === '') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a directory path for out but received ${JSON.stringify(options.out)}`);
+  expectLocalPath('--out', options.out);
   const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
   validatePageSize(pageSize);
   const inputs = tars.map((t) => {

@@ -14,7 +14,7 @@ import { DEFAULT_PAGE_SIZE, HEADER_BYTES, decodeIndexHeader, validatePageSize } 
 import { maxKeyBytes } from '../../formats/index-page.js';
 import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
 import { compareKeys } from '../../formats/key-order.js';
-import { isRemote } from '../io/location.js';
+import { expectLocalPath } from '../io/location.js';
 import { INDEX_FILE } from '../pack/dataset-writer.js';
 import { ADOPTED_EXTRA_KEY } from './adopt-tars.js';
 import { scanTarShards, type ScanProgress } from './scan-tar.js';
@@ -38,9 +38,10 @@ export interface ReindexResult {
 }
 
 export async function reindexDataset(dir: string, options: ReindexOptions = {}): Promise<ReindexResult> {
-  if (typeof dir !== 'string' || dir === '' || isRemote(dir)) {
+  if (typeof dir !== 'string' || dir === '') {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a local dataset directory for reindex but received ${JSON.stringify(dir)}`);
   }
+  expectLocalPath("reindex's dataset", dir);
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) throw new ShardkitError(ErrorCodes.NOT_A_DATASET, `${dir} is not a directory`, { file: dir });
   const { manifest: old, problem } = readOldManifest(dir);
   if (old?.layout === 'packed') throw packedRefused(dir);

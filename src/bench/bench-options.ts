@@ -1,6 +1,5 @@
 /** `runBench` options: documentation, defaults, and validation at the boundary (sharp-style messages). */
-import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import { isRemote, redactLocation } from '../io/location.js';
+import { expectLocalPath } from '../io/location.js';
 import type { StorageProfile } from './profiles.js';
 import type { SideName } from './report.js';
 import { expectInteger, expectOneOf, expectString, invalidOption } from './expect-option.js';
@@ -90,22 +89,15 @@ function resolveThrottle(t: unknown): ThrottleLimits | null {
   };
 }
 
-/** The bench times this machine's reads of both sides (system calls, page cache, opens): no http(s) dataset. */
-function localDataset(dataset: string): string {
-  if (isRemote(dataset)) {
-    throw new ShardkitError(ErrorCodes.INVALID_ARG, `bench compares a dataset directory with the raw files on this machine; ${redactLocation(dataset)} is remote: copy it to a local directory first`);
-  }
-  return dataset;
-}
-
 export function resolveBenchOptions(o: RunBenchOptions): ResolvedBenchOptions {
   if (typeof o !== 'object' || o === null) throw invalidOption('object', 'bench options', o);
   const strace = o.strace ?? 'auto';
   if (strace !== 'auto' && typeof strace !== 'boolean') throw invalidOption("boolean or 'auto'", 'strace', strace);
   if (o.vs !== undefined) expectOneOf('vs', o.vs, ['lmdb']);
   return {
-    rawDir: expectString('rawDir', o.rawDir),
-    dataset: localDataset(expectString('dataset', o.dataset)),
+    // the bench times this machine's reads of both sides (system calls, opens, the page cache): no http(s) dataset
+    rawDir: expectLocalPath("bench's <raw-dir>", expectString('rawDir', o.rawDir)),
+    dataset: expectLocalPath("bench's <dataset> (copy a remote one here first)", expectString('dataset', o.dataset)),
     epochs: expectInteger('epochs', o.epochs ?? 2, 1, MAX_EPOCHS),
     order: expectOneOf('order', o.order ?? 'random', ['random', 'sequential']),
     batch: expectInteger('batch', o.batch ?? 32, 1, MAX_BATCH),

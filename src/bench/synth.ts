@@ -3,6 +3,7 @@ import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { expectLocalPath } from '../io/location.js';
 import { expectInteger, expectOneOf, expectString, invalidOption } from './expect-option.js';
 import { deriveSeed, SeededRandom } from './seeded-random.js';
 import { makeImageNetLikeJpeg } from './synth-image.js';
@@ -114,7 +115,7 @@ interface ResolvedSynthOptions {
 
 function resolveOptions(options: SynthOptions): ResolvedSynthOptions {
   if (typeof options !== 'object' || options === null) throw invalidOption('object', 'options', options);
-  const dir = expectString('dir', options.dir);
+  const dir = expectLocalPath('the synth directory', expectString('dir', options.dir));
   const samples = expectInteger('samples', options.samples, 1, SYNTH_MAX_SAMPLES);
   const classes = expectInteger('classes', options.classes ?? 10, 1, Math.min(samples, SYNTH_MAX_CLASSES));
   const sizes = expectOneOf('sizes', options.sizes ?? 'imagenet', SYNTH_SIZES);

@@ -59,6 +59,16 @@ export function resolveLocation(base: string, file: string): string {
 }
 
 /**
+ * `value`, a path that must be local (what a command writes, or reads as files: a pack's source, an output
+ * directory). An http(s) URL there is a usage error naming it without credentials: taken as a relative path, it
+ * made a directory named after the URL, or an error that quoted its user, password and query.
+ */
+export function expectLocalPath(what: string, value: string): string {
+  if (isRemote(value)) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${what} must be a local path, not the URL ${redactLocation(value)}`);
+  return value;
+}
+
+/**
  * The location without query string, fragment or user:password, for error messages: presigned URLs carry
  * credentials in the query, and messages end up in logs.
  */

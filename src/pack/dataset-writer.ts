@@ -18,6 +18,7 @@ import { assertKeyFits } from '../../formats/index-page.js';
 import { TAR_END_BYTES } from '../../formats/tar-header.js';
 import { EntrySorter } from './entry-runs.js';
 import { IndexFileWriter, type IndexCheckpoint } from './index-file.js';
+import { expectLocalPath } from '../io/location.js';
 import { fsCall } from './fs-errors.js';
 import { commitDataset, INDEX_FILE } from './commit.js';
 import { JournalWriter, WORK_DIR, readJournal, type JournalShard } from './journal.js';
@@ -329,6 +330,7 @@ function validateOptions(o: DatasetWriterOptions): ValidOptions {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected ${expected} for ${what} but received ${JSON.stringify(got)} of type ${typeof got}`);
   };
   if (typeof o.dir !== 'string' || o.dir === '') bad('dir', 'a directory path', o.dir);
+  expectLocalPath('the output directory', o.dir);
   const layout = o.layout ?? 'tar';
   if (layout !== 'tar' && layout !== 'packed') bad('layout', '"tar" or "packed"', layout);
   const compress = o.compress ?? 'none';

@@ -11,6 +11,7 @@ import { MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
 import { openDataset, type Dataset } from '../read/dataset.js';
 import { commitDataset } from './commit.js';
 import { EntrySorter } from './entry-runs.js';
+import { expectLocalPath } from '../io/location.js';
 import { fsCall } from './fs-errors.js';
 import { WORK_DIR } from './journal.js';
 
@@ -23,7 +24,7 @@ export interface MergeResult {
 
 export async function mergeParts(parts: string[], out: string, options: { force?: boolean; sync?: boolean } = {}): Promise<MergeResult> {
   if (parts.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'merge needs at least one part directory');
-  out = path.resolve(out);
+  out = path.resolve(expectLocalPath('--out', out));
   if (fs.existsSync(path.join(out, MANIFEST_FILE)) && !options.force) {
     throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${out} already holds a dataset; use --force to replace it`, { file: out });
   }

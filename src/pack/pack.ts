@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { expectLocalPath } from '../io/location.js';
 import type { Layout } from '../../formats/index-layout.js';
 import { Codec } from '../../formats/index-entry.js';
 import type { Manifest } from '../../formats/manifest.js';
@@ -105,11 +106,11 @@ export function defaultOutDir(source: string): string {
 export async function pack(options: PackOptions): Promise<PackResult> {
   const started = performance.now();
   useNativeCrc32c();
-  const source = path.resolve(options.source);
+  const source = path.resolve(expectLocalPath('the source', options.source));
   if (!fs.existsSync(source) || !fs.statSync(source).isDirectory()) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `source ${options.source} is not a directory`, { file: options.source });
   }
-  const out = path.resolve(options.out ?? defaultOutDir(source));
+  const out = path.resolve(expectLocalPath('--out', options.out ?? defaultOutDir(source)));
   if (out === source) throw new ShardkitError(ErrorCodes.INVALID_ARG, `--out must not be the source directory ${source}`);
   const passes = options.passes ?? [];
   const onError = validateOnError(options.onError ?? 'fail');

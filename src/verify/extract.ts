@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { memberPath } from '../../formats/sample.js';
+import { expectLocalPath } from '../io/location.js';
 import { ioError } from '../pack/fs-errors.js';
 import { openDataset, type OpenDatasetOptions } from '../read/dataset.js';
 
@@ -33,7 +34,7 @@ const WRITE_FLAGS = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.
 /** Extracts the dataset at `location` into `dir` (created when missing). */
 export async function extractDataset(location: string, dir: string, options: ExtractOptions = {}): Promise<ExtractResult> {
   if (typeof dir !== 'string' || dir === '') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a directory path for the extract target but received ${JSON.stringify(dir)}`);
-  const root = path.resolve(dir);
+  const root = path.resolve(expectLocalPath('the extract target', dir));
   try {
     fs.mkdirSync(root, { recursive: true });
   } catch (cause) {

@@ -70,6 +70,33 @@ describe('faults are detected, each with its own code, in one line', () => {
     expect(usage.status).toBe(2);
   });
 
+  it('an http(s) URL where a command needs a local path: exit 2, one line, no credentials, nothing created', () => {
+    const url = 'https://user:secret@127.0.0.1:9/data?X-Amz-Signature=token';
+    const cwd = tmpDir();
+    const src = tmpDir();
+    fs.writeFileSync(path.join(src, 'a.txt'), 'a');
+    const tar = path.join(clean, fs.readdirSync(clean).find((f) => f.endsWith('.tar')) as string);
+    const runs: string[][] = [
+      ['pack', url],
+      ['pack', src, '--out', url],
+      ['merge', clean, '--out', url],
+      ['derive', clean, '--out', url, '--pass', 'tag=dirname'],
+      ['index', tar, '--out', url],
+      ['extract', clean, url],
+      ['synth', url, '--samples', '1', '--classes', '1'],
+      ['reindex', url],
+      ['bench', src, url],
+    ];
+    for (const args of runs) {
+      const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', cwd });
+      expectOneLineError(r, ErrorCodes.INVALID_ARG, 2);
+      expect(r.stderr, args.join(' ')).toMatch(/must be a local path, not the URL https:\/\/127\.0\.0\.1:9\/data\?\.\.\./);
+      expect(r.stderr).not.toMatch(/secret|token/);
+    }
+    // taken as a relative path, the URL had become a directory named after it
+    expect(fs.readdirSync(cwd)).toEqual([]);
+  });
+
   it('at open: truncated index, missing index, index of another dataset, hand-edited manifest, future versions', async () => {
     const truncated = copy();
     const idx = path.join(truncated, INDEX_FILE);
