@@ -4,6 +4,7 @@ import type { BenchProgress } from '../../src/bench/bench-options.js';
 import type { BenchReport } from '../../src/bench/report.js';
 import { runBench } from '../../src/bench/run-bench.js';
 import { writeReport } from '../../src/bench/write-report.js';
+import { expectLocalPath } from '../../src/io/location.js';
 import { parseChoice, parseCount } from '../args.js';
 import { humanBytes, table } from '../format.js';
 import { progressBar } from '../progress.js';
@@ -113,6 +114,8 @@ export function registerBench(program: Command): void {
     .option('--quiet', 'print only where the report is')
     .action(
       runAction(async (rawDir: string, dataset: string, flags: BenchFlags) => {
+        // checked before the epochs run, not when the report is written at the end
+        const out = expectLocalPath('--out', flags.out ?? defaultOut(new Date()));
         const options = {
           rawDir,
           dataset,
@@ -138,7 +141,6 @@ export function registerBench(program: Command): void {
         } finally {
           bar.stop();
         }
-        const out = flags.out ?? defaultOut(new Date());
         const written = await writeReport(out, report);
         if (flags.json) return printJson(report);
         if (!flags.quiet) process.stdout.write(benchSummary(report));

@@ -1,4 +1,3 @@
-import path from 'node:path';
 import type { Command } from 'commander';
 import { pack, defaultOutDir, type PackResult } from '../../src/pack/pack.js';
 import { parsePart } from '../../src/pack/partition.js';
@@ -42,7 +41,7 @@ export async function passesFromArgv(argv: readonly string[], cwd: string): Prom
     const value = inline ?? (argv[++i] as string);
     // pass code (sharp, libvips) loads only when a pass is asked for
     if (flag === '--pass') passes.push((await import('../../src/passes/parse-pass-spec.js')).parsePassSpec(value, { cwd }));
-    else passes.push(...(await (await import('../../src/passes/load-pass-module.js')).loadPassModule(path.resolve(cwd, value))));
+    else passes.push(...(await (await import('../../src/passes/load-pass-module.js')).loadPassModule(value, cwd)));
   }
   return passes;
 }

@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { expectLocalPath } from '../io/location.js';
 import { renderHtml } from './render-html.js';
 import { renderMarkdown } from './render-md.js';
 import type { BenchReport } from './report.js';
@@ -13,6 +14,7 @@ export interface WrittenReport {
 
 /** Writes report.json, report.md and report.html into `dir` (created if missing); returns their paths. */
 export async function writeReport(dir: string, report: BenchReport): Promise<WrittenReport> {
+  expectLocalPath('the report directory', dir);
   const paths: WrittenReport = { json: join(dir, 'report.json'), markdown: join(dir, 'report.md'), html: join(dir, 'report.html') };
   const html = await renderHtml(report);
   try {

@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { expectLocalPath } from '../io/location.js';
 import { checkParams, checkPassResult, customPass, type Pass, type SampleFunction } from './pass.js';
 
 /**
@@ -12,14 +13,14 @@ import { checkParams, checkPassResult, customPass, type Pass, type SampleFunctio
  * named `custom:<file name>` (`custom:<file name>#<i>` for the i-th element of an array) whose params record the
  * file name and the SHA-256 of the module's source, so the manifest says which code made the data (imports of
  * the module are not covered). Results are checked: same key, byte-array members, or 'skip'.
- * @param file path to the module, resolved against the process's working directory.
+ * @param file path to the module, resolved against `cwd` (default: the process's working directory).
  * @throws ShardkitError INVALID_ARG when the module cannot be read or imported, or exports something else.
  * @example
  * // flip.mjs: export default async (sample) => ({ ...sample, members: { ...sample.members, flipped: new Uint8Array([1]) } });
  * const passes = await loadPassModule('flip.mjs');
  */
-export async function loadPassModule(file: string): Promise<Pass[]> {
-  const abs = resolve(file);
+export async function loadPassModule(file: string, cwd = process.cwd()): Promise<Pass[]> {
+  const abs = resolve(cwd, expectLocalPath('--pass-module', file));
   const name = basename(abs);
   let source: Buffer;
   let mod: { default?: unknown };

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { expectLocalPath } from '../io/location.js';
 import { memberPath } from '../../formats/sample.js';
 import { parseCsvLabelTable, parseJsonLabelTable, type LabelTable } from './label-table.js';
 import type { Pass } from './pass.js';
@@ -68,6 +69,7 @@ function findRow(table: LabelTable, key: string, exts: string[], paths: Record<s
  * @throws ShardkitError INVALID_ARG when the file cannot be read, has another extension or breaks the table rules.
  */
 export function tagFilePass(file: string, cwd: string): Pass {
+  expectLocalPath("tag's table", file);
   const lower = file.toLowerCase();
   const kind = lower.endsWith('.csv') ? 'csv' : lower.endsWith('.json') ? 'json' : undefined;
   if (kind === undefined) {

@@ -86,6 +86,9 @@ describe('faults are detected, each with its own code, in one line', () => {
       ['synth', url, '--samples', '1', '--classes', '1'],
       ['reindex', url],
       ['bench', src, url],
+      ['bench', src, clean, '--out', url],
+      ['pack', src, '--out', path.join(tmpDir(), 'ds'), '--pass-module', url],
+      ['pack', src, '--out', path.join(tmpDir(), 'ds'), '--pass', `tag=${url}`],
     ];
     for (const args of runs) {
       const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', cwd });
