@@ -1,6 +1,7 @@
 /** HTTP request headers given as text (the command line's `--header`), checked before any request carries them. */
 import fs from 'node:fs';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { expectLocalPath } from './location.js';
 
 /** RFC 9110 field names: a token. */
 const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -26,7 +27,7 @@ export function httpHeaders(values: readonly string[] | undefined, readFile: (fi
       add(v, '');
       continue;
     }
-    const file = v.slice(1);
+    const file = expectLocalPath('A headers @FILE', v.slice(1));
     let text: string;
     try {
       text = readFile(file);

@@ -89,6 +89,7 @@ describe('faults are detected, each with its own code, in one line', () => {
       ['bench', src, clean, '--out', url],
       ['pack', src, '--out', path.join(tmpDir(), 'ds'), '--pass-module', url],
       ['pack', src, '--out', path.join(tmpDir(), 'ds'), '--pass', `tag=${url}`],
+      ['info', clean, '-H', `@${url}`],
     ];
     for (const args of runs) {
       const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', cwd });
