@@ -63,8 +63,8 @@ export function resolveLocation(base: string, file: string): string {
  * directory). An http(s) URL there is a usage error naming it without credentials: taken as a relative path, it
  * made a directory named after the URL, or an error that quoted its user, password and query.
  */
-export function expectLocalPath(what: string, value: string): string {
-  if (isRemote(value)) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${what} must be a local path, not the URL ${redactLocation(value)}`);
+export function expectLocalPath(what: string, value: string, hint?: string): string {
+  if (isRemote(value)) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${what} must be a local path, not the URL ${redactLocation(value)}${hint === undefined ? '' : `: ${hint}`}`);
   return value;
 }
 
@@ -83,7 +83,8 @@ export function redactLocation(location: string): string {
     url.password = '';
     return hadQuery ? `${url.toString()}?...` : url.toString();
   } catch {
-    return location.replace(/[?#].*$/s, '?...');
+    // not a URL the WHATWG parser takes (a bad port, a space in the host): still no user, password or query
+    return location.replace(/^(https?:\/\/)[^/?#]*@/i, '$1').replace(/[?#].*$/s, '?...');
   }
 }
 

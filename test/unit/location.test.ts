@@ -63,5 +63,8 @@ describe('redactLocation', () => {
     expect(redactLocation('https://u:p@h/ds/a.tar?X-Amz-Signature=secret')).toBe('https://h/ds/a.tar?...');
     expect(redactLocation('http://h/ds/a.tar')).toBe('http://h/ds/a.tar');
     expect(redactLocation('/data/ds/a?.tar')).toBe('/data/ds/a?.tar');
+    // URLs the parser refuses (a port out of range, a space in the host) lose their user and query all the same
+    expect(redactLocation('https://u:secret@h:99999/x?sig=token')).toBe('https://h:99999/x?...');
+    expect(redactLocation('http://u:p@ex ample.com/ds')).toBe('http://ex ample.com/ds');
   });
 });
