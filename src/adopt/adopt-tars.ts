@@ -51,6 +51,7 @@ export async function adoptTars(tars: readonly string[], options: AdoptOptions):
   if (!Array.isArray(tars) || tars.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'Expected at least one tar file to index but received none');
   if (typeof options.out !== 'string' || options.out === '') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a directory path for out but received ${JSON.stringify(options.out)}`);
   expectLocalPath('--out', options.out);
+  for (const t of tars) if (typeof t === 'string') expectLocalPath('a tar to index', t);
   const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
   validatePageSize(pageSize);
   const inputs = tars.map((t) => {

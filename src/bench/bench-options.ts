@@ -97,7 +97,7 @@ export function resolveBenchOptions(o: RunBenchOptions): ResolvedBenchOptions {
   return {
     // the bench times this machine's reads of both sides (system calls, opens, the page cache): no http(s) dataset
     rawDir: expectLocalPath("bench's <raw-dir>", expectString('rawDir', o.rawDir)),
-    dataset: expectLocalPath("bench's <dataset> (copy a remote one here first)", expectString('dataset', o.dataset)),
+    dataset: expectLocalPath("bench's <dataset>", expectString('dataset', o.dataset), 'copy it to a local directory first'),
     epochs: expectInteger('epochs', o.epochs ?? 2, 1, MAX_EPOCHS),
     order: expectOneOf('order', o.order ?? 'random', ['random', 'sequential']),
     batch: expectInteger('batch', o.batch ?? 32, 1, MAX_BATCH),

@@ -27,7 +27,7 @@ export function httpHeaders(values: readonly string[] | undefined, readFile: (fi
       add(v, '');
       continue;
     }
-    const file = expectLocalPath('A headers @FILE', v.slice(1));
+    const file = expectLocalPath('-H @FILE', v.slice(1));
     let text: string;
     try {
       text = readFile(file);

@@ -330,7 +330,7 @@ function validateOptions(o: DatasetWriterOptions): ValidOptions {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected ${expected} for ${what} but received ${JSON.stringify(got)} of type ${typeof got}`);
   };
   if (typeof o.dir !== 'string' || o.dir === '') bad('dir', 'a directory path', o.dir);
-  expectLocalPath('the output directory', o.dir);
+  expectLocalPath('--out', o.dir);
   const layout = o.layout ?? 'tar';
   if (layout !== 'tar' && layout !== 'packed') bad('layout', '"tar" or "packed"', layout);
   const compress = o.compress ?? 'none';

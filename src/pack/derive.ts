@@ -4,6 +4,7 @@
  * the new ones. Resumable like pack.
  */
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { expectLocalPath } from '../io/location.js';
 import type { Layout } from '../../formats/index-layout.js';
 import type { Manifest } from '../../formats/manifest.js';
 import { memberPath } from '../../formats/sample.js';
@@ -35,6 +36,7 @@ export interface DeriveOptions {
 
 export async function derive(options: DeriveOptions): Promise<{ manifest: Manifest; resumedSamples: number }> {
   if (options.passes.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'derive needs at least one --pass');
+  expectLocalPath('--out', options.out); // before the source is opened (maybe over http) and the passes list its keys
   const onError = validateOnError(options.onError ?? 'fail');
   const concurrency = validateConcurrency(options.concurrency ?? imageConcurrency().jobs * 2);
   const ds = await openDataset(options.dataset, options.http === undefined ? {} : { http: options.http });

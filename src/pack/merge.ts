@@ -24,6 +24,7 @@ export interface MergeResult {
 
 export async function mergeParts(parts: string[], out: string, options: { force?: boolean; sync?: boolean } = {}): Promise<MergeResult> {
   if (parts.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'merge needs at least one part directory');
+  for (const p of parts) expectLocalPath('a part to merge (its shards are linked or copied)', p);
   out = path.resolve(expectLocalPath('--out', out));
   if (fs.existsSync(path.join(out, MANIFEST_FILE)) && !options.force) {
     throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${out} already holds a dataset; use --force to replace it`, { file: out });

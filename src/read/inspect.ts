@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import { CODEC_NAMES, type IndexEntry } from '../../formats/index-entry.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { ioError } from '../pack/fs-errors.js';
+import { expectLocalPath } from '../io/location.js';
 import type { Dataset } from './dataset.js';
 
 export interface DatasetInfo {
@@ -77,6 +78,7 @@ export async function memberBytes(ds: Dataset, key: string, ext: string | undefi
 
 /** Writes bytes to a file (the `--out` of `shardkit get`). */
 export function saveFile(file: string, bytes: Uint8Array): void {
+  expectLocalPath('--out', file);
   try {
     fs.writeFileSync(file, bytes);
   } catch (cause) {

@@ -90,11 +90,15 @@ describe('faults are detected, each with its own code, in one line', () => {
       ['pack', src, '--out', path.join(tmpDir(), 'ds'), '--pass-module', url],
       ['pack', src, '--out', path.join(tmpDir(), 'ds'), '--pass', `tag=${url}`],
       ['info', clean, '-H', `@${url}`],
+      ['merge', url, '--out', path.join(tmpDir(), 'merged')],
+      ['index', url, '--out', path.join(tmpDir(), 'indexed')],
+      ['get', clean, keyOf(0), '--ext', 'cls', '--out', url],
     ];
     for (const args of runs) {
       const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', cwd });
       expectOneLineError(r, ErrorCodes.INVALID_ARG, 2);
       expect(r.stderr, args.join(' ')).toMatch(/must be a local path, not the URL https:\/\/127\.0\.0\.1:9\/data\?\.\.\./);
+      expect(r.stdout).toBe('');
       expect(r.stderr).not.toMatch(/secret|token/);
     }
     // taken as a relative path, the URL had become a directory named after it
