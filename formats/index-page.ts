@@ -319,6 +319,7 @@ function leafColumns(entries: readonly IndexEntry[]): Pick<LeafPage, 'rows' | 'm
         ext = exts.push(propertyName(member.ext)) - 1; // members objects are keyed by it on every read
         extIds.set(member.ext, ext);
       }
+      member.ext = exts[ext] as string; // the same name for reads that decode from the entries (Dataset.readSync)
       const q = m++ * MEMBER_COLUMNS;
       memberRows[q + MemberColumn.offset] = member.offset;
       memberRows[q + MemberColumn.size] = member.size;
