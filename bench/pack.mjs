@@ -63,12 +63,14 @@ const sides = {
   tar: () => measure(['tar', ...(values['tar-sort'] ? ['--sort=name'] : []), '-cf', path.join(work, 'out.tar'), '-C', src, '.']),
   shardkit: () => measure([process.execPath, cli, 'pack', src, '--out', path.join(work, 'out.shards'), '--quiet', '--layout', values.layout, ...(values['read-threads'] === undefined ? [] : ['--read-threads', values['read-threads']])]),
   // Node's own start-up in the same environment, which every shardkit run pays before any of its code runs (with
-  // NODE_EXTRA_CA_CERTS set, node parses that CA bundle at every start: ~0.1 s here)
+  // NODE_EXTRA_CA_CERTS set, node parses that CA bundle at every start: `node -e 0` took 0.13-0.15 s here, 0.04 s
+  // without it)
   node: () => measure([process.execPath, '-e', '0']),
 };
 // one warm-up each: the tree comes from the page cache for every measured run
 sides.tar();
 sides.shardkit();
+sides.node();
 const runs = { tar: [], shardkit: [], node: [] };
 for (let r = 0; r < R; r++) for (const side of ['tar', 'shardkit', 'node']) runs[side].push(sides[side]());
 

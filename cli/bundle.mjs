@@ -24,7 +24,9 @@ const out = path.join(dist, 'bin');
 const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
 /** Small pure-JavaScript packages on the start-up path: bundled (every other dependency stays external). */
 const BUNDLED = new Set(['commander', 'picomatch']);
-const EXTERNAL = Object.keys({ ...manifest.dependencies, ...manifest.devDependencies }).filter((name) => !BUNDLED.has(name));
+const EXTERNAL = Object.keys({ ...manifest.dependencies, ...manifest.devDependencies, ...manifest.optionalDependencies, ...manifest.peerDependencies }).filter(
+  (name) => !BUNDLED.has(name),
+);
 
 // chunks are named by content hash: an old build's would stay behind
 fs.rmSync(out, { recursive: true, force: true });
@@ -47,3 +49,12 @@ await build({
   logLevel: 'warning',
 });
 fs.chmodSync(path.join(out, 'shardkit.js'), 0o755);
+// the bundled packages' licences travel with their code
+const notices = [...BUNDLED].map((name) => {
+  const dir = path.join(root, 'node_modules', name);
+  const licence = fs.readdirSync(dir).find((f) => /^licen[cs]e/i.test(f));
+  if (licence === undefined) throw new Error(`${name} has no licence file to ship with the bundle`);
+  const { version } = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
+  return `${name} ${version}\n\n${fs.readFileSync(path.join(dir, licence), 'utf8').trim()}\n`;
+});
+fs.writeFileSync(path.join(out, 'THIRD-PARTY-LICENSES.txt'), `Packages bundled into these files:\n\n${notices.join('\n---\n\n')}`);
