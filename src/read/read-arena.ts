@@ -14,13 +14,16 @@ export const ARENA_MAX_READ_BYTES = 32 * 1024;
 
 export class ReadArena {
   private slab = new ArrayBuffer(0);
+  /** The slab's length, in a field of its own: a load where ArrayBuffer#byteLength is a getter call. */
+  private capacity = 0;
   /** Bytes of the slab handed out, each view starting 8-byte aligned. */
   private used = 0;
 
   take(length: number): Uint8Array {
     if (length > ARENA_MAX_READ_BYTES) return plain(Buffer.allocUnsafeSlow(length));
-    if (this.used + length > this.slab.byteLength) {
+    if (this.used + length > this.capacity) {
       this.slab = Buffer.allocUnsafeSlow(ARENA_SLAB_BYTES).buffer;
+      this.capacity = ARENA_SLAB_BYTES;
       this.used = 0;
     }
     const view = new Uint8Array(this.slab, this.used, length);
