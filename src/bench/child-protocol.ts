@@ -72,7 +72,14 @@ export interface EpochResult extends Omit<EpochCounters, 'syscallsPerSample'> {
 }
 
 export type ChildResult =
-  | { ok: true; side: SideName; epochs: EpochResult[]; peakRssBytes: number }
+  | {
+      ok: true;
+      side: SideName;
+      epochs: EpochResult[];
+      peakRssBytes: number;
+      /** Resident bytes of the side's data files mapped into the child after its epochs (see mapped-memory.ts); null where unknown. */
+      mappedDataBytes: number | null;
+    }
   | { ok: false; code: string; message: string };
 
 /** A line the child prints on stdout after each batch: `{"done": samples}`. */

@@ -16,6 +16,7 @@ import { dropPageCache } from './cache.js';
 import { readGroupReads, type GroupReads } from './cgroup-io-stat.js';
 import { CHILD_READY_LINE, CHILD_START_LINE, type CacheDropResult, type ChildResult, type EpochJob, type EpochResult } from './child-protocol.js';
 import { decodeMembers, importLmdb, lmdbOpenOptions } from './lmdb-side.js';
+import { ownResidentMappedBytes } from './mapped-memory.js';
 import { RawSampleReader } from './raw-reader.js';
 
 /** Yields batches of one epoch and what they cost; one per side. */
@@ -170,6 +171,7 @@ async function main(jobFile: string): Promise<ChildResult> {
   let done = 0;
   let epochSamples = 0;
   let lastPrint = 0;
+  let mappedDataBytes: number | null = null;
   const onBatch = (n: number): void => {
     done += n;
     epochSamples += n;
@@ -206,11 +208,13 @@ async function main(jobFile: string): Promise<ChildResult> {
         ...(groupReads === undefined ? {} : { groupReads }),
       });
     }
+    // before close() unmaps them: the data pages the epochs left resident, which peakRssBytes counts too
+    mappedDataBytes = ownResidentMappedBytes([job.side === 'raw' ? job.rawDir : job.side === 'shards' ? job.dataset : job.lmdbPath]);
   } finally {
     await runner.close();
   }
   process.stdout.write(`${JSON.stringify({ done })}\n`);
-  return { ok: true, side: job.side, epochs, peakRssBytes: process.resourceUsage().maxRSS * 1024 };
+  return { ok: true, side: job.side, epochs, peakRssBytes: process.resourceUsage().maxRSS * 1024, mappedDataBytes };
 }
 
 const [jobFile, resultFile] = process.argv.slice(2);

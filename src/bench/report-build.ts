@@ -37,6 +37,7 @@ export interface SideMeasurement {
   /** `strace -c` call counts for one epoch, or null when strace was not available. */
   straceCalls: Record<string, number> | null;
   peakRssBytes: number;
+  mappedDataBytes: number | null;
 }
 
 export interface BenchMeasurements {
@@ -114,6 +115,7 @@ export function summarizeSide(m: SideMeasurement): SideResult {
     counters,
     strace: straceCheck(m.straceCalls, counters),
     peakRssBytes: m.peakRssBytes,
+    mappedDataBytes: m.mappedDataBytes,
   };
 }
 

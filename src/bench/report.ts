@@ -132,6 +132,11 @@ export interface SideResult {
   counters: EpochCounters[];
   strace: StraceCheck | null;
   peakRssBytes: number;
+  /**
+   * Of peakRssBytes: the side's data files mapped into the child (shards, LMDB's data.mdb), resident after its epochs.
+   * Page cache, shared and reclaimable, yet counted in the RSS. null where /proc/self/smaps is unavailable.
+   */
+  mappedDataBytes: number | null;
 }
 
 export interface Comparison {

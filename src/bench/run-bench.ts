@@ -40,6 +40,8 @@ const MAX_TRACE_PATHS = 20_000;
 interface SideAccumulator {
   epochs: EpochResult[];
   peakRssBytes: number;
+  /** Of the child with that peak: its mapped data pages after the epochs (see mapped-memory.ts). */
+  mappedDataBytes: number | null;
   straceCalls: Record<string, number> | null;
 }
 
@@ -118,7 +120,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
       const files = side === 'raw' ? list.keys.flatMap((key, i) => (list.exts[i] ?? []).map((ext) => path.join(rawDir, `${key}.${ext}`))) : side === 'shards' ? shardFiles : [path.join(lmdbPath, 'data.mdb')];
       return files.length <= MAX_TRACE_PATHS ? files : null;
     };
-    const acc = new Map<SideName, SideAccumulator>(sides.map((s) => [s, { epochs: [], peakRssBytes: 0, straceCalls: null }]));
+    const acc = new Map<SideName, SideAccumulator>(sides.map((s) => [s, { epochs: [], peakRssBytes: 0, mappedDataBytes: null, straceCalls: null }]));
     const epochNumbers = Array.from({ length: o.epochs }, (_, i) => i);
     const n = list.keys.length;
     const total = o.repeat * sides.length * o.epochs * n;
@@ -133,7 +135,10 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
         options.onProgress?.({ phase: 'epochs', side, done, total });
         const a = acc.get(side) as SideAccumulator;
         a.epochs.push(...result.epochs);
-        a.peakRssBytes = Math.max(a.peakRssBytes, result.peakRssBytes);
+        if (result.peakRssBytes >= a.peakRssBytes) {
+          a.peakRssBytes = result.peakRssBytes;
+          a.mappedDataBytes = result.mappedDataBytes;
+        }
       }
     }
 
@@ -192,6 +197,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
         counters: a.epochs.map((e) => ({ samples: e.samples, opens: e.opens, reads: e.reads, mappedReads: e.mappedReads, stats: e.stats, closes: e.closes, bytesRead: e.bytesRead })),
         straceCalls: a.straceCalls,
         peakRssBytes: a.peakRssBytes,
+        mappedDataBytes: a.mappedDataBytes,
       };
     };
     return buildReport({

@@ -33,6 +33,14 @@ describe('shardkit bench', () => {
       expect(side.counters[0].samples).toBe(manifest.totals.samples);
       expect(side.peakRssBytes).toBeGreaterThan(0);
     }
+    // the raw side reads into the heap; the shards side's RSS counts the shard pages it mapped (with the addon)
+    expect(report.sides.raw.mappedDataBytes).toBe(0);
+    const shards = report.sides.shards;
+    if (shards.counters[0].mappedReads > 0) expect(shards.mappedDataBytes).toBeGreaterThan(0);
+    else expect(shards.mappedDataBytes).toBe(0);
+    expect(shards.mappedDataBytes).toBeLessThanOrEqual(shards.peakRssBytes);
+    expect(fs.readFileSync(path.join(out, 'report.md'), 'utf8')).toContain(shards.mappedDataBytes > 0 ? 'of it mapped data files' : 'peak RSS');
+    expect(r.stdout).toContain('peak RSS (mapped data)');
     expect(report.sides.raw.counters[0].opens).toBe(rawFiles);
     expect(report.sides.shards.counters[0].opens).toBe(manifest.shards.length);
     expect(report.command.slice(1, 2)).toEqual(['bench']);

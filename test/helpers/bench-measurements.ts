@@ -43,7 +43,10 @@ function side(random: SeededRandom, name: SideName, label: string, samples: numb
   const straceCalls = strace
     ? { openat: first.opens, read: first.reads - first.mappedReads, statx: first.stats, close: first.closes, futex: 100 + random.int(100), mmap: 20 }
     : null;
-  return { side: name, label, epochSeconds, latenciesSeconds, counters, straceCalls, peakRssBytes: (60 + random.int(200)) * 2 ** 20 };
+  const peakRssBytes = (60 + random.int(200)) * 2 ** 20;
+  // the raw side reads into the heap; the others map their data files
+  const mappedDataBytes = name === 'raw' ? 0 : Math.floor(peakRssBytes * random.float());
+  return { side: name, label, epochSeconds, latenciesSeconds, counters, straceCalls, peakRssBytes, mappedDataBytes };
 }
 
 export function makeMeasurements(seed: number, shape: MeasurementShape = {}): BenchMeasurements {
