@@ -21,13 +21,14 @@ function sidesOf(report: BenchReport): SideResult[] {
   return [report.sides.raw, report.sides.shards, ...(report.sides.lmdb ? [report.sides.lmdb] : [])];
 }
 
-/** Median system calls per sample over the side's epochs (the figure the shards-vs-raw ratio compares). */
 /**
  * Peak RSS, and how much of it is the side's data files mapped into the process: page cache, which a side that
  * reads with read(2) does not count (the shards side maps its shards, LMDB its data.mdb).
  */
 const peakRss = (s: SideResult): string =>
   s.mappedDataBytes === null || s.mappedDataBytes === 0 ? formatBytes(s.peakRssBytes) : `${formatBytes(s.peakRssBytes)} (${formatBytes(s.mappedDataBytes)} of it mapped data files)`;
+
+/** Median system calls per sample over the side's epochs (the figure the shards-vs-raw ratio compares). */
 const perSample = (s: SideResult): number => (s.counters.length === 0 ? 0 : median(s.counters.map((c) => c.syscallsPerSample)));
 
 /** The first table a reader sees: one row per headline figure, one column per side, then shards vs raw. */
