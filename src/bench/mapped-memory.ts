@@ -13,7 +13,8 @@ import path from 'node:path';
  * in ` (deleted)` and still counts.
  */
 export function residentMappedBytes(smaps: string, dirs: readonly string[]): number {
-  const roots = dirs.map((d) => (d.endsWith(path.sep) ? d : `${d}${path.sep}`));
+  // the kernel writes a newline in a path as \012, as in /proc/PID/maps
+  const roots = dirs.map((d) => (d.endsWith(path.sep) ? d : `${d}${path.sep}`).replaceAll('\n', '\\012'));
   let inside = false;
   let kb = 0;
   for (const line of smaps.split('\n')) {

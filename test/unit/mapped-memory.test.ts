@@ -20,6 +20,7 @@ const SMAPS = [
   entry('7f0000200000-7f0000300000 r--s 00000000 fe:00 1003                       /data/ds2/shard-000000.tar', 256),
   entry('7f0000300000-7f0000400000 r--s 00000000 fe:00 1004                       /data/ds/dir with space/x.tar', 8),
   entry('7f0000400000-7f0000500000 rw-p 00000000 00:00 0 ', 4096),
+  entry('7f0000500000-7f0000600000 r--s 00000000 fe:00 1005                       /data/new\\012line/shard-000000.tar', 64),
   entry('7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]', 132),
 ].join('\n');
 
@@ -31,6 +32,8 @@ describe('residentMappedBytes', () => {
     expect(residentMappedBytes(SMAPS, ['/data/ds2'])).toBe(256 * 1024);
     expect(residentMappedBytes(SMAPS, ['/data/ds', '/data/ds2'])).toBe((1024 + 512 + 8 + 256) * 1024);
     expect(residentMappedBytes(SMAPS, ['/data/raw'])).toBe(0);
+    // a newline in a directory name appears as \012 in smaps
+    expect(residentMappedBytes(SMAPS, ['/data/new\nline'])).toBe(64 * 1024);
     expect(residentMappedBytes('', ['/data/ds'])).toBe(0);
   });
 
