@@ -137,7 +137,8 @@ export function expectSameIdentity(
     );
   }
   for (const field of IDENTITY_FIELDS) {
-    if (show(state[field]) !== show(identity[field])) {
+    // compared whole: show() shortens long values (a seed string) for the message only
+    if (JSON.stringify(state[field]) !== JSON.stringify(identity[field])) {
       throw badState(
         `${name} was saved with ${field} ${show(state[field])} but this loader has ${show(identity[field])}: ` +
           'resume with the same dataset, seed, epoch and shuffle options',

@@ -215,6 +215,8 @@ describe('validation', () => {
     expect(code(() => plan.state(plan.length + 1))).toBe('SHARDKIT_ERR_INVALID_ARG');
   });
 
+  const LONG_SEED = 'experiment-2026-11-22/imagenet/resnet50/run-0001/seed-'.padEnd(80, 'x');
+
   it('rejects states that do not match, are incomplete or were tampered with, with BAD_STATE', () => {
     const plans = plansFor(base, 3);
     const states = plans.map((p) => p.state(2));
@@ -236,6 +238,9 @@ describe('validation', () => {
       ['yielded > length', () => mergeRankStates([states[0]!, states[1]!, { ...states[2]!, yielded: 99 }])],
       ['empty', () => mergeRankStates([])],
       ['not an object', () => planEpoch({ ...base, resumeFrom: 'state' as never })],
+      // long seeds that differ only past what an error message shows of them
+      ['other long seed', () => planEpoch({ ...base, seed: `${LONG_SEED}b`, resumeFrom: planEpoch({ ...base, seed: `${LONG_SEED}a` }).state(2) })],
+      ['mixed long seeds', () => mergeRankStates([...plansFor({ ...base, seed: `${LONG_SEED}a` }, 2).map((p) => p.state(2)).slice(0, 1), plansFor({ ...base, seed: `${LONG_SEED}b` }, 2)[1]!.state(2)])],
     ];
     for (const [why, fn] of bad) expect([why, code(fn)]).toEqual([why, 'SHARDKIT_ERR_BAD_STATE']);
     expect(() => planEpoch({ ...base, seed: 8, resumeFrom: merged })).toThrow(
