@@ -110,6 +110,8 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
   /** Remote lookups run one batch after another, sorted by position, so each index page is fetched once. */
   private locateTail: Promise<unknown> = Promise.resolve();
   private fillScheduled = false;
+  /** Remote batches started whose entries are still being looked up (their size an estimate until then). */
+  private locating = 0;
 
   /** @internal Use `ds.loader(options)`. */
   constructor(ds: Dataset, options: LoaderOptions) {
@@ -204,6 +206,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     try {
       batch = await head.promise;
     } catch (err) {
+      if (this.finished) return DONE; // closed while this batch was in flight: its failure (CLOSED) reaches nobody
       this.finish();
       throw err;
     }
@@ -215,12 +218,17 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     return { done: false, value: batch };
   }
 
-  /** Starts batches until `depth` are queued (the head always; the others while under prefetch). */
+  /**
+   * Starts batches until `depth` are queued: the head always; the others while under prefetch and while no batch
+   * started earlier is still being located. A remote batch's size is an estimate (mean stored bytes per sample)
+   * until its entries are known, and real reads also fetch tar headers and the holes of coalesced ranges: started
+   * on estimates alone, read-ahead over tiny samples once ran to 600x the prefetch bound.
+   */
   private fill(depth: number): void {
     while (
       !this.finished &&
       this.nextBatch < this.batches &&
-      (this.queue.length === 0 || (this.queue.length < depth && this.counters.prefetchedBytes < this.opts.prefetch))
+      (this.queue.length === 0 || (this.queue.length < depth && this.locating === 0 && this.counters.prefetchedBytes < this.opts.prefetch))
     ) {
       this.queue.push(this.start(this.nextBatch++));
     }
@@ -251,9 +259,21 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     let promise: Promise<S[]>;
     try {
       if (this.ds.remote) {
+        this.locating++;
         const located = this.locateTail.then(() => this.locateAsync(first, count));
         this.locateTail = located.catch(() => undefined);
-        promise = located.then((refs) => this.fetch(pending, refs));
+        promise = located.then(
+          (refs) => {
+            this.locating--;
+            const samples = this.fetch(pending, refs);
+            this.scheduleFill(); // the size is known now: read-ahead may go on
+            return samples;
+          },
+          (err: unknown) => {
+            this.locating--;
+            throw err;
+          },
+        );
       } else {
         const result = this.fetch(pending, this.locateSync(first, count));
         pending.ready = Array.isArray(result); // read synchronously: ready now, not a microtask later

@@ -7,6 +7,7 @@ import type { Sample } from '../../formats/sample.js';
 import { IoStats } from '../../src/io/io-stats.js';
 import { openDataset, type Dataset } from '../../src/read/dataset.js';
 import type { Loader } from '../../src/read/loader.js';
+import { DatasetWriter } from '../../src/pack/dataset-writer.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
 import { startFlakyServer } from '../helpers/flaky-server.js';
 import { loaderSample, sameBytes, writeLoaderDataset } from '../helpers/loader-dataset.js';
@@ -36,6 +37,10 @@ describe.skipIf(nginxSkipReason !== undefined)('datasets over http (real nginx o
     await writeLoaderDataset(path.join(root, 'ds'), N, { shardBytes: 256 * 1024, pageSize: 1024 });
     fs.cpSync(path.join(root, 'ds'), path.join(root, 'gone'), { recursive: true });
     fs.rmSync(path.join(root, 'gone', 'shard-000002.tar'));
+    // tiny samples: a batch's real read (tar headers, coalesced holes) is far above its estimate from stored bytes
+    const tiny = new DatasetWriter({ dir: path.join(root, 'tiny'), shardBytes: 256 * 1024 });
+    for (let i = 0; i < 4000; i++) tiny.add({ key: `t/${String(i).padStart(6, '0')}`, members: { txt: new TextEncoder().encode(`s${i}`) } });
+    await tiny.finish();
     server = await startNginx(root);
     local = await openDataset(path.join(root, 'ds'));
   });
@@ -104,6 +109,50 @@ describe.skipIf(nginxSkipReason !== undefined)('datasets over http (real nginx o
   it('a server that ignores Range fails with a clear HTTP error', async () => {
     const err = await openDataset(`${server.url}/norange/ds`).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: ErrorCodes.HTTP, message: expect.stringContaining('ignores Range') });
+  });
+
+  it('read-ahead stays within prefetch plus the batch being read, whatever the estimate said', async () => {
+    const ds = await openDataset(`${server.url}/tiny`);
+    const prefetch = 64 * 1024;
+    const loader = ds.loader({ batchSize: 32, shuffle: 'full', seed: 1, prefetch });
+    let consumed = 0;
+    for await (const batch of loader) {
+      expect(batch.length).toBe(32);
+      await new Promise((resolve) => setTimeout(resolve, 20)); // a training step: idle time for read-ahead
+      if (++consumed === 10) break;
+    }
+    const stats = loader.stats();
+    // each batch's read here is larger than the whole prefetch bound: the next batch at most, never dozens
+    // (before: 125 batches fetched for 10 consumed, 41 MB in flight)
+    expect(stats.bytesRead / (stats.fetchedSamples / 32)).toBeGreaterThan(prefetch);
+    expect(stats.fetchedSamples).toBeLessThanOrEqual((consumed + 1) * 32);
+    await ds.close();
+  });
+
+  it('a loader closed while a batch is being fetched ends that next() with done, not an error', async () => {
+    // the signer holds the loader's first request until the loader is closed
+    let hold = false;
+    let held: (() => void) | undefined;
+    const waiting = new Promise<void>((resolve) => (held = resolve));
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const sign = async (url: string): Promise<string> => {
+      if (hold) {
+        held?.();
+        await gate;
+      }
+      return url;
+    };
+    const ds = await openDataset(`${server.url}/ds`, { http: { sign } });
+    const loader = ds.loader({ batchSize: 50, shuffle: 'full', seed: 2 });
+    hold = true;
+    const next = loader.next();
+    await waiting;
+    await loader.return();
+    release();
+    await expect(next).resolves.toEqual({ done: true, value: undefined });
+    await expect(loader.next()).resolves.toEqual({ done: true, value: undefined });
+    await ds.close();
   });
 
   it('a missing shard fails the loader with SHARD_MISSING naming it', async () => {
