@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { ErrorCodes, ShardkitError, type ErrorCode } from '../../formats/errors.js';
 import type { ByteSource } from './byte-source.js';
 import { HttpClient } from './http-client.js';
 import type { BodyPlan, HttpClientOptions } from './http-client.js';
@@ -15,6 +15,12 @@ export interface HttpSourceOptions extends HttpClientOptions {
   client?: HttpClient;
   /** The size if already known (from the manifest): size() then costs no request. */
   size?: number;
+  /**
+   * The error code when a reply shows the file at another size than `size`, or than an earlier reply showed: the
+   * file was replaced under the reader (SHARD_MISMATCH for a shard, INDEX_MISMATCH for an index). HTTP when not
+   * given. A smaller file is TRUNCATED either way.
+   */
+  sizeMismatchCode?: ErrorCode;
 }
 
 /** `bytes 0-99/1234` or `bytes 0-99/*` (RFC 9110 §14.4). */
@@ -39,6 +45,7 @@ export class HttpSource implements ByteSource {
   private readonly client: HttpClient;
   private readonly ownsClient: boolean;
   private knownSize: number | undefined;
+  private readonly sizeMismatchCode: ErrorCode;
   private sizePromise: Promise<number> | undefined;
   private closed = false;
   private readonly inFlight = new Set<Promise<unknown>>();
@@ -55,6 +62,7 @@ export class HttpSource implements ByteSource {
     if (options.size !== undefined) {
       this.knownSize = expectIntegerInRange('size', options.size, 0, Number.MAX_SAFE_INTEGER);
     }
+    this.sizeMismatchCode = options.sizeMismatchCode ?? ErrorCodes.HTTP;
     this.ownsClient = options.client === undefined;
     this.client = options.client ?? new HttpClient(options);
   }
@@ -114,7 +122,11 @@ export class HttpSource implements ByteSource {
         const header = String(res.headers['content-range']);
         return { fail: this.httpError(`answered 206 without a valid Content-Range (${header})`) };
       }
-      if (range.total !== undefined) this.knownSize = range.total;
+      if (range.total !== undefined) {
+        // every reply says how large the file is now: a file replaced under the index must not pass for it
+        if (this.knownSize !== undefined && range.total !== this.knownSize) return { fail: this.resized(offset, length, range.total) };
+        this.knownSize = range.total;
+      }
       const encodingProblem = checkEncoding(res);
       if (encodingProblem !== undefined) return { fail: this.httpError(encodingProblem) };
       const wantedLast = offset + length - 1;
@@ -196,6 +208,18 @@ export class HttpSource implements ByteSource {
       ErrorCodes.TRUNCATED,
       `${this.name} is truncated: needed ${length} bytes at offset ${offset} but ${ends}; ` +
         're-upload the file or re-pack the dataset',
+      { file: this.name, offset },
+    );
+  }
+
+  /** A reply showed the file at `total` bytes where `knownSize` was expected. */
+  private resized(offset: number, length: number, total: number): ShardkitError {
+    const known = this.knownSize as number;
+    if (total < known) return this.truncated(offset, length, total);
+    return new ShardkitError(
+      this.sizeMismatchCode,
+      `${this.name} is now ${total} bytes where ${known} were expected: the file was replaced; ` +
+        'read it from a consistent copy of the dataset (run `shardkit verify`)',
       { file: this.name, offset },
     );
   }

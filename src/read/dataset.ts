@@ -91,7 +91,7 @@ export class Dataset {
       maxOpen: options.maxOpenShards ?? DEFAULT_MAX_OPEN,
       open: (loc) =>
         isRemote(loc)
-          ? Promise.resolve(new HttpSource(loc, { client: client as HttpClient, size: this.shardRecord(loc).bytes }))
+          ? Promise.resolve(new HttpSource(loc, { client: client as HttpClient, size: this.shardRecord(loc).bytes, sizeMismatchCode: ErrorCodes.SHARD_MISMATCH }))
           : FileSource.open(loc, sourceOptions),
       openSync: (loc) => FileSource.openSync(loc, sourceOptions),
       onOpen: (source, loc) => this.checkShard(source, loc),
@@ -122,7 +122,7 @@ export class Dataset {
       const manifest = parseManifest(text, redactLocation(manifestLocation));
       const indexLocation = resolveLocation(location, manifest.index.file);
       indexSource = isRemote(indexLocation)
-        ? new HttpSource(indexLocation, { client: client as HttpClient, size: manifest.index.bytes })
+        ? new HttpSource(indexLocation, { client: client as HttpClient, size: manifest.index.bytes, sizeMismatchCode: ErrorCodes.INDEX_MISMATCH })
         : await openByteSource(indexLocation, { stats: io }).catch((err: unknown) => {
             if (isShardkitError(err, ErrorCodes.SHARD_MISSING)) {
               throw new ShardkitError(ErrorCodes.TRUNCATED, `${indexLocation}: the index file is missing; rebuild it with \`shardkit reindex\``, { file: indexLocation, cause: err });

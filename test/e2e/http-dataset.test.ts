@@ -37,6 +37,9 @@ describe.skipIf(nginxSkipReason !== undefined)('datasets over http (real nginx o
     await writeLoaderDataset(path.join(root, 'ds'), N, { shardBytes: 256 * 1024, pageSize: 1024 });
     fs.cpSync(path.join(root, 'ds'), path.join(root, 'gone'), { recursive: true });
     fs.rmSync(path.join(root, 'gone', 'shard-000002.tar'));
+    // a shard replaced by a longer file (same first bytes, so the fingerprint matches)
+    fs.cpSync(path.join(root, 'ds'), path.join(root, 'resized'), { recursive: true });
+    fs.appendFileSync(path.join(root, 'resized', 'shard-000001.tar'), Buffer.alloc(512));
     // tiny samples: a batch's real read (tar headers, coalesced holes) is far above its estimate from stored bytes
     const tiny = new DatasetWriter({ dir: path.join(root, 'tiny'), shardBytes: 256 * 1024 });
     for (let i = 0; i < 4000; i++) tiny.add({ key: `t/${String(i).padStart(6, '0')}`, members: { txt: new TextEncoder().encode(`s${i}`) } });
@@ -153,6 +156,15 @@ describe.skipIf(nginxSkipReason !== undefined)('datasets over http (real nginx o
     await expect(next).resolves.toEqual({ done: true, value: undefined });
     await expect(loader.next()).resolves.toEqual({ done: true, value: undefined });
     await ds.close();
+  });
+
+  it('a shard replaced by a file of another size fails with SHARD_MISMATCH, with verify off too', async () => {
+    for (const verify of [false, true]) {
+      const ds = await openDataset(`${server.url}/resized`, { verify });
+      const err = await collect(ds.loader({ batchSize: 100, verify })).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: ErrorCodes.SHARD_MISMATCH, message: expect.stringContaining('shard-000001.tar is now') });
+      await ds.close();
+    }
   });
 
   it('a missing shard fails the loader with SHARD_MISSING naming it', async () => {
