@@ -232,8 +232,8 @@ export class HttpClient {
         request = isHttps ? https.request(target, options) : http.request(target, options);
       } catch (err) {
         const message = `Cannot request ${redactLocation(url)}: ${errorText(err)}`;
-        // Node's URL errors carry the whole URL (`input`): not a signed one
-        settle(new ShardkitError(ErrorCodes.INVALID_ARG, message, target === url ? { cause: err } : {}));
+        // no cause: Node's URL errors carry the whole URL (`input`), with its credentials or signature
+        settle(new ShardkitError(ErrorCodes.INVALID_ARG, message));
         return;
       }
       if (this.stats !== undefined) this.stats.httpRequests++;

@@ -35,11 +35,11 @@ export function resolveLocation(base: string, file: string): string {
     let url: URL;
     try {
       url = new URL(base);
-    } catch (err) {
+    } catch {
       throw new ShardkitError(
         ErrorCodes.INVALID_ARG,
+        // no cause: Node's URL error quotes the whole input, credentials and all
         `Expected a valid URL for the dataset but received ${redactLocation(base)}`,
-        { cause: err },
       );
     }
     const dir = url.pathname.endsWith('/') ? url.pathname : `${url.pathname}/`;
@@ -83,8 +83,9 @@ export function redactLocation(location: string): string {
     url.password = '';
     return hadQuery ? `${url.toString()}?...` : url.toString();
   } catch {
-    // not a URL the WHATWG parser takes (a bad port, a space in the host): still no user, password or query
-    return location.replace(/^(https?:\/\/)[^/?#]*@/i, '$1').replace(/[?#].*$/s, '?...');
+    // not a URL the WHATWG parser takes (a bad port, a space in the host): still no user, password or query. A
+    // password may hold '/', '?' or '#' (base64 tokens do), so everything up to the last '@' goes
+    return location.replace(/^(https?:\/\/).*@/is, '$1').replace(/[?#].*$/s, '?...');
   }
 }
 

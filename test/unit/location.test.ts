@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { isRemote, redactLocation, resolveLocation } from '../../src/io/location.js';
@@ -58,6 +59,19 @@ describe('resolveLocation', () => {
   });
 });
 
+describe('errors about URLs', () => {
+  it('hold no credentials anywhere, cause included (Node quotes the whole input in its URL errors)', () => {
+    let err: unknown;
+    try {
+      resolveLocation('https://alice:s3cr3tpw@store.example:99999/ds?X-Amz-Signature=SECRETQ', 'a.tar');
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toMatchObject({ code: ErrorCodes.INVALID_ARG });
+    expect(inspect(err, { depth: 10 })).not.toMatch(/s3cr3tpw|SECRETQ|alice/);
+  });
+});
+
 describe('redactLocation', () => {
   it('removes query strings and credentials from URLs and leaves paths alone', () => {
     expect(redactLocation('https://u:p@h/ds/a.tar?X-Amz-Signature=secret')).toBe('https://h/ds/a.tar?...');
@@ -66,5 +80,9 @@ describe('redactLocation', () => {
     // URLs the parser refuses (a port out of range, a space in the host) lose their user and query all the same
     expect(redactLocation('https://u:secret@h:99999/x?sig=token')).toBe('https://h:99999/x?...');
     expect(redactLocation('http://u:p@ex ample.com/ds')).toBe('http://ex ample.com/ds');
+    // a password with '/', '?' or '#' in a URL the parser refuses (base64 tokens hold '/')
+    expect(redactLocation('http://alice:pa/ss@127.0.0.1:99999/ds')).toBe('http://127.0.0.1:99999/ds');
+    expect(redactLocation('http://alice:pa#ss@127.0.0.1:99999/ds')).toBe('http://127.0.0.1:99999/ds');
+    expect(redactLocation('https://alice:a/b?c#d@h:99999/ds?sig=token')).toBe('https://h:99999/ds?...');
   });
 });
