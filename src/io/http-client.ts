@@ -100,6 +100,7 @@ export class HttpClient {
   private readonly httpAgent: http.Agent;
   private readonly httpsAgent: https.Agent;
   private readonly seenSockets = new WeakSet<object>();
+  private closed = false;
 
   constructor(options: HttpClientOptions = {}) {
     const maxSockets = expectIntegerInRange('maxSockets', options.maxSockets ?? DEFAULT_HTTP_MAX_SOCKETS, 1, 4096);
@@ -140,9 +141,12 @@ export class HttpClient {
   ): Promise<HttpExchange> {
     for (let attempt = 0; ; attempt++) {
       const target = this.sign === undefined ? url : await this.signed(url);
+      if (this.closed) throw this.closedError(url);
       try {
         return await this.exchangeOnce(url, target, method, headers, plan);
       } catch (err) {
+        // close() destroys the sockets: what that breaks is not retried on new ones
+        if (this.closed) throw this.closedError(url);
         if (!(err instanceof TransientError)) throw err;
         if (attempt >= this.retries) {
           throw new ShardkitError(
@@ -189,10 +193,16 @@ export class HttpClient {
     return new TransientError(message, retryAfterMs === undefined ? {} : { retryAfterMs });
   }
 
-  /** Closes every pooled socket; requests still in flight fail. */
+  /** Closes every pooled socket; requests still in flight fail (CLOSED), and none is sent or retried after. */
   close(): void {
+    this.closed = true;
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
+  }
+
+  private closedError(url: string): ShardkitError {
+    const name = redactLocation(url);
+    return new ShardkitError(ErrorCodes.CLOSED, `${name}: the dataset was closed while this request was in flight`, { file: name });
   }
 
   /** Exponential backoff with "equal jitter": half the step fixed, half random, so retries of many readers spread. */

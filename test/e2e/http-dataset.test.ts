@@ -167,6 +167,36 @@ describe.skipIf(nginxSkipReason !== undefined)('datasets over http (real nginx o
     }
   });
 
+  it('a dataset closed while a read waits sends no request after: the read fails with CLOSED', async () => {
+    // the signer holds the read's request until the dataset is closed
+    let hold = false;
+    let held: (() => void) | undefined;
+    const waiting = new Promise<void>((resolve) => (held = resolve));
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let signedAfterClose = 0;
+    let closed = false;
+    const sign = async (url: string): Promise<string> => {
+      if (hold) {
+        held?.();
+        await gate;
+      }
+      if (closed) signedAfterClose++;
+      return url;
+    };
+    const ds = await openDataset(`${server.url}/ds`, { http: { sign, backoffMs: 1 } });
+    await ds.at(30); // index pages cached, shard open: the next read is one range request
+    hold = true;
+    const read = ds.at(31).catch((e: unknown) => e);
+    await waiting;
+    await ds.close();
+    closed = true;
+    release();
+    expect(await read).toMatchObject({ code: ErrorCodes.CLOSED });
+    // (before: the request went out on a new connection after close, and the read returned a sample)
+    expect(signedAfterClose).toBe(1);
+  });
+
   it('a missing shard fails the loader with SHARD_MISSING naming it', async () => {
     const ds = await openDataset(`${server.url}/gone`);
     const err = await collect(ds.loader({ batchSize: 50 })).catch((e: unknown) => e);
