@@ -130,6 +130,8 @@ export class HttpSource implements ByteSource {
       const encodingProblem = checkEncoding(res);
       if (encodingProblem !== undefined) return { fail: this.httpError(encodingProblem) };
       const wantedLast = offset + length - 1;
+      const declared = Number(res.headers['content-length']);
+      if (declared > length) return { fail: this.httpError(`announced ${declared} bytes for a range of ${length}`) };
       if (range.first === offset && range.last === wantedLast) return { read: 'exact', length };
       if (range.first === offset && range.last < wantedLast && range.total === range.last + 1) {
         return { fail: this.truncated(offset, length, range.total) };
@@ -142,6 +144,9 @@ export class HttpSource implements ByteSource {
     }
     if (status === 416) {
       const total = parseUnsatisfiedTotal(res.headers['content-range']);
+      if (total !== undefined && offset + length <= total) {
+        return { fail: this.httpError(`answered 416 to bytes ${offset}-${offset + length - 1} of a file it says has ${total} bytes`) };
+      }
       if (total !== undefined) this.knownSize = total;
       return { fail: this.truncated(offset, length, total) };
     }
@@ -281,7 +286,7 @@ function parseUnsatisfiedTotal(header: string | undefined): number | undefined {
 /** Range offsets count encoded bytes: a compressed response would not be the shard's bytes. */
 function checkEncoding(res: IncomingMessage): string | undefined {
   const encoding = res.headers['content-encoding'];
-  if (encoding === undefined || encoding === 'identity') return undefined;
+  if (encoding === undefined || encoding.trim().toLowerCase() === 'identity') return undefined;
   return `answered with Content-Encoding ${encoding}; shards must be served without compression`;
 }
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -304,6 +305,39 @@ describe('HttpSource against a scripted flaky server', () => {
     expect((err.cause as NodeJS.ErrnoException).code).toBe('ECONNREFUSED');
     expect(stats).toMatchObject({ httpRequests: 3, retries: 2 });
     await src.close();
+  });
+
+  it('odd answers to a range: a Content-Length beyond it fails at once, a 416 inside the file is HTTP, "Identity" is no encoding', async () => {
+    const body = shard.subarray(0, 100);
+    const answers: Array<(res: http.ServerResponse) => void> = [
+      // a Content-Length far beyond the range: fails when the head arrives, not after timeoutMs per attempt
+      (res) => {
+        res.writeHead(206, { 'content-range': `bytes 0-99/${SHARD_BYTES}`, 'content-length': String(2 ** 40) });
+        res.write(body);
+      },
+      // a 416 for a range the same answer says lies inside the file
+      (res) => res.writeHead(416, { 'content-range': `bytes */${SHARD_BYTES}`, 'content-length': '0' }).end(),
+      // the encoding token is case-insensitive (RFC 9110)
+      (res) => res.writeHead(206, { 'content-range': `bytes 0-99/${SHARD_BYTES}`, 'content-length': '100', 'content-encoding': 'Identity' }).end(body),
+    ];
+    let next = 0;
+    const server = http.createServer((_req, res) => (answers[next++] as (r: http.ServerResponse) => void)(res));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    try {
+      const src = new HttpSource(`http://127.0.0.1:${port}/shard.bin`, { retries: 2, backoffMs: 1, timeoutMs: 5000 });
+      const started = Date.now();
+      const huge = await rejection(src.read(0, 100), ErrorCodes.HTTP);
+      expect(huge.message).toContain(`announced ${2 ** 40} bytes for a range of 100`);
+      expect(Date.now() - started).toBeLessThan(2500);
+      const inside = await rejection(src.read(0, 100), ErrorCodes.HTTP);
+      expect(inside.message).toContain(`answered 416 to bytes 0-99 of a file it says has ${SHARD_BYTES} bytes`);
+      expect(Buffer.from(await src.read(0, 100)).equals(body)).toBe(true);
+      await src.close();
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 
   it('close() lets reads in flight finish, then refuses new ones with CLOSED', async () => {
