@@ -245,15 +245,25 @@ interface ShardContext {
 
 async function openShard(ctx: ShardContext): Promise<{ source: ByteSource; size: number } | undefined> {
   const { record } = ctx;
+  const unreadable = (err: unknown): undefined => {
+    if (!isShardkitError(err)) throw err;
+    ctx.problem(record.file, err.code === ErrorCodes.SHARD_MISSING ? `missing: its ${record.samples} samples cannot be read` : err.message);
+    return undefined;
+  };
   let source: ByteSource;
   try {
     source = await openByteSource(resolveLocation(ctx.location, record.file), ctx.opener);
   } catch (err) {
-    if (!isShardkitError(err)) throw err;
-    ctx.problem(record.file, err.code === ErrorCodes.SHARD_MISSING ? `missing: its ${record.samples} samples cannot be read` : err.message);
-    return undefined;
+    return unreadable(err);
   }
-  const size = await source.size();
+  let size: number;
+  try {
+    // over http the first request goes out here: a missing shard is found now, not at open
+    size = await source.size();
+  } catch (err) {
+    await source.close();
+    return unreadable(err);
+  }
   if (size !== record.bytes) ctx.problem(record.file, `is ${size} bytes, the index says ${record.bytes}${size < record.bytes ? ' (truncated)' : ''}`);
   return { source, size };
 }

@@ -204,6 +204,14 @@ describe.skipIf(nginxSkipReason !== undefined)('datasets over http (real nginx o
     await ds.close();
   });
 
+  it('verify over http lists a missing shard as a problem, as it does for a local dataset', async () => {
+    const remote = await verifyDataset(`${server.url}/gone`);
+    const here = await verifyDataset(path.join(root, 'gone'));
+    expect(remote.ok).toBe(false);
+    expect(remote.problems).toEqual(here.problems);
+    expect(remote.problems).toEqual([{ file: 'shard-000002.tar', what: expect.stringContaining('missing') }]);
+  });
+
   it('reads through presigned URLs: http.sign signs every request, each file for its own path', async () => {
     const base = `${server.url}/signed/ds`;
     const expires = Math.floor(Date.now() / 1000) + 3600;
