@@ -20,6 +20,31 @@ let root: string;
 let server: NginxServer;
 let local: Dataset;
 
+/**
+ * A signer that, once `hold` is set, keeps the next request waiting (`waiting` resolves then) until `release()`:
+ * a way to close a loader or dataset while one of its requests is surely in flight.
+ */
+function signerGate(): { sign: (url: string) => Promise<string>; hold: boolean; waiting: Promise<void>; release: () => void; signed: number } {
+  let held: () => void = () => undefined;
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const state = {
+    hold: false,
+    signed: 0,
+    waiting: new Promise<void>((resolve) => (held = resolve)),
+    release: () => release(),
+    sign: async (url: string): Promise<string> => {
+      if (state.hold) {
+        held();
+        await gate;
+      }
+      state.signed++;
+      return url;
+    },
+  };
+  return state;
+}
+
 async function collect<S>(loader: Loader<S>): Promise<S[]> {
   const out: S[] = [];
   for await (const batch of loader) out.push(...batch);
@@ -133,26 +158,14 @@ describe.skipIf(nginxSkipReason !== undefined)('datasets over http (real nginx o
   });
 
   it('a loader closed while a batch is being fetched ends that next() with done, not an error', async () => {
-    // the signer holds the loader's first request until the loader is closed
-    let hold = false;
-    let held: (() => void) | undefined;
-    const waiting = new Promise<void>((resolve) => (held = resolve));
-    let release: () => void = () => undefined;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    const sign = async (url: string): Promise<string> => {
-      if (hold) {
-        held?.();
-        await gate;
-      }
-      return url;
-    };
-    const ds = await openDataset(`${server.url}/ds`, { http: { sign } });
+    const gate = signerGate();
+    const ds = await openDataset(`${server.url}/ds`, { http: { sign: gate.sign } });
     const loader = ds.loader({ batchSize: 50, shuffle: 'full', seed: 2 });
-    hold = true;
+    gate.hold = true;
     const next = loader.next();
-    await waiting;
+    await gate.waiting; // the loader's first request is held in the signer
     await loader.return();
-    release();
+    gate.release();
     await expect(next).resolves.toEqual({ done: true, value: undefined });
     await expect(loader.next()).resolves.toEqual({ done: true, value: undefined });
     await ds.close();
@@ -168,33 +181,18 @@ describe.skipIf(nginxSkipReason !== undefined)('datasets over http (real nginx o
   });
 
   it('a dataset closed while a read waits sends no request after: the read fails with CLOSED', async () => {
-    // the signer holds the read's request until the dataset is closed
-    let hold = false;
-    let held: (() => void) | undefined;
-    const waiting = new Promise<void>((resolve) => (held = resolve));
-    let release: () => void = () => undefined;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    let signedAfterClose = 0;
-    let closed = false;
-    const sign = async (url: string): Promise<string> => {
-      if (hold) {
-        held?.();
-        await gate;
-      }
-      if (closed) signedAfterClose++;
-      return url;
-    };
-    const ds = await openDataset(`${server.url}/ds`, { http: { sign, backoffMs: 1 } });
+    const gate = signerGate();
+    const ds = await openDataset(`${server.url}/ds`, { http: { sign: gate.sign, backoffMs: 1 } });
     await ds.at(30); // index pages cached, shard open: the next read is one range request
-    hold = true;
+    gate.hold = true;
     const read = ds.at(31).catch((e: unknown) => e);
-    await waiting;
+    await gate.waiting; // that request is held in the signer
     await ds.close();
-    closed = true;
-    release();
+    const signedBefore = gate.signed;
+    gate.release();
     expect(await read).toMatchObject({ code: ErrorCodes.CLOSED });
     // (before: the request went out on a new connection after close, and the read returned a sample)
-    expect(signedAfterClose).toBe(1);
+    expect(gate.signed).toBe(signedBefore + 1);
   });
 
   it('a missing shard fails the loader with SHARD_MISSING naming it', async () => {
