@@ -55,6 +55,8 @@ export function classifyEntry(entry: TarEntry, options: MemberRuleOptions): Memb
     if (dot < 0) return { skip: 'no extension (WebDataset ignores it)' };
   }
   if (dot === 0) return { skip: 'hidden file: nothing before the first dot to use as a key' };
+  // `q.` would be key `q` with an empty extension, which names the file `q`: not the member's name
+  if (dot === base.length - 1) return { skip: 'name ends in its first dot: the extension would be empty' };
   const cut = name.length - base.length + (dot < 0 ? base.length : dot);
   return { key: name.slice(0, cut), ext: dot < 0 ? '' : name.slice(cut + 1), name };
 }
