@@ -13,7 +13,8 @@ export const MAX_VARINT_BYTES = 8; // 8 x 7 bits = 56 bits >= 53
 export function utf8Bytes(text: string): Uint8Array {
   return Buffer.from(text, 'utf8');
 }
-export const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
+/** Strict UTF-8 that keeps a leading U+FEFF: a key or name may start with one (the default decoder drops it). */
+export const utf8Decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** Appends to a growable buffer. */
 export class ByteWriter {

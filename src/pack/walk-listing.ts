@@ -21,7 +21,8 @@ export const KIND_FILE = 'f'.charCodeAt(0);
 export const KIND_DIRECTORY = 'd'.charCodeAt(0);
 export const KIND_LINK = 'l'.charCodeAt(0);
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+// strict, and a name may start with U+FEFF (the default decoder would drop it)
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 function decodeName(raw: Buffer, dirRel: string): string {
   try {

@@ -1,0 +1,75 @@
+/**
+ * Names that decoders and splitters get wrong: a key that starts with U+FEFF (a byte order mark, which the default
+ * UTF-8 TextDecoder silently drops), and a tar member whose basename ends in its first dot (`q.`: key `q`, empty
+ * extension, which would name the file `q`).
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DatasetWriter } from '../../src/pack/dataset-writer.js';
+import { openDataset } from '../../src/read/dataset.js';
+import { shardkit } from '../helpers/cli.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+const BOM = '\uFEFF';
+const byUtf8 = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+describe('a key that starts with U+FEFF', () => {
+  it('round-trips through the index: listed, found and ordered as written', async () => {
+    const dir = path.join(tmpDir(), 'ds');
+    const keys = [`${BOM}only`, 'b', `${BOM}a`, `z/${BOM}inner`].sort(byUtf8);
+    const w = new DatasetWriter({ dir, shardBytes: 64 * 1024 });
+    for (const key of keys) w.add({ key, members: { txt: Buffer.from(key) } });
+    await w.finish();
+    const ds = await openDataset(dir);
+    const listed: string[] = [];
+    for await (const key of ds.keys()) listed.push(key);
+    expect(listed).toEqual(keys);
+    for (const [i, key] of keys.entries()) {
+      expect(ds.atSync(i).key).toBe(key);
+      expect(Buffer.from((await ds.get(key)).members.txt as Uint8Array).toString()).toBe(key);
+    }
+    expect(await ds.has('only')).toBe(false);
+    await ds.close();
+  });
+
+  it('survives pack (the walk) and index (a GNU tar), and verify passes', () => {
+    const root = tmpDir();
+    const src = path.join(root, 'src');
+    fs.mkdirSync(src);
+    fs.writeFileSync(path.join(src, `${BOM}a.txt`), 'bom');
+    fs.writeFileSync(path.join(src, 'b.txt'), 'plain');
+    const packed = path.join(root, 'packed');
+    expect(shardkit(['pack', src, '--out', packed, '--quiet']).status).toBe(0);
+    const tar = path.join(root, 'in.tar');
+    execFileSync('tar', ['--format=gnu', '-C', src, '-cf', tar, `${BOM}a.txt`, 'b.txt']);
+    const adopted = path.join(root, 'adopted');
+    const indexed = shardkit(['index', tar, '--out', adopted]);
+    expect(indexed.status, indexed.stderr).toBe(0);
+    for (const ds of [packed, adopted]) {
+      expect(shardkit(['ls', ds]).stdout).toBe(`b\n${BOM}a\n`);
+      expect(shardkit(['get', ds, `${BOM}a`]).stdout).toBe('bom');
+      const verified = shardkit(['verify', ds]);
+      expect(verified.status, verified.stdout).toBe(0);
+    }
+  });
+});
+
+describe('a tar member whose name ends in its first dot', () => {
+  it('is skipped with a reason by index, as pack refuses it, and the dataset verifies', () => {
+    const root = tmpDir();
+    const src = path.join(root, 'src');
+    fs.mkdirSync(path.join(src, 'd'), { recursive: true });
+    fs.writeFileSync(path.join(src, 'd', 'q.'), 'data');
+    fs.writeFileSync(path.join(src, 'd', 'r.txt'), 'x');
+    const tar = path.join(root, 'in.tar');
+    execFileSync('tar', ['--format=posix', '-C', src, '-cf', tar, 'd']);
+    const out = path.join(root, 'ds');
+    const r = shardkit(['index', tar, '--out', out, '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(shardkit(['ls', out]).stdout).toBe('d/r\n');
+    expect(JSON.stringify(JSON.parse(r.stdout))).toContain('extension would be empty');
+    expect(shardkit(['verify', out]).status).toBe(0);
+  });
+});
