@@ -50,6 +50,8 @@ export const TarType = {
   paxGlobal: 'g',
   gnuLongName: 'L',
   gnuLongLink: 'K',
+  /** Old GNU sparse file: its header's map may continue in extension blocks before the data. */
+  gnuSparse: 'S',
 } as const;
 
 /** Bytes after `size` data bytes up to the next block boundary. */

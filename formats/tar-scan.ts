@@ -30,6 +30,11 @@ export interface TarEntry {
   /** The name as UTF-8, or undefined when the bytes are not valid UTF-8. */
   name: string | undefined;
   linkname: string;
+  /**
+   * A GNU sparse file (type 'S', or pax `GNU.sparse.*` records): its data is the stored fragments (and, in format
+   * 1.0, a map before them), not the file's bytes.
+   */
+  sparse: boolean;
 }
 
 export interface TarScanHandler {
@@ -45,13 +50,18 @@ export interface TarScanHandler {
 const NO_DATA_TYPES = new Set<string>([TarType.hardLink, TarType.symlink, TarType.charDevice, TarType.blockDevice, TarType.directory, TarType.fifo]);
 const META_TYPES = new Set<string>([TarType.paxExtended, TarType.paxGlobal, TarType.gnuLongName, TarType.gnuLongLink]);
 
-type State = 'header' | 'meta' | 'data' | 'padding' | 'end';
+type State = 'header' | 'sparseMap' | 'meta' | 'data' | 'padding' | 'end';
 
 interface Pending {
   path?: Uint8Array;
   linkpath?: string;
   size?: number;
+  sparse?: boolean;
 }
+
+/** Old GNU sparse headers: the byte that says the sparse map continues in another block, in the header and in each such block. */
+const SPARSE_EXTENDED_IN_HEADER = 482;
+const SPARSE_EXTENDED_IN_BLOCK = 504;
 
 export class TarScanner {
   private state: State = 'header';
@@ -68,6 +78,8 @@ export class TarScanner {
   private current: TarEntry | undefined;
   private remaining = 0;
   private padding = 0;
+  /** A 'S' header whose sparse map continues in extension blocks: the entry starts after them. */
+  private sparseHeader: NonNullable<ReturnType<typeof decodeTarHeader>> | undefined;
 
   /** `where` names the archive in errors; `startOffset` is the absolute offset of the first byte fed. */
   constructor(
@@ -93,7 +105,8 @@ export class TarScanner {
     while (i < chunk.length && this.state !== 'end') {
       const rest = chunk.length - i;
       switch (this.state) {
-        case 'header': {
+        case 'header':
+        case 'sparseMap': {
           const take = Math.min(TAR_BLOCK - this.blockFill, rest);
           this.block.set(chunk.subarray(i, i + take), this.blockFill);
           this.blockFill += take;
@@ -101,7 +114,8 @@ export class TarScanner {
           this.pos += take;
           if (this.blockFill === TAR_BLOCK) {
             this.blockFill = 0;
-            this.onHeaderBlock();
+            if (this.state === 'header') this.onHeaderBlock();
+            else this.onSparseMapBlock();
           }
           break;
         }
@@ -178,6 +192,24 @@ export class TarScanner {
       if (h.size === 0) this.onMetaComplete();
       return;
     }
+    if (h.type === TarType.gnuSparse && this.block[SPARSE_EXTENDED_IN_HEADER] !== 0) {
+      this.sparseHeader = h;
+      this.state = 'sparseMap';
+      return;
+    }
+    this.startEntry(h);
+  }
+
+  /** One extension block of an old GNU sparse header's map; the last one says so, and the entry's data follows. */
+  private onSparseMapBlock(): void {
+    if (this.block[SPARSE_EXTENDED_IN_BLOCK] !== 0) return;
+    const h = this.sparseHeader as NonNullable<typeof this.sparseHeader>;
+    this.sparseHeader = undefined;
+    this.state = 'header';
+    this.startEntry(h);
+  }
+
+  private startEntry(h: NonNullable<ReturnType<typeof decodeTarHeader>>): void {
     const p = this.pending;
     const size = NO_DATA_TYPES.has(h.type) ? 0 : (p.size ?? h.size);
     const entry: TarEntry = {
@@ -188,6 +220,7 @@ export class TarScanner {
       nameBytes: p.path ?? h.nameBytes,
       name: undefined,
       linkname: p.linkpath ?? h.linkname,
+      sparse: h.type === TarType.gnuSparse || p.sparse === true,
     };
     entry.name = decodeUtf8(entry.nameBytes);
     this.pending = {};
@@ -228,7 +261,7 @@ export class TarScanner {
             const n = Number(text);
             if (!/^\d+$/.test(text) || !Number.isSafeInteger(n)) this.fail(`pax size ${JSON.stringify(text.slice(0, 40))} is not a byte count`, at);
             this.pending.size = n;
-          }
+          } else if (key.startsWith('GNU.sparse.')) this.pending.sparse = true;
         }
         break;
       default:

@@ -37,6 +37,7 @@ export function normalizedName(name: string): string {
 
 /** Decides what to do with one tar entry. */
 export function classifyEntry(entry: TarEntry, options: MemberRuleOptions): MemberDecision {
+  if (entry.sparse) return { skip: 'GNU sparse file (its stored data is not the file\'s bytes); make the tar without --sparse' };
   const typeReason = TYPE_REASONS[entry.type];
   if (typeReason !== undefined) return { skip: typeReason };
   if (!REGULAR_TYPES.has(entry.type)) return { skip: `unsupported tar entry type ${JSON.stringify(entry.type)}` };

@@ -73,3 +73,27 @@ describe('a tar member whose name ends in its first dot', () => {
     expect(shardkit(['verify', out]).status).toBe(0);
   });
 });
+
+describe('GNU sparse files in tars to index', () => {
+  it('are skipped with a reason in every GNU format, and the members after them are found', () => {
+    const root = tmpDir();
+    const src = path.join(root, 'src');
+    fs.mkdirSync(src);
+    // ten data runs with holes between them: the old GNU header's map (4 entries) continues in extension blocks
+    const fd = fs.openSync(path.join(src, 's.bin'), 'w');
+    for (let i = 0; i < 10; i++) fs.writeSync(fd, Buffer.alloc(100, 0x58), 0, 100, i * 65536);
+    fs.ftruncateSync(fd, 10 * 65536 + 4096);
+    fs.closeSync(fd);
+    fs.writeFileSync(path.join(src, 't.txt'), 'after sparse');
+    for (const format of [['--format=gnu'], ['--format=posix', '--sparse-version=0.0'], ['--format=posix', '--sparse-version=0.1'], ['--format=posix', '--sparse-version=1.0']]) {
+      const tar = path.join(root, `${format.join('')}.tar`);
+      execFileSync('tar', [...format, '-S', '-C', src, '-cf', tar, 's.bin', 't.txt']);
+      const out = path.join(root, `ds${format.join('')}`);
+      const r = shardkit(['index', tar, '--out', out, '--json']);
+      expect(r.status, r.stderr).toBe(0);
+      expect([format, shardkit(['ls', out]).stdout]).toEqual([format, 't\n']);
+      expect(JSON.stringify(JSON.parse(r.stdout))).toContain('GNU sparse file');
+      expect(shardkit(['get', out, 't']).stdout).toBe('after sparse');
+    }
+  });
+});
