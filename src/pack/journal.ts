@@ -72,13 +72,20 @@ export class JournalWriter {
   }
 
   begin(options: Record<string, unknown>): void {
-    fsCall('write', this.file, () => fs.writeFileSync(this.file, `${JSON.stringify({ type: 'begin', options } satisfies JournalBegin)}\n`));
+    this.replace(`${JSON.stringify({ type: 'begin', options } satisfies JournalBegin)}\n`);
   }
 
   /** Rewrites the journal to exactly `state` (a resume drops what followed the last good line). */
   rewrite(state: JournalState): void {
     const lines = [{ type: 'begin', options: state.options }, ...state.shards].map((l) => JSON.stringify(l)).join('\n');
-    fsCall('write', this.file, () => fs.writeFileSync(this.file, `${lines}\n`));
+    this.replace(`${lines}\n`);
+  }
+
+  /** Writes the whole journal aside and renames it over the old one: a kill leaves one or the other, never an empty file. */
+  private replace(text: string): void {
+    const aside = `${this.file}.new`;
+    fsCall('write', aside, () => fs.writeFileSync(aside, text));
+    fsCall('rename', this.file, () => fs.renameSync(aside, this.file));
   }
 
   append(line: JournalShard): void {
