@@ -357,6 +357,10 @@ function prepareDirectory(dir: string, workDir: string, resume: boolean, force: 
   const journal = fs.existsSync(workDir) ? readJournal(dir) : undefined;
   const rm = (p: string): void => fsCall('remove', p, () => fs.rmSync(p, { recursive: true, force: true }));
   const list = (d: string): string[] => fsCall('list', d, () => fs.readdirSync(d));
+  // the clean-up below deletes files by name: only in a directory that shardkit wrote, --force or not
+  if (!hasManifest && !fs.existsSync(workDir) && list(dir).length > 0) {
+    throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} is not empty and holds no shardkit dataset; write to a new or empty directory`, { file: dir });
+  }
   if (force) {
     // the manifest goes first, so the directory never looks like a dataset with half its files gone
     const owned = ownedFiles(dir);

@@ -12,6 +12,7 @@ import { openDataset, type Dataset } from '../read/dataset.js';
 import { commitDataset } from './commit.js';
 import { EntrySorter } from './entry-runs.js';
 import { expectLocalPath } from '../io/location.js';
+import { isInside, realPathOf } from './paths.js';
 import { fsCall } from './fs-errors.js';
 import { WORK_DIR } from './journal.js';
 
@@ -26,6 +27,14 @@ export async function mergeParts(parts: string[], out: string, options: { force?
   if (parts.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'merge needs at least one part directory');
   for (const p of parts) expectLocalPath('a part to merge (its shards are linked or copied)', p);
   out = path.resolve(expectLocalPath('--out', out));
+  // merging into a part would delete that part's files before linking them
+  const realOut = realPathOf(out);
+  for (const p of parts) {
+    const realPart = realPathOf(path.resolve(p));
+    if (realOut === realPart || isInside(realOut, realPart)) {
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, `--out ${out} is part ${p} or inside it; merge into another directory`, { file: out });
+    }
+  }
   if (fs.existsSync(path.join(out, MANIFEST_FILE)) && !options.force) {
     throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${out} already holds a dataset; use --force to replace it`, { file: out });
   }

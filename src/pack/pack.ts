@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectLocalPath } from '../io/location.js';
+import { isInside, realPathOf } from './paths.js';
 import type { Layout } from '../../formats/index-layout.js';
 import { Codec } from '../../formats/index-entry.js';
 import type { Manifest } from '../../formats/manifest.js';
@@ -111,7 +112,10 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `source ${options.source} is not a directory`, { file: options.source });
   }
   const out = path.resolve(expectLocalPath('--out', options.out ?? defaultOutDir(source)));
-  if (out === source) throw new ShardkitError(ErrorCodes.INVALID_ARG, `--out must not be the source directory ${source}`);
+  // compared as real paths: a symlink must not lead the output into the source
+  const realSource = realPathOf(source);
+  const realOut = realPathOf(out);
+  if (realOut === realSource) throw new ShardkitError(ErrorCodes.INVALID_ARG, `--out must not be the source directory ${source}`);
   const passes = options.passes ?? [];
   const onError = validateOnError(options.onError ?? 'fail');
   const concurrency = validateConcurrency(options.concurrency ?? imageConcurrency().jobs * 2);
@@ -119,8 +123,10 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     followSymlinks: options.followSymlinks ?? false,
     includeHidden: options.includeHidden ?? false,
     ...(options.include === undefined ? {} : { include: options.include }),
-    // an output directory inside the source is never packed into itself
-    exclude: [...(options.exclude ?? []), ...(isInside(out, source) ? [path.relative(source, out).split(path.sep).join('/')] : [])],
+    ...(options.exclude === undefined ? {} : { exclude: options.exclude }),
+    // an output directory inside the source is never packed into itself (its exact path: a glob would match that
+    // name anywhere in the tree)
+    ...(isInside(realOut, realSource) ? { excludePaths: [path.relative(realSource, realOut).split(path.sep).join('/')] } : {}),
   };
   const readThreads: ReaderThreads = options.readThreads ?? (workerAvailable() ? { auto: true, initial: INITIAL_READ_THREADS, max: DEFAULT_READ_THREADS } : 0);
   if (typeof readThreads === 'number' && (!Number.isSafeInteger(readThreads) || readThreads < 0 || readThreads > 64)) {
@@ -280,9 +286,4 @@ async function countSamples(source: string, walkOptions: WalkOptions, inPart: (k
     for (const key of grouper.group(run).keys) if (inPart(key)) samples++;
   }
   return samples;
-}
-
-function isInside(child: string, parent: string): boolean {
-  const rel = path.relative(parent, child);
-  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
 }

@@ -60,6 +60,8 @@ export interface WalkOptions {
   include?: readonly string[];
   /** Globs that leave a file out; a directory whose relative path matches is not entered at all. */
   exclude?: readonly string[];
+  /** Relative paths (not globs) left out exactly, as exclude leaves them: pack's output inside its source. */
+  excludePaths?: readonly string[];
   /**
    * lstat every file to report its size and mtime (default true). `false` skips that metadata call per file (the
    * directory entry already says it is a regular file): entries then carry size and mtimeMs -1, and the reader
@@ -171,7 +173,10 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected one of sample, path for order but received ${String(order)}`);
   }
   const include = compileGlobs(options.include, 'include');
-  const exclude = compileGlobs(options.exclude, 'exclude');
+  const globExclude = compileGlobs(options.exclude, 'exclude');
+  const exactExclude = new Set(options.excludePaths ?? []);
+  const exclude: Matcher | undefined =
+    exactExclude.size === 0 ? globExclude : (relPath) => exactExclude.has(relPath) || globExclude?.(relPath) === true;
   const follow = options.followSymlinks === true;
   const includeHidden = options.includeHidden === true;
   const onSkip = options.onSkip;

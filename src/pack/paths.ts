@@ -1,0 +1,25 @@
+/** Where a pack or merge writes, against what it reads: real paths, so that a symlink cannot hide one in the other. */
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** The real path of `p`, which may not exist yet: its nearest existing ancestor resolved, the rest joined on. */
+export function realPathOf(p: string): string {
+  const rest: string[] = [];
+  let at = p;
+  for (;;) {
+    try {
+      return path.join(fs.realpathSync(at), ...rest.reverse());
+    } catch {
+      const parent = path.dirname(at);
+      if (parent === at) return p;
+      rest.push(path.basename(at));
+      at = parent;
+    }
+  }
+}
+
+/** True when `child` lies strictly inside `parent` (both absolute). */
+export function isInside(child: string, parent: string): boolean {
+  const rel = path.relative(parent, child);
+  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
+}

@@ -1,0 +1,69 @@
+/**
+ * Where pack and merge write, against what they read and what is already there: nothing of the user's is deleted,
+ * packed into itself, or left out because of where the output lies.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { shardkit } from '../helpers/cli.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+function tree(root: string, files: Record<string, string>): string {
+  for (const [name, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(root, name)), { recursive: true });
+    fs.writeFileSync(path.join(root, name), text);
+  }
+  return root;
+}
+
+const SOURCE = { 'a/1.txt': 'one', 'a/2.txt': 'two', 'b/3.txt': 'three' };
+
+describe('pack --out', () => {
+  it('refuses a non-empty directory that holds no dataset, --force or not, and deletes nothing there', () => {
+    const src = tree(path.join(tmpDir(), 'src'), SOURCE);
+    const out = tree(path.join(tmpDir(), 'mine'), { 'notes.tmp/keep.txt': 'mine', 'backup-20240101.tar': 'mine', 'x.tmp': 'mine' });
+    for (const force of [[], ['--force']]) {
+      const r = shardkit(['pack', src, '--out', out, ...force]);
+      expect(r.status, force.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(/^shardkit: SHARDKIT_ERR_OUTPUT_EXISTS: .* is not empty and holds no shardkit dataset/);
+    }
+    expect(fs.readdirSync(out).sort()).toEqual(['backup-20240101.tar', 'notes.tmp', 'x.tmp']);
+  });
+
+  it('inside the source, leaves out only itself: a same-named file or directory elsewhere is packed', () => {
+    const src = tree(path.join(tmpDir(), 'src'), { ...SOURCE, 'a/out/x.txt': 'x', 'b/out': 'file named out' });
+    const r = shardkit(['pack', src, '--out', path.join(src, 'out')]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(shardkit(['ls', path.join(src, 'out')]).stdout).toBe('a/1\na/2\na/out/x\nb/3\nb/out\n');
+  });
+
+  it('refuses an output that is the source through a symlink', () => {
+    const src = tree(path.join(tmpDir(), 'src'), SOURCE);
+    const link = path.join(tmpDir(), 'link');
+    fs.symlinkSync(src, link);
+    const r = shardkit(['pack', src, '--out', link]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INVALID_ARG: --out must not be the source directory/);
+    expect(fs.readdirSync(src).sort()).toEqual(['a', 'b']);
+  });
+});
+
+describe('merge --out', () => {
+  it('refuses one of its parts, or a directory inside one, and leaves the part whole', () => {
+    const src = tree(path.join(tmpDir(), 'src'), SOURCE);
+    const root = tmpDir();
+    const parts = [0, 1].map((i) => {
+      const dir = path.join(root, `p${i}`);
+      expect(shardkit(['pack', src, '--out', dir, '--part', `${i}/2`]).status).toBe(0);
+      return dir;
+    });
+    const before = fs.readdirSync(parts[1] as string).sort();
+    for (const out of [parts[1] as string, path.join(parts[1] as string, 'merged')]) {
+      const r = shardkit(['merge', ...parts, '--out', out, '--force']);
+      expect(r.status, out).toBe(2);
+      expect(r.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INVALID_ARG: --out .* is part .* or inside it/);
+    }
+    expect(fs.readdirSync(parts[1] as string).sort()).toEqual(before);
+    expect(shardkit(['verify', parts[1] as string]).status).toBe(0);
+  });
+});
