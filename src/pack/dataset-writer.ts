@@ -45,6 +45,11 @@ export interface DatasetWriterOptions {
   passes?: ManifestPass[];
   /** Continue an interrupted write in `dir` (same options required). */
   resume?: boolean;
+  /**
+   * What else decides which samples are written, kept in the resume journal with the writer's own options: a
+   * resume with other values is refused (pack: the walk's filters, as its cursor counts the samples they let through).
+   */
+  resumeOptions?: Record<string, unknown>;
   /** Replace a dataset or interrupted write already in `dir`. */
   force?: boolean;
   /** fsync shards and index before the manifest is written (survives power loss, costs time). */
@@ -117,7 +122,15 @@ export class DatasetWriter {
     this.onShard = options.onShard;
     this.workDir = path.join(this.dir, WORK_DIR);
     this.journal = new JournalWriter(this.dir);
-    const decisive = { layout: this.layout, compress: this.compress, shardBytes: this.shardBytes, pageSize: this.pageSize, shardPrefix: this.prefix, passes: this.passes };
+    const decisive = {
+      layout: this.layout,
+      compress: this.compress,
+      shardBytes: this.shardBytes,
+      pageSize: this.pageSize,
+      shardPrefix: this.prefix,
+      passes: this.passes,
+      ...(options.resumeOptions === undefined ? {} : { input: options.resumeOptions }),
+    };
     const resumed = prepareDirectory(this.dir, this.workDir, options.resume === true, options.force === true, decisive);
     let runs = 0;
     let checkpoint: IndexCheckpoint | undefined;

@@ -145,6 +145,8 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     ...(options.part === undefined ? {} : { shardPrefix: partShardPrefix(options.part) }),
     passes: passes.map((p) => ({ name: p.name, params: p.params })),
     resume: options.resume ?? false,
+    // a resume skips as many samples as the interrupted walk had let through: the same filters must choose them
+    resumeOptions: { include: options.include ?? [], exclude: options.exclude ?? [], includeHidden: walkOptions.includeHidden, followSymlinks: walkOptions.followSymlinks },
     force: options.force ?? false,
     sync: options.sync ?? false,
   });

@@ -271,6 +271,12 @@ describe('shardkit pack', () => {
     const refused = shardkit(['pack', src, '--out', out, '--shard', '256KB']);
     expect(refused.status).toBe(2);
     expect(refused.stderr).toMatch(/--resume/);
+    // other filters would choose other samples than the cursor counted: refused, not mixed
+    for (const filter of [['--exclude', '*.cls'], ['--include', '*.bin'], ['--include-hidden'], ['--follow-symlinks']]) {
+      const mixed = shardkit(['pack', src, '--out', out, '--shard', '256KB', '--resume', ...filter]);
+      expect(mixed.status, filter.join(' ')).toBe(2);
+      expect(mixed.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INVALID_ARG: --resume needs the options of the interrupted pack/);
+    }
     const resumed = shardkit(['pack', src, '--out', out, '--shard', '256KB', '--resume', '--json']);
     expect(resumed.status, resumed.stderr).toBe(0);
     expect(JSON.parse(resumed.stdout).resumedSamples).toBeGreaterThan(0);
