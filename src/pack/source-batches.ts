@@ -21,6 +21,8 @@ export interface SourceBatchOptions {
   includeHidden: boolean;
   include?: string[];
   exclude?: string[];
+  /** Relative paths left out exactly (see WalkOptions.excludePaths): the pack's output inside its source. */
+  excludePaths?: string[];
   /** Only the samples of this part. */
   part?: PartSpec;
   /** Samples (of this part) to pass over without reading: written already by the run a `--resume` continues. */

@@ -18,6 +18,7 @@ export async function* sourceTasks(options: SourceBatchOptions, stats: (s: WalkS
     includeHidden: options.includeHidden,
     ...(options.include === undefined ? {} : { include: options.include }),
     ...(options.exclude === undefined ? {} : { exclude: options.exclude }),
+    ...(options.excludePaths === undefined ? {} : { excludePaths: options.excludePaths }),
     stat: false,
   });
   const root = normalize(options.root);
