@@ -88,6 +88,8 @@ export class DatasetWriter {
   readonly pageSize: number;
   /** Input samples already consumed by the interrupted write this one resumes (0 for a fresh write). */
   readonly resumedCursor: number;
+  /** Of a resumed write: the last sample it had written and its input position, for the caller to check its input. */
+  readonly resumedLast: { key: string; at: number } | undefined;
   private readonly prefix: string;
   private readonly passes: ManifestPass[];
   private readonly sync: boolean;
@@ -103,6 +105,7 @@ export class DatasetWriter {
   private readonly extra: Record<string, unknown> = {};
   private current: OpenShard | undefined;
   private cursor: number;
+  private last: { key: string; at: number } | undefined;
   private finished = false;
   private readonly onShard: ((shard: ShardRecord) => void) | undefined;
   /** Totals already recorded in the journal (the journal stores per-shard differences). */
@@ -146,6 +149,7 @@ export class DatasetWriter {
         runs = line.runs;
         checkpoint = line.index;
         this.cursor = line.cursor;
+        if (line.last !== undefined) this.last = line.last;
       }
       this.stats.shards = this.shards.length;
       this.journaled = { originalBytes: this.stats.originalBytes, storedBytes: this.stats.storedBytes, members: this.stats.members };
@@ -156,6 +160,7 @@ export class DatasetWriter {
       this.journal.begin(decisive);
     }
     this.resumedCursor = this.cursor;
+    this.resumedLast = this.last;
     this.sorter = new EntrySorter(this.workDir, runs, o.runEntries);
     // the live index continues from its checkpoint, or starts afresh with the write; once dropped, it stays dropped
     const liveFile = { tmpPath: path.join(this.workDir, LIVE_INDEX_FILE) };
@@ -210,6 +215,7 @@ export class DatasetWriter {
     this.stats.members += encoded.members.length;
     this.stats.originalBytes += encoded.originalBytes;
     for (const m of encoded.members) this.stats.storedBytes += m.storedSize;
+    this.last = { key, at: this.cursor };
     this.cursor++;
   }
 
@@ -315,6 +321,7 @@ export class DatasetWriter {
       runs: this.sorter.runCount,
       ...(index === undefined ? {} : { index }),
       cursor: this.cursor,
+      ...(this.last === undefined ? {} : { last: this.last }),
       skipped: this.skipped.slice(this.skippedJournaled),
       originalBytes: this.stats.originalBytes - this.journaled.originalBytes,
       storedBytes: this.stats.storedBytes - this.journaled.storedBytes,

@@ -28,6 +28,11 @@ export interface JournalShard {
   index?: IndexCheckpoint;
   /** Input samples consumed (added or skipped) when this shard was finished. */
   cursor: number;
+  /**
+   * The last sample written so far and its place among the input samples (0-based): a resume checks that the source
+   * still has that key there, since it skips `cursor` samples by count.
+   */
+  last?: { key: string; at: number };
   /** Skips recorded since the previous line. */
   skipped: { path: string; reason: string }[];
   originalBytes: number;

@@ -180,6 +180,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
       ...walkOptions,
       ...(options.part === undefined ? {} : { part: options.part }),
       skip: resumed,
+      ...(writer.resumedLast === undefined ? {} : { skipCheck: writer.resumedLast }),
       // without passes, the reader thread encodes samples for the writer too
       ...(passes.length === 0 ? { encode: { layout: writer.layout, codec: writer.compress === 'lz4' ? Codec.lz4 : Codec.none, pageSize: writer.pageSize } } : {}),
     },

@@ -27,6 +27,8 @@ export interface SourceBatchOptions {
   part?: PartSpec;
   /** Samples (of this part) to pass over without reading: written already by the run a `--resume` continues. */
   skip: number;
+  /** The last of those written and its position: the walk must still find that key there (else INPUT_CHANGED). */
+  skipCheck?: { key: string; at: number };
   /**
    * Encode each sample for the writer too (tar headers, LZ4, member CRCs; see encodeSample), so that work runs on
    * the reader's thread. Without it, batches carry the members' raw bytes (for passes).

@@ -3,6 +3,7 @@
  * already) cut into tasks for the readers (source-batches.ts).
  */
 import { normalize } from 'node:path';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { RunGrouper } from './group-samples.js';
 import { partOfKey } from './partition.js';
 import { TASK_SAMPLES, type SourceBatchOptions, type SourceTask } from './source-batches.js';
@@ -24,6 +25,7 @@ export async function* sourceTasks(options: SourceBatchOptions, stats: (s: WalkS
   const root = normalize(options.root);
   const grouper = new RunGrouper();
   let seen = 0;
+  const check = options.skipCheck;
   let task = 0;
   let keys: string[] = [];
   let counts: number[] = [];
@@ -44,13 +46,24 @@ export async function* sourceTasks(options: SourceBatchOptions, stats: (s: WalkS
       const first = member;
       member += count;
       if (options.part !== undefined && partOfKey(key, options.part.count) !== options.part.index) continue;
-      if (seen++ < options.skip) continue;
+      if (seen < options.skip) {
+        if (check !== undefined && seen === check.at && key !== check.key) throw sourceChanged(`sample ${seen + 1} is now ${JSON.stringify(key)}, the interrupted pack wrote ${JSON.stringify(check.key)} there`);
+        seen++;
+        continue;
+      }
+      seen++;
       keys.push(key);
       counts.push(count);
       for (let m = first; m < member; m++) exts.push(samples.exts[m] as string);
       if (keys.length === TASK_SAMPLES) yield cut();
     }
   }
+  if (seen < options.skip) throw sourceChanged(`it has ${seen} samples, the interrupted pack had written ${options.skip}`);
   if (keys.length > 0) yield cut();
   stats({ ...walk.stats });
+}
+
+/** A resume's source no longer has the samples the interrupted pack wrote, where it wrote them. */
+function sourceChanged(why: string): ShardkitError {
+  return new ShardkitError(ErrorCodes.INPUT_CHANGED, `the source changed since the interrupted pack (${why}); start over with --force`);
 }
