@@ -12,17 +12,18 @@ import type { EncodedSample } from '../../formats/sample-layout.js';
 import { memberPath } from '../../formats/sample.js';
 import { BatchBuilder } from './batch-builder.js';
 import type { PartSpec } from './partition.js';
+import type { WalkOptions } from './walk.js';
 import { nativeSampleReader, readTaskNative } from './read-samples.js';
 
-export interface SourceBatchOptions {
+/**
+ * The walk's filters, as WalkOptions has them: sourceTasks hands them on whole, so a filter added there reaches the
+ * walk that makes the tasks (the output's own excludePaths once did not).
+ */
+export type SourceWalkFilters = Required<Pick<WalkOptions, 'followSymlinks' | 'includeHidden'>> & Pick<WalkOptions, 'include' | 'exclude' | 'excludePaths'>;
+
+export interface SourceBatchOptions extends SourceWalkFilters {
   /** Absolute source directory. */
   root: string;
-  followSymlinks: boolean;
-  includeHidden: boolean;
-  include?: string[];
-  exclude?: string[];
-  /** Relative paths left out exactly (see WalkOptions.excludePaths): the pack's output inside its source. */
-  excludePaths?: string[];
   /** Only the samples of this part. */
   part?: PartSpec;
   /** Samples (of this part) to pass over without reading: written already by the run a `--resume` continues. */

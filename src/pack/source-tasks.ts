@@ -14,18 +14,11 @@ import { walkSource, type WalkStats } from './walk.js';
  * the reader's fstat (no lstat per file in the walk), and readers find each file from the root, key and extension.
  */
 export async function* sourceTasks(options: SourceBatchOptions, stats: (s: WalkStats) => void): AsyncGenerator<SourceTask> {
-  const walk = walkSource(options.root, {
-    followSymlinks: options.followSymlinks,
-    includeHidden: options.includeHidden,
-    ...(options.include === undefined ? {} : { include: options.include }),
-    ...(options.exclude === undefined ? {} : { exclude: options.exclude }),
-    ...(options.excludePaths === undefined ? {} : { excludePaths: options.excludePaths }),
-    stat: false,
-  });
-  const root = normalize(options.root);
+  const { root: source, part, skip, skipCheck: check, encode, ...filters } = options;
+  const walk = walkSource(source, { ...filters, stat: false });
+  const root = normalize(source);
   const grouper = new RunGrouper();
   let seen = 0;
-  const check = options.skipCheck;
   let task = 0;
   let keys: string[] = [];
   let counts: number[] = [];
@@ -45,8 +38,8 @@ export async function* sourceTasks(options: SourceBatchOptions, stats: (s: WalkS
       const count = samples.counts[s] as number;
       const first = member;
       member += count;
-      if (options.part !== undefined && partOfKey(key, options.part.count) !== options.part.index) continue;
-      if (seen < options.skip) {
+      if (part !== undefined && partOfKey(key, part.count) !== part.index) continue;
+      if (seen < skip) {
         if (check !== undefined && seen === check.at && key !== check.key) throw sourceChanged(`sample ${seen + 1} is now ${JSON.stringify(key)}, the interrupted pack wrote ${JSON.stringify(check.key)} there`);
         seen++;
         continue;
@@ -58,7 +51,7 @@ export async function* sourceTasks(options: SourceBatchOptions, stats: (s: WalkS
       if (keys.length === TASK_SAMPLES) yield cut();
     }
   }
-  if (seen < options.skip) throw sourceChanged(`it has ${seen} samples, the interrupted pack had written ${options.skip}`);
+  if (seen < skip) throw sourceChanged(`it has ${seen} samples, the interrupted pack had written ${skip}`);
   if (keys.length > 0) yield cut();
   stats({ ...walk.stats });
 }
