@@ -105,7 +105,9 @@ export class DatasetWriter {
   private readonly extra: Record<string, unknown> = {};
   private current: OpenShard | undefined;
   private cursor: number;
-  private last: { key: string; at: number } | undefined;
+  /** The last sample written and its input position (two fields: no object per sample on the write path). */
+  private lastKey: string | undefined;
+  private lastAt = -1;
   private finished = false;
   private readonly onShard: ((shard: ShardRecord) => void) | undefined;
   /** Totals already recorded in the journal (the journal stores per-shard differences). */
@@ -149,7 +151,10 @@ export class DatasetWriter {
         runs = line.runs;
         checkpoint = line.index;
         this.cursor = line.cursor;
-        if (line.last !== undefined) this.last = line.last;
+        if (line.last !== undefined) {
+          this.lastKey = line.last.key;
+          this.lastAt = line.last.at;
+        }
       }
       this.stats.shards = this.shards.length;
       this.journaled = { originalBytes: this.stats.originalBytes, storedBytes: this.stats.storedBytes, members: this.stats.members };
@@ -160,7 +165,7 @@ export class DatasetWriter {
       this.journal.begin(decisive);
     }
     this.resumedCursor = this.cursor;
-    this.resumedLast = this.last;
+    this.resumedLast = this.lastRecord();
     this.sorter = new EntrySorter(this.workDir, runs, o.runEntries);
     // the live index continues from its checkpoint, or starts afresh with the write; once dropped, it stays dropped
     const liveFile = { tmpPath: path.join(this.workDir, LIVE_INDEX_FILE) };
@@ -215,7 +220,8 @@ export class DatasetWriter {
     this.stats.members += encoded.members.length;
     this.stats.originalBytes += encoded.originalBytes;
     for (const m of encoded.members) this.stats.storedBytes += m.storedSize;
-    this.last = { key, at: this.cursor };
+    this.lastKey = key;
+    this.lastAt = this.cursor;
     this.cursor++;
   }
 
@@ -305,6 +311,10 @@ export class DatasetWriter {
     return this.current;
   }
 
+  private lastRecord(): { key: string; at: number } | undefined {
+    return this.lastKey === undefined ? undefined : { key: this.lastKey, at: this.lastAt };
+  }
+
   private closeShard(): void {
     const shard = this.current as OpenShard;
     this.current = undefined;
@@ -321,7 +331,7 @@ export class DatasetWriter {
       runs: this.sorter.runCount,
       ...(index === undefined ? {} : { index }),
       cursor: this.cursor,
-      ...(this.last === undefined ? {} : { last: this.last }),
+      ...(this.lastKey === undefined ? {} : { last: { key: this.lastKey, at: this.lastAt } }),
       skipped: this.skipped.slice(this.skippedJournaled),
       originalBytes: this.stats.originalBytes - this.journaled.originalBytes,
       storedBytes: this.stats.storedBytes - this.journaled.storedBytes,
