@@ -6,6 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { realPathOf } from '../pack/paths.js';
 
 /**
  * Sum of the `Rss:` of the mappings in a `/proc/PID/smaps` text whose file lies inside one of `dirs` (absolute
@@ -45,13 +46,8 @@ export function ownResidentMappedBytes(dirs: readonly string[]): number | null {
     return null;
   }
   // the kernel names a mapped file by its real path
-  return residentMappedBytes(smaps, dirs.map(realDir));
-}
-
-function realDir(dir: string): string {
-  try {
-    return fs.realpathSync(dir);
-  } catch {
-    return path.resolve(dir);
-  }
+  return residentMappedBytes(
+    smaps,
+    dirs.map((d) => realPathOf(path.resolve(d))),
+  );
 }
