@@ -170,6 +170,10 @@ export class DatasetWriter {
     // the live index continues from its checkpoint, or starts afresh with the write; once dropped, it stays dropped
     const liveFile = { tmpPath: path.join(this.workDir, LIVE_INDEX_FILE) };
     if (checkpoint !== undefined) {
+      // killed after the finished index was renamed into place but before the manifest: that file is the live index
+      // at its last checkpoint plus the end a resume rewrites anyway (header, shard table), so it goes back to work
+      const finished = path.join(this.dir, INDEX_FILE);
+      if (!fs.existsSync(liveFile.tmpPath) && fs.existsSync(finished)) fsCall('rename', finished, () => fs.renameSync(finished, liveFile.tmpPath));
       if (!fs.existsSync(liveFile.tmpPath)) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${this.dir}: the index of the interrupted pack is missing; start over with --force`, { file: this.dir });
       this.live = new IndexFileWriter(path.join(this.dir, INDEX_FILE), this.layout, this.pageSize, { ...liveFile, resume: checkpoint });
     } else if ((resumed === undefined || resumed.length === 0) && options.liveIndex !== false) {

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ErrorCodes } from '../../formats/errors.js';
 import { DatasetWriter } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
@@ -197,6 +197,44 @@ describe('DatasetWriter', () => {
     const got = await ds.get('k/00003');
     expect(Buffer.from(got!.members.bin!).equals(Buffer.from(sample(3).members.bin!))).toBe(true);
     await ds.close();
+  });
+
+  it('resumes a write killed between the index rename and the manifest rename to the same bytes', async () => {
+    const opts = { shardBytes: 16 * 1024, pageSize: 1024 };
+    const size = (i: number) => 100 + (i % 50) * 40;
+    // in key order (the live index was renamed into place), and with two keys swapped (the index came from runs)
+    const inOrder = Array.from({ length: 600 }, (_, i) => i);
+    const swapped = inOrder.map((i) => (i === 300 ? 301 : i === 301 ? 300 : i));
+    for (const order of [inOrder, swapped]) {
+      const write = async (dir: string): Promise<void> => {
+        const w = new DatasetWriter({ dir, ...opts });
+        for (const i of order) w.add(sample(i, size(i)));
+        w.addFile('classes.txt', enc.encode('a\nb\n'));
+        await w.finish();
+      };
+      const full = tmpDir();
+      await write(full);
+      const dir = tmpDir();
+      const rename = fs.renameSync;
+      const spy = vi.spyOn(fs, 'renameSync').mockImplementation((from, to) => {
+        if (String(to).endsWith('manifest.json')) throw Object.assign(new Error('killed'), { code: 'EIO' });
+        rename(from, to);
+      });
+      try {
+        await expect(write(dir)).rejects.toThrow(/killed/);
+      } finally {
+        spy.mockRestore();
+      }
+      expect(fs.existsSync(path.join(dir, 'index.skidx'))).toBe(true);
+      expect(fs.existsSync(path.join(dir, 'manifest.json'))).toBe(false);
+      const r = new DatasetWriter({ dir, ...opts, resume: true });
+      expect(r.resumedCursor).toBe(order.length);
+      r.addFile('classes.txt', enc.encode('a\nb\n'));
+      await r.finish();
+      const names = fs.readdirSync(full).sort();
+      expect(fs.readdirSync(dir).sort()).toEqual(names);
+      for (const n of names) expect(fs.readFileSync(path.join(dir, n)).equals(fs.readFileSync(path.join(full, n))), n).toBe(true);
+    }
   });
 
   it('resumes after the last finished shard with byte-identical output', async () => {
