@@ -49,6 +49,14 @@ export interface Manifest {
   skipped: { path: string; reason: string }[];
   /** Fields contributed by passes (e.g. `classes`). */
   extra: Record<string, unknown>;
+  /** Of a dataset packed with `--part I/N`: which part it is (absent on whole datasets, merged ones included). */
+  part?: ManifestPart;
+}
+
+/** Part `index` (0-based) of `count`. */
+export interface ManifestPart {
+  index: number;
+  count: number;
 }
 
 const HEX8 = /^[0-9a-f]{8}$/;
@@ -98,6 +106,8 @@ export function parseManifest(text: string, file: string): Manifest {
   if (!Array.isArray(doc.files) || !doc.files.every((f: unknown) => typeof f === 'string' && SAFE_NAME.test(f))) bad('files', 'is malformed');
   if (!Array.isArray(doc.skipped) || !doc.skipped.every((s: unknown) => isObject(s) && typeof s.path === 'string' && typeof s.reason === 'string')) bad('skipped', 'is malformed');
   if (!isObject(doc.extra)) bad('extra', 'is not an object');
+  const part = doc.part;
+  if (part !== undefined && (!isObject(part) || !isCount(part.index) || !isCount(part.count) || part.index >= part.count)) bad('part', 'is malformed');
   return doc as unknown as Manifest;
 }
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { crc32cHex } from '../../formats/checksum.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import type { Layout, ShardRecord } from '../../formats/index-layout.js';
-import { MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION, serializeManifest, type Manifest, type ManifestPass } from '../../formats/manifest.js';
+import { MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION, serializeManifest, type Manifest, type ManifestPart, type ManifestPass } from '../../formats/manifest.js';
 import { VERSION } from '../version.js';
 import { fsCall } from './fs-errors.js';
 import { IndexFileWriter, writeIndexFile } from './index-file.js';
@@ -31,6 +31,8 @@ export interface CommitInput {
   keepFiles?: readonly string[];
   skipped: { path: string; reason: string }[];
   extra: Record<string, unknown>;
+  /** Recorded for a dataset that is one part of a partitioned pack. */
+  part?: ManifestPart;
 }
 
 export function commitDataset(c: CommitInput): Manifest {
@@ -56,6 +58,7 @@ export function commitDataset(c: CommitInput): Manifest {
     files: names,
     skipped: c.skipped,
     extra: c.extra,
+    ...(c.part === undefined ? {} : { part: { index: c.part.index, count: c.part.count } }),
   };
   writeAtomically(path.join(c.dir, MANIFEST_FILE), new TextEncoder().encode(serializeManifest(manifest)));
   return manifest;

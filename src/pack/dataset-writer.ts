@@ -10,7 +10,7 @@ import { utf8Bytes } from '../../formats/bytes.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { Codec, spanLength, type IndexEntry } from '../../formats/index-entry.js';
 import { DEFAULT_PAGE_SIZE, validatePageSize, type Layout, type ShardRecord } from '../../formats/index-layout.js';
-import { MANIFEST_FILE, type Manifest, type ManifestPass } from '../../formats/manifest.js';
+import { MANIFEST_FILE, type Manifest, type ManifestPart, type ManifestPass } from '../../formats/manifest.js';
 import { encodePackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
 import type { Sample } from '../../formats/sample.js';
 import { encodeSample, type EncodedSample } from '../../formats/sample-layout.js';
@@ -41,6 +41,8 @@ export interface DatasetWriterOptions {
   pageSize?: number;
   /** Shard file name prefix (default `shard-`); parts of a partitioned pack use their own. */
   shardPrefix?: string;
+  /** Which part of a partitioned pack this is, recorded in the manifest so `merge` can check it has every part. */
+  part?: ManifestPart;
   /** Passes recorded in the manifest. */
   passes?: ManifestPass[];
   /** Continue an interrupted write in `dir` (same options required). */
@@ -93,6 +95,7 @@ export class DatasetWriter {
   private readonly prefix: string;
   private readonly passes: ManifestPass[];
   private readonly sync: boolean;
+  private readonly part: ManifestPart | undefined;
   private readonly workDir: string;
   private readonly journal: JournalWriter;
   private readonly sorter: EntrySorter;
@@ -122,6 +125,7 @@ export class DatasetWriter {
     this.shardBytes = o.shardBytes;
     this.pageSize = o.pageSize;
     this.prefix = o.shardPrefix;
+    this.part = o.part;
     this.passes = o.passes;
     this.sync = o.sync;
     this.onShard = options.onShard;
@@ -269,6 +273,7 @@ export class DatasetWriter {
       files: this.files,
       skipped: this.skipped,
       extra: this.extra,
+      ...(this.part === undefined ? {} : { part: this.part }),
     });
     fs.rmSync(this.workDir, { recursive: true, force: true });
     return manifest;
@@ -357,6 +362,7 @@ interface ValidOptions {
   passes: ManifestPass[];
   sync: boolean;
   runEntries: number;
+  part: ManifestPart | undefined;
 }
 
 function validateOptions(o: DatasetWriterOptions): ValidOptions {
@@ -378,7 +384,11 @@ function validateOptions(o: DatasetWriterOptions): ValidOptions {
   if (!/^[A-Za-z0-9._-]*$/.test(shardPrefix)) bad('shardPrefix', 'letters, digits, ".", "_" or "-"', shardPrefix);
   const runEntries = o.runEntries ?? 100_000;
   if (!Number.isSafeInteger(runEntries) || runEntries < 1) bad('runEntries', 'a positive integer', runEntries);
-  return { dir: o.dir, layout, compress, shardBytes, pageSize, shardPrefix, passes: o.passes ?? [], sync: o.sync ?? false, runEntries };
+  const part = o.part;
+  if (part !== undefined && !(Number.isSafeInteger(part.count) && part.count >= 1 && Number.isSafeInteger(part.index) && part.index >= 0 && part.index < part.count)) {
+    bad('part', '{ index, count } with 0 <= index < count', part);
+  }
+  return { dir: o.dir, layout, compress, shardBytes, pageSize, shardPrefix, passes: o.passes ?? [], sync: o.sync ?? false, runEntries, part };
 }
 
 /**

@@ -7,7 +7,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
-import { MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
+import { compareKeys } from '../../formats/key-order.js';
+import { MANIFEST_FILE, type Manifest, type ManifestPart } from '../../formats/manifest.js';
+import { splitKey } from '../../formats/sample.js';
 import { openDataset, type Dataset } from '../read/dataset.js';
 import { commitDataset } from './commit.js';
 import { EntrySorter } from './entry-runs.js';
@@ -41,6 +43,7 @@ export async function mergeParts(parts: string[], out: string, options: { force?
   const datasets: Dataset[] = [];
   try {
     for (const p of parts) datasets.push(await openDataset(p));
+    checkParts(datasets);
     const first = (datasets[0] as Dataset).manifest;
     for (const ds of datasets.slice(1)) checkCompatible(first, ds);
     fsCall('create', out, () => fs.mkdirSync(path.join(out, WORK_DIR), { recursive: true }));
@@ -73,7 +76,7 @@ export async function mergeParts(parts: string[], out: string, options: { force?
       sync: options.sync ?? false,
       passes: first.passes,
       files,
-      skipped: datasets.flatMap((d) => d.manifest.skipped),
+      skipped: inKeyOrder(datasets.flatMap((d) => d.manifest.skipped)),
       extra: first.extra,
     });
     fs.rmSync(path.join(out, WORK_DIR), { recursive: true, force: true });
@@ -81,6 +84,41 @@ export async function mergeParts(parts: string[], out: string, options: { force?
   } finally {
     for (const ds of datasets) await ds.close();
   }
+}
+
+/**
+ * Parts of a partitioned pack (their manifests say which part they are) must all be there, once each, and go in
+ * part order whatever order they were given in: the merge then names its shards the same way every time. Datasets
+ * packed without --part merge in the order given.
+ */
+function checkParts(datasets: Dataset[]): void {
+  const parts = datasets.map((d) => d.manifest.part);
+  if (parts.every((p) => p === undefined)) return;
+  const plain = datasets.find((d) => d.manifest.part === undefined);
+  if (plain !== undefined) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${plain.location} was not packed with --part I/N, unlike the other datasets to merge`, { file: plain.location });
+  const count = (parts[0] as ManifestPart).count;
+  const seen = new Map<number, Dataset>();
+  for (const ds of datasets) {
+    const p = ds.manifest.part as ManifestPart;
+    if (p.count !== count) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${ds.location} is part ${p.index}/${p.count}, but ${(datasets[0] as Dataset).location} is one of ${count} parts`, { file: ds.location });
+    const twin = seen.get(p.index);
+    if (twin !== undefined) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${twin.location} and ${ds.location} are both part ${p.index}/${count}`, { file: ds.location });
+    seen.set(p.index, ds);
+  }
+  const missing = Array.from({ length: count }, (_, i) => i).filter((i) => !seen.has(i));
+  if (missing.length > 0) {
+    const list = missing.slice(0, 8).map((i) => `${i}/${count}`).join(', ') + (missing.length > 8 ? ` and ${missing.length - 8} more` : '');
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `merge needs every part of the pack: ${list} missing`);
+  }
+  datasets.sort((a, b) => (a.manifest.part as ManifestPart).index - (b.manifest.part as ManifestPart).index);
+}
+
+/** The skipped inputs of all parts in the order a one-machine pack lists them: by sample key (the sort is stable). */
+function inKeyOrder(skipped: { path: string; reason: string }[]): { path: string; reason: string }[] {
+  return skipped
+    .map((s) => ({ s, key: splitKey(s.path).key }))
+    .sort((a, b) => compareKeys(a.key, b.key))
+    .map((x) => x.s);
 }
 
 function checkCompatible(a: Manifest, ds: Dataset): void {

@@ -142,7 +142,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     ...(options.compress === undefined ? {} : { compress: options.compress }),
     ...(options.shardBytes === undefined ? {} : { shardBytes: options.shardBytes }),
     ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),
-    ...(options.part === undefined ? {} : { shardPrefix: partShardPrefix(options.part) }),
+    ...(options.part === undefined ? {} : { shardPrefix: partShardPrefix(options.part), part: options.part }),
     passes: passes.map((p) => ({ name: p.name, params: p.params })),
     resume: options.resume ?? false,
     // a resume skips as many samples as the interrupted walk had let through: the same filters must choose them

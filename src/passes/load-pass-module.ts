@@ -5,7 +5,7 @@ import { basename, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectLocalPath } from '../io/location.js';
-import { checkParams, checkPassResult, customPass, type Pass, type SampleFunction } from './pass.js';
+import { checkParams, checkPassResult, customPass, runUserCode, type Pass, type SampleFunction } from './pass.js';
 
 /**
  * Imports a module whose default export is a function `(sample, ctx) => sample | 'skip'` (sync or async), a
@@ -64,7 +64,7 @@ function checkedPass(user: Partial<Pass> & Pick<Pass, 'name' | 'run'>): Pass {
     name: user.name,
     params,
     async run(sample, ctx) {
-      return checkPassResult(user.name, sample.key, await user.run(sample, ctx));
+      return checkPassResult(user.name, sample.key, await runUserCode(user.name, sample.key, () => user.run(sample, ctx)));
     },
   };
   if (typeof user.prepare === 'function') {

@@ -3,7 +3,7 @@
  * training reads the prepared variant instead of every researcher writing back millions of small files.
  */
 import type { Sample } from '../../formats/sample.js';
-import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 
 export interface PassContext {
   /** Source relative path of each member, by ext, when packing from files (before any pass renamed members). */
@@ -27,7 +27,8 @@ export interface Pass {
   prepare?(keys: AsyncIterable<string>): Promise<void>;
   /**
    * Transforms one sample, or returns `'skip'` to leave it out of the dataset. Must not change `key`.
-   * @throws ShardkitError INPUT when a member cannot be decoded; the pipeline decides to fail or skip.
+   * @throws ShardkitError INPUT when a member cannot be decoded; the pipeline decides to fail or skip. (A user's
+   *   pass may throw anything: see runUserCode.)
    */
   run(sample: Sample, ctx: PassContext): Promise<Sample | 'skip'>;
   /** Optional: files for the dataset root and fields for the manifest, after all samples. */
@@ -61,9 +62,24 @@ export function customPass(name: string, fn: SampleFunction, params: Record<stri
     name,
     params,
     async run(sample, ctx) {
-      return checkPassResult(name, sample.key, await fn(sample, ctx));
+      return checkPassResult(name, sample.key, await runUserCode(name, sample.key, () => fn(sample, ctx)));
     },
   };
+}
+
+/**
+ * Calls a user's pass on one sample. What it throws, other than a ShardkitError, is that sample's failure (INPUT,
+ * naming the pass and the sample): the pack stops on it, or with `--on-error skip` leaves the sample out and lists
+ * why. Not shardkit's internal error.
+ */
+export async function runUserCode<T>(name: string, key: string, call: () => T | Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (isShardkitError(err)) throw err;
+    const reason = err instanceof Error ? `${err.name === 'Error' ? '' : `${err.name}: `}${err.message.split('\n')[0]}` : String(err);
+    throw new ShardkitError(ErrorCodes.INPUT, `pass ${name} failed on sample ${key}: ${reason}`, { key, cause: err });
+  }
 }
 
 export function checkParams(name: string, params: unknown): asserts params is Record<string, unknown> {

@@ -147,6 +147,21 @@ describe('shardkit pack', () => {
     expect(failed.stderr).toBe('shardkit: SHARDKIT_ERR_INPUT: label missing\n');
   });
 
+  it("takes whatever else a pass module throws as that sample's failure, not shardkit's internal error", () => {
+    const dir = tmpDir();
+    const mod = path.join(dir, 'buggy.mjs');
+    fs.writeFileSync(mod, `export default (s) => { if (s.key === 'cat/002') return s.members.nope.length; return s; };\n`);
+    const failed = shardkit(['pack', IMAGES, '--out', path.join(dir, 'fail'), ...GOOD, '--pass-module', mod]);
+    expect(failed.status).toBe(1);
+    expect(failed.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INPUT: pass custom:buggy\.mjs failed on sample cat\/002: TypeError: Cannot read properties of undefined \(reading 'length'\)\n$/);
+    expect(fs.existsSync(path.join(dir, 'fail', 'manifest.json'))).toBe(false);
+    const skipped = path.join(dir, 'skip');
+    const r = shardkit(['pack', IMAGES, '--out', skipped, ...GOOD, '--pass-module', mod, '--on-error', 'skip', '--quiet']);
+    expect(r.status, r.stderr).toBe(0);
+    const m = JSON.parse(fs.readFileSync(path.join(skipped, 'manifest.json'), 'utf8'));
+    expect(m.skipped.map((x: { path: string }) => x.path)).toEqual(['cat/002.png']);
+  });
+
   it('stops at an undecodable image with a one-line error and no manifest (--on-error fail)', () => {
     const out = path.join(tmpDir(), 'ds');
     const r = shardkit(['pack', IMAGES, '--out', out, '--pass', 'resize=16x16']);
@@ -289,14 +304,35 @@ describe('shardkit pack', () => {
   it('packs parts on separate "machines" and merges them into the content of a one-machine pack', async () => {
     const src = makeTree(200);
     const root = tmpDir();
+    // a pass that fails on some samples, so every part has skipped inputs to list
+    const mod = path.join(root, 'fail-some.mjs');
+    fs.writeFileSync(mod, `export default (s) => { if (/[37]$/.test(s.key)) throw new Error('odd one'); return s; };\n`);
+    const opts = ['--shard', '64KB', '--pass-module', mod, '--on-error', 'skip'];
     const one = path.join(root, 'one');
-    expect(shardkit(['pack', src, '--out', one, '--shard', '64KB']).status).toBe(0);
+    expect(shardkit(['pack', src, '--out', one, ...opts]).status).toBe(0);
     const parts = [0, 1, 2].map((i) => path.join(root, `part${i}`));
-    parts.forEach((p, i) => expect(shardkit(['pack', src, '--out', p, '--part', `${i}/3`, '--shard', '64KB']).status).toBe(0));
+    parts.forEach((p, i) => expect(shardkit(['pack', src, '--out', p, '--part', `${i}/3`, ...opts]).status).toBe(0));
+    const manifestOf = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
+    parts.forEach((p, i) => expect(manifestOf(p).part).toEqual({ index: i, count: 3 }));
+    // a part missing or given twice is refused: the result would not be the whole dataset
+    const missing = shardkit(['merge', parts[0]!, parts[2]!, '--out', path.join(root, 'm1')]);
+    expect([missing.status, missing.stderr.trim()]).toEqual([2, 'shardkit: SHARDKIT_ERR_INVALID_ARG: merge needs every part of the pack: 1/3 missing']);
+    const twice = shardkit(['merge', parts[0]!, parts[1]!, parts[1]!, '--out', path.join(root, 'm2')]);
+    expect(twice.status).toBe(2);
+    expect(twice.stderr).toMatch(/are both part 1\/3/);
+    expect(fs.existsSync(path.join(root, 'm1', 'manifest.json')) || fs.existsSync(path.join(root, 'm2', 'manifest.json'))).toBe(false);
     const merged = path.join(root, 'merged');
     const r = shardkit(['merge', ...parts, '--out', merged]);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/hard linked/);
+    // the parts given in another order merge to the same bytes
+    const shuffled = path.join(root, 'shuffled');
+    expect(shardkit(['merge', parts[2]!, parts[0]!, parts[1]!, '--out', shuffled]).status).toBe(0);
+    for (const name of fs.readdirSync(merged)) expect(fs.readFileSync(path.join(shuffled, name)).equals(fs.readFileSync(path.join(merged, name))), name).toBe(true);
+    const m = manifestOf(merged);
+    expect(m.part).toBeUndefined();
+    expect(m.skipped.length).toBeGreaterThan(10);
+    expect(m.skipped).toEqual(manifestOf(one).skipped);
     const a = await openDataset(one);
     const b = await openDataset(merged);
     expect(b.size).toBe(a.size);
