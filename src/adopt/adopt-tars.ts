@@ -66,9 +66,8 @@ export async function adoptTars(tars: readonly string[], options: AdoptOptions):
   });
   const out = path.resolve(options.out);
   fsCall('create', out, () => fs.mkdirSync(out, { recursive: true }));
-  if (fs.existsSync(path.join(out, MANIFEST_FILE))) {
-    if (options.force !== true) throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${out} already holds a dataset; use --force to replace its index and manifest`, { file: out });
-    fs.rmSync(path.join(out, MANIFEST_FILE));
+  if (fs.existsSync(path.join(out, MANIFEST_FILE)) && options.force !== true) {
+    throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${out} already holds a dataset; use --force to replace its index and manifest`, { file: out });
   }
   const outReal = fs.realpathSync(out);
   const used = new Set<string>([MANIFEST_FILE, INDEX_FILE, ADOPT_WORK_DIR]);
@@ -77,6 +76,9 @@ export async function adoptTars(tars: readonly string[], options: AdoptOptions):
   const skipped: { path: string; reason: string }[] = [];
   const rules = { style: 'webdataset' as const, lz4: 'no' as const, maxKeyBytes: maxKeyBytes(pageSize), maxMemberBytes: DEFAULT_MAX_MEMBER_BYTES };
   return scanTarShards(out, placed.map((p) => p.file), { ...rules, onSkip: (where, reason) => skipped.push({ path: where, reason }) }, options.onProgress, ({ sorter, shards }) => {
+    // with --force, the dataset there stays usable until every tar has been scanned; its manifest goes before the
+    // new index, so an interruption from here leaves no manifest rather than one that names another index
+    fsCall('remove', path.join(out, MANIFEST_FILE), () => fs.rmSync(path.join(out, MANIFEST_FILE), { force: true }));
     const manifest = writeDatasetFiles({
       dir: out,
       shards,

@@ -159,6 +159,12 @@ with tarfile.open(sys.argv[1], 'w', format=tarfile.PAX_FORMAT) as t:
     await expect(adoptTars([one], { out })).rejects.toMatchObject({ code: ErrorCodes.OUTPUT_EXISTS });
     const again = await adoptTars([one, two], { out, force: true });
     expect(again.shards.map((x) => x.file)).toEqual(['data.tar', 'data-1.tar']);
+    // a --force run that fails on a bad tar leaves the dataset there as it was
+    const before = await samplesOf(out);
+    const bad = path.join(tmpDir(), 'bad.tar');
+    fs.writeFileSync(bad, Buffer.alloc(4096, 0x41));
+    await expect(adoptTars([one, bad], { out, force: true })).rejects.toMatchObject({ code: ErrorCodes.CORRUPT_SHARD });
+    expect(await samplesOf(out)).toEqual(before);
   });
 
   it('falls back to symlinks when asked (or across filesystems) and indexes tars already in place', async () => {
