@@ -157,7 +157,7 @@ function summaryLine(s: ReturnType<typeof packSummary>): string {
   if (s.skipped.length > 0) parts.push(`${s.skipped.length} skipped (listed in the manifest)`);
   if (s.oversizeSamples > 0) parts.push(`${s.oversizeSamples} sample${s.oversizeSamples === 1 ? '' : 's'} larger than --shard, each in its own shard`);
   const w = s.walk;
-  const left = [w.skippedSymlinks && `${w.skippedSymlinks} symlinks`, w.skippedHidden && `${w.skippedHidden} hidden`, w.skippedExcluded && `${w.skippedExcluded} excluded`, w.skippedOther && `${w.skippedOther} special files`].filter(Boolean);
+  const left = [w.skippedSymlinks && `${w.skippedSymlinks} symlinks`, w.skippedCycles && `${w.skippedCycles} symlink loops`, w.skippedHidden && `${w.skippedHidden} hidden`, w.skippedExcluded && `${w.skippedExcluded} excluded`, w.skippedOther && `${w.skippedOther} special files`].filter(Boolean);
   if (left.length > 0) parts.push(`not packed: ${left.join(', ')}`);
   if (!s.native) parts.push('without the native addon (slower: `npm run build:native` builds it)');
   return parts.join('; ');

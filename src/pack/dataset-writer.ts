@@ -23,6 +23,7 @@ import { fsCall } from './fs-errors.js';
 import { commitDataset, INDEX_FILE } from './commit.js';
 import { JournalWriter, WORK_DIR, readJournal, type JournalShard } from './journal.js';
 import { ShardFile } from './shard-file.js';
+import { inKeyOrder, type SkippedInput } from './skipped.js';
 
 export { INDEX_FILE };
 export const DEFAULT_SHARD_BYTES = 1024 ** 3;
@@ -102,8 +103,10 @@ export class DatasetWriter {
   /** The index, built as entries arrive while they arrive in key order (a fresh write only); see addLive. */
   private live: IndexFileWriter | undefined;
   private readonly shards: ShardRecord[] = [];
-  private readonly skipped: { path: string; reason: string }[] = [];
+  private readonly skipped: SkippedInput[] = [];
   private skippedJournaled = 0;
+  /** Inputs refused before they became samples (see refuse); not journaled. */
+  private readonly refused: SkippedInput[] = [];
   private readonly files = new Map<string, Uint8Array>();
   private readonly extra: Record<string, unknown> = {};
   private current: OpenShard | undefined;
@@ -240,6 +243,15 @@ export class DatasetWriter {
     this.cursor++;
   }
 
+  /**
+   * Lists an input that never became a sample (pack's walk refused its name) in the manifest's skipped list, in key
+   * order with the others. Not counted in the resume cursor, and not journaled: a resumed pack walks the whole source
+   * again and refuses it again.
+   */
+  refuse(inputPath: string, reason: string): void {
+    this.refused.push({ path: inputPath, reason });
+  }
+
   /** A file for the dataset directory (e.g. classes.txt), written before the manifest and listed in it. */
   addFile(name: string, bytes: Uint8Array): void {
     if (!/^[^/\\\0]+$/.test(name) || name === MANIFEST_FILE || name === INDEX_FILE || name.startsWith('.')) {
@@ -271,7 +283,7 @@ export class DatasetWriter {
       sync: this.sync,
       passes: this.passes,
       files: this.files,
-      skipped: this.skipped,
+      skipped: this.refused.length === 0 ? this.skipped : inKeyOrder([...this.skipped, ...this.refused]),
       extra: this.extra,
       ...(this.part === undefined ? {} : { part: this.part }),
     });

@@ -7,9 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
-import { compareKeys } from '../../formats/key-order.js';
 import { MANIFEST_FILE, type Manifest, type ManifestPart } from '../../formats/manifest.js';
-import { splitKey } from '../../formats/sample.js';
 import { openDataset, type Dataset } from '../read/dataset.js';
 import { commitDataset } from './commit.js';
 import { EntrySorter } from './entry-runs.js';
@@ -17,6 +15,7 @@ import { expectLocalPath } from '../io/location.js';
 import { isInside, realPathOf } from './paths.js';
 import { fsCall } from './fs-errors.js';
 import { WORK_DIR } from './journal.js';
+import { inKeyOrder } from './skipped.js';
 
 export interface MergeResult {
   manifest: Manifest;
@@ -111,14 +110,6 @@ function checkParts(datasets: Dataset[]): void {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `merge needs every part of the pack: ${list} missing`);
   }
   datasets.sort((a, b) => (a.manifest.part as ManifestPart).index - (b.manifest.part as ManifestPart).index);
-}
-
-/** The skipped inputs of all parts in the order a one-machine pack lists them: by sample key (the sort is stable). */
-function inKeyOrder(skipped: { path: string; reason: string }[]): { path: string; reason: string }[] {
-  return skipped
-    .map((s) => ({ s, key: splitKey(s.path).key }))
-    .sort((a, b) => compareKeys(a.key, b.key))
-    .map((x) => x.s);
 }
 
 function checkCompatible(a: Manifest, ds: Dataset): void {

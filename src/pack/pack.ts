@@ -18,12 +18,12 @@ import { RunGrouper, walkSamples } from './group-samples.js';
 import { batchSamples, sampleError, type SampleInputError } from './source-batches.js';
 import { openSourceBatches, type ReaderThreads, type SourceBatches } from './source-threads.js';
 import { DEFAULT_READ_THREADS, INITIAL_READ_THREADS, workerAvailable } from './reader-start.js';
-import { memberPath } from '../../formats/sample.js';
+import { memberPath, splitKey } from '../../formats/sample.js';
 import { nativeAvailable, useNativeCrc32c } from '../native/native.js';
 import { runPipeline, settle, settleEncoded, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 import { partOfKey, partShardPrefix, type PartSpec } from './partition.js';
 import { finishWithPassOutputs, preparePasses } from './run-passes.js';
-import { walkSource, type WalkOptions, type WalkStats } from './walk.js';
+import { walkSource, type WalkOptions, type WalkSkipReason, type WalkStats } from './walk.js';
 import { writePackReport } from './pack-report.js';
 
 export interface PackProgress {
@@ -122,6 +122,8 @@ export async function pack(options: PackOptions): Promise<PackResult> {
   const walkOptions = {
     followSymlinks: options.followSymlinks ?? false,
     includeHidden: options.includeHidden ?? false,
+    // a name that is not UTF-8 can be no key: the first one stops the pack, or with skip it is listed as skipped
+    badNames: onError,
     ...(options.include === undefined ? {} : { include: options.include }),
     ...(options.exclude === undefined ? {} : { exclude: options.exclude }),
     // an output directory inside the source is never packed into itself (its exact path: a glob would match that
@@ -180,6 +182,10 @@ export async function pack(options: PackOptions): Promise<PackResult> {
       ...walkOptions,
       ...(options.part === undefined ? {} : { part: options.part }),
       skip: resumed,
+      // the walk that makes the tasks lists the names it refused (each once: the other walks only count samples)
+      onSkip: (relPath: string, reason: WalkSkipReason) => {
+        if (reason === 'not-utf8' && inPart(splitKey(relPath).key)) writer.refuse(relPath, `${ErrorCodes.INPUT}: the name is not valid UTF-8 (shown with \\xNN for its bad bytes); keys and member names must be UTF-8`);
+      },
       ...(writer.resumedLast === undefined ? {} : { skipCheck: writer.resumedLast }),
       // without passes, the reader thread encodes samples for the writer too
       ...(passes.length === 0 ? { encode: { layout: writer.layout, codec: writer.compress === 'lz4' ? Codec.lz4 : Codec.none, pageSize: writer.pageSize } } : {}),

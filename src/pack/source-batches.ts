@@ -19,7 +19,7 @@ import { nativeSampleReader, readTaskNative } from './read-samples.js';
  * The walk's filters, as WalkOptions has them: sourceTasks hands them on whole, so a filter added there reaches the
  * walk that makes the tasks (the output's own excludePaths once did not).
  */
-export type SourceWalkFilters = Required<Pick<WalkOptions, 'followSymlinks' | 'includeHidden'>> & Pick<WalkOptions, 'include' | 'exclude' | 'excludePaths'>;
+export type SourceWalkFilters = Required<Pick<WalkOptions, 'followSymlinks' | 'includeHidden'>> & Pick<WalkOptions, 'include' | 'exclude' | 'excludePaths' | 'badNames' | 'onSkip'>;
 
 export interface SourceBatchOptions extends SourceWalkFilters {
   /** Absolute source directory. */

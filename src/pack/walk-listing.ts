@@ -1,6 +1,6 @@
 /**
  * One directory's listing for the walk (walk.ts): from the native addon, read and sorted in C on the thread pool,
- * or from fs.readdir. Names that are not UTF-8 are refused here, naming their bytes.
+ * or from fs.readdir. Names that are not UTF-8 are refused here, naming their bytes, or left out and handed back.
  */
 import { readdir } from 'node:fs/promises';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
@@ -15,6 +15,8 @@ export interface RawListing {
   kinds: string;
   names: string[];
   sorted: boolean;
+  /** Names that are not UTF-8, left out of `names` (when asked to skip them), escaped (see escapeName), in byte order. */
+  badNames?: string[];
 }
 
 export const KIND_FILE = 'f'.charCodeAt(0);
@@ -24,26 +26,62 @@ export const KIND_LINK = 'l'.charCodeAt(0);
 // strict, and a name may start with U+FEFF (the default decoder would drop it)
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-function decodeName(raw: Buffer, dirRel: string): string {
+/** The name, or undefined when it is not UTF-8. */
+function decodeName(raw: Buffer): string | undefined {
   try {
     return utf8.decode(raw);
   } catch {
-    throw new ShardkitError(
-      ErrorCodes.INPUT,
-      `A file name in ${dirRel === '' ? 'the source root' : dirRel} is not valid UTF-8 (bytes ${raw.toString('hex')}); rename it: keys and member names must be UTF-8`,
-      { file: dirRel },
-    );
+    return undefined;
   }
+}
+
+function badNameError(raw: Buffer, dirRel: string): ShardkitError {
+  return new ShardkitError(
+    ErrorCodes.INPUT,
+    `A file name in ${dirRel === '' ? 'the source root' : dirRel} is not valid UTF-8 (bytes ${raw.toString('hex')}); rename it: keys and member names must be UTF-8`,
+    { file: dirRel },
+  );
+}
+
+/** A name that is not UTF-8 as text: its valid UTF-8 as it is, every other byte as `\xNN`. */
+export function escapeName(raw: Uint8Array): string {
+  let out = '';
+  let start = 0;
+  for (let i = 0; i < raw.length; ) {
+    const n = utf8SequenceLength(raw, i);
+    if (n > 0) {
+      i += n;
+      continue;
+    }
+    out += utf8.decode(raw.subarray(start, i)) + `\\x${(raw[i] as number).toString(16).padStart(2, '0')}`;
+    start = ++i;
+  }
+  return out + utf8.decode(raw.subarray(start));
+}
+
+/** Length of the well-formed UTF-8 sequence at `i` (as the decoder accepts it), 0 when there is none. */
+function utf8SequenceLength(b: Uint8Array, i: number): number {
+  const lead = b[i] as number;
+  if (lead < 0x80) return 1;
+  const n = lead >= 0xc2 && lead <= 0xdf ? 2 : lead >= 0xe0 && lead <= 0xef ? 3 : lead >= 0xf0 && lead <= 0xf4 ? 4 : 0;
+  if (n === 0 || i + n > b.length) return 0;
+  return decodeName(Buffer.from(b.subarray(i, i + n))) === undefined ? 0 : n;
 }
 
 /**
  * Reads one directory's entries: with the native addon, listed and sorted in C on the thread pool (two strings,
  * not a Dirent per entry); else with fs.readdir, whose Dirents say the kinds. Node decodes names as UTF-8 and puts
  * U+FFFD where the bytes are not UTF-8; only a listing that holds U+FFFD is read again as bytes, to tell a name
- * that is not UTF-8 (an error) from one that holds the character itself. The addon checks the bytes itself and
- * leaves such a listing to this path, for the same error.
+ * that is not UTF-8 (an error, or with `badNames` 'skip' a name left out) from one that holds the character
+ * itself. The addon checks the bytes itself and leaves such a listing to this path.
  */
-export async function readDirectory(absDir: string, relDir: string, order: WalkOrder, listDirectory: NativeAddon['listDirectory'] | undefined): Promise<RawListing> {
+export async function readDirectory(
+  absDir: string,
+  relDir: string,
+  order: WalkOrder,
+  listDirectory: NativeAddon['listDirectory'] | undefined,
+  badNames: 'fail' | 'skip' = 'fail',
+): Promise<RawListing> {
   try {
     if (listDirectory !== undefined) {
       const listing = await listDirectory(absDir, order === 'sample').then(
@@ -55,13 +93,25 @@ export async function readDirectory(absDir: string, relDir: string, order: WalkO
       );
       if (listing !== undefined) return listing;
     }
+    const kindOf = (d: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }): string => (d.isFile() ? 'f' : d.isDirectory() ? 'd' : d.isSymbolicLink() ? 'l' : 'o');
     const dirents = await readdir(absDir, { withFileTypes: true });
-    if (dirents.some((d) => d.name.includes('\uFFFD'))) {
-      const raw = await readdir(absDir, { withFileTypes: true, encoding: 'buffer' });
-      for (const d of raw) decodeName(d.name, relDir);
+    if (!dirents.some((d) => d.name.includes('\uFFFD'))) return { kinds: dirents.map(kindOf).join(''), names: dirents.map((d) => d.name), sorted: false };
+    // read again as bytes: the names and kinds all come from this one listing
+    const raw = await readdir(absDir, { withFileTypes: true, encoding: 'buffer' });
+    const names: string[] = [];
+    let kinds = '';
+    const bad: Buffer[] = [];
+    for (const d of raw) {
+      const name = decodeName(d.name);
+      if (name === undefined) {
+        if (badNames === 'fail') throw badNameError(d.name, relDir);
+        bad.push(d.name);
+        continue;
+      }
+      names.push(name);
+      kinds += kindOf(d);
     }
-    const kinds = dirents.map((d) => (d.isFile() ? 'f' : d.isDirectory() ? 'd' : d.isSymbolicLink() ? 'l' : 'o')).join('');
-    return { kinds, names: dirents.map((d) => d.name), sorted: false };
+    return { kinds, names, sorted: false, ...(bad.length === 0 ? {} : { badNames: bad.sort(Buffer.compare).map(escapeName) }) };
   } catch (err) {
     if (err instanceof ShardkitError) throw err;
     throw ioError(ErrorCodes.INPUT, `Cannot read source directory ${absDir}; check that it exists and is readable`, absDir, err);

@@ -24,7 +24,7 @@ export interface WalkEntry {
 }
 
 /** Why an entry was left out; counted in {@link WalkStats} and reported to `onSkip`. */
-export type WalkSkipReason = 'symlink' | 'cycle' | 'hidden' | 'excluded' | 'not-included' | 'other';
+export type WalkSkipReason = 'symlink' | 'cycle' | 'hidden' | 'excluded' | 'not-included' | 'other' | 'not-utf8';
 
 /** Counters of one walk, updated as it goes (read them after the iteration ends for the totals). */
 export interface WalkStats {
@@ -44,6 +44,8 @@ export interface WalkStats {
   skippedExcluded: number;
   /** Sockets, FIFOs, devices. */
   skippedOther: number;
+  /** Names that are not UTF-8 (with `badNames: 'skip'`); a directory counts once, its contents are not visited. */
+  skippedBadNames: number;
 }
 
 export interface WalkOptions {
@@ -69,6 +71,11 @@ export interface WalkOptions {
    * metadata operations of a pack.
    */
   stat?: boolean;
+  /**
+   * A name that is not UTF-8 cannot be a key: 'fail' (default) stops the walk with INPUT naming its bytes; 'skip'
+   * leaves it out (a directory with all below it) and tells `onSkip`, its bad bytes written `\xNN`.
+   */
+  badNames?: 'fail' | 'skip';
   /** Told about every entry left out (for `--verbose` listings). */
   onSkip?: (relPath: string, reason: WalkSkipReason) => void;
 }
@@ -127,7 +134,7 @@ export function runAbsPath(run: FileRun, name: string): string {
 }
 
 function emptyStats(): WalkStats {
-  return { files: 0, bytes: 0, directories: 0, skippedSymlinks: 0, skippedCycles: 0, skippedHidden: 0, skippedExcluded: 0, skippedOther: 0 };
+  return { files: 0, bytes: 0, directories: 0, skippedSymlinks: 0, skippedCycles: 0, skippedHidden: 0, skippedExcluded: 0, skippedOther: 0, skippedBadNames: 0 };
 }
 
 type Matcher = (relPath: string) => boolean;
@@ -183,13 +190,16 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
   const statFiles = options.stat !== false;
   const stats = emptyStats();
   const listDirectory = nativeAddon()?.listDirectory;
-  const readListing = (absDir: string, relDir: string): Promise<RawListing> => readDirectory(absDir, relDir, order, listDirectory);
+  const badNames = options.badNames ?? 'fail';
+  if (badNames !== 'fail' && badNames !== 'skip') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected one of fail, skip for badNames but received ${String(badNames)}`);
+  const readListing = (absDir: string, relDir: string): Promise<RawListing> => readDirectory(absDir, relDir, order, listDirectory, badNames);
 
   const skip = (relPath: string, reason: WalkSkipReason): void => {
     if (reason === 'symlink') stats.skippedSymlinks++;
     else if (reason === 'cycle') stats.skippedCycles++;
     else if (reason === 'hidden') stats.skippedHidden++;
     else if (reason === 'excluded' || reason === 'not-included') stats.skippedExcluded++;
+    else if (reason === 'not-utf8') stats.skippedBadNames++;
     else stats.skippedOther++;
     onSkip?.(relPath, reason);
   };
@@ -201,6 +211,7 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
     // a followed link to a directory sorts as one: the listing's order (links as files) no longer holds
     let sorted = listing.sorted;
     const relPrefix = relDir === '' ? '' : `${relDir}/`;
+    for (const name of listing.badNames ?? []) skip(`${relPrefix}${name}`, 'not-utf8');
     for (let i = 0; i < names.length; i++) {
       const name = names[i] as string;
       const kind = kinds.charCodeAt(i);

@@ -97,3 +97,40 @@ describe('GNU sparse files in tars to index', () => {
     }
   });
 });
+
+describe('a file name that is not UTF-8', () => {
+  it('stops the pack, or with --on-error skip is listed as skipped in key order, in one-machine and merged packs', () => {
+    const root = tmpDir();
+    const src = path.join(root, 'src');
+    fs.mkdirSync(src);
+    const raw = (...parts: (string | number[])[]): Buffer => Buffer.concat([Buffer.from(`${src}/`), ...parts.map((p) => Buffer.from(p as string))]);
+    for (const name of ['a.txt', 'c.txt', 'e.txt', 'f.txt']) fs.writeFileSync(path.join(src, name), name);
+    fs.writeFileSync(raw('b', [0xff], '.txt'), 'bad name');
+    fs.mkdirSync(raw('d', [0xfe]));
+    fs.writeFileSync(Buffer.concat([raw('d', [0xfe]), Buffer.from('/x.txt')]), 'below a bad name');
+    const mod = path.join(root, 'fail-c.mjs');
+    fs.writeFileSync(mod, "export default (s) => { if (s.key === 'c') throw new Error('no c'); return s; };\n");
+
+    const failed = shardkit(['pack', src, '--out', path.join(root, 'failed')]);
+    expect(failed.status).toBe(1);
+    expect(failed.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INPUT: A file name in the source root is not valid UTF-8 \(bytes 62ff2e747874\)/);
+
+    const one = path.join(root, 'one');
+    const r = shardkit(['pack', src, '--out', one, '--pass-module', mod, '--on-error', 'skip']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/packed 3 samples .*; 3 skipped \(listed in the manifest\)/);
+    const manifestOf = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
+    const skipped = manifestOf(one).skipped as { path: string; reason: string }[];
+    expect(skipped.map((s) => s.path)).toEqual(['b\\xff.txt', 'c.txt', 'd\\xfe']);
+    expect(skipped[0]!.reason).toMatch(/not valid UTF-8/);
+    expect(shardkit(['ls', one]).stdout).toBe('a\ne\nf\n');
+
+    const parts = [0, 1].map((i) => path.join(root, `part${i}`));
+    parts.forEach((p, i) => expect(shardkit(['pack', src, '--out', p, '--part', `${i}/2`, '--pass-module', mod, '--on-error', 'skip']).status).toBe(0));
+    // each refused name is listed by one part only
+    expect(parts.flatMap((p) => manifestOf(p).skipped.map((s: { path: string }) => s.path)).sort()).toEqual(['b\\xff.txt', 'c.txt', 'd\\xfe']);
+    const merged = path.join(root, 'merged');
+    expect(shardkit(['merge', ...parts, '--out', merged]).status).toBe(0);
+    expect(manifestOf(merged).skipped).toEqual(skipped);
+  });
+});

@@ -210,6 +210,26 @@ describe.each(modes)('walkSource with %s', (mode) => {
       );
     });
 
+    it('with badNames skip, leaves out names that are not UTF-8 (a directory with all below it) and names them escaped', async () => {
+      await mkdir(join(root, 'd'));
+      const raw = (rel: number[]): Buffer => Buffer.concat([Buffer.from(`${root}/d/`), Buffer.from(rel)]);
+      await writeFile(raw([0x61, 0xff, 0x2e, 0x6a]), 'x'); // a\xff.j
+      await writeFile(raw([0xc3, 0xa9, 0xc3, 0x2e, 0x6a]), 'x'); // é then a lone lead byte
+      await mkdir(raw([0x78, 0xe2, 0x82]));
+      await writeFile(Buffer.concat([raw([0x78, 0xe2, 0x82]), Buffer.from('/inside.bin')]), 'x');
+      await writeFile(join(root, 'd', 'ok.bin'), 'y');
+      const skipped: [string, string][] = [];
+      const walk = walkSource(root, { badNames: 'skip', onSkip: (p, why) => skipped.push([p, why]) });
+      expect((await collect(walk)).map((e) => e.relPath)).toEqual(['d/ok.bin']);
+      expect(skipped).toEqual([
+        ['d/a\\xff.j', 'not-utf8'],
+        ['d/x\\xe2\\x82', 'not-utf8'],
+        ['d/\u00e9\\xc3.j', 'not-utf8'],
+      ]);
+      expect(walk.stats.skippedBadNames).toBe(3);
+      await expect(collect(walkSource(root, { badNames: 'fail' }))).rejects.toSatisfy((e) => isShardkitError(e, ErrorCodes.INPUT));
+    });
+
     it('takes a UTF-8 name that holds U+FFFD itself (the character Node puts where bytes are not UTF-8)', async () => {
       await mkdir(join(root, 'd'));
       await writeFile(join(root, 'd', 'a\uFFFD.bin'), 'x');
