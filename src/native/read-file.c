@@ -171,10 +171,14 @@ napi_value sk_read_file(napi_env env, napi_callback_info info) {
   if (argc < 4) return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readFile(path, target, offset, room)");
   char path[PATH_BYTES];
   size_t path_len = 0;
-  if (napi_get_value_string_utf8(env, argv[0], path, sizeof path, &path_len) != napi_ok || path_len == 0 || path_len >= sizeof path - 1 ||
-      strlen(path) != path_len) {
-    return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readFile: path must be a non-empty string without NUL, shorter than 4095 bytes");
+  // the length first: given a buffer, N-API stops before a character that does not fit and reports the shorter
+  // length, which would open another (existing) file
+  if (napi_get_value_string_utf8(env, argv[0], NULL, 0, &path_len) != napi_ok || path_len == 0) {
+    return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readFile: path must be a non-empty string");
   }
+  if (path_len >= sizeof path) return rf_errno(env, ENAMETOOLONG, "open"); /* the kernel's PATH_MAX, NUL included */
+  napi_get_value_string_utf8(env, argv[0], path, sizeof path, &path_len);
+  if (strlen(path) != path_len) return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readFile: path must hold no NUL");
   uint8_t *data = NULL;
   size_t length = 0;
   if (!typed(env, argv[1], napi_uint8_array, (void **)&data, &length)) return rf_throw(env, "ERR_SHARDKIT_NATIVE_ARG", NULL, "readFile: target must be a Uint8Array");

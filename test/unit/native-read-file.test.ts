@@ -73,4 +73,21 @@ describe.skipIf(!nativeAvailable())('native readFile', () => {
     expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
     expect(() => readSourceFile(entry(fifo))).toThrow(expect.objectContaining({ code: ErrorCodes.INPUT_CHANGED, message: expect.stringMatching(/is no longer a regular file/) }));
   });
+
+  it('refuses a path too long for the kernel as fs does, never a shorter path that exists (multi-byte characters at the cut)', () => {
+    const readFile = nativeAddon()!.readFile;
+    let dir = tmpDir();
+    while (dir.length < 3800) dir += `/${'d'.repeat(200)}`;
+    fs.mkdirSync(dir, { recursive: true });
+    // an existing file whose path is 4093 bytes, and the path asked for: that one and two 3-byte characters more
+    const shorter = `${dir}/${'f'.repeat(4093 - dir.length - 1)}`;
+    fs.writeFileSync(shorter, 'another file');
+    const asked = `${shorter}\u20ac\u20ac.jpg`;
+    expect(() => fs.readFileSync(asked)).toThrow(expect.objectContaining({ code: 'ENAMETOOLONG' }));
+    expect(() => readFile(asked, new Uint8Array(100), 0, 100)).toThrow(expect.objectContaining({ code: 'ENAMETOOLONG' }));
+    // the longest path the kernel takes, 4095 bytes, is read
+    const longest = `${dir}/${'g'.repeat(4095 - dir.length - 1)}`;
+    fs.writeFileSync(longest, 'longest');
+    expect(readFile(longest, new Uint8Array(100), 0, 100)).toBe(7);
+  });
 });
