@@ -342,6 +342,9 @@ export interface LeafRecordState {
   prev: IndexEntry | undefined;
 }
 
+/** The fewest bytes a member's record takes: flags, gap and size (a byte each at least) and its CRC-32C (4). */
+const MIN_MEMBER_BYTES = 7;
+
 /** Decodes one leaf record at the reader's position and advances `state`. */
 export function decodeLeafRecord(r: ByteReader, state: LeafRecordState, i: number): IndexEntry {
   const { prevKey, prev } = state;
@@ -371,6 +374,8 @@ export function decodeLeafRecord(r: ByteReader, state: LeafRecordState, i: numbe
   const shape = flags & RECORD_SAME_SHAPE ? (prev as IndexEntry).members : undefined;
   const memberCount = shape?.length ?? r.varint();
   if (memberCount === 0) r.fail(`record ${i} has no members`);
+  // each member takes at least MIN_MEMBER_BYTES: a count the page cannot hold is damage, not an array to allocate
+  if (shape === undefined && memberCount * MIN_MEMBER_BYTES > r.end - r.pos) r.fail(`record ${i} claims ${memberCount} members, more than the page holds`);
   const members: MemberEntry[] = new Array(memberCount);
   let memberEnd = 0;
   for (let m = 0; m < memberCount; m++) {

@@ -83,4 +83,23 @@ describe('leaf records', () => {
     sealPage(page, PageType.leaf, 1, 1, 0);
     expect(() => decodePage(page, 1, 'i')).toThrow(expect.objectContaining({ code: ErrorCodes.CORRUPT_INDEX }));
   });
+
+  it('regression: a checksummed record claiming more members than its page holds is CORRUPT_INDEX, not an allocation', () => {
+    // shared 0, suffix 1 "k", flags 0, shard 0, offset 0, then the member count: 2^32 - 1 ... 2^53 - 1, and 147, one
+    // more than the rest of a 1 KiB page could hold at 7 bytes a member
+    for (const count of [2 ** 32 - 1, 2 ** 32, 2 ** 53 - 1, 147]) {
+      const page = new Uint8Array(1024);
+      const varint: number[] = [];
+      for (let v = count; ; v = Math.floor(v / 128)) {
+        if (v < 128) {
+          varint.push(v);
+          break;
+        }
+        varint.push((v % 128) | 0x80);
+      }
+      page.set([0x00, 0x01, 0x6b, 0x00, 0x00, 0x00, ...varint], PAGE_HEADER_BYTES);
+      sealPage(page, PageType.leaf, 1, 1, 0);
+      expect(() => decodePage(page, 1, 'i'), String(count)).toThrow(expect.objectContaining({ code: ErrorCodes.CORRUPT_INDEX, message: expect.stringMatching(/more than the page holds/) }));
+    }
+  });
 });
