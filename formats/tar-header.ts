@@ -236,7 +236,12 @@ function fieldEnd(block: Uint8Array, off: number, len: number): number {
   return end;
 }
 
-/** Parses an octal field, or GNU's base-256 (high bit set) for big values; NaN when malformed. */
+/**
+ * Parses a numeric field as Python's tarfile does (WebDataset reads tars with it): GNU's base-256 when the high bit
+ * is set; else octal digits in the text before the first NUL, with white space around them, an empty field being 0.
+ * NaN when malformed. (GNU tar differs only on a field that starts with one NUL and has digits after it: it skips the
+ * NUL and reads them; tarfile reads 0, and so do we, so both see the same members.)
+ */
 export function parseNumericField(block: Uint8Array, [off, len]: readonly [number, number]): number {
   const first = block[off] as number;
   if (first & 0x80) {
@@ -245,19 +250,23 @@ export function parseNumericField(block: Uint8Array, [off, len]: readonly [numbe
     for (let i = 1; i < len; i++) v = v * 256 + (block[off + i] as number);
     return Number.isSafeInteger(v) ? v : Number.NaN;
   }
-  let v = 0;
+  let end = off;
+  while (end < off + len && block[end] !== 0) end++;
   let i = off;
-  const end = off + len;
-  while (i < end && (block[i] === 0x20 || block[i] === 0)) i++;
-  let digits = 0;
+  while (i < end && isSpace(block[i] as number)) i++;
+  while (end > i && isSpace(block[end - 1] as number)) end--;
+  let v = 0;
   for (; i < end; i++) {
     const c = block[i] as number;
-    if (c === 0 || c === 0x20) break;
     if (c < 0x30 || c > 0x37) return Number.NaN;
     v = v * 8 + (c - 0x30);
-    digits++;
   }
-  return digits === 0 ? 0 : v;
+  return v;
+}
+
+/** What Python's str.strip() removes, in ASCII: tab to carriage return, the file/group/record/unit separators, space. */
+function isSpace(c: number): boolean {
+  return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20);
 }
 
 /** True when the block is all zeros (end of archive). */
