@@ -134,6 +134,12 @@ describe('faults are detected, each with its own code, in one line', () => {
       editManifest(badPart, (m) => (m.part = part));
       expectOneLineError(cli(['info', badPart]), ErrorCodes.BAD_MANIFEST);
     }
+    // a name for two files: merge or reindex would write one over the other
+    for (const edit of [(m: any) => (m.files = [INDEX_FILE]), (m: any) => (m.files = ['manifest.json']), (m: any) => (m.files = [m.shards[0].file]), (m: any) => (m.files = ['a', 'a'])]) {
+      const twoInOne = copy();
+      editManifest(twoInOne, edit);
+      expectOneLineError(cli(['info', twoInOne]), ErrorCodes.BAD_MANIFEST);
+    }
     const notJson = copy();
     fs.writeFileSync(path.join(notJson, 'manifest.json'), '{"format": ');
     expectOneLineError(cli(['ls', notJson]), ErrorCodes.BAD_MANIFEST);
