@@ -48,7 +48,11 @@ export function checkKeyAndExts(key: string, exts: readonly string[]): void {
   if (LONE_SURROGATE.test(key)) bad('is not valid Unicode (lone surrogate)');
   if (BAD_SEGMENT.test(key)) bad('has an empty, "." or ".." path segment');
   if (exts.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample ${JSON.stringify(key)} has no members`, { key });
-  for (const ext of exts) if (ext.includes('/') || ext.includes('\0')) bad(`has a member extension ${JSON.stringify(ext)} with "/" or NUL`);
+  for (const ext of exts) {
+    if (ext.includes('/') || ext.includes('\0')) bad(`has a member extension ${JSON.stringify(ext)} with "/" or NUL`);
+    // UTF-8 cannot hold it: it would be stored as U+FFFD and read back as another name
+    if (LONE_SURROGATE.test(ext)) bad(`has a member extension ${JSON.stringify(ext)} that is not valid Unicode (lone surrogate)`);
+  }
 }
 
 /** Members in stored order: by extension, byte-wise (so tar members follow sorted paths). */

@@ -103,6 +103,19 @@ describe('DatasetWriter', () => {
     expect(fs.existsSync(path.join(dir, '.shardkit-work'))).toBe(false);
   });
 
+  it('refuses keys and member extensions that UTF-8 cannot hold (lone surrogates), before writing them', async () => {
+    const dir = tmpDir();
+    const w = new DatasetWriter({ dir });
+    for (const bad of [{ key: 'k\ud800', ext: 'bin' }, { key: 'k', ext: 'x\ud800' }, { key: 'k', ext: '\udc00y' }]) {
+      expect(() => w.add({ key: bad.key, members: { [bad.ext]: enc.encode('x') } }), JSON.stringify(bad)).toThrow(expect.objectContaining({ code: ErrorCodes.UNSAFE_PATH }));
+    }
+    w.add({ key: 'k', members: { 'x\ud83d\ude00': enc.encode('ok') } });
+    await w.finish();
+    const ds = await openDataset(dir);
+    expect(Object.keys((await ds.get('k')).members)).toEqual(['x\ud83d\ude00']);
+    await ds.close();
+  });
+
   it('refuses duplicate keys', async () => {
     const dir = tmpDir();
     const w = new DatasetWriter({ dir });
