@@ -3,8 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { BTreeBuilder } from '../../formats/btree-builder.js';
 import { boundHit, keyHit, positionHit, seekKey, seekLeaf, seekLeafSync, seekPosition, seekPositionSync } from '../../formats/btree-reader.js';
 import { ErrorCodes } from '../../formats/errors.js';
-import type { IndexEntry, MemberEntry } from '../../formats/index-entry.js';
-import { MEMBER_COLUMNS, MemberColumn, RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index-page.js';
+import { spanLength, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
+import { MEMBER_COLUMNS, MemberColumn, RECORD_COLUMNS, RecordColumn, decodePage, type LeafPage } from '../../formats/index-page.js';
 import { compareKeys, isSimpleKey } from '../../formats/key-order.js';
 import { buildMemoryIndex, entryFor } from '../helpers/memory-index.js';
 
@@ -156,6 +156,27 @@ describe('B+-tree index (property)', () => {
         whole.forEach((p, n) => expect(Buffer.from(resumed[n] as Uint8Array).equals(Buffer.from(p)), `page ${n}`).toBe(true));
       }),
       { numRuns: 40 },
+    );
+  });
+
+  it('builds exactly the member layouts its reader takes, and refuses any other with INVALID_ARG', () => {
+    const member = fc.record({ ext: fc.constantFrom('a', 'b', 'c', 'd'), offset: fc.nat({ max: 40 }), size: fc.nat({ max: 20 }) });
+    fc.assert(
+      fc.property(fc.uniqueArray(member, { minLength: 1, maxLength: 4, selector: (m) => m.ext }), (raw) => {
+        const members: MemberEntry[] = raw.map((m) => ({ ...m, storedSize: m.size, codec: 0, crc32c: 7 }));
+        const entry: IndexEntry = { key: 'k', shard: 0, offset: 512, length: spanLength(members), members };
+        const pages = new Map<number, Uint8Array>();
+        const b = new BTreeBuilder(1024, (no, page) => pages.set(no, page.slice()));
+        const readable = members.every((m, i) => (i === 0 ? m.offset === 0 : m.offset >= members[i - 1]!.offset + members[i - 1]!.storedSize));
+        if (!readable) {
+          expect(() => b.add(entry)).toThrow(expect.objectContaining({ code: ErrorCodes.INVALID_ARG }));
+          return;
+        }
+        b.add(entry);
+        const tree = b.finish();
+        const leaf = decodePage(pages.get(tree.rootPage)!, tree.rootPage, 'idx');
+        expect(leaf.type === 'leaf' && leaf.entries).toEqual([entry]);
+      }),
     );
   });
 
