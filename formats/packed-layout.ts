@@ -23,8 +23,11 @@ export function checkPackedHeader(bytes: Uint8Array, file: string): void {
   for (let i = 0; i < PACKED_MAGIC.length; i++) {
     if (bytes[i] !== PACKED_MAGIC[i]) throw new ShardkitError(ErrorCodes.CORRUPT_SHARD, `${file}: not a shardkit packed shard (wrong magic)`, { file });
   }
-  const version = new DataView(bytes.buffer, bytes.byteOffset, PACKED_HEADER_BYTES).getUint32(PACKED_HDR_VERSION, true);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, PACKED_HEADER_BYTES);
+  const version = view.getUint32(PACKED_HDR_VERSION, true);
   if (version > PACKED_FORMAT_VERSION) {
     throw new ShardkitError(ErrorCodes.UNSUPPORTED_VERSION, `${file}: packed shard version ${version} is newer than this shardkit reads`, { file });
   }
+  if (version === 0) throw new ShardkitError(ErrorCodes.CORRUPT_SHARD, `${file}: packed shard header has version 0 (versions start at 1)`, { file });
+  if (view.getUint32(PACKED_HDR_RESERVED, true) !== 0) throw new ShardkitError(ErrorCodes.CORRUPT_SHARD, `${file}: packed shard header has a non-zero reserved field`, { file });
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ErrorCodes } from '../../formats/errors.js';
 import { Codec } from '../../formats/index-entry.js';
 import { checkPackedHeader, encodePackedHeader } from '../../formats/packed-layout.js';
 import { encodeSample } from '../../formats/sample-layout.js';
@@ -7,6 +8,11 @@ describe('packed layout', () => {
   it('starts a shard with a 16-byte header, byte for byte', () => {
     expect(Buffer.from(encodePackedHeader()).toString('hex')).toBe('89534b50414b0d0a' + '01000000' + '00000000');
     expect(() => checkPackedHeader(encodePackedHeader(), 'p')).not.toThrow();
+    const header = (hex: string) => Buffer.from(hex, 'hex');
+    expect(() => checkPackedHeader(header('89534b50414b0d0a' + '02000000' + '00000000'), 'p')).toThrow(expect.objectContaining({ code: ErrorCodes.UNSUPPORTED_VERSION }));
+    expect(() => checkPackedHeader(header('89534b50414b0d0a' + '00000000' + '00000000'), 'p')).toThrow(expect.objectContaining({ code: ErrorCodes.CORRUPT_SHARD }));
+    expect(() => checkPackedHeader(header('89534b50414b0d0a' + '01000000' + '00000100'), 'p')).toThrow(expect.objectContaining({ code: ErrorCodes.CORRUPT_SHARD }));
+    expect(() => checkPackedHeader(header('89534b50414b0d0b' + '01000000' + '00000000'), 'p')).toThrow(expect.objectContaining({ code: ErrorCodes.CORRUPT_SHARD }));
   });
 
   it('concatenates members with no header or padding, in extension order', () => {
