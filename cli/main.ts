@@ -3,12 +3,14 @@
 import './prestart.js';
 import { Command, CommanderError } from 'commander';
 import { VERSION } from '../src/version.js';
-import { EXIT_USAGE, setDebug } from './run-action.js';
+import { ErrorCodes, ShardkitError } from '../formats/errors.js';
+import { EXIT_USAGE, reportError, setDebug } from './run-action.js';
 
-// `shardkit ls ds | head`: a closed pipe ends the output quietly, as for any Unix tool
+// `shardkit ls ds | head`: a closed pipe ends the output quietly, as for any Unix tool; any other failure to write
+// the output (a full disk, an I/O error) is one line on stderr and exit 1, as for any other error
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-  throw err;
+  process.exit(reportError(new ShardkitError(ErrorCodes.IO, `cannot write to stdout: ${err.message}`, { cause: err })));
 });
 
 const program = new Command();

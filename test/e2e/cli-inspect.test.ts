@@ -63,4 +63,16 @@ describe('info / ls / get', () => {
     expect(missing.err).toMatch(/^shardkit: SHARDKIT_ERR_KEY_NOT_FOUND: [^\n]+\n$/);
     expect(text(['get', dir, 'cat/03', '--ext', 'png']).err).toMatch(/^shardkit: SHARDKIT_ERR_KEY_NOT_FOUND: .*has no member "png"/);
   });
+
+  it.runIf(fs.existsSync('/dev/full'))('output that cannot be written (a full disk) is one line on stderr and exit 1, not a stack trace', () => {
+    for (const args of [['ls', dir], ['info', dir], ['get', dir, 'solo'], ['verify', dir, '--json']]) {
+      const full = fs.openSync('/dev/full', 'w');
+      try {
+        const r = spawnSync(process.execPath, [CLI, ...args], { stdio: ['ignore', full, 'pipe'], encoding: 'utf8' });
+        expect([r.status, r.stderr], args.join(' ')).toEqual([1, 'shardkit: SHARDKIT_ERR_IO: cannot write to stdout: ENOSPC: no space left on device, write\n']);
+      } finally {
+        fs.closeSync(full);
+      }
+    }
+  });
 });
