@@ -6,7 +6,7 @@
  */
 import { ByteWriter, utf8Bytes } from './bytes.js';
 import { ErrorCodes, ShardkitError } from './errors.js';
-import { spanLength, type IndexEntry } from './index-entry.js';
+import { spanLength, type IndexEntry, type MemberEntry } from './index-entry.js';
 import { validatePageSize } from './index-layout.js';
 import { compareKeys } from './key-order.js';
 import { LeafRecordEncoder, PAGE_HEADER_BYTES, PageType, encodeBranchRecord, maxKeyBytes, sealPage } from './index-page.js';
@@ -81,6 +81,15 @@ export class BTreeBuilder {
       if (c < 0) throw new ShardkitError(ErrorCodes.DUPLICATE_KEY, `key "${entry.key}" arrives after "${this.lastKey}": index keys must be sorted`, { key: entry.key });
     }
     if (entry.members.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample "${entry.key}" has no members`, { key: entry.key });
+    // the record stores each member's gap after the previous one: the reader takes no other shape
+    let end = 0;
+    for (let m = 0; m < entry.members.length; m++) {
+      const member = entry.members[m] as MemberEntry;
+      if (m === 0 ? member.offset !== 0 : member.offset < end) {
+        throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample "${entry.key}" member ${m} starts at ${member.offset}: the first must start its span at 0, and the others after the one before`, { key: entry.key });
+      }
+      end = member.offset + member.storedSize;
+    }
     if (entry.length !== spanLength(entry.members)) {
       throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample "${entry.key}" span length ${entry.length} does not end at its last member`, { key: entry.key });
     }

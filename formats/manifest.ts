@@ -105,6 +105,10 @@ export function parseManifest(text: string, file: string): Manifest {
   if (!Array.isArray(doc.passes) || !doc.passes.every((p: unknown) => isObject(p) && typeof p.name === 'string' && isObject(p.params))) bad('passes', 'is malformed');
   if (!Array.isArray(doc.files) || !doc.files.every((f: unknown) => typeof f === 'string' && SAFE_NAME.test(f))) bad('files', 'is malformed');
   if (!Array.isArray(doc.skipped) || !doc.skipped.every((s: unknown) => isObject(s) && typeof s.path === 'string' && typeof s.reason === 'string')) bad('skipped', 'is malformed');
+  // one name, one file: a shard or extra file named like the index or the manifest (or another of them) would be
+  // written over the other by merge, reindex or a pass
+  const names = [MANIFEST_FILE, (index as Manifest['index']).file, ...shards.map((s) => s.file), ...(doc.files as string[])];
+  if (new Set(names).size !== names.length) bad('files', 'name the manifest, the index or a shard, or one file twice');
   if (!isObject(doc.extra)) bad('extra', 'is not an object');
   const part = doc.part;
   if (part !== undefined && (!isObject(part) || !isCount(part.index) || !isCount(part.count) || part.index >= part.count)) bad('part', 'is malformed');
