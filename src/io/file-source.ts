@@ -79,16 +79,28 @@ export class FileSource implements SyncByteSource {
     if (this.stats !== undefined) this.stats.opens++;
   }
 
-  /** Opens `path` read-only. Missing file: SHARDKIT_ERR_SHARD_MISSING; any other failure: SHARDKIT_ERR_IO. */
+  /**
+   * Opens `path` read-only. Missing file: SHARDKIT_ERR_SHARD_MISSING; not a regular file (a FIFO, a device, a
+   * directory): SHARDKIT_ERR_UNSAFE_PATH; any other failure: SHARDKIT_ERR_IO. Non-blocking, so a FIFO put where a
+   * shard should be is refused at once instead of waiting forever for a writer; the fstat that checks the kind
+   * gives the size too.
+   */
   static openSync(path: string, options: FileSourceOptions = {}): FileSource {
     checkOptions(options);
     let fd: number;
     try {
-      fd = fs.openSync(path, 'r');
+      fd = fs.openSync(path, OPEN_FLAGS);
     } catch (err) {
       throw openError(path, err);
     }
-    return new FileSource(path, fd, options);
+    let st: fs.Stats;
+    try {
+      st = fs.fstatSync(fd);
+    } catch (err) {
+      fs.closeSync(fd);
+      throw new ShardkitError(ErrorCodes.IO, `Cannot stat ${path}: ${errorText(err)}`, { file: path, cause: err });
+    }
+    return FileSource.opened(path, fd, st, options);
   }
 
   /** Like {@link FileSource.openSync}, but open(2) runs on the thread pool (slow metadata servers do not stall). */
@@ -99,11 +111,33 @@ export class FileSource implements SyncByteSource {
       return Promise.reject(err);
     }
     return new Promise((resolve, reject) => {
-      fs.open(path, 'r', (err, fd) => {
-        if (err !== null) reject(openError(path, err));
-        else resolve(new FileSource(path, fd, options));
+      fs.open(path, OPEN_FLAGS, (err, fd) => {
+        if (err !== null) return reject(openError(path, err));
+        fs.fstat(fd, (statErr, st) => {
+          if (statErr !== null) {
+            fs.close(fd, () => reject(new ShardkitError(ErrorCodes.IO, `Cannot stat ${path}: ${errorText(statErr)}`, { file: path, cause: statErr })));
+            return;
+          }
+          try {
+            resolve(FileSource.opened(path, fd, st, options));
+          } catch (e) {
+            reject(e);
+          }
+        });
       });
     });
+  }
+
+  /** The source of a file just opened, once fstat says it is a regular file (else closed, and UNSAFE_PATH). */
+  private static opened(path: string, fd: number, st: fs.Stats, options: FileSourceOptions): FileSource {
+    if (!st.isFile()) {
+      fs.closeSync(fd);
+      throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `${path} is not a regular file (a FIFO, device or directory is never read as one)`, { file: path });
+    }
+    const source = new FileSource(path, fd, options);
+    if (options.stats !== undefined) options.stats.stats++;
+    source.cachedSize = st.size;
+    return source;
   }
 
   /** The file size from one fstat, cached: shards are immutable while a dataset is open. */
@@ -431,6 +465,9 @@ function checkTarget(name: string, buffer: Uint8Array, bufferOffset: number, len
     );
   }
 }
+
+/** Read-only, and not blocking in open(2) on a FIFO (no effect on a regular file's reads). */
+const OPEN_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NONBLOCK;
 
 function openError(path: string, err: unknown): ShardkitError {
   const code = (err as NodeJS.ErrnoException | null)?.code;

@@ -170,6 +170,18 @@ describe('faults are detected, each with its own code, in one line', () => {
     b[100] ^= 1;
     fs.writeFileSync(path.join(replaced, 'shard-000000.tar'), b);
     expectOneLineError(cli(['get', replaced, key, '--ext', 'cls']), ErrorCodes.SHARD_MISMATCH);
+
+    // a FIFO or a directory where a shard or the manifest should be: refused at once (an open would wait forever for
+    // a FIFO's writer)
+    for (const [name, make] of [['shard-000000.tar', 'fifo'], ['manifest.json', 'fifo'], ['shard-000000.tar', 'dir']] as const) {
+      const odd = copy();
+      fs.rmSync(path.join(odd, name));
+      if (make === 'fifo') expect(spawnSync('mkfifo', [path.join(odd, name)]).status).toBe(0);
+      else fs.mkdirSync(path.join(odd, name));
+      const args = name === 'manifest.json' ? ['info', odd] : ['get', odd, key, '--ext', 'cls'];
+      const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 20_000 });
+      expectOneLineError({ status: r.status, stderr: r.stderr }, ErrorCodes.UNSAFE_PATH);
+    }
   });
 
   it('a flipped member byte: the reader raises CHECKSUM (never wrong bytes) and verify exits 1 naming the sample', async () => {

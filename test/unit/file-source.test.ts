@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -129,16 +130,20 @@ describe('FileSource', () => {
     expectCode(() => FileSource.openSync(path.join(file, 'x')), ErrorCodes.SHARD_MISSING);
   });
 
-  it('other open and read failures are IO with the system error as cause', async () => {
+  it('other open failures are IO with the system error as cause', () => {
     const tooLong = path.join(dir, 'x'.repeat(5000));
     const err = expectCode(() => FileSource.openSync(tooLong), ErrorCodes.IO);
     expect((err.cause as NodeJS.ErrnoException).code).toBe('ENAMETOOLONG');
-    // Opening a directory read-only succeeds on Linux; reading it fails with EISDIR.
-    const dirSource = FileSource.openSync(dir, { syncReadMaxBytes: 0 });
-    const readErr = expectCode(() => dirSource.readSync(0, 10), ErrorCodes.IO);
-    expect((readErr.cause as NodeJS.ErrnoException).code).toBe('EISDIR');
-    await expectRejectCode(dirSource.read(0, 10), ErrorCodes.IO);
-    dirSource.closeSync();
+  });
+
+  it('a directory or a FIFO where a file should be is UNSAFE_PATH at open, at once (a FIFO never blocks the open)', async () => {
+    // open(2) of a directory read-only succeeds on Linux, and of a FIFO blocks until a writer comes
+    const fifo = path.join(dir, 'fifo');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    for (const p of [dir, fifo]) {
+      expectCode(() => FileSource.openSync(p), ErrorCodes.UNSAFE_PATH);
+      await expectRejectCode(FileSource.open(p), ErrorCodes.UNSAFE_PATH);
+    }
   });
 
   it('an unreadable file is IO (EACCES), not SHARD_MISSING', () => {
