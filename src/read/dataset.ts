@@ -28,7 +28,7 @@ import { assertEntryFits, checkIndexMatchesManifest, checkOpenOptions, checkShar
 import { ReadArena } from './read-arena.js';
 import type { DecodedSample } from './decode-image.js';
 import { Loader } from './loader.js';
-import { rangeEntries, type KeyRange } from './key-range.js';
+import { checkKeyRange, rangeEntries, type KeyRange } from './key-range.js';
 import { SyncViewReader } from './view-reader.js';
 import type { LoaderOptions } from './loader-options.js';
 import type { OpenDatasetOptions } from './dataset-options.js';
@@ -194,7 +194,7 @@ export class Dataset {
   /** Index entries in key order within `range`, lazily, leaf page by leaf page. */
   async *entries(range: KeyRange = {}): AsyncGenerator<IndexEntry & { position: number }> {
     this.assertOpen();
-    yield* rangeEntries(this.index, range);
+    yield* rangeEntries(this.index, checkKeyRange(range));
   }
 
   /** Keys in order within `range` (lazy). */

@@ -10,6 +10,7 @@ import { decodePage, type LeafPage, type Page } from '../../formats/index-page.j
 import { compareKeys } from '../../formats/key-order.js';
 import type { ByteSource, SyncByteSource } from '../io/byte-source.js';
 import { PageCache } from './page-cache.js';
+import { invalidArg } from './shuffle/shuffle-args.js';
 
 export const DEFAULT_PAGE_CACHE_BYTES = 64 << 20;
 
@@ -103,10 +104,12 @@ export class IndexReader {
 
   /** The leaf that holds `key` and its slot there (reads take the record from the leaf's columns), or undefined. */
   findSlotSync(key: string): LeafSlot | undefined {
+    if (typeof key !== 'string') throw invalidArg('a string', 'key', key);
     return this.slotIn(seekLeafSync(this.tree, key, this.loadSync)?.leaf, key);
   }
 
   async findSlot(key: string): Promise<LeafSlot | undefined> {
+    if (typeof key !== 'string') throw invalidArg('a string', 'key', key);
     return this.slotIn((await this.runAsync(seekLeaf(this.tree, key)))?.leaf, key);
   }
 
@@ -138,7 +141,7 @@ export class IndexReader {
     const hit = this.lastLeaf;
     if (hit === undefined) return undefined;
     const slot = position - hit.base;
-    return slot >= 0 && slot < hit.leaf.keys.length && Number.isInteger(slot) ? hit : undefined; // else a descent checks the position
+    return slot >= 0 && slot < hit.leaf.keys.length ? hit : undefined; // else a descent checks the range
   }
 
   atSync(position: number): IndexEntry {
@@ -153,11 +156,13 @@ export class IndexReader {
 
   /** The leaf holding `position` (0 <= position < size) and its first record's position: slot = position - base. */
   leafOfSync(position: number): LeafHit {
+    checkPositionType(position);
     return this.nearLeaf(position) ?? (this.lastLeaf = seekPositionSync(this.tree, position, this.loadSync));
   }
 
   /** Async twin of {@link IndexReader.leafOfSync}. */
   async leafOf(position: number): Promise<LeafHit> {
+    checkPositionType(position);
     return this.nearLeaf(position) ?? (this.lastLeaf = await this.runAsync(seekPosition(this.tree, position)));
   }
 
@@ -187,4 +192,9 @@ export class IndexReader {
   close(): Promise<void> {
     return this.source.close();
   }
+}
+
+/** A position is a whole number (a string or 1.5 is a caller's mistake, INVALID_ARG); its range the descent checks. */
+function checkPositionType(position: unknown): void {
+  if (!Number.isInteger(position)) throw invalidArg('an integer', 'position', position);
 }

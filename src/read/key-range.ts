@@ -6,6 +6,7 @@ import type { IndexEntry } from '../../formats/index-entry.js';
 import type { LeafPage } from '../../formats/index-page.js';
 import { compareKeys, prefixEnd } from '../../formats/key-order.js';
 import type { IndexReader } from './index-reader.js';
+import { invalidArg } from './shuffle/shuffle-args.js';
 
 export interface KeyRange {
   /** First key (inclusive). */
@@ -16,6 +17,19 @@ export interface KeyRange {
   prefix?: string;
   limit?: number;
   reverse?: boolean;
+}
+
+/** Checks a range given by a caller: strings for the keys, a whole number for limit, a boolean for reverse. */
+export function checkKeyRange(range: unknown): KeyRange {
+  const bad = (name: string, expected: string, value: unknown): never => {
+    throw invalidArg(expected, name, value);
+  };
+  if (typeof range !== 'object' || range === null) return bad('the key range', 'an object { start, end, prefix, limit, reverse }', range);
+  const r = range as Record<string, unknown>;
+  for (const name of ['start', 'end', 'prefix']) if (r[name] !== undefined && typeof r[name] !== 'string') bad(name, 'a string', r[name]);
+  if (r.limit !== undefined && !(typeof r.limit === 'number' && Number.isSafeInteger(r.limit) && r.limit >= 0)) bad('limit', 'a whole number of at least 0', r.limit);
+  if (r.reverse !== undefined && typeof r.reverse !== 'boolean') bad('reverse', 'a boolean', r.reverse);
+  return r as KeyRange;
 }
 
 /** Index entries in key order within `range`, with their positions. */

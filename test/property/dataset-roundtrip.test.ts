@@ -4,6 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { ErrorCodes } from '../../formats/errors.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { DatasetWriter } from '../../src/pack/dataset-writer.js';
 import { openDataset, type KeyRange } from '../../src/read/dataset.js';
@@ -106,6 +107,22 @@ describe('dataset round trip (property)', () => {
       }),
       { numRuns: 300 },
     );
+    // what the range and the lookups take is checked at the boundary, not read loosely (a limit of 1.5 gave 2 keys)
+    const refused = [{ limit: 1.5 }, { limit: -1 }, { limit: 'abc' }, { limit: Number.NaN }, { start: 5 }, { prefix: 5 }, { end: null }, { reverse: 'yes' }];
+    for (const range of refused) {
+      await expect((async () => { for await (const _ of ds.keys(range as never)); })(), JSON.stringify(range)).rejects.toMatchObject({ code: ErrorCodes.INVALID_ARG });
+    }
+    for (const position of ['0', 1.5, Number.NaN]) {
+      await expect(ds.at(position as never)).rejects.toMatchObject({ code: ErrorCodes.INVALID_ARG });
+      expect(() => ds.atSync(position as never)).toThrow(expect.objectContaining({ code: ErrorCodes.INVALID_ARG }));
+    }
+    await ds.at(0); // the last leaf read stays at hand: a string position must not slip through it
+    expect(() => ds.atSync('0' as never)).toThrow(expect.objectContaining({ code: ErrorCodes.INVALID_ARG }));
+    for (const key of [5, undefined, null]) {
+      await expect(ds.get(key as never)).rejects.toMatchObject({ code: ErrorCodes.INVALID_ARG });
+      await expect(ds.has(key as never)).rejects.toMatchObject({ code: ErrorCodes.INVALID_ARG });
+      expect(() => ds.getSync(key as never)).toThrow(expect.objectContaining({ code: ErrorCodes.INVALID_ARG }));
+    }
     await ds.close();
   });
 });
