@@ -11,3 +11,12 @@ export function table(rows: string[][]): string {
   for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ')).join('\n');
 }
+
+/**
+ * A key or member name for line-oriented output: as it is, unless it holds a control character (a newline or tab
+ * would split one name into two lines or fields) or starts with a double quote; then as a JSON string, which
+ * `JSON.parse` turns back into the name.
+ */
+export function printableName(name: string): string {
+  return /[\u0000-\u001f\u007f]/.test(name) || name.startsWith('"') ? JSON.stringify(name) : name;
+}

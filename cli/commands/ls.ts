@@ -1,13 +1,14 @@
 import type { Command } from 'commander';
 import { openDataset } from '../../src/read/dataset.js';
 import { describeEntry } from '../../src/read/inspect.js';
+import { printableName } from '../format.js';
 import { runAction } from '../run-action.js';
 import { HEADER_FLAGS, HEADER_HELP, collect, httpOption, parseCount } from '../args.js';
 
 export function registerLs(program: Command): void {
   program
     .command('ls')
-    .description('list sample keys in key order')
+    .description('list sample keys in key order (a key with a control character, or starting with ", printed as a JSON string)')
     .argument('<dataset>', 'dataset directory or http(s) URL')
     .option('--long', 'also show shard, offset, span length and members (ext:size)')
     .option('--prefix <p>', 'only keys starting with P')
@@ -28,8 +29,8 @@ export function registerLs(program: Command): void {
             if (opts.json) out.push(JSON.stringify(describeEntry(ds, e)));
             else if (opts.long) {
               const d = describeEntry(ds, e);
-              out.push([d.key, d.shard, d.offset, d.length, d.members.map((m) => `${m.ext}:${m.size}${m.codec === 'none' ? '' : `(${m.codec} ${m.storedSize})`}`).join(',')].join('\t'));
-            } else out.push(e.key);
+              out.push([printableName(d.key), d.shard, d.offset, d.length, d.members.map((m) => `${printableName(m.ext)}:${m.size}${m.codec === 'none' ? '' : `(${m.codec} ${m.storedSize})`}`).join(',')].join('\t'));
+            } else out.push(printableName(e.key));
             if (out.length >= 4096) flush();
           }
           flush();
