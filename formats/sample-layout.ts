@@ -101,11 +101,14 @@ export function encodeSampleTo(sample: Sample, layout: Layout, codec: CodecId, s
   let spanStart = -1;
   let originalBytes = 0;
   for (const [ext, data] of orderedMembers(sample)) {
-    // LZ4 only where it pays: an incompressible member (JPEG, PNG) is stored as is, under its own name.
+    // LZ4 only where it pays: an incompressible member (JPEG, PNG) is stored as is, under its own name. But in a
+    // tar, a member whose name already ends in .lz4 is framed again, whatever it costs: then every tar member named
+    // *.lz4 is a frame this writer made, and reindex reads the names back without guessing (src/adopt/tar-samples.ts).
+    const name = layout === 'tar' ? memberPath(sample.key, ext) : '';
     const compressed = codec === Codec.lz4 ? lz4CompressMember(data) : undefined;
-    const memberCodec: CodecId = compressed !== undefined && compressed.length < data.length ? Codec.lz4 : Codec.none;
+    const memberCodec: CodecId = compressed !== undefined && (compressed.length < data.length || name.endsWith(LZ4_NAME_SUFFIX)) ? Codec.lz4 : Codec.none;
     const stored = memberCodec === Codec.lz4 ? (compressed as Uint8Array) : data;
-    if (layout === 'tar') pos += sink.header(memberPath(sample.key, ext) + (memberCodec === Codec.lz4 ? LZ4_NAME_SUFFIX : ''), stored.length);
+    if (layout === 'tar') pos += sink.header(name + (memberCodec === Codec.lz4 ? LZ4_NAME_SUFFIX : ''), stored.length);
     if (spanStart < 0) spanStart = pos;
     members.push({ ext, offset: pos - spanStart, size: data.length, storedSize: stored.length, codec: memberCodec, crc32c: crc32c(data) });
     sink.data(stored);

@@ -95,7 +95,7 @@ export class TarSampleCollector implements TarScanHandler {
     let codec: MemberEntry['codec'] = Codec.none;
     if (m.chunks !== undefined) {
       const stored = concat(m.chunks, entry.size);
-      const original = writerCompressed(stored, this.o.maxMemberBytes);
+      const original = writerCompressed(stored, this.o.maxMemberBytes, m.name.slice(0, -LZ4_NAME_SUFFIX.length).endsWith(LZ4_NAME_SUFFIX));
       if (original !== undefined) {
         codec = Codec.lz4;
         size = original.length;
@@ -165,9 +165,10 @@ function lz4ContentBound(frame: Uint8Array): number | undefined {
 
 /**
  * The member's original bytes when `stored` is exactly what the writer makes of them (an LZ4 frame that
- * re-compresses to itself and is shorter than its content), else undefined: a member that merely ends in `.lz4`.
+ * re-compresses to itself and is shorter than its content, or of any length when the name without `.lz4` still
+ * ends in `.lz4`: the writer frames such members again), else undefined: a member that merely ends in `.lz4`.
  */
-function writerCompressed(stored: Uint8Array, maxMemberBytes: number): Uint8Array | undefined {
+function writerCompressed(stored: Uint8Array, maxMemberBytes: number, framedAgain: boolean): Uint8Array | undefined {
   const bound = lz4ContentBound(stored);
   // the bound keeps a hostile frame from expanding beyond what a member may be
   if (bound === undefined || bound > maxMemberBytes + (4 << 20)) return undefined;
@@ -177,7 +178,7 @@ function writerCompressed(stored: Uint8Array, maxMemberBytes: number): Uint8Arra
   } catch {
     return undefined;
   }
-  if (original.length <= stored.length || original.length > maxMemberBytes) return undefined;
+  if ((original.length <= stored.length && !framedAgain) || original.length > maxMemberBytes) return undefined;
   const again = lz4CompressMember(original);
   return Buffer.from(again.buffer, again.byteOffset, again.byteLength).equals(Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength)) ? original : undefined;
 }

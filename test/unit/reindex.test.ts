@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../formats/errors.js';
+import { lz4CompressMember } from '../../formats/lz4.js';
 import { reindexDataset } from '../../src/adopt/reindex.js';
 import { DatasetWriter, INDEX_FILE } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
@@ -10,7 +11,7 @@ import { tmpDir } from '../helpers/tmp.js';
 
 const enc = new TextEncoder();
 
-/** Mixed members: compressible text, incompressible noise, a source file whose own extension ends in .lz4. */
+/** Mixed members: compressible text, incompressible noise, source files whose own extension ends in .lz4. */
 function sampleOf(i: number): { key: string; members: Record<string, Uint8Array> } {
   let x = i * 2654435761 + 1;
   const noise = Uint8Array.from({ length: 300 + (i % 17) * 50 }, () => ((x = (x * 1103515245 + 12345) >>> 0) >>> 24));
@@ -19,6 +20,10 @@ function sampleOf(i: number): { key: string; members: Record<string, Uint8Array>
     bin: noise,
   };
   if (i % 5 === 0) members['raw.lz4'] = noise.subarray(0, 100);
+  // a user's file that is itself an LZ4 frame as the writer makes them (say, from tar -xf of a compressed dataset):
+  // in the tar it must not read as a member the writer compressed
+  if (i % 4 === 0) members['frame.lz4'] = lz4CompressMember(enc.encode(`framed ${i} `.repeat(40)));
+  if (i % 6 === 0) members.lz4 = lz4CompressMember(enc.encode(`bare ${i} `.repeat(40)));
   if (i % 7 === 0) members[''] = enc.encode(String(i));
   return { key: `${['cat', 'dog', 'ünï'][i % 3]}/${String(i).padStart(4, '0')}`, members };
 }
