@@ -314,12 +314,15 @@ export function decodeTarHeader(block: Uint8Array, where: string): TarHeader | u
       nameBytes.set(nameBytes0, prefix.length + 1);
     }
   }
-  const typeByte = block[F_TYPEFLAG[0]] as number;
+  let type = String.fromCharCode(block[F_TYPEFLAG[0]] as number);
+  // v7's directory: an old-style file (type NUL) whose name field ends in '/'. Python's tarfile (WebDataset's reader)
+  // takes it so, and then reads no data after it, whatever its size says; GNU tar skips the size. We follow tarfile.
+  if (type === TarType.oldFile && nameBytes0[nameBytes0.length - 1] === 0x2f) type = TarType.directory;
   return {
     name: decodeName(nameBytes),
     nameBytes: nameBytes.slice(),
     size,
-    type: String.fromCharCode(typeByte),
+    type,
     linkname: decodeName(block.subarray(F_LINKNAME[0], fieldEnd(block, F_LINKNAME[0], F_LINKNAME[1]))),
     mode,
     mtime: Number.isNaN(mtime) ? 0 : mtime,

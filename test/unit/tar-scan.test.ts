@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../formats/errors.js';
 import { encodeFileHeader, F_SIZE, headerChecksum, TAR_BLOCK, tarPadding } from '../../formats/tar-header.js';
 import { MAX_TAR_META_BYTES, TarScanner, type TarEntry } from '../../formats/tar-scan.js';
+import { hasTool, run } from '../helpers/tools.js';
 
 interface Seen {
   name: string | undefined;
@@ -92,6 +93,38 @@ describe('TarScanner', () => {
     Buffer.from(header.buffer, header.byteOffset).write(`${headerChecksum(header).toString(8).padStart(6, '0')}\0 `, 148, 'latin1');
     const bytes = Buffer.concat([header, Buffer.from('hello'), Buffer.alloc(TAR_BLOCK - 5), Buffer.alloc(1024)]);
     expect(scan(bytes).map((e) => [e.name, e.size, e.data])).toEqual([['a.bin', 5, 'hello']]);
+  });
+
+  it.runIf(hasTool('python3'))("sees the members Python's tarfile (WebDataset's reader) sees in tars where GNU tar differs", () => {
+    // a header with its fields rewritten, and its checksum made right again
+    const header = (name: string, size: number, edit: (h: Uint8Array) => void = () => {}): Uint8Array => {
+      const h = encodeFileHeader(name, size);
+      edit(h);
+      h.fill(0x20, 148, 156);
+      Buffer.from(h.buffer, h.byteOffset).write(`${headerChecksum(h).toString(8).padStart(6, '0')}\0 `, 148, 'latin1');
+      return h;
+    };
+    const body = (text: string): Uint8Array => Buffer.concat([Buffer.from(text), Buffer.alloc(tarPadding(text.length))]);
+    const nested = Buffer.concat([header('evil.txt', 5), body('evil!')]);
+    const tars = {
+      // a v7 directory (type NUL, name ending in /) with a size: tarfile reads no data after it, GNU tar skips 512
+      v7dir: Buffer.concat([header('dir/', 512, (h) => (h[156] = 0)), header('inner.bin', 1024), nested, Buffer.alloc(1024)]),
+      // a size field behind two NULs: tarfile reads 0, an old shardkit read 512
+      nulSize: Buffer.concat([header('a.txt', 0, (h) => Buffer.from(h.buffer, h.byteOffset).write('\0\00000001000', F_SIZE[0], 'latin1')), header('inner.bin', 1024), nested, Buffer.alloc(1024)]),
+    };
+    const script = [
+      'import sys, json, tarfile, io',
+      'out = {}',
+      'for name, h in json.load(sys.stdin).items():',
+      '    with tarfile.open(fileobj=io.BytesIO(bytes.fromhex(h))) as t:',
+      '        out[name] = [[m.name, m.size if m.isreg() else 0, m.offset_data] for m in t.getmembers()]',
+      'print(json.dumps(out))',
+    ].join('\n');
+    const want = JSON.parse(run('python3', ['-c', script], { input: JSON.stringify(Object.fromEntries(Object.entries(tars).map(([k, v]) => [k, Buffer.from(v).toString('hex')]))) }));
+    for (const [name, bytes] of Object.entries(tars)) {
+      const seen = scan(bytes).map((e) => [e.name?.replace(/\/$/, ''), e.size, e.dataOffset]);
+      expect(seen, name).toEqual(want[name]);
+    }
   });
 
   it('refuses oversized pax data, a damaged header and an archive cut inside an entry', () => {
