@@ -4,7 +4,7 @@
  * a pack took lives in pack-report.json beside it. Schema in formats/SPEC.md ("Manifest").
  */
 import { ErrorCodes, ShardkitError } from './errors.js';
-import type { Layout } from './index-layout.js';
+import { MAX_PAGE_SIZE, MIN_PAGE_SIZE, type Layout } from './index-layout.js';
 
 export const MANIFEST_FILE = 'manifest.json';
 export const MANIFEST_FORMAT = 'shardkit-dataset';
@@ -89,6 +89,8 @@ export function parseManifest(text: string, file: string): Manifest {
   if (!isObject(index) || typeof index.file !== 'string' || !SAFE_NAME.test(index.file) || !isCount(index.bytes) || !isCount(index.pageSize) || typeof index.crc32c !== 'string' || !HEX8.test(index.crc32c)) {
     bad('index', 'is malformed');
   }
+  const pageSize = (index as Manifest['index']).pageSize;
+  if ((pageSize & (pageSize - 1)) !== 0 || pageSize < MIN_PAGE_SIZE || pageSize > MAX_PAGE_SIZE) bad('index.pageSize', `is not a power of two between ${MIN_PAGE_SIZE} and ${MAX_PAGE_SIZE}`);
   if (!Array.isArray(doc.shards)) return bad('shards', 'is not an array');
   doc.shards.forEach((s: unknown, i: number) => {
     if (!isObject(s) || typeof s.file !== 'string' || !SAFE_NAME.test(s.file) || !isCount(s.bytes) || !isCount(s.samples) || typeof s.crc32c !== 'string' || !HEX8.test(s.crc32c)) {

@@ -129,6 +129,11 @@ describe('faults are detected, each with its own code, in one line', () => {
     const edited2 = copy();
     editManifest(edited2, (m) => (m.shards[0].crc32c = '00000000'));
     expectOneLineError(cli(['info', edited2]), ErrorCodes.INDEX_MISMATCH);
+    for (const pageSize of [0, 3000, 512, 1 << 17]) {
+      const badPage = copy();
+      editManifest(badPage, (m) => (m.index.pageSize = pageSize));
+      expectOneLineError(cli(['info', badPage]), ErrorCodes.BAD_MANIFEST);
+    }
     for (const part of [{ index: 3, count: 3 }, { index: -1, count: 2 }, { index: 0 }, 'a']) {
       const badPart = copy();
       editManifest(badPart, (m) => (m.part = part));
