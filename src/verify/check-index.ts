@@ -3,8 +3,9 @@
  * every page reachable exactly once from the root, levels decreasing by one to the leaves, keys strictly increasing
  * across leaves, each branch key equal to the first key of its child, subtree counts equal to what the parent
  * promised, leaf links in key order from the header's first leaf, header totals (samples, members, span bytes),
- * and every span inside its shard and apart from every other span of that shard.
- * Memory: one bit per page and 28 bytes per sample (the span table the shard pass needs anyway).
+ * each shard's sample count in the shard table, and every span inside its shard and apart from every other span
+ * of that shard. Also sums the members' original and stored bytes, for the caller to compare with the manifest.
+ * Memory: one bit per page, 28 bytes per sample (the span table the shard pass needs anyway), 8 bytes per shard.
  */
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
@@ -73,6 +74,10 @@ export interface IndexCheckResult {
   pages: number;
   samples: number;
   members: number;
+  /** Original bytes over all members of the samples found. */
+  memberBytes: number;
+  /** Stored bytes (after compression) over the same members. */
+  storedBytes: number;
   spans: SpanTable;
   /** Keys by position (only for samples named in problems) are found again through `spans`. */
   problems: IndexProblem[];
@@ -119,6 +124,10 @@ export async function checkIndex(
   let visited = 0;
   let members = 0;
   let spanBytes = 0;
+  let memberBytes = 0;
+  let storedBytes = 0;
+  // counted as the leaves are walked, not from the span table: the table is all the memory verify adds per sample
+  const perShard = new Float64Array(shards.length);
   let lastKey: string | undefined;
   let prevLeaf: LeafPage | undefined;
   const problem = (what: string, extra: Omit<IndexProblem, 'what'> = {}): void => void problems.push({ what, ...extra });
@@ -157,9 +166,16 @@ export async function checkIndex(
         lastKey = e.key;
         members += e.members.length;
         spanBytes += e.length;
+        for (const m of e.members) {
+          memberBytes += m.size;
+          storedBytes += m.storedSize;
+        }
         const shard = shards[e.shard];
         if (shard === undefined) problem(`sample points to shard ${e.shard}, the index has ${shards.length}`, { key: e.key, shard: e.shard, offset: e.offset });
-        else if (e.offset + e.length > shard.bytes) problem(`span [${e.offset}, ${e.offset + e.length}) is outside its ${shard.bytes}-byte shard`, { key: e.key, shard: e.shard, offset: e.offset });
+        else {
+          perShard[e.shard]!++;
+          if (e.offset + e.length > shard.bytes) problem(`span [${e.offset}, ${e.offset + e.length}) is outside its ${shard.bytes}-byte shard`, { key: e.key, shard: e.shard, offset: e.offset });
+        }
         spans.push(e.shard, e.offset, e.length, pageNo, slot);
       });
       if (page.entries.length !== promised) problem(`page ${pageNo} holds ${page.entries.length} samples, its parent says ${promised}`);
@@ -182,8 +198,11 @@ export async function checkIndex(
   if (spans.length !== header.entryCount) problem(`the tree holds ${spans.length} samples, the header says ${header.entryCount}`);
   if (members !== header.memberCount) problem(`the tree holds ${members} members, the header says ${header.memberCount}`);
   if (spanBytes !== header.spanBytes) problem(`the tree's spans add up to ${spanBytes} bytes, the header says ${header.spanBytes}`);
+  shards.forEach((s, i) => {
+    if (perShard[i] !== s.samples) problem(`the tree places ${perShard[i]} samples in shard ${i} (${s.file}), the shard table says ${s.samples}`);
+  });
   onProgress?.(visited, header.pageCount - 1);
-  return { pages: visited, samples: spans.length, members, spans, problems };
+  return { pages: visited, samples: spans.length, members, memberBytes, storedBytes, spans, problems };
 }
 
 /** Spans of one shard (positions in offset order) that overlap the span before them. */

@@ -1,12 +1,12 @@
 /**
  * `shardkit verify`: proves a dataset is intact, or names what is not.
  *
- * Full check: the manifest against the index, every index invariant ({@link checkIndex}), then every shard streamed
- * once, sequentially: its size, fingerprint and whole-file CRC32C, each sample's members decompressed and checked
- * against their CRC32C, and in the tar layout each member's tar header (name and size) against the index.
- * Quick check (`quick: true`): the manifest, the index invariants, and each shard's size and fingerprint; no member
- * is read. Damage inside a sample is reported with its key; damage the index cannot place (a shard's padding or
- * end blocks) is reported against the shard.
+ * Full check: the manifest against the index (counts, byte totals, shard table) and its extra files, every index
+ * invariant ({@link checkIndex}), then every shard streamed once, sequentially: its size, fingerprint and whole-file
+ * CRC32C, each sample's members decompressed and checked against their CRC32C, and in the tar layout each member's
+ * tar header (name and size) against the index. Quick check (`quick: true`): the manifest and its extra files, the
+ * index invariants, and each shard's size and fingerprint; no member is read. Damage inside a sample is reported
+ * with its key; damage the index cannot place (a shard's padding or end blocks) is reported against the shard.
  */
 import { crc32c, crc32cHex } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
@@ -24,6 +24,7 @@ import { HttpClient, type HttpClientOptions } from '../io/http-client.js';
 import { isRemote, redactLocation, resolveLocation } from '../io/location.js';
 import { openByteSource, readAll } from '../io/open-source.js';
 import { normalizedName } from '../adopt/member-rules.js';
+import { checkExtraFiles } from './check-files.js';
 import { PageReader, checkIndex, overlappingSpans, type SpanTable } from './check-index.js';
 
 export const VERIFY_CHUNK_BYTES = 8 << 20;
@@ -126,7 +127,14 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
         if (p.key !== undefined) damage({ key: p.key, shard: opened.shards[p.shard ?? -1]?.file ?? `#${p.shard}`, offset: p.offset ?? 0, what: p.what });
         else problem(indexName, p.what);
       }
+      // with samples missing from the tree, its sums differ for a reason already reported
+      if (result.samples === opened.header.entryCount) {
+        const { totals } = manifest;
+        if (result.memberBytes !== totals.bytes) problem(MANIFEST_FILE, `totals.bytes is ${totals.bytes}, the index's members hold ${result.memberBytes}`);
+        if (result.storedBytes !== totals.storedBytes) problem(MANIFEST_FILE, `totals.storedBytes is ${totals.storedBytes}, the index's members are stored in ${result.storedBytes}`);
+      }
     }
+    await checkExtraFiles(location, manifest.files, opener, problem);
     // without a usable index, the manifest still says what each shard should be (size and CRC32C)
     shards ??= manifest.shards.map((s) => ({ file: s.file, bytes: s.bytes, samples: s.samples, crc32c: Number.parseInt(s.crc32c, 16), fingerprint: -1 }));
     const byShard = spans?.byShard(shards.length);

@@ -3,8 +3,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { crc32cHex } from '../../formats/checksum.js';
 import { ErrorCodes } from '../../formats/errors.js';
+import type { IndexEntry } from '../../formats/index-entry.js';
+import type { ShardRecord } from '../../formats/index-layout.js';
 import { DatasetWriter, INDEX_FILE } from '../../src/pack/dataset-writer.js';
+import { writeIndexFile } from '../../src/pack/index-file.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
 import { tmpDir } from '../helpers/tmp.js';
@@ -32,6 +36,33 @@ function copyDir(src: string): string {
   const dir = tmpDir();
   for (const f of fs.readdirSync(src)) fs.copyFileSync(path.join(src, f), path.join(dir, f));
   return dir;
+}
+
+function editManifest(dir: string, edit: (m: Record<string, any>) => void): void {
+  const file = path.join(dir, 'manifest.json');
+  const m = JSON.parse(fs.readFileSync(file, 'utf8'));
+  edit(m);
+  fs.writeFileSync(file, JSON.stringify(m, null, 2));
+}
+
+/**
+ * Writes the index again from the dataset's own entries and shard table after `edit`, and makes the manifest agree
+ * (index checksum and size, shard table): what was edited is all that is wrong, and nothing cheaper notices it.
+ */
+async function rewriteIndex(dir: string, edit: (entries: IndexEntry[], shards: ShardRecord[]) => void): Promise<void> {
+  const ds = await openDataset(dir);
+  const entries: IndexEntry[] = [];
+  for await (const { position: _, ...e } of ds.entries()) entries.push(e);
+  const shards = ds.index.shards.map((s) => ({ ...s }));
+  const { layout } = ds.manifest;
+  const { pageSize } = ds.index.header;
+  await ds.close();
+  edit(entries, shards);
+  const w = writeIndexFile(path.join(dir, INDEX_FILE), entries, shards, layout, pageSize, false);
+  editManifest(dir, (m) => {
+    m.index = { ...m.index, bytes: w.bytes, crc32c: crc32cHex(w.headerCrc) };
+    m.shards = shards.map((s) => ({ file: s.file, bytes: s.bytes, samples: s.samples, crc32c: crc32cHex(s.crc32c) }));
+  });
 }
 
 function flip(file: string, pos: number, mask = 0x01): void {
@@ -155,5 +186,60 @@ describe('verifyDataset on damaged tar datasets', () => {
 
   it('is not a dataset without a manifest', async () => {
     await expect(verifyDataset(tmpDir())).rejects.toMatchObject({ code: ErrorCodes.NOT_A_DATASET });
+  });
+});
+
+describe('verifyDataset on a manifest or shard table that disagrees with the index', () => {
+  let clean: string;
+  beforeAll(async () => {
+    clean = tmpDir();
+    const w = new DatasetWriter({ dir: clean, layout: 'tar', compress: 'lz4', shardBytes: 16 * 1024, pageSize: 1024 });
+    for (let i = 0; i < N; i++) w.add(sampleOf(i));
+    w.addFile('classes.txt', enc.encode('a\nb\n'));
+    await w.finish();
+    expect((await verifyDataset(clean)).ok).toBe(true);
+  });
+
+  const problemsOf = async (dir: string, quick: boolean) => (await verifyDataset(dir, { quick })).problems;
+
+  it('byte totals that are not the sums over the index members', async () => {
+    const more = copyDir(clean);
+    editManifest(more, (m) => void (m.totals.bytes += 1e6));
+    const none = copyDir(clean);
+    editManifest(none, (m) => void (m.totals.storedBytes = 0));
+    for (const quick of [false, true]) {
+      expect(await problemsOf(more, quick)).toEqual([{ file: 'manifest.json', what: expect.stringMatching(/^totals\.bytes is \d+, the index's members hold \d+$/) }]);
+      expect(await problemsOf(none, quick)).toEqual([{ file: 'manifest.json', what: expect.stringMatching(/^totals\.storedBytes is 0, /) }]);
+    }
+  });
+
+  it('an extra file the manifest lists that is missing, or not a regular file', async () => {
+    const gone = copyDir(clean);
+    fs.rmSync(path.join(gone, 'classes.txt'));
+    const named = copyDir(clean);
+    editManifest(named, (m) => m.files.push('nosuchfile.txt'));
+    const dir = copyDir(clean);
+    fs.rmSync(path.join(dir, 'classes.txt'));
+    fs.mkdirSync(path.join(dir, 'classes.txt'));
+    for (const quick of [false, true]) {
+      expect(await problemsOf(gone, quick)).toEqual([{ file: 'classes.txt', what: expect.stringMatching(/missing/) }]);
+      expect(await problemsOf(named, quick)).toEqual([{ file: 'nosuchfile.txt', what: expect.stringMatching(/missing/) }]);
+      expect(await problemsOf(dir, quick)).toEqual([{ file: 'classes.txt', what: expect.stringMatching(/not a regular file/) }]);
+    }
+  });
+
+  it('per-shard sample counts that are not what the tree places in each shard', async () => {
+    const dir = copyDir(clean);
+    // totals stay right and manifest and shard table agree: only counting the tree's samples per shard finds it
+    await rewriteIndex(dir, (_, shards) => {
+      shards[0]!.samples += 1;
+      shards[1]!.samples -= 1;
+    });
+    for (const quick of [false, true]) {
+      const problems = await problemsOf(dir, quick);
+      expect(problems).toHaveLength(2);
+      expect(problems[0]).toEqual({ file: INDEX_FILE, what: expect.stringMatching(/^the tree places \d+ samples in shard 0 \(shard-000000\.tar\), the shard table says \d+$/) });
+      expect(problems[1]!.what).toMatch(/in shard 1 /);
+    }
   });
 });
