@@ -6,7 +6,8 @@
  * CRC32C, each sample's members decompressed and checked against their CRC32C, and in the tar layout each member's
  * tar header (name and size) against the index. Quick check (`quick: true`): the manifest and its extra files, the
  * index invariants, and each shard's size and fingerprint; no member is read. Damage inside a sample is reported
- * with its key; damage the index cannot place (a shard's padding or end blocks) is reported against the shard.
+ * with its key; damage the index cannot place (a shard's padding or end blocks) is reported against the shard. A
+ * shard that cannot be read (EIO, a directory) is a problem of its own, and the shards after it are still checked.
  */
 import { crc32c, crc32cHex } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
@@ -276,12 +277,27 @@ async function openShard(ctx: ShardContext): Promise<{ source: ByteSource; size:
   return { source, size };
 }
 
+/**
+ * Reads `length` bytes at `offset` of an opened shard, or reports why it cannot and returns undefined: one bad
+ * disk sector or unreadable file must not keep the other shards from being checked.
+ */
+async function readShard(ctx: ShardContext, source: ByteSource, offset: number, length: number, unchecked: string): Promise<Uint8Array | undefined> {
+  try {
+    return await source.read(offset, length);
+  } catch (err) {
+    if (!isShardkitError(err)) throw err;
+    ctx.problem(ctx.record.file, `${err.message}; ${unchecked} not checked`);
+    return undefined;
+  }
+}
+
 /** Size, fingerprint and (packed) shard header. */
 async function quickShard(ctx: ShardContext): Promise<boolean> {
   const opened = await openShard(ctx);
   if (opened === undefined) return false;
   try {
-    const head = await opened.source.read(0, Math.min(opened.size, FINGERPRINT_BYTES));
+    const head = await readShard(ctx, opened.source, 0, Math.min(opened.size, FINGERPRINT_BYTES), 'its fingerprint was');
+    if (head === undefined) return false;
     checkHead(ctx, head, opened.size);
   } finally {
     await opened.source.close();
@@ -367,7 +383,12 @@ async function fullShard(ctx: ShardContext, onBytes: (n: number) => void): Promi
   try {
     let pos = 0;
     while (pos < size) {
-      const chunk = await source.read(pos, Math.min(VERIFY_CHUNK_BYTES, size - pos));
+      const left = expected.length - next;
+      const chunk = await readShard(ctx, source, pos, Math.min(VERIFY_CHUNK_BYTES, size - pos), `the shard from byte ${pos} on (${left} sample${left === 1 ? '' : 's'}) was`);
+      if (chunk === undefined) {
+        ctx.memberBytes = memberBytes;
+        return false;
+      }
       const end = pos + chunk.length;
       crc = crc32c(chunk, crc);
       if (pos < FINGERPRINT_BYTES) head = concat(head, chunk.subarray(0, FINGERPRINT_BYTES - pos));

@@ -210,6 +210,32 @@ describe('faults are detected, each with its own code, in one line', () => {
     expect(report.damaged.map((d: { key: string }) => d.key)).toEqual([keyOf(7)]);
     expect(cli(['verify', clean]).status).toBe(0);
   });
+
+  it('verify reports a shard it cannot read and goes on to the others, in text and --json', async () => {
+    const dir = copy();
+    const ds = await openDataset(dir);
+    const entry = (await ds.locate(keyOf(150)))!;
+    const jpg = entry.members.find((m) => m.ext === 'jpg')!;
+    const shard = ds.shardName(entry.shard);
+    await ds.close();
+    expect(shard).not.toBe('shard-000000.tar');
+    const b = fs.readFileSync(path.join(dir, shard));
+    b[entry.offset + jpg.offset + 10] ^= 0x01;
+    fs.writeFileSync(path.join(dir, shard), b);
+    // every read of a directory fails (EISDIR), as every read of a shard on a failing disk does (EIO)
+    fs.rmSync(path.join(dir, 'shard-000000.tar'));
+    fs.mkdirSync(path.join(dir, 'shard-000000.tar'));
+    const v = cli(['verify', dir, '--json']);
+    expect(v.status).toBe(1);
+    expect(v.stderr).toBe('');
+    const report = JSON.parse(v.stdout);
+    expect(report.problems).toContainEqual({ file: 'shard-000000.tar', what: expect.stringMatching(/EISDIR.*not checked$/) });
+    expect(report.damaged).toEqual([expect.objectContaining({ key: keyOf(150), shard })]);
+    const text = cli(['verify', dir]);
+    expect(text.status).toBe(1);
+    expect(text.stdout).toMatch(/^problem  shard-000000\.tar: .*EISDIR/m);
+    expect(text.stdout).toContain(`damaged  ${keyOf(150)}  (${shard} @ `);
+  });
 });
 
 describe('limits', () => {

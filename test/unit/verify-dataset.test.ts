@@ -162,6 +162,24 @@ describe('verifyDataset on damaged tar datasets', () => {
     expect(m.problems.some((p) => p.file === 'shard-000001.tar' && /missing/.test(p.what))).toBe(true);
   });
 
+  it('a shard that cannot be read is a problem, and the shards after it are still checked', async () => {
+    const dir = copyDir(clean);
+    const target = (await memberSpans(dir)).find((s) => s.shard === 'shard-000002.tar' && s.codec === 0)!;
+    flip(path.join(dir, target.shard), target.start + 3);
+    // a directory opens and has a size, but every read fails (EISDIR), as a shard on a failing disk does (EIO)
+    fs.rmSync(path.join(dir, 'shard-000000.tar'));
+    fs.mkdirSync(path.join(dir, 'shard-000000.tar'));
+    const shards = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')).shards.length;
+    expect(shards).toBeGreaterThan(2);
+    for (const quick of [false, true]) {
+      const r = await verifyDataset(dir, { quick });
+      expect(r.ok).toBe(false);
+      expect(r.problems.filter((p) => p.file === 'shard-000000.tar' && /EISDIR/.test(p.what))).toHaveLength(1);
+      expect(r.checked.shards).toBe(shards - 1);
+      if (!quick) expect(r.damaged.map((d) => [d.key, d.shard])).toEqual([[target.key, 'shard-000002.tar']]);
+    }
+  });
+
   it('quick mode catches a replaced shard head but does not read members', async () => {
     const dir = copyDir(clean);
     flip(path.join(dir, 'shard-000000.tar'), 600);
