@@ -3,8 +3,9 @@
  * every page reachable exactly once from the root, levels decreasing by one to the leaves, keys strictly increasing
  * across leaves, each branch key equal to the first key of its child, subtree counts equal to what the parent
  * promised, leaf links in key order from the header's first leaf, header totals (samples, members, span bytes),
- * each shard's sample count in the shard table, and every span inside its shard and apart from every other span
- * of that shard. Also sums the members' original and stored bytes, for the caller to compare with the manifest.
+ * each shard's sample count in the shard table, every key and extension safe by the writer's rules (no `..`
+ * segment, no `/` in an extension), and every span inside its shard and apart from every other span of that
+ * shard. Also sums the members' original and stored bytes, for the caller to compare with the manifest.
  * Memory: one bit per page, 28 bytes per sample (the span table the shard pass needs anyway), 8 bytes per shard.
  */
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
@@ -12,6 +13,7 @@ import type { IndexEntry } from '../../formats/index-entry.js';
 import type { IndexHeader, ShardRecord } from '../../formats/index-layout.js';
 import { PAGE_FLAGS, decodePage, type LeafPage, type Page } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
+import { checkKeyAndExts } from '../../formats/sample-layout.js';
 import type { ByteSource } from '../io/byte-source.js';
 
 /** Where every sample's span is, by position in key order; `leaf`/`slot` find its entry again. */
@@ -164,6 +166,13 @@ export async function checkIndex(
       page.entries.forEach((e, slot) => {
         if (lastKey !== undefined && compareKeys(lastKey, e.key) >= 0) problem(`key ${JSON.stringify(e.key)} (page ${pageNo}) does not come after ${JSON.stringify(lastKey)}`, { key: e.key });
         lastKey = e.key;
+        try {
+          // the writer's own rules: a key it would refuse names files outside the directory extract writes to
+          checkKeyAndExts(e.key, e.members.map((m) => m.ext));
+        } catch (err) {
+          if (!isShardkitError(err)) throw err;
+          problem(err.message, { key: e.key, shard: e.shard, offset: e.offset });
+        }
         members += e.members.length;
         spanBytes += e.length;
         for (const m of e.members) {

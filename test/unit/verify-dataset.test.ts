@@ -261,3 +261,23 @@ describe('verifyDataset on a manifest or shard table that disagrees with the ind
     }
   });
 });
+
+describe('verifyDataset on hostile names', () => {
+  it('a key with a ".." segment (z/../../escape) or an extension with "/": names the writer refuses are damage', async () => {
+    const dir = await makeDataset('packed', 'none');
+    // packed shards hold no names: with the index and manifest rewritten to agree, only the name rules catch these
+    const escape = `${keyOf(30)}/../../escape`;
+    await rewriteIndex(dir, (entries) => {
+      entries[30]!.key = escape;
+      entries[40]!.members[1]!.ext = 't/xt';
+    });
+    for (const quick of [false, true]) {
+      const r = await verifyDataset(dir, { quick });
+      expect(r.problems).toEqual([]);
+      expect(r.damaged).toEqual([
+        { key: escape, shard: expect.any(String), offset: expect.any(Number), what: `sample key ${JSON.stringify(escape)} has an empty, "." or ".." path segment` },
+        { key: keyOf(40), shard: expect.any(String), offset: expect.any(Number), what: expect.stringMatching(/extension "t\/xt" with "\/"/) },
+      ]);
+    }
+  });
+});
