@@ -6,7 +6,7 @@
  */
 import { ErrorCodes, ShardkitError } from './errors.js';
 import type { IndexEntry } from './index-entry.js';
-import type { IndexHeader } from './index-layout.js';
+import { indexRemedy, type IndexHeader } from './index-layout.js';
 import type { BranchPage, LeafPage, Page } from './index-page.js';
 import { compareKeys, isSimpleKey } from './key-order.js';
 
@@ -30,7 +30,7 @@ export async function runAsync<T>(op: PageOp<T>, load: (pageNo: number) => Page 
 }
 
 function corrupt(t: TreeInfo, pageNo: number, why: string): never {
-  throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${t.file}: page ${pageNo} ${why}; run \`shardkit reindex\``, { file: t.file });
+  throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${t.file}: page ${pageNo} ${why}; ${indexRemedy(t.header.layout)}`, { file: t.file });
 }
 
 /** Where a descent stands: a page, the number of samples before its subtree, and what its parent promised. */

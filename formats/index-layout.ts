@@ -36,6 +36,16 @@ export const HEADER_BYTES = 128;
 export type Layout = 'tar' | 'packed';
 export const LAYOUT_CODES: Record<Layout, number> = { tar: 0, packed: 1 };
 
+/**
+ * What an error about a damaged or lost index tells the user to do, by the dataset's layout (undefined: not known).
+ * `shardkit reindex` rebuilds an index from tar headers; packed shards hold no names or sizes, so theirs cannot be.
+ */
+export function indexRemedy(layout: Layout | undefined): string {
+  if (layout === 'tar') return 'run `shardkit reindex`';
+  if (layout === 'packed') return 'restore the index from a backup or pack the dataset again (`shardkit reindex` cannot rebuild a packed index)';
+  return 'run `shardkit reindex` (tar layout) or restore the index from a backup (packed layout)';
+}
+
 export interface IndexHeader {
   version: number;
   layout: Layout;
@@ -113,14 +123,17 @@ export function decodeIndexHeader(bytes: Uint8Array, file: string, fileSize?: nu
     );
   }
   const crc = v.getUint32(HDR_CRC, true);
+  // the layout byte says which remedy applies only once the checksum has vouched for it
+  let known: Layout | undefined;
   const corrupt = (why: string): never => {
-    throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${file}: index header ${why}; run \`shardkit reindex\``, { file });
+    throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${file}: index header ${why}; ${indexRemedy(known)}`, { file });
   };
   if (crc32c(bytes.subarray(0, HDR_CRC)) !== crc) corrupt('fails its checksum');
   if (version === 0) corrupt('has version 0');
   const layoutCode = v.getUint8(HDR_LAYOUT);
   const layout = (Object.keys(LAYOUT_CODES) as Layout[]).find((k) => LAYOUT_CODES[k] === layoutCode);
   if (layout === undefined) return corrupt(`names unknown layout ${layoutCode}`);
+  known = layout;
   const u64 = (off: number): number => readU64(v, off) ?? corrupt(`field at byte ${off} exceeds 2^53`);
   const h: IndexHeader = {
     version,
@@ -187,7 +200,7 @@ export function encodeShardTable(shards: readonly ShardRecord[]): Uint8Array {
 
 export function decodeShardTable(bytes: Uint8Array, header: IndexHeader, file: string): ShardRecord[] {
   if (crc32c(bytes) !== header.tableCrc) {
-    throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${file}: shard table fails its checksum; run \`shardkit reindex\``, { file });
+    throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${file}: shard table fails its checksum; ${indexRemedy(header.layout)}`, { file });
   }
   const r = new ByteReader(bytes, ErrorCodes.CORRUPT_INDEX, `${file}: shard table`);
   const count = r.varint();

@@ -7,6 +7,7 @@ import { crc32c } from './checksum.js';
 import { ErrorCodes, ShardkitError } from './errors.js';
 import { compareKeys, isSimpleKey } from './key-order.js';
 import { Codec, type CodecId, type IndexEntry, type MemberEntry } from './index-entry.js';
+import { indexRemedy, type Layout } from './index-layout.js';
 import { propertyName } from './sample.js';
 
 export const PAGE_HEADER_BYTES = 16;
@@ -103,8 +104,8 @@ export interface BranchPage {
 
 export type Page = LeafPage | BranchPage;
 
-function corrupt(file: string, pageNo: number, why: string): never {
-  throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${file}: page ${pageNo} ${why}; run \`shardkit reindex\``, { file });
+function corrupt(file: string, pageNo: number, why: string, layout: Layout | undefined): never {
+  throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${file}: page ${pageNo} ${why}; ${indexRemedy(layout)}`, { file });
 }
 
 /** CRC32C of every byte of the page except the checksum field itself. */
@@ -215,21 +216,22 @@ export function encodeBranchRecord(key: Uint8Array, child: number, count: number
 /**
  * Checks a page's checksum, number and type, then decodes its records. `keepEntries`: a leaf keeps the IndexEntry
  * objects its decoding made, for callers about to walk them all (scans, verify); else it makes them again if asked.
+ * `layout` (the index header's) chooses what an error tells the user to do.
  */
-export function decodePage(page: Uint8Array, expectedPageNo: number, file: string, keepEntries = false): Page {
-  if (page.length < PAGE_HEADER_BYTES) corrupt(file, expectedPageNo, 'is truncated');
+export function decodePage(page: Uint8Array, expectedPageNo: number, file: string, keepEntries = false, layout?: Layout): Page {
+  if (page.length < PAGE_HEADER_BYTES) corrupt(file, expectedPageNo, 'is truncated', layout);
   const v = new DataView(page.buffer, page.byteOffset, page.byteLength);
-  if (pageChecksum(page) !== v.getUint32(PAGE_CRC, true)) corrupt(file, expectedPageNo, 'fails its checksum');
+  if (pageChecksum(page) !== v.getUint32(PAGE_CRC, true)) corrupt(file, expectedPageNo, 'fails its checksum', layout);
   const pageNo = v.getUint32(PAGE_NO, true);
-  if (pageNo !== expectedPageNo) corrupt(file, expectedPageNo, `says it is page ${pageNo}`);
+  if (pageNo !== expectedPageNo) corrupt(file, expectedPageNo, `says it is page ${pageNo}`, layout);
   const type = v.getUint8(PAGE_TYPE);
   const count = v.getUint16(PAGE_COUNT, true);
   const link = v.getUint32(PAGE_LINK, true);
   const r = new ByteReader(page, ErrorCodes.CORRUPT_INDEX, `${file}: page ${pageNo}`, PAGE_HEADER_BYTES);
-  if (count === 0) corrupt(file, pageNo, 'has no records');
+  if (count === 0) corrupt(file, pageNo, 'has no records', layout);
   if (type === PageType.leaf) return decodeLeaf(r, pageNo, link, count, keepEntries);
   if (type === PageType.branch) return decodeBranch(r, pageNo, link, count);
-  return corrupt(file, pageNo, `has unknown type ${type}`);
+  return corrupt(file, pageNo, `has unknown type ${type}`, layout);
 }
 
 function decodeLeaf(r: ByteReader, pageNo: number, next: number, count: number, keepEntries: boolean): LeafPage {

@@ -4,7 +4,8 @@
  */
 import { crc32c, crc32cHex } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import { FINGERPRINT_BYTES, type Layout, type ShardRecord } from '../../formats/index-layout.js';
+import type { TreeInfo } from '../../formats/btree-reader.js';
+import { FINGERPRINT_BYTES, indexRemedy, type Layout, type ShardRecord } from '../../formats/index-layout.js';
 import { MEMBER_COLUMNS, MemberColumn, RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index-page.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import type { Manifest } from '../../formats/manifest.js';
@@ -56,7 +57,7 @@ export function checkOpenOptions(o: OpenDatasetOptions): void {
 
 export function checkIndexMatchesManifest(index: IndexReader, manifest: Manifest, location: string): void {
   const mismatch = (why: string): never => {
-    throw new ShardkitError(ErrorCodes.INDEX_MISMATCH, `${location}: the index does not belong to this manifest (${why}); run \`shardkit reindex\``, { file: location });
+    throw new ShardkitError(ErrorCodes.INDEX_MISMATCH, `${location}: the index does not belong to this manifest (${why}); ${indexRemedy(manifest.layout)}`, { file: location });
   };
   if (crc32cHex(index.header.crc) !== manifest.index.crc32c) mismatch('header checksum differs');
   if (index.header.layout !== manifest.layout) mismatch('layout differs');
@@ -88,13 +89,13 @@ export function recordFits(leaf: LeafPage, slot: number, shards: readonly ShardR
 }
 
 /**
- * The checks of {@link recordFits} on an entry, throwing: CORRUPT_INDEX for a span outside its shard (index file
- * `indexFile`), TOO_LARGE for a member over `maxMemberBytes`; both name the sample.
+ * The checks of {@link recordFits} on an entry, throwing: CORRUPT_INDEX for a span outside its shard (of the index
+ * `tree`), TOO_LARGE for a member over `maxMemberBytes`; both name the sample.
  */
-export function assertEntryFits(entry: IndexEntry, shards: readonly ShardRecord[], maxMemberBytes: number, indexFile: string): void {
+export function assertEntryFits(entry: IndexEntry, shards: readonly ShardRecord[], maxMemberBytes: number, tree: TreeInfo): void {
   const shard = shards[entry.shard];
   if (shard === undefined || entry.offset + entry.length > shard.bytes) {
-    throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${indexFile}: sample "${entry.key}" points outside its shard; run \`shardkit reindex\``, { key: entry.key });
+    throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${tree.file}: sample "${entry.key}" points outside its shard; ${indexRemedy(tree.header.layout)}`, { key: entry.key });
   }
   for (const m of entry.members) {
     if (m.size > maxMemberBytes) {

@@ -6,7 +6,7 @@
  */
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
-import type { ShardRecord } from '../../formats/index-layout.js';
+import { indexRemedy, type ShardRecord } from '../../formats/index-layout.js';
 import { MEMBER_COLUMNS, MemberColumn, RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index-page.js';
 import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
 import type { Sample } from '../../formats/sample.js';
@@ -125,7 +125,7 @@ export class Dataset {
         ? new HttpSource(indexLocation, { client: client as HttpClient, size: manifest.index.bytes, sizeMismatchCode: ErrorCodes.INDEX_MISMATCH })
         : await openByteSource(indexLocation, { stats: io }).catch((err: unknown) => {
             if (isShardkitError(err, ErrorCodes.SHARD_MISSING)) {
-              throw new ShardkitError(ErrorCodes.TRUNCATED, `${indexLocation}: the index file is missing; rebuild it with \`shardkit reindex\``, { file: indexLocation, cause: err });
+              throw new ShardkitError(ErrorCodes.TRUNCATED, `${indexLocation}: the index file is missing; ${indexRemedy(manifest.layout)}`, { file: indexLocation, cause: err });
             }
             throw err;
           });
@@ -423,7 +423,7 @@ export class Dataset {
 
   /** @internal Refuses entries that point outside their shard or hold oversized members (damaged index). */
   checkEntry(entry: IndexEntry): void {
-    assertEntryFits(entry, this.index.shards, this.maxMemberBytes, this.index.tree.file);
+    assertEntryFits(entry, this.index.shards, this.maxMemberBytes, this.index.tree);
   }
 
   private shardRecord(loc: string): ShardRecord {

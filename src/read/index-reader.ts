@@ -5,7 +5,7 @@
 import { boundHit, runAsync, runSync, seekKey, seekLeaf, seekLeafSync, seekPosition, seekPositionSync, type LeafHit, type PageOp, type TreeInfo } from '../../formats/btree-reader.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
-import { DEFAULT_PAGE_SIZE, HEADER_BYTES, decodeIndexHeader, decodeShardTable, type IndexHeader, type ShardRecord } from '../../formats/index-layout.js';
+import { DEFAULT_PAGE_SIZE, HEADER_BYTES, decodeIndexHeader, decodeShardTable, indexRemedy, type IndexHeader, type ShardRecord } from '../../formats/index-layout.js';
 import { decodePage, type LeafPage, type Page } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
 import type { ByteSource, SyncByteSource } from '../io/byte-source.js';
@@ -57,7 +57,7 @@ export class IndexReader {
     if (typeof src.readSync !== 'function') {
       throw new ShardkitError(ErrorCodes.INVALID_ARG, `${this.source.name}: synchronous reads need a local dataset; use the async API`);
     }
-    const page = decodePage(src.readSync(pageNo * this.header.pageSize, this.header.pageSize), pageNo, this.source.name);
+    const page = decodePage(src.readSync(pageNo * this.header.pageSize, this.header.pageSize), pageNo, this.source.name, false, this.header.layout);
     this.cache.set(pageNo, page);
     return page;
   };
@@ -74,7 +74,7 @@ export class IndexReader {
       pending = this.source
         .read(pageNo * this.header.pageSize, this.header.pageSize)
         .then((bytes) => {
-          const page = decodePage(bytes, pageNo, this.source.name, keepEntries);
+          const page = decodePage(bytes, pageNo, this.source.name, keepEntries, this.header.layout);
           this.cache.set(pageNo, page);
           return page;
         })
@@ -180,7 +180,7 @@ export class IndexReader {
    */
   async nextLeaf(leaf: LeafPage): Promise<LeafPage> {
     const bad = (why: string): never => {
-      throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${this.source.name}: leaf ${leaf.pageNo} ${why}; run \`shardkit reindex\``, { file: this.source.name });
+      throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${this.source.name}: leaf ${leaf.pageNo} ${why}; ${indexRemedy(this.header.layout)}`, { file: this.source.name });
     };
     if (leaf.next === 0 || leaf.next >= this.header.pageCount) bad(`links to page ${leaf.next}`);
     const next = await this.loadAsync(leaf.next, true);

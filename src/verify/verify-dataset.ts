@@ -12,7 +12,7 @@
 import { crc32c, crc32cHex } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry } from '../../formats/index-entry.js';
-import { FINGERPRINT_BYTES, HEADER_BYTES, decodeIndexHeader, decodeShardTable, type IndexHeader, type ShardRecord } from '../../formats/index-layout.js';
+import { FINGERPRINT_BYTES, HEADER_BYTES, decodeIndexHeader, decodeShardTable, indexRemedy, type IndexHeader, type ShardRecord } from '../../formats/index-layout.js';
 import { lz4DecompressMember } from '../../formats/lz4.js';
 import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
 import { checkPackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
@@ -179,7 +179,7 @@ async function readManifest(location: string, opener: Opener): Promise<Manifest>
     bytes = await readAll(file, opener);
   } catch (err) {
     if (isShardkitError(err, ErrorCodes.SHARD_MISSING)) {
-      throw new ShardkitError(ErrorCodes.NOT_A_DATASET, `${redactLocation(location)} is not a shardkit dataset (no ${MANIFEST_FILE}); if its shards are intact, \`shardkit reindex\` rebuilds it`, { file: redactLocation(location), cause: err });
+      throw new ShardkitError(ErrorCodes.NOT_A_DATASET, `${redactLocation(location)} is not a shardkit dataset (no ${MANIFEST_FILE}); if its shards are intact tar shards, \`shardkit reindex\` rebuilds it`, { file: redactLocation(location), cause: err });
     }
     throw err;
   }
@@ -206,7 +206,7 @@ async function openIndex(location: string, opener: Opener, manifest: Manifest, p
     source = await openByteSource(resolveLocation(location, name), opener);
   } catch (err) {
     if (!isShardkitError(err)) throw err;
-    problem(name, err.code === ErrorCodes.SHARD_MISSING ? 'the index file is missing; rebuild it with `shardkit reindex`' : err.message);
+    problem(name, err.code === ErrorCodes.SHARD_MISSING ? `the index file is missing; ${indexRemedy(manifest.layout)}` : err.message);
     return undefined;
   }
   try {
@@ -217,7 +217,7 @@ async function openIndex(location: string, opener: Opener, manifest: Manifest, p
     // the rest of page 0 is covered by no checksum: it must be zero
     const page0 = await source.read(0, Math.min(size, header.pageSize));
     if (page0.subarray(HEADER_BYTES).some((b) => b !== 0)) problem(name, `page 0 has non-zero bytes after its ${HEADER_BYTES}-byte header`);
-    if (crc32cHex(header.crc) !== manifest.index.crc32c) problem(name, 'does not belong to this manifest (header checksum differs); run `shardkit reindex`');
+    if (crc32cHex(header.crc) !== manifest.index.crc32c) problem(name, `does not belong to this manifest (header checksum differs); ${indexRemedy(manifest.layout)}`);
     if (header.layout !== manifest.layout) problem(name, `says layout ${header.layout}, the manifest ${manifest.layout}`);
     if (header.entryCount !== manifest.totals.samples) problem(name, `holds ${header.entryCount} samples, the manifest says ${manifest.totals.samples}`);
     if (header.memberCount !== manifest.totals.members) problem(name, `holds ${header.memberCount} members, the manifest says ${manifest.totals.members}`);

@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCodes, isShardkitError } from '../../formats/errors.js';
 import { DatasetWriter, INDEX_FILE } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
+import { verifyDataset } from '../../src/verify/verify-dataset.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const N = 400;
@@ -90,5 +91,62 @@ describe('concurrent lookups', () => {
     const pageReads = ds.stats().io.reads - before;
     expect(pageReads).toBeLessThanOrEqual(ds.index.header.height + 2);
     await ds.close();
+  });
+});
+
+describe('what a damaged or lost index tells the user to do', () => {
+  async function damaged(layout: 'tar' | 'packed'): Promise<{ page: string; lost: string; other: string }> {
+    const make = async (seed: number): Promise<string> => {
+      const dir = tmpDir();
+      const w = new DatasetWriter({ dir, layout, pageSize: 1024, shardBytes: 16 * 1024 });
+      for (let i = 0; i < N; i++) w.add({ key: keyOf(i), members: { bin: bodyOf(i + seed) } });
+      await w.finish();
+      return dir;
+    };
+    const page = await make(0);
+    const index = path.join(page, INDEX_FILE);
+    const bytes = fs.readFileSync(index);
+    bytes[1024 + 40] ^= 1; // inside page 1
+    fs.writeFileSync(index, bytes);
+    const lost = await make(0);
+    fs.rmSync(path.join(lost, INDEX_FILE));
+    const other = await make(0);
+    fs.copyFileSync(path.join(await make(1), INDEX_FILE), path.join(other, INDEX_FILE));
+    return { page, lost, other };
+  }
+  const messageOf = async (run: () => Promise<unknown>): Promise<string> => {
+    try {
+      await run();
+    } catch (err) {
+      if (isShardkitError(err)) return err.message;
+      throw err;
+    }
+    throw new Error('expected an error');
+  };
+  const readAll = async (dir: string): Promise<void> => {
+    const ds = await openDataset(dir);
+    try {
+      for (let i = 0; i < N; i++) await ds.at(i);
+    } finally {
+      await ds.close();
+    }
+  };
+
+  it('tar: run `shardkit reindex`, which rebuilds the index from the tar headers', async () => {
+    const { page, lost, other } = await damaged('tar');
+    for (const dir of [page, lost, other]) expect(await messageOf(() => readAll(dir))).toMatch(/; run `shardkit reindex`$/);
+    for (const dir of [page, lost, other]) expect((await verifyDataset(dir)).problems.some((p) => /; run `shardkit reindex`$/.test(p.what))).toBe(true);
+  });
+
+  it('packed: restore the index or pack again; reindex refuses packed datasets', async () => {
+    const { page, lost, other } = await damaged('packed');
+    for (const dir of [page, lost, other]) {
+      const message = await messageOf(() => readAll(dir));
+      expect(message).toMatch(/; restore the index from a backup or pack the dataset again/);
+      expect(message).not.toMatch(/run `shardkit reindex`/);
+      const { problems } = await verifyDataset(dir);
+      expect(problems.some((p) => /restore the index from a backup/.test(p.what))).toBe(true);
+      expect(problems.filter((p) => /run `shardkit reindex`/.test(p.what))).toEqual([]);
+    }
   });
 });
