@@ -100,7 +100,7 @@ export class PageReader {
     if (hit !== undefined) return hit;
     const bytes = await this.source.read(pageNo * this.header.pageSize, this.header.pageSize);
     const page = decodePage(bytes, pageNo, this.source.name, true, this.header.layout);
-    // the page checksum starts at PAGE_NO: the flags byte is covered by no checksum, so check it here
+    // the page checksum covers the flags byte, but decodePage accepts any flags (readers ignore them): SPEC says 0
     if (bytes[PAGE_FLAGS] !== 0) throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${this.source.name}: page ${pageNo} has unknown flags ${bytes[PAGE_FLAGS]}`);
     if (this.cache.size >= this.maxCached) this.cache.delete(this.cache.keys().next().value as number);
     this.cache.set(pageNo, page);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../formats/errors.js';
 import { decodeIndexHeader, encodeIndexHeader, HEADER_BYTES } from '../../formats/index-layout.js';
-import { LeafRecordEncoder, decodePage, sealPage, PageType, PAGE_HEADER_BYTES } from '../../formats/index-page.js';
+import { LeafRecordEncoder, decodePage, sealPage, PageType, PAGE_FLAGS, PAGE_HEADER_BYTES } from '../../formats/index-page.js';
 import { Codec, type IndexEntry } from '../../formats/index-entry.js';
 import { utf8Bytes } from '../../formats/bytes.js';
 
@@ -74,6 +74,16 @@ describe('leaf records', () => {
     expect(decoded.type === 'leaf' && decoded.entries).toEqual([a, b, c]);
     page[PAGE_HEADER_BYTES + 3] ^= 0x40;
     expect(() => decodePage(page, 1, 'i')).toThrow(expect.objectContaining({ code: ErrorCodes.CORRUPT_INDEX }));
+  });
+
+  it('the page checksum covers every byte but its own field, the flags byte included', () => {
+    const entry: IndexEntry = { key: 'a', shard: 0, offset: 0, length: 1, members: [{ ext: 'txt', offset: 0, size: 1, storedSize: 1, codec: Codec.none, crc32c: 7 }] };
+    const page = new Uint8Array(1024);
+    page.set(new LeafRecordEncoder().encode(entry, utf8Bytes(entry.key)), PAGE_HEADER_BYTES);
+    sealPage(page, PageType.leaf, 1, 1, 0);
+    expect(decodePage(page, 1, 'i').keys).toEqual(['a']);
+    page[PAGE_FLAGS] = 0x01;
+    expect(() => decodePage(page, 1, 'i')).toThrow(expect.objectContaining({ code: ErrorCodes.CORRUPT_INDEX, message: expect.stringContaining('fails its checksum') }));
   });
 
   it('regression: a checksummed page claiming a huge key suffix is CORRUPT_INDEX, not an allocation', () => {
