@@ -2,11 +2,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { crc32cHex } from '../../formats/checksum.js';
-import { ErrorCodes } from '../../formats/errors.js';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
+import { FileSource } from '../../src/io/file-source.js';
 import { DatasetWriter, INDEX_FILE } from '../../src/pack/dataset-writer.js';
 import { writeIndexFile } from '../../src/pack/index-file.js';
 import { openDataset } from '../../src/read/dataset.js';
@@ -166,17 +167,25 @@ describe('verifyDataset on damaged tar datasets', () => {
     const dir = copyDir(clean);
     const target = (await memberSpans(dir)).find((s) => s.shard === 'shard-000002.tar' && s.codec === 0)!;
     flip(path.join(dir, target.shard), target.start + 3);
-    // a directory opens and has a size, but every read fails (EISDIR), as a shard on a failing disk does (EIO)
-    fs.rmSync(path.join(dir, 'shard-000000.tar'));
-    fs.mkdirSync(path.join(dir, 'shard-000000.tar'));
     const shards = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')).shards.length;
     expect(shards).toBeGreaterThan(2);
-    for (const quick of [false, true]) {
-      const r = await verifyDataset(dir, { quick });
-      expect(r.ok).toBe(false);
-      expect(r.problems.filter((p) => p.file === 'shard-000000.tar' && /EISDIR/.test(p.what))).toHaveLength(1);
-      expect(r.checked.shards).toBe(shards - 1);
-      if (!quick) expect(r.damaged.map((d) => [d.key, d.shard])).toEqual([[target.key, 'shard-000002.tar']]);
+    // shard 0 opens and has its size, but every read fails, as on a disk with a bad sector (EIO)
+    const bad = path.join(dir, 'shard-000000.tar');
+    const read = FileSource.prototype.read;
+    const spy = vi.spyOn(FileSource.prototype, 'read').mockImplementation(function (this: FileSource, offset, length) {
+      if (this.name !== bad) return read.call(this, offset, length);
+      return Promise.reject(new ShardkitError(ErrorCodes.IO, `Cannot read ${bad} at offset ${offset}: EIO: i/o error, read`, { file: bad }));
+    });
+    try {
+      for (const quick of [false, true]) {
+        const r = await verifyDataset(dir, { quick });
+        expect(r.ok).toBe(false);
+        expect(r.problems.filter((p) => p.file === 'shard-000000.tar')).toEqual([{ file: 'shard-000000.tar', what: expect.stringMatching(/^Cannot read .* EIO: i\/o error, read; .* not checked$/) }]);
+        expect(r.checked.shards).toBe(shards - 1);
+        if (!quick) expect(r.damaged.map((d) => [d.key, d.shard])).toEqual([[target.key, 'shard-000002.tar']]);
+      }
+    } finally {
+      spy.mockRestore();
     }
   });
 
