@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { extractDataset } from '../../src/verify/extract.js';
 import { humanBytes } from '../format.js';
+import { stopBetweenFiles } from '../interrupt.js';
 import { printJson, runAction } from '../run-action.js';
 
 export function registerExtract(program: Command): void {
@@ -13,6 +14,7 @@ export function registerExtract(program: Command): void {
     .option('--json', 'print the summary as JSON')
     .action(
       runAction(async (location: string, dir: string, opts: { prefix?: string; json?: boolean }) => {
+        stopBetweenFiles();
         const r = await extractDataset(location, dir, opts.prefix === undefined ? {} : { prefix: opts.prefix });
         if (opts.json) return printJson(r);
         process.stdout.write(`${dir}: ${r.samples} samples, ${r.files} files, ${humanBytes(r.bytes)}\n`);

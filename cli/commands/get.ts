@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { openDataset } from '../../src/read/dataset.js';
 import { memberBytes, saveFile } from '../../src/read/inspect.js';
 import { HEADER_FLAGS, HEADER_HELP, collect, httpOption } from '../args.js';
+import { stopBetweenFiles } from '../interrupt.js';
 import { runAction } from '../run-action.js';
 
 export function registerGet(program: Command): void {
@@ -18,8 +19,12 @@ export function registerGet(program: Command): void {
         const ds = await openDataset(location, httpOption(opts.header));
         try {
           const { bytes } = await memberBytes(ds, key, opts.ext);
-          if (opts.out !== undefined) saveFile(opts.out, bytes);
-          else await new Promise<void>((resolve, reject) => process.stdout.write(bytes, (err) => (err ? reject(err) : resolve())));
+          if (opts.out !== undefined) {
+            stopBetweenFiles();
+            saveFile(opts.out, bytes);
+          } else {
+            await new Promise<void>((resolve, reject) => process.stdout.write(bytes, (err) => (err ? reject(err) : resolve())));
+          }
         } finally {
           await ds.close();
         }

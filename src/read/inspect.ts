@@ -2,7 +2,8 @@
 import fs from 'node:fs';
 import { CODEC_NAMES, type IndexEntry } from '../../formats/index-entry.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import { ioError } from '../pack/fs-errors.js';
+import { fsCall } from '../pack/fs-errors.js';
+import { replaceFile } from '../pack/replace-file.js';
 import { expectLocalPath } from '../io/location.js';
 import type { Dataset } from './dataset.js';
 
@@ -76,12 +77,25 @@ export async function memberBytes(ds: Dataset, key: string, ext: string | undefi
   return { ext: chosen, bytes };
 }
 
-/** Writes bytes to a file (the `--out` of `shardkit get`). */
+const PERMISSION_BITS = 0o7777;
+
+/**
+ * Writes bytes to a file (the `--out` of `shardkit get`), through a temporary renamed into place: a failed write
+ * leaves no cut-short file, and a file already there keeps its content until the new one is complete (and keeps its
+ * permission bits). A symbolic link, device or pipe named by `--out` (`/dev/stdout`) is written to as before:
+ * renaming over it would replace the link or device node instead of writing where it leads.
+ */
 export function saveFile(file: string, bytes: Uint8Array): void {
   expectLocalPath('--out', file);
+  let st: fs.Stats | undefined;
   try {
-    fs.writeFileSync(file, bytes);
-  } catch (cause) {
-    throw ioError(cause, 'write', file);
+    st = fs.lstatSync(file);
+  } catch {
+    st = undefined;
   }
+  if (st !== undefined && !st.isFile()) {
+    fsCall('write', file, () => fs.writeFileSync(file, bytes));
+    return;
+  }
+  replaceFile(file, bytes, st === undefined ? {} : { keepMode: st.mode & PERMISSION_BITS });
 }

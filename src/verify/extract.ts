@@ -2,8 +2,9 @@
  * `shardkit extract`: writes every member back as a file at its original relative path (key + '.' + ext),
  * decompressed and checksum-verified. The dataset is input and may be hostile: a path that would land outside the
  * target directory is refused (UNSAFE_PATH), and nothing already in the target is followed: each directory on the
- * way is checked with lstat (a symlink there is refused), and files are created with O_NOFOLLOW | O_EXCL after
- * an existing regular file of that name is unlinked (so a hard link elsewhere is never written through).
+ * way is checked with lstat (a symlink there is refused), and each file is written to a new temporary
+ * (O_NOFOLLOW | O_EXCL) that is renamed over its name once complete: a hard link there is replaced, never written
+ * through, and a failed write (no space, EFBIG) leaves no cut-short file under a member's name.
  * A concurrent attacker swapping a directory for a symlink between the check and the open is out of scope: Node
  * has no openat(2).
  */
@@ -13,6 +14,7 @@ import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { memberPath } from '../../formats/sample.js';
 import { expectLocalPath } from '../io/location.js';
 import { ioError } from '../pack/fs-errors.js';
+import { replaceFile } from '../pack/replace-file.js';
 import { openDataset, type OpenDatasetOptions } from '../read/dataset.js';
 
 export interface ExtractOptions {
@@ -28,8 +30,6 @@ export interface ExtractResult {
   files: number;
   bytes: number;
 }
-
-const WRITE_FLAGS = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW;
 
 /** Extracts the dataset at `location` into `dir` (created when missing). */
 export async function extractDataset(location: string, dir: string, options: ExtractOptions = {}): Promise<ExtractResult> {
@@ -49,7 +49,7 @@ export async function extractDataset(location: string, dir: string, options: Ext
       for (const [ext, bytes] of Object.entries(sample.members)) {
         const target = safeTarget(root, memberPath(sample.key, ext), sample.key);
         ensureDirs(root, path.dirname(target), safeDirs);
-        writeNoFollow(target, bytes);
+        writeMember(target, bytes);
         result.files++;
         result.bytes += bytes.length;
       }
@@ -98,7 +98,8 @@ function ensureDirs(root: string, dir: string, safe: Set<string>): void {
   safe.add(dir);
 }
 
-function writeNoFollow(file: string, bytes: Uint8Array): void {
+/** Writes one member at `file`, refusing a symbolic link or anything but a regular file already there. */
+function writeMember(file: string, bytes: Uint8Array): void {
   let st: fs.Stats | undefined;
   try {
     st = fs.lstatSync(file);
@@ -108,23 +109,6 @@ function writeNoFollow(file: string, bytes: Uint8Array): void {
   if (st !== undefined) {
     if (st.isSymbolicLink()) throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `${file} is a symbolic link; extract never follows links in the target directory`, { file });
     if (!st.isFile()) throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `${file} exists and is not a regular file`, { file });
-    fs.unlinkSync(file);
   }
-  let fd: number;
-  try {
-    fd = fs.openSync(file, WRITE_FLAGS, 0o644);
-  } catch (cause) {
-    if ((cause as NodeJS.ErrnoException).code === 'ELOOP' || (cause as NodeJS.ErrnoException).code === 'EEXIST') {
-      throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `${file} appeared while extracting (a link?); refusing to write through it`, { file, cause });
-    }
-    throw ioError(cause, 'create', file);
-  }
-  try {
-    let off = 0;
-    while (off < bytes.length) off += fs.writeSync(fd, bytes, off, bytes.length - off);
-  } catch (cause) {
-    throw ioError(cause, 'write', file);
-  } finally {
-    fs.closeSync(fd);
-  }
+  replaceFile(file, bytes, { createMode: 0o644 });
 }

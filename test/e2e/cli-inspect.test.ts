@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DatasetWriter } from '../../src/pack/dataset-writer.js';
-import { CLI } from '../helpers/cli.js';
+import { CLI, shardkitWithFileLimit } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const cli = (args: string[]) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'buffer' });
@@ -88,5 +88,35 @@ describe('info / ls / get', () => {
         fs.closeSync(full);
       }
     }
+  });
+
+  it('get --out: a failed write (EFBIG) leaves no cut-short file and no temporary; a file there keeps its bytes and mode', async () => {
+    const big = tmpDir();
+    const w = new DatasetWriter({ dir: big });
+    w.add({ key: 'b', members: { bin: new Uint8Array(200_000).fill(7) } });
+    await w.finish();
+    const where = tmpDir();
+    const fresh = path.join(where, 'fresh.bin');
+    const failed = shardkitWithFileLimit(['get', big, 'b', '--out', fresh], 100);
+    expect(failed.status).toBe(1);
+    expect(failed.stderr).toMatch(/^shardkit: SHARDKIT_ERR_IO: cannot write .*fresh\.bin: EFBIG[^\n]*\n$/);
+    const kept = path.join(where, 'kept.bin');
+    fs.writeFileSync(kept, 'earlier');
+    fs.chmodSync(kept, 0o600);
+    expect(shardkitWithFileLimit(['get', big, 'b', '--out', kept], 100).status).toBe(1);
+    expect(fs.readdirSync(where)).toEqual(['kept.bin']);
+    expect(fs.readFileSync(kept, 'utf8')).toBe('earlier');
+    // a complete write replaces the file and keeps its permission bits (a private file stays private)
+    expect(text(['get', big, 'b', '--out', kept]).status).toBe(0);
+    expect(fs.readFileSync(kept).equals(Buffer.alloc(200_000, 7))).toBe(true);
+    expect(fs.statSync(kept).mode & 0o777).toBe(0o600);
+    // a symbolic link named by --out is written through (as `cp` does), not replaced by a file
+    const target = path.join(tmpDir(), 'target.txt');
+    fs.writeFileSync(target, 'old');
+    const link = path.join(where, 'link.txt');
+    fs.symlinkSync(target, link);
+    expect(text(['get', dir, 'cat/03', '--ext', 'cls', '--out', link]).status).toBe(0);
+    expect(fs.lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(fs.readFileSync(target, 'utf8')).toBe('1');
   });
 });

@@ -38,3 +38,14 @@ export function readTree(dir: string, except: string[] = []): Map<string, Buffer
   walk(dir);
   return out;
 }
+
+/**
+ * Runs the BUILT CLI with RLIMIT_FSIZE at `kib` KiB (`ulimit -f`, in a child shell): a write past it fails with
+ * EFBIG, as on a full disk. SIGXFSZ must be ignored for that, or the kernel kills the process instead (Node ignores
+ * it at startup; the trap makes sure).
+ */
+export function shardkitWithFileLimit(args: string[], kib: number): CliResult {
+  const script = `trap '' XFSZ; ulimit -f ${kib}; exec "$0" "$@"`;
+  const r = spawnSync('bash', ['-c', script, process.execPath, CLI, ...args], { cwd: ROOT, encoding: 'utf8' });
+  return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}

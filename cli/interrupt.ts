@@ -1,0 +1,13 @@
+/**
+ * Ctrl-C (SIGINT) or SIGTERM while a command writes files. The default action ends the process wherever it is,
+ * in the middle of a write too, and leaves that file's temporary behind (`.shardkit-tmp-*`, see replace-file.ts).
+ * With a handler the signal waits for the event loop; extract and get write each file (temporary, write, rename) in
+ * one synchronous step, so the handler runs between two files, and ends the process by the same signal, as a
+ * shell expects of a child it interrupted.
+ */
+export function stopBetweenFiles(): void {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    // once: the listener is gone when it runs, so this kill takes the default action
+    process.once(signal, () => process.kill(process.pid, signal));
+  }
+}

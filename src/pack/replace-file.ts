@@ -1,0 +1,66 @@
+/**
+ * Writing a file that is never seen cut short: the bytes go to a new temporary in the same directory, renamed over
+ * the final name only once all of them are written. A failed write (no space, EFBIG, a read-only remount) leaves
+ * the final name as it was and removes the temporary. A process killed mid-write (SIGKILL, power loss) can leave
+ * a temporary behind: its name starts with {@link TEMP_PREFIX} (hidden, and skipped by `pack`'s walk), carries a
+ * random part that no later write reuses, and is never the final name of anything.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { ioError } from './fs-errors.js';
+
+export const TEMP_PREFIX = '.shardkit-tmp-';
+const TEMP_RANDOM_BYTES = 8;
+
+// always a new file: a link planted under the temporary's name is refused, never written through
+const TEMP_FLAGS = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW;
+
+export interface ReplaceFileOptions {
+  /** Mode given to open(2) for the new file (the umask applies). Default 0o666, as for fs.writeFileSync. */
+  createMode?: number;
+  /** Permission bits set exactly on the new file (to keep those of a file it replaces). */
+  keepMode?: number;
+}
+
+/**
+ * Writes `bytes` to `file` through a temporary and rename(2). `file` itself is never opened, so a hard link or
+ * symbolic link there is replaced, never written through (callers that must refuse a link check before).
+ */
+export function replaceFile(file: string, bytes: Uint8Array, options: ReplaceFileOptions = {}): void {
+  const tmp = path.join(path.dirname(file), `${TEMP_PREFIX}${randomBytes(TEMP_RANDOM_BYTES).toString('hex')}`);
+  let fd: number;
+  try {
+    fd = fs.openSync(tmp, TEMP_FLAGS, options.createMode ?? 0o666);
+  } catch (cause) {
+    const code = (cause as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST' || code === 'ELOOP') {
+      throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `${tmp} appeared while writing ${file} (a link?); refusing to write through it`, { file: tmp, cause });
+    }
+    throw ioError(cause, 'create', file);
+  }
+  let open = true;
+  try {
+    if (options.keepMode !== undefined) fs.fchmodSync(fd, options.keepMode);
+    let off = 0;
+    while (off < bytes.length) off += fs.writeSync(fd, bytes, off, bytes.length - off);
+    open = false;
+    // close(2) can report a failed write (NFS reports them there): checked before the rename
+    fs.closeSync(fd);
+    fs.renameSync(tmp, file);
+  } catch (cause) {
+    if (open) quietly(() => fs.closeSync(fd));
+    quietly(() => fs.unlinkSync(tmp));
+    throw ioError(cause, 'write', file);
+  }
+}
+
+/** Cleanup after a failed write: that failure is the error to report, not one from the cleanup. */
+function quietly(cleanup: () => void): void {
+  try {
+    cleanup();
+  } catch {
+    // see above
+  }
+}
