@@ -1,10 +1,12 @@
 /**
  * `shardkit extract`: writes every member back as a file at its original relative path (key + '.' + ext),
- * decompressed and checksum-verified. The dataset is input and may be hostile: a path that would land outside the
- * target directory is refused (UNSAFE_PATH), and nothing already in the target is followed: each directory on the
- * way is checked with lstat (a symlink there is refused), and each file is written to a new temporary
- * (O_NOFOLLOW | O_EXCL) that is renamed over its name once complete: a hard link there is replaced, never written
- * through, and a failed write (no space, EFBIG) leaves no cut-short file under a member's name.
+ * decompressed and checksum-verified. The dataset is input and may be hostile:
+ * - a path that would land outside the target directory is refused (UNSAFE_PATH), and so is a member whose path
+ *   an earlier member of this run already wrote (two keys can make one path; see written-paths.ts);
+ * - nothing already in the target is followed: each directory on the way is checked with lstat (a symlink there is
+ *   refused), and each file is written to a new temporary (O_NOFOLLOW | O_EXCL) renamed over its name once
+ *   complete, so a hard link there is replaced, never written through, and a failed write (no space, EFBIG) leaves
+ *   no cut-short file under a member's name.
  * A concurrent attacker swapping a directory for a symlink between the check and the open is out of scope: Node
  * has no openat(2).
  */
@@ -16,6 +18,7 @@ import { expectLocalPath } from '../io/location.js';
 import { ioError } from '../pack/fs-errors.js';
 import { replaceFile } from '../pack/replace-file.js';
 import { openDataset, type OpenDatasetOptions } from '../read/dataset.js';
+import { WrittenPaths } from './written-paths.js';
 
 export interface ExtractOptions {
   /** Only samples whose key starts with this. */
@@ -43,11 +46,17 @@ export async function extractDataset(location: string, dir: string, options: Ext
   const ds = await openDataset(location, { ...options.open, verify: true });
   const result: ExtractResult = { samples: 0, files: 0, bytes: 0 };
   const safeDirs = new Set<string>([root]);
+  const written = new WrittenPaths();
   try {
     for await (const entry of ds.entries(options.prefix === undefined ? {} : { prefix: options.prefix })) {
       const sample = await ds.read(entry);
-      for (const [ext, bytes] of Object.entries(sample.members)) {
+      // every member is checked before any is written: a refused sample leaves none of its files
+      const files = Object.entries(sample.members).map(([ext, bytes]) => {
         const target = safeTarget(root, memberPath(sample.key, ext), sample.key);
+        written.claim(sample.key, ext);
+        return { target, bytes };
+      });
+      for (const { target, bytes } of files) {
         ensureDirs(root, path.dirname(target), safeDirs);
         writeMember(target, bytes);
         result.files++;

@@ -67,4 +67,40 @@ describe('extractDataset', () => {
     }
     expect(safeTarget(root, 'a/b.jpg', 'a/b')).toBe('/tmp/x/a/b.jpg');
   });
+
+  it('refuses a member whose path an earlier key already wrote (a + b.c, a.b + c), naming both keys', async () => {
+    const ds = tmpDir();
+    const w = new DatasetWriter({ dir: ds });
+    w.add({ key: 'a', members: { 'b.c': enc.encode('first') } });
+    w.add({ key: 'a.b', members: { c: enc.encode('second'), d: enc.encode('other member') } });
+    await w.finish();
+    const out = tmpDir();
+    await expect(extractDataset(ds, out)).rejects.toMatchObject({
+      code: ErrorCodes.UNSAFE_PATH,
+      key: 'a.b',
+      message: 'refusing to extract "a.b.c" (key "a.b", ext "c"): key "a" (ext "b.c") already wrote that path',
+    });
+    expect(fs.readFileSync(path.join(out, 'a.b.c'), 'utf8')).toBe('first');
+    // the refused sample's other member was not written either
+    expect(fs.readdirSync(out)).toEqual(['a.b.c']);
+  });
+
+  it('refuses two paths that differ only in case (one file on macOS and Windows volumes)', async () => {
+    const ds = tmpDir();
+    const w = new DatasetWriter({ dir: ds });
+    w.add({ key: 'Dir/A', members: { txt: enc.encode('upper') } });
+    w.add({ key: 'dir/a', members: { txt: enc.encode('lower') } });
+    await w.finish();
+    await expect(extractDataset(ds, tmpDir())).rejects.toMatchObject({
+      code: ErrorCodes.UNSAFE_PATH,
+      message: expect.stringMatching(/"dir\/a\.txt" .* key "Dir\/A" \(ext "txt"\) already wrote "Dir\/A\.txt", the same file on a case-insensitive file system$/),
+    });
+    const exts = tmpDir();
+    const w2 = new DatasetWriter({ dir: exts });
+    w2.add({ key: 'x', members: { JPG: enc.encode('1'), jpg: enc.encode('2') } });
+    await w2.finish();
+    const out = tmpDir();
+    await expect(extractDataset(exts, out)).rejects.toMatchObject({ code: ErrorCodes.UNSAFE_PATH, key: 'x' });
+    expect(fs.readdirSync(out)).toEqual([]);
+  });
 });
