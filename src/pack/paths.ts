@@ -21,5 +21,6 @@ export function realPathOf(p: string): string {
 /** True when `child` lies strictly inside `parent` (both absolute). */
 export function isInside(child: string, parent: string): boolean {
   const rel = path.relative(parent, child);
-  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
+  // `..` as a whole segment: a directory named `..data` inside `parent` is inside it
+  return rel !== '' && rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
 }
