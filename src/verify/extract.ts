@@ -13,9 +13,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { MANIFEST_FILE } from '../../formats/manifest.js';
 import { memberPath } from '../../formats/sample.js';
-import { expectLocalPath } from '../io/location.js';
+import { expectLocalPath, isRemote, resolveLocation } from '../io/location.js';
 import { ioError } from '../pack/fs-errors.js';
+import { isInside, realPathOf } from '../pack/paths.js';
 import { replaceFile } from '../pack/replace-file.js';
 import { openDataset, type OpenDatasetOptions } from '../read/dataset.js';
 import { WrittenPaths } from './written-paths.js';
@@ -38,6 +40,7 @@ export interface ExtractResult {
 export async function extractDataset(location: string, dir: string, options: ExtractOptions = {}): Promise<ExtractResult> {
   if (typeof dir !== 'string' || dir === '') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a directory path for the extract target but received ${JSON.stringify(dir)}`);
   const root = path.resolve(expectLocalPath('the extract target', dir));
+  refuseOverlap(location, root);
   try {
     fs.mkdirSync(root, { recursive: true });
   } catch (cause) {
@@ -69,6 +72,26 @@ export async function extractDataset(location: string, dir: string, options: Ext
     await ds.close();
   }
   return result;
+}
+
+/**
+ * INVALID_ARG when the target is the dataset's directory, inside it, or around it: members could then replace the
+ * dataset's own files (a member named manifest.json replaced the manifest, and extract exited 0). Compared as real
+ * paths, so a symlink cannot hide one in the other. A remote dataset has no directory here to overlap.
+ */
+function refuseOverlap(location: string, root: string): void {
+  // a location that is no string or empty: openDataset says so
+  if (typeof location !== 'string' || location === '' || isRemote(location)) return;
+  const datasetDir = realPathOf(path.resolve(path.dirname(resolveLocation(location, MANIFEST_FILE))));
+  const target = realPathOf(root);
+  const overlap = target === datasetDir ? 'is' : isInside(target, datasetDir) ? 'is inside' : isInside(datasetDir, target) ? 'contains' : undefined;
+  if (overlap !== undefined) {
+    throw new ShardkitError(
+      ErrorCodes.INVALID_ARG,
+      `the extract target ${root} ${overlap} the dataset directory ${datasetDir}: members could overwrite the dataset's files; extract into another directory`,
+      { file: root },
+    );
+  }
 }
 
 /** The absolute path for a member, or UNSAFE_PATH when it would not stay inside `root`. */

@@ -53,6 +53,20 @@ describe('shardkit extract', () => {
     expect(fs.readdirSync(elsewhere)).toEqual([]);
   });
 
+  it('refuses to extract into the dataset itself (exit 2): a member named manifest.json would replace the manifest', () => {
+    const src = tmpDir();
+    fs.writeFileSync(path.join(src, 'manifest.json'), '{"my":"config"}');
+    fs.writeFileSync(path.join(src, 'a.txt'), 'hi');
+    const ds = path.join(tmpDir(), 'ds');
+    expect(shardkit(['pack', src, '--out', ds]).status).toBe(0);
+    for (const target of [ds, path.join(ds, 'x'), path.dirname(ds)]) {
+      const r = shardkit(['extract', ds, target]);
+      expect(r.status, target).toBe(2);
+      expect(r.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INVALID_ARG: the extract target [^\n]+ the dataset directory [^\n]+\n$/);
+    }
+    expect(shardkit(['info', ds]).status).toBe(0);
+  });
+
   it('a failed write (EFBIG) leaves no cut-short file under a member name, and no temporary', () => {
     const src = tmpDir();
     fs.writeFileSync(path.join(src, 'a.bin'), Buffer.alloc(20_000, 1));

@@ -103,4 +103,28 @@ describe('extractDataset', () => {
     await expect(extractDataset(exts, out)).rejects.toMatchObject({ code: ErrorCodes.UNSAFE_PATH, key: 'x' });
     expect(fs.readdirSync(out)).toEqual([]);
   });
+
+  it('refuses a target that is the dataset, inside it or around it (INVALID_ARG), also through a symlink', async () => {
+    const parent = tmpDir();
+    const ds = path.join(parent, 'ds');
+    const w = new DatasetWriter({ dir: ds });
+    w.add({ key: 'ds/manifest', members: { json: enc.encode('{"not":"a manifest"}') } });
+    w.add({ key: 'manifest', members: { json: enc.encode('{"not":"a manifest"}') } });
+    await w.finish();
+    const manifest = fs.readFileSync(path.join(ds, 'manifest.json'));
+    const link = path.join(tmpDir(), 'link');
+    fs.symlinkSync(ds, link);
+    for (const target of [ds, `${ds}/`, path.join(ds, 'sub'), parent, link, path.join(link, 'sub')]) {
+      await expect(extractDataset(ds, target), target).rejects.toMatchObject({ code: ErrorCodes.INVALID_ARG, message: expect.stringMatching(/the dataset directory/) });
+      await expect(extractDataset(`file://${ds}`, target), target).rejects.toMatchObject({ code: ErrorCodes.INVALID_ARG });
+    }
+    expect(fs.readFileSync(path.join(ds, 'manifest.json'))).toEqual(manifest);
+    expect(fs.existsSync(path.join(ds, 'sub'))).toBe(false);
+    // a dataset in a directory named ..x is inside its parent all the same
+    const dotted = path.join(tmpDir(), '..x');
+    fs.cpSync(ds, dotted, { recursive: true });
+    await expect(extractDataset(dotted, path.dirname(dotted))).rejects.toMatchObject({ code: ErrorCodes.INVALID_ARG });
+    // a sibling directory is fine
+    expect((await extractDataset(ds, path.join(parent, 'out'))).files).toBe(2);
+  });
 });
