@@ -16,7 +16,7 @@ import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { MANIFEST_FILE } from '../../formats/manifest.js';
 import { memberPath } from '../../formats/sample.js';
 import { expectLocalPath, isRemote, resolveLocation } from '../io/location.js';
-import { ioError } from '../pack/fs-errors.js';
+import { fsCall, ioError } from '../pack/fs-errors.js';
 import { isInside, realPathOf } from '../pack/paths.js';
 import { replaceFile } from '../pack/replace-file.js';
 import { openDataset, type OpenDatasetOptions } from '../read/dataset.js';
@@ -41,16 +41,13 @@ export async function extractDataset(location: string, dir: string, options: Ext
   if (typeof dir !== 'string' || dir === '') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a directory path for the extract target but received ${JSON.stringify(dir)}`);
   const root = path.resolve(expectLocalPath('the extract target', dir));
   refuseOverlap(location, root);
-  try {
-    fs.mkdirSync(root, { recursive: true });
-  } catch (cause) {
-    throw ioError(cause, 'create', root);
-  }
+  // opened first: a dataset that cannot be opened leaves no empty target directory behind
   const ds = await openDataset(location, { ...options.open, verify: true });
   const result: ExtractResult = { samples: 0, files: 0, bytes: 0 };
   const safeDirs = new Set<string>([root]);
   const written = new WrittenPaths();
   try {
+    fsCall('create', root, () => fs.mkdirSync(root, { recursive: true }));
     for await (const entry of ds.entries(options.prefix === undefined ? {} : { prefix: options.prefix })) {
       const sample = await ds.read(entry);
       // every member is checked before any is written: a refused sample leaves none of its files

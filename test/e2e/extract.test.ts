@@ -67,6 +67,14 @@ describe('shardkit extract', () => {
     expect(shardkit(['info', ds]).status).toBe(0);
   });
 
+  it('a dataset that cannot be opened leaves no target directory behind', () => {
+    const target = path.join(tmpDir(), 'new');
+    const r = shardkit(['extract', tmpDir(), target]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^shardkit: SHARDKIT_ERR_NOT_A_DATASET: [^\n]+\n$/);
+    expect(fs.existsSync(target)).toBe(false);
+  });
+
   it('a failed write (EFBIG) leaves no cut-short file under a member name, and no temporary', () => {
     const src = tmpDir();
     fs.writeFileSync(path.join(src, 'a.bin'), Buffer.alloc(20_000, 1));

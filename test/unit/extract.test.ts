@@ -127,4 +127,14 @@ describe('extractDataset', () => {
     // a sibling directory is fine
     expect((await extractDataset(ds, path.join(parent, 'out'))).files).toBe(2);
   });
+
+  it('opens the dataset before it creates the target: a failed open leaves no directory behind', async () => {
+    const target = path.join(tmpDir(), 'new', 'dir');
+    await expect(extractDataset(tmpDir(), target)).rejects.toMatchObject({ code: ErrorCodes.NOT_A_DATASET });
+    expect(fs.existsSync(path.dirname(target))).toBe(false);
+    // and a target that cannot be created is IO naming it
+    const file = path.join(tmpDir(), 'file');
+    fs.writeFileSync(file, 'x');
+    await expect(extractDataset(await dataset(), path.join(file, 'dir'))).rejects.toMatchObject({ code: ErrorCodes.IO, file: path.join(file, 'dir') });
+  });
 });
