@@ -20,7 +20,7 @@ import { fsCall, ioError } from '../pack/fs-errors.js';
 import { isInside, realPathOf } from '../pack/paths.js';
 import { replaceFile } from '../pack/replace-file.js';
 import { openDataset, type OpenDatasetOptions } from '../read/dataset.js';
-import { WrittenPaths } from './written-paths.js';
+import { probeNameFolding, WrittenPaths } from './written-paths.js';
 
 export interface ExtractOptions {
   /** Only samples whose key starts with this. */
@@ -45,9 +45,10 @@ export async function extractDataset(location: string, dir: string, options: Ext
   const ds = await openDataset(location, { ...options.open, verify: true });
   const result: ExtractResult = { samples: 0, files: 0, bytes: 0 };
   const safeDirs = new Set<string>([root]);
-  const written = new WrittenPaths();
   try {
     fsCall('create', root, () => fs.mkdirSync(root, { recursive: true }));
+    // two keys that differ only in case are two files where the file system keeps them apart, one file where not
+    const written = new WrittenPaths(fsCall('write', root, () => probeNameFolding(root)));
     for await (const entry of ds.entries(options.prefix === undefined ? {} : { prefix: options.prefix })) {
       const sample = await ds.read(entry);
       // every member is checked before any is written: a refused sample leaves none of its files

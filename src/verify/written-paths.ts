@@ -2,25 +2,58 @@
  * The member paths one extract has written, to refuse a second member that would land on the same file. Two keys
  * can give one path (key `a` + ext `b.c` and key `a.b` + ext `c` are both `a.b.c`), and on a case-insensitive file
  * system (macOS, a Windows volume) `A.txt` and `a.txt` are one file too, as are the NFC and NFD spellings of `é` on
- * macOS. Unchecked, the second member replaced the first while both were counted as written.
+ * macOS (probeNameFolding asks the target). Unchecked, the second member replaced the first while both were counted
+ * as written.
  *
  * Memory: one entry per member, so O(samples) for a whole dataset, unlike pack and the readers, which stay bounded.
  * Acceptable here: extract creates that many files anyway.
  */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { memberPath } from '../../formats/sample.js';
+
+/** Which spellings the target's file system takes as one name. */
+export interface NameFolding {
+  /** `A.txt` is `a.txt` (macOS, Windows volumes, FAT). */
+  caseInsensitive: boolean;
+  /** NFC and NFD `é` are one name (macOS). */
+  normalizationInsensitive: boolean;
+}
+
+/**
+ * Asks the file system of `dir` how it folds names: creates a probe file (a `.shardkit-tmp-` name, like extract's
+ * temporaries) and looks it up in upper case and in NFD. Linux file systems usually fold neither, and there two
+ * keys that differ only in case are two files, as they should be.
+ */
+export function probeNameFolding(dir: string): NameFolding {
+  const probe = `.shardkit-tmp-probe-${randomBytes(6).toString('hex')}-\u00e9`;
+  const file = path.join(dir, probe);
+  fs.writeFileSync(file, '', { flag: 'wx' });
+  try {
+    return {
+      caseInsensitive: fs.existsSync(path.join(dir, probe.toUpperCase())),
+      normalizationInsensitive: fs.existsSync(path.join(dir, probe.normalize('NFD'))),
+    };
+  } finally {
+    fs.rmSync(file, { force: true });
+  }
+}
 
 export class WrittenPaths {
   private readonly byName = new Map<string, { key: string; ext: string }>();
 
+  constructor(private readonly folding: NameFolding) {}
+
   /** Records member `ext` of `key`, or throws UNSAFE_PATH naming both keys when an earlier member has its path. */
   claim(key: string, ext: string): void {
     const relative = memberPath(key, ext);
-    const name = foldName(relative);
+    const name = foldName(relative, this.folding);
     const earlier = this.byName.get(name);
     if (earlier !== undefined) {
       const earlierPath = memberPath(earlier.key, earlier.ext);
-      const same = earlierPath === relative ? 'that path' : `${JSON.stringify(earlierPath)}, the same file on a case-insensitive file system`;
+      const same = earlierPath === relative ? 'that path' : `${JSON.stringify(earlierPath)}, the same file on this file system (it folds ${this.folding.caseInsensitive ? 'case' : 'Unicode normalization'})`;
       throw new ShardkitError(
         ErrorCodes.UNSAFE_PATH,
         `refusing to extract ${JSON.stringify(relative)} (key ${JSON.stringify(key)}, ext ${JSON.stringify(ext)}): ` +
@@ -33,9 +66,10 @@ export class WrittenPaths {
 }
 
 /**
- * Close to what case-insensitive file systems take as one name: NFC, then lower case. Close, not equal: APFS and
- * NTFS each have their own folding tables; this catches the collisions real datasets have.
+ * Close to what a folding file system takes as one name: NFC, then lower case, as it folds. Close, not equal: APFS
+ * and NTFS each have their own folding tables; this catches the collisions real datasets have.
  */
-function foldName(relative: string): string {
-  return relative.normalize('NFC').toLowerCase();
+function foldName(relative: string, folding: NameFolding): string {
+  const normalized = folding.normalizationInsensitive ? relative.normalize('NFC') : relative;
+  return folding.caseInsensitive ? normalized.toLowerCase() : normalized;
 }

@@ -1,11 +1,11 @@
-/** WrittenPaths refuses a second member on a path already written, exactly or as a case-insensitive volume sees it. */
+/** WrittenPaths refuses a second member on a path already written, exactly or as a folding file system sees it. */
 import { describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../formats/errors.js';
 import { WrittenPaths } from '../../src/verify/written-paths.js';
 
 describe('WrittenPaths', () => {
   it('takes distinct paths and refuses a repeated one, naming both keys', () => {
-    const w = new WrittenPaths();
+    const w = new WrittenPaths({ caseInsensitive: false, normalizationInsensitive: false });
     w.claim('a/b', 'jpg');
     w.claim('a/b', 'seg.png');
     w.claim('a/bb', 'jpg');
@@ -14,11 +14,20 @@ describe('WrittenPaths', () => {
     );
   });
 
-  it('folds case and Unicode normalization, as case-insensitive file systems do', () => {
-    const w = new WrittenPaths();
-    w.claim('Photo', 'JPG');
-    expect(() => w.claim('photo', 'jpg')).toThrow(expect.objectContaining({ code: ErrorCodes.UNSAFE_PATH }));
-    w.claim('caf\u00e9', 'txt'); // NFC
-    expect(() => w.claim('cafe\u0301', 'txt')).toThrow(expect.objectContaining({ message: expect.stringContaining('the same file on a case-insensitive file system') }));
+  it('folds case and Unicode normalization where the file system does, and only there', () => {
+    const exact = new WrittenPaths({ caseInsensitive: false, normalizationInsensitive: false });
+    exact.claim('Photo', 'JPG');
+    exact.claim('photo', 'jpg');
+    exact.claim('caf\u00e9', 'txt');
+    exact.claim('cafe\u0301', 'txt');
+    const folding = new WrittenPaths({ caseInsensitive: true, normalizationInsensitive: true });
+    folding.claim('Photo', 'JPG');
+    expect(() => folding.claim('photo', 'jpg')).toThrow(expect.objectContaining({ code: ErrorCodes.UNSAFE_PATH, message: expect.stringContaining('it folds case') }));
+    folding.claim('caf\u00e9', 'txt'); // NFC
+    expect(() => folding.claim('cafe\u0301', 'txt')).toThrow(expect.objectContaining({ code: ErrorCodes.UNSAFE_PATH }));
+    const nfdOnly = new WrittenPaths({ caseInsensitive: false, normalizationInsensitive: true });
+    nfdOnly.claim('caf\u00e9', 'txt');
+    nfdOnly.claim('CAF\u00c9', 'txt');
+    expect(() => nfdOnly.claim('cafe\u0301', 'txt')).toThrow(expect.objectContaining({ message: expect.stringContaining('it folds Unicode normalization') }));
   });
 });
