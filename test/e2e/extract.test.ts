@@ -146,7 +146,8 @@ async function interruptMidFile(args: string[], dir: string, signal: NodeJS.Sign
   const child = shardkitAsync(args);
   let ended: NodeJS.Signals | null | undefined;
   const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, by) => resolve((ended = by))));
-  const holdsTemp = () => fs.readdirSync(dir).some((n) => n.startsWith('.shardkit-tmp-'));
+  // a member's temporary, not the probe file extract makes first to learn how the file system folds names
+  const holdsTemp = () => fs.readdirSync(dir).some((n) => n.startsWith('.shardkit-tmp-') && !n.startsWith('.shardkit-tmp-probe-'));
   while (ended === undefined) {
     if (holdsTemp()) {
       child.kill('SIGSTOP');
