@@ -3,16 +3,18 @@
  * size, a tensor, labels) without touching the raw files. The new manifest records the source's passes followed by
  * the new ones. Resumable like pack.
  */
+import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import { expectLocalPath } from '../io/location.js';
+import { expectLocalPath, isRemote, resolveLocation } from '../io/location.js';
 import type { Layout } from '../../formats/index-layout.js';
-import type { Manifest } from '../../formats/manifest.js';
+import { MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
 import { memberPath } from '../../formats/sample.js';
 import type { Pass } from '../passes/pass.js';
 import { imageConcurrency } from '../passes/image-concurrency.js';
 import type { HttpClientOptions } from '../io/http-client.js';
 import { openDataset } from '../read/dataset.js';
 import { DatasetWriter } from './dataset-writer.js';
+import { isInside, realPathOf } from './paths.js';
 import { finishWithPassOutputs, preparePasses } from './run-passes.js';
 import { runPipeline, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 
@@ -34,9 +36,24 @@ export interface DeriveOptions {
   onProgress?: (c: PipelineCounters & { total: number }) => void;
 }
 
+/**
+ * With --force the writer clears its output before the source is read: an output that is the source (through a
+ * trailing slash or a symlink) or lies inside it would destroy it. Compared as real paths; an http(s) source has
+ * no local path to compare.
+ */
+function refuseOutInSource(dataset: string, out: string): void {
+  if (isRemote(dataset)) return;
+  const realSource = realPathOf(path.resolve(path.dirname(resolveLocation(dataset, MANIFEST_FILE))));
+  const realOut = realPathOf(path.resolve(out));
+  if (realOut === realSource || isInside(realOut, realSource)) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `--out ${out} is the source dataset ${dataset} or inside it; derive into another directory`, { file: out });
+  }
+}
+
 export async function derive(options: DeriveOptions): Promise<{ manifest: Manifest; resumedSamples: number }> {
   if (options.passes.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'derive needs at least one --pass');
   expectLocalPath('--out', options.out); // before the source is opened (maybe over http) and the passes list its keys
+  refuseOutInSource(options.dataset, options.out);
   const onError = validateOnError(options.onError ?? 'fail');
   const concurrency = validateConcurrency(options.concurrency ?? imageConcurrency().jobs * 2);
   const ds = await openDataset(options.dataset, options.http === undefined ? {} : { http: options.http });

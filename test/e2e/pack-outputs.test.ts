@@ -67,3 +67,23 @@ describe('merge --out', () => {
     expect(shardkit(['verify', parts[1] as string]).status).toBe(0);
   });
 });
+
+describe('derive --out', () => {
+  it('refuses the source dataset (as DS/, through a symlink, or a directory inside it) even with --force, and leaves it whole', () => {
+    const src = tree(path.join(tmpDir(), 'src'), SOURCE);
+    const ds = path.join(tmpDir(), 'ds');
+    expect(shardkit(['pack', src, '--out', ds]).status).toBe(0);
+    const link = path.join(tmpDir(), 'link');
+    fs.symlinkSync(ds, link);
+    const before = fs.readdirSync(ds).sort();
+    for (const out of [ds, `${ds}/`, link, path.join(ds, 'variant')]) {
+      const r = shardkit(['derive', ds, '--out', out, '--pass', 'tag=dirname', '--force']);
+      expect(r.status, out).toBe(2);
+      expect(r.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INVALID_ARG: --out .* is the source dataset .* or inside it/);
+    }
+    const viaLink = shardkit(['derive', link, '--out', ds, '--pass', 'tag=dirname', '--force']);
+    expect(viaLink.status).toBe(2);
+    expect(fs.readdirSync(ds).sort()).toEqual(before);
+    expect(shardkit(['verify', ds]).status).toBe(0);
+  });
+});
