@@ -2,6 +2,7 @@
  * `normalize`: contrast stretch (sharp `normalise`), format kept.
  * `normalize=MEAN:STD`: per-channel standardisation into a float32 tensor stored as a NumPy `.npy` member.
  */
+import type { Sharp } from 'sharp';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { encodeAs, mapImageMembers, openImage, replaceLastExt } from './image-codec.js';
 import { encodeNpy } from './npy.js';
@@ -26,20 +27,22 @@ export function contrastNormalizePass(): Pass {
 }
 
 export interface TensorNormalizeOptions {
-  /** Per-channel means on the 0..1 scale of 8-bit pixels, e.g. ImageNet's [0.485, 0.456, 0.406]. */
+  /** Per-channel means on the 0..1 scale of pixels, e.g. ImageNet's [0.485, 0.456, 0.406]. */
   mean: readonly number[];
   /** Per-channel standard deviations, same length as `mean`, each > 0. */
   std: readonly number[];
 }
 
-/** 8-bit pixels map to 0..1 by this divisor, as torchvision's ToTensor does. */
-const PIXEL_MAX = 255;
+/** Pixels map to 0..1 by their depth's maximum, as torchvision's ToTensor does for 8 bits. */
+const UCHAR_MAX = 255;
+const USHORT_MAX = 65535;
 
 /**
- * A pass that replaces each image member by a float32 tensor `(pixel / 255 - mean[c]) / std[c]` in (C, H, W)
+ * A pass that replaces each image member by a float32 tensor `(pixel / max - mean[c]) / std[c]` in (C, H, W)
  * order, stored as a `.npy` member (`key.jpg` -> `key.npy`, `key.seg.png` -> `key.seg.npy`) that `numpy.load`
- * reads. Three means give an RGB tensor (grey images are expanded, alpha is dropped as PIL's `convert('RGB')`
- * does); one mean gives a single grey channel. EXIF orientation is applied first.
+ * reads. `max` is 255, or 65535 for 16-bit images (16-bit PNG and TIFF keep their precision). Three means give an
+ * RGB tensor (grey images are expanded, alpha is dropped as PIL's `convert('RGB')` does); one mean gives a single
+ * grey channel. EXIF orientation is applied first.
  * @example tensorNormalizePass({ mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225] })
  */
 export function tensorNormalizePass(options: TensorNormalizeOptions): Pass {
@@ -57,27 +60,51 @@ export function tensorNormalizePass(options: TensorNormalizeOptions): Pass {
     params: { mode: 'tensor', mean: [...mean], std: [...std], layout: 'CHW', dtype: 'float32' },
     async run(sample) {
       const members = await mapImageMembers(sample.key, sample.members, 'normalize', async (bytes, _format, ext) => {
-        const image = openImage(bytes).removeAlpha().toColourspace(channels === 1 ? 'b-w' : 'srgb');
-        const { data, info } = await image.raw().toBuffer({ resolveWithObject: true });
-        if (info.channels !== channels) {
-          throw new ShardkitError(ErrorCodes.INPUT, `Image member ${ext} of sample ${sample.key} decoded to ${info.channels} channels, expected ${channels}`, { key: sample.key });
-        }
-        return { ext: replaceLastExt(ext, 'npy'), bytes: encodeNpy(standardize(data, info.width, info.height, mean, std)) };
+        const { samples, width, height, max } = await decodePixels(openImage(bytes), channels, sample.key, ext);
+        return { ext: replaceLastExt(ext, 'npy'), bytes: encodeNpy(standardize(samples, width, height, mean, std, max)) };
       });
       return { key: sample.key, members };
     },
   };
 }
 
-/** Interleaved HWC bytes -> planar CHW standardized floats. Exported for tests and custom passes. */
-export function standardize(hwc: Uint8Array, width: number, height: number, mean: readonly number[], std: readonly number[]) {
+/**
+ * Decodes to interleaved pixels of `channels` channels: 8-bit, or 16-bit when the input is (sharp's 8-bit colour
+ * spaces would round 65536 levels to 256). The length is checked against the shape: a sample depth other than the
+ * one asked for must fail the sample, not be read as bytes of other pixels.
+ */
+async function decodePixels(image: Sharp, channels: number, key: string, ext: string) {
+  const sixteen = (await image.metadata()).depth === 'ushort';
+  const space = channels === 1 ? (sixteen ? 'grey16' : 'b-w') : sixteen ? 'rgb16' : 'srgb';
+  const pipeline = image.removeAlpha().toColourspace(space);
+  const { data, info } = await (sixteen ? pipeline.raw({ depth: 'ushort' }) : pipeline.raw()).toBuffer({ resolveWithObject: true });
+  if (info.channels !== channels) {
+    throw new ShardkitError(ErrorCodes.INPUT, `Image member ${ext} of sample ${key} decoded to ${info.channels} channels, expected ${channels}`, { key });
+  }
+  const bytesPerSample = sixteen ? 2 : 1;
+  const expected = info.width * info.height * channels * bytesPerSample;
+  if (data.length !== expected) {
+    throw new ShardkitError(ErrorCodes.INPUT, `Image member ${ext} of sample ${key} decoded to ${data.length} bytes, expected ${expected} (${info.width}x${info.height}x${channels}, ${bytesPerSample} byte(s) per sample)`, { key });
+  }
+  // raw ushort output is in the host's byte order, as Uint16Array reads it (copied to a fresh buffer if misaligned)
+  const aligned = data.byteOffset % 2 === 0 ? data : new Uint8Array(data);
+  const samples = sixteen ? new Uint16Array(aligned.buffer, aligned.byteOffset, data.length / 2) : data;
+  return { samples, width: info.width, height: info.height, max: sixteen ? USHORT_MAX : UCHAR_MAX };
+}
+
+/**
+ * Interleaved HWC pixels -> planar CHW standardized floats, `(pixel / max - mean) / std`. Exported for tests and
+ * custom passes.
+ * @param max the largest pixel value: 255 for 8-bit pixels (default), 65535 for 16-bit.
+ */
+export function standardize(hwc: ArrayLike<number>, width: number, height: number, mean: readonly number[], std: readonly number[], max = UCHAR_MAX) {
   const channels = mean.length;
   const plane = width * height;
   const data = new Float32Array(channels * plane);
   for (let c = 0; c < channels; c++) {
     const m = mean[c] as number;
     const s = std[c] as number;
-    for (let p = 0; p < plane; p++) data[c * plane + p] = ((hwc[p * channels + c] as number) / PIXEL_MAX - m) / s;
+    for (let p = 0; p < plane; p++) data[c * plane + p] = ((hwc[p * channels + c] as number) / max - m) / s;
   }
   return { shape: [channels, height, width], data };
 }

@@ -149,6 +149,24 @@ describe('normalize', () => {
     expect(rotated.shape).toEqual([1, 40, 30]);
   });
 
+  it('keeps the precision of 16-bit images: values are pixel / 65535, RGB and grey', async () => {
+    // sharp makes a true 16-bit PNG from 16-bit samples tagged rgb16 / grey16
+    const rgb = Uint16Array.from([65535, 32768, 0, 1000, 2000, 3000]);
+    const png = await sharp(rgb, { raw: { width: 2, height: 1, channels: 3, depth: 'ushort' } }).toColourspace('rgb16').png().toBuffer();
+    expect((await meta(png)).depth).toBe('ushort');
+    const out = await spec('normalize=0,0,0:1,1,1').run({ key: 'k', members: { png } }, {});
+    if (out === 'skip') throw new Error('skip');
+    const t = decodeNpy(member(out, 'npy'));
+    expect(t.shape).toEqual([3, 1, 2]);
+    // planar: R of both pixels, then G, then B; 8-bit rounding would give 128/255 for 32768 and 4/255 for 1000
+    expect(Array.from(t.data)).toEqual([65535, 1000, 32768, 2000, 0, 3000].map((v) => Math.fround(v / 65535)));
+    const grey = Uint16Array.from([0, 20000, 40000, 60000]);
+    const greyPng = await sharp(grey, { raw: { width: 4, height: 1, channels: 1, depth: 'ushort' } }).toColourspace('grey16').png().toBuffer();
+    const g = await spec('normalize=0.5:0.25').run({ key: 'k', members: { png: greyPng } }, {});
+    if (g === 'skip') throw new Error('skip');
+    expect(Array.from(decodeNpy(member(g, 'npy')).data)).toEqual([0, 20000, 40000, 60000].map((v) => Math.fround((v / 65535 - 0.5) / 0.25)));
+  });
+
   it('validates its lists', () => {
     expect(() => spec('normalize=0.1,0.2,0.3:0.3')).toThrow('as many std values as mean values');
     expect(() => spec('normalize=0.1,0.2:0.3,0.4')).toThrow('Expected 1 or 3 finite numbers');
