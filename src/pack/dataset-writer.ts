@@ -22,6 +22,7 @@ import { expectLocalPath } from '../io/location.js';
 import { fsCall } from './fs-errors.js';
 import { commitDataset, INDEX_FILE } from './commit.js';
 import { JournalWriter, WORK_DIR, readJournal, type JournalShard } from './journal.js';
+import { PACK_REPORT_FILE } from './pack-report.js';
 import { ShardFile } from './shard-file.js';
 import { inKeyOrder, type SkippedInput } from './skipped.js';
 
@@ -30,6 +31,22 @@ export const DEFAULT_SHARD_BYTES = 1024 ** 3;
 /** The live index's temporary file, in the work directory (kept for a resume). */
 const LIVE_INDEX_FILE = 'index.skidx.tmp';
 const SHARD_EXTENSIONS: Record<Layout, string> = { tar: '.tar', packed: '.pack' };
+/** A shard file of any writer (any prefix, either layout), or its temporary name: what --force clears from an output. */
+const SHARD_FILE_NAME = /^[A-Za-z0-9._-]*\d{6}\.(tar|pack)(\.tmp)?$/;
+
+/**
+ * What the dataset itself keeps under `name`, if anything: an extra file of that name would replace it when the
+ * dataset is committed (a shard or pack-report.json), be deleted by a later --force or resume (shard-like and
+ * temporary names), or clash with the manifest or index.
+ */
+function reservedNameUse(name: string): string | undefined {
+  if (name === MANIFEST_FILE) return 'its manifest';
+  if (name === INDEX_FILE) return 'its index';
+  if (name === PACK_REPORT_FILE) return "pack's report";
+  if (SHARD_FILE_NAME.test(name)) return 'shard files';
+  if (name.endsWith('.tmp')) return 'temporary files';
+  return undefined;
+}
 
 export interface DatasetWriterOptions {
   /** Output directory (created when missing). */
@@ -252,10 +269,19 @@ export class DatasetWriter {
     this.refused.push({ path: inputPath, reason });
   }
 
-  /** A file for the dataset directory (e.g. classes.txt), written before the manifest and listed in it. */
-  addFile(name: string, bytes: Uint8Array): void {
-    if (!/^[^/\\\0]+$/.test(name) || name === MANIFEST_FILE || name === INDEX_FILE || name.startsWith('.')) {
-      throw new ShardkitError(ErrorCodes.INVALID_ARG, `cannot add dataset file ${JSON.stringify(name)}`);
+  /**
+   * A file for the dataset directory (e.g. classes.txt), written before the manifest and listed in it.
+   * @param from who asked for it, for the error message (e.g. `pass notes`).
+   * @throws ShardkitError INVALID_ARG for a path, a dot-name, or a name the dataset uses itself (see reservedNameUse).
+   */
+  addFile(name: string, bytes: Uint8Array, from?: string): void {
+    const by = from === undefined ? '' : ` (from ${from})`;
+    if (!/^[^/\\\0]+$/.test(name) || name.startsWith('.')) {
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, `cannot add dataset file ${JSON.stringify(name)}${by}: expected a plain file name that does not start with "."`);
+    }
+    const use = reservedNameUse(name);
+    if (use !== undefined) {
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, `cannot add dataset file ${JSON.stringify(name)}${by}: the dataset uses that name for ${use}; choose another name`);
     }
     this.files.set(name, bytes);
   }
@@ -422,7 +448,7 @@ function prepareDirectory(dir: string, workDir: string, resume: boolean, force: 
     const owned = ownedFiles(dir);
     rm(path.join(dir, MANIFEST_FILE));
     for (const name of list(dir)) {
-      if (name === WORK_DIR || owned.has(name) || /^[A-Za-z0-9._-]*\d{6}\.(tar|pack)(\.tmp)?$/.test(name)) rm(path.join(dir, name));
+      if (name === WORK_DIR || owned.has(name) || SHARD_FILE_NAME.test(name)) rm(path.join(dir, name));
     }
   } else if (hasManifest) {
     throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} already holds a finished dataset; use --force to replace it`, { file: dir });

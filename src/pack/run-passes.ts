@@ -23,7 +23,7 @@ export async function preparePasses(passes: readonly Pass[], keys: () => AsyncIt
 }
 
 /** Files and manifest fields from every pass; two passes claiming one name is an error, not a silent overwrite. */
-export function collectPassOutputs(passes: readonly Pass[]): { files: Record<string, Uint8Array>; manifest: Record<string, unknown> } {
+export function collectPassOutputs(passes: readonly Pass[]): { files: Record<string, Uint8Array>; manifest: Record<string, unknown>; owners: Map<string, string> } {
   const files: Record<string, Uint8Array> = {};
   const manifest: Record<string, unknown> = {};
   const owner = new Map<string, string>();
@@ -40,7 +40,8 @@ export function collectPassOutputs(passes: readonly Pass[]): { files: Record<str
       manifest[key] = value;
     }
   }
-  return { files, manifest };
+  const owners = new Map([...owner].filter(([k]) => k.startsWith('file:')).map(([k, v]) => [k.slice('file:'.length), v]));
+  return { files, manifest, owners };
 }
 
 function conflict(what: string, a: string, b: string): ShardkitError {
@@ -50,7 +51,7 @@ function conflict(what: string, a: string, b: string): ShardkitError {
 /** Adds what the passes leave (files, manifest fields) to the writer and commits the dataset. */
 export async function finishWithPassOutputs(writer: DatasetWriter, passes: readonly Pass[]): Promise<Manifest> {
   const outputs = collectPassOutputs(passes);
-  for (const [name, bytes] of Object.entries(outputs.files)) writer.addFile(name, bytes);
+  for (const [name, bytes] of Object.entries(outputs.files)) writer.addFile(name, bytes, `pass ${outputs.owners.get(name)}`);
   for (const [k, v] of Object.entries(outputs.manifest)) writer.setExtra(k, v);
   return writer.finish();
 }

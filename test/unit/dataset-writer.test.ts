@@ -250,6 +250,20 @@ describe('DatasetWriter', () => {
     }
   });
 
+  it('refuses extra files named like its own shards, index, manifest, pack report or temporary files', async () => {
+    const dir = tmpDir();
+    const w = new DatasetWriter({ dir, shardBytes: 4096 });
+    for (let i = 0; i < 20; i++) w.add(sample(i, 300));
+    for (const name of ['shard-000000.tar', 'shard-000001.tar', 'shard-000000.pack', 'p0of2-000003.tar', 'pack-report.json', 'manifest.json', 'index.skidx', 'notes.tmp']) {
+      expect(() => w.addFile(name, enc.encode('mine\n'), 'pass notes'), name).toThrow(/^cannot add dataset file .* \(from pass notes\): the dataset uses that name/);
+    }
+    w.addFile('shard-notes.tar', enc.encode('fine\n'));
+    const m = await w.finish();
+    expect(m.files).toEqual(['shard-notes.tar']);
+    expect(m.shards.length).toBeGreaterThan(1);
+    for (const s of m.shards) expect(fs.statSync(path.join(dir, s.file)).size).toBe(s.bytes);
+  });
+
   it('resumes after the last finished shard with byte-identical output', async () => {
     const full = tmpDir();
     await writeDataset(full, 400);
