@@ -1,7 +1,8 @@
 /**
  * `derive`: run passes over an existing dataset, shards to shards, so each researcher makes a variant (another
  * size, a tensor, labels) without touching the raw files. The new manifest records the source's passes followed by
- * the new ones. Resumable like pack.
+ * the new ones, and keeps the source's pass files (classes.txt) and manifest fields unless a new pass writes its
+ * own of the same name. Resumable like pack.
  */
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
@@ -15,7 +16,7 @@ import type { HttpClientOptions } from '../io/http-client.js';
 import { openDataset } from '../read/dataset.js';
 import { DatasetWriter } from './dataset-writer.js';
 import { isInside, realPathOf } from './paths.js';
-import { finishWithPassOutputs, preparePasses } from './run-passes.js';
+import { finishWithPassOutputs, preparePasses, type InheritedOutputs } from './run-passes.js';
 import { runPipeline, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 
 export interface DeriveOptions {
@@ -58,6 +59,10 @@ export async function derive(options: DeriveOptions): Promise<{ manifest: Manife
   const concurrency = validateConcurrency(options.concurrency ?? imageConcurrency().jobs * 2);
   const ds = await openDataset(options.dataset, options.http === undefined ? {} : { http: options.http });
   try {
+    // the source's class list and other pass outputs carry over (read now: a missing file fails before any write)
+    const files = new Map<string, Uint8Array>();
+    for (const name of ds.manifest.files) files.set(name, await ds.readExtraFile(name));
+    const inherited: InheritedOutputs = { files, extra: ds.manifest.extra };
     await preparePasses(options.passes, () => ds.keys());
     const writer = new DatasetWriter({
       dir: options.out,
@@ -87,7 +92,7 @@ export async function derive(options: DeriveOptions): Promise<{ manifest: Manife
         onError,
         ...(options.onProgress ? { onEach: (c: PipelineCounters) => options.onProgress?.({ ...c, total: ds.size - resumed }) } : {}),
       });
-      return { manifest: await finishWithPassOutputs(writer, options.passes), resumedSamples: resumed };
+      return { manifest: await finishWithPassOutputs(writer, options.passes, inherited), resumedSamples: resumed };
     } catch (err) {
       writer.abort();
       throw err;

@@ -48,8 +48,20 @@ function conflict(what: string, a: string, b: string): ShardkitError {
   return new ShardkitError(ErrorCodes.INVALID_ARG, `passes ${a} and ${b} both write the ${what}; keep one of them`);
 }
 
-/** Adds what the passes leave (files, manifest fields) to the writer and commits the dataset. */
-export async function finishWithPassOutputs(writer: DatasetWriter, passes: readonly Pass[]): Promise<Manifest> {
+/** Files and manifest fields a dataset already had (derive's source), which the passes' own replace. */
+export interface InheritedOutputs {
+  files: ReadonlyMap<string, Uint8Array>;
+  extra: Record<string, unknown>;
+}
+
+/**
+ * Adds what the passes leave (files, manifest fields) to the writer and commits the dataset. `inherited` goes in
+ * first: a pass writing a file or field of the same name replaces it (a new tag pass's classes.txt is the list its
+ * cls members index).
+ */
+export async function finishWithPassOutputs(writer: DatasetWriter, passes: readonly Pass[], inherited?: InheritedOutputs): Promise<Manifest> {
+  for (const [name, bytes] of inherited?.files ?? []) writer.addFile(name, bytes, 'the source dataset');
+  for (const [k, v] of Object.entries(inherited?.extra ?? {})) writer.setExtra(k, v);
   const outputs = collectPassOutputs(passes);
   for (const [name, bytes] of Object.entries(outputs.files)) writer.addFile(name, bytes, `pass ${outputs.owners.get(name)}`);
   for (const [k, v] of Object.entries(outputs.manifest)) writer.setExtra(k, v);

@@ -395,6 +395,18 @@ export class Dataset {
     return this.shardLocations[shard] as string;
   }
 
+  /**
+   * Reads one of the files a pass left beside the dataset (listed in `manifest.files`, e.g. `classes.txt`), whole.
+   * @throws ShardkitError KEY_NOT_FOUND when the manifest lists no such file; SHARD_MISSING when it is gone.
+   */
+  async readExtraFile(name: string): Promise<Uint8Array> {
+    this.assertOpen();
+    if (!this.manifest.files.includes(name)) {
+      throw new ShardkitError(ErrorCodes.KEY_NOT_FOUND, `${redactLocation(this.location)} has no file ${JSON.stringify(name)} in its manifest's files`, { file: redactLocation(this.location) });
+    }
+    return readAll(resolveLocation(this.location, name), this.client === undefined ? { stats: this.io } : { stats: this.io, client: this.client });
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

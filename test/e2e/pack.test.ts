@@ -360,4 +360,25 @@ describe('shardkit pack', () => {
     const m = JSON.parse(fs.readFileSync(path.join(variant, 'manifest.json'), 'utf8'));
     expect(m.passes.map((p: { name: string }) => p.name)).toEqual(['resize', 'format']);
   });
+
+  it("derive keeps the source's pass files and manifest fields; a new pass's own of the same name replace them", () => {
+    const root = tmpDir();
+    const base = path.join(root, 'base');
+    expect(shardkit(['pack', IMAGES, '--out', base, ...GOOD, '--pass', 'tag=dirname']).status).toBe(0);
+    const manifest = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
+    const kept = path.join(root, 'kept');
+    expect(shardkit(['derive', base, '--out', kept, '--pass', 'resize=8x8']).status).toBe(0);
+    expect(fs.readFileSync(path.join(kept, 'classes.txt'), 'utf8')).toBe('cat\ndog\n');
+    expect(manifest(kept).files).toEqual(['classes.txt']);
+    expect(manifest(kept).extra).toEqual({ classes: ['cat', 'dog'] });
+    // a table with another class list than the source's
+    const labels = path.join(root, 'labels.csv');
+    fs.writeFileSync(labels, 'path,label\ncat/001.jpg,ant\ncat/002.png,cat\ndog/003.webp,dog\ndog/004.jpg,dog\n');
+    const relabelled = path.join(root, 'relabelled');
+    const r = shardkit(['derive', kept, '--out', relabelled, '--pass', `tag=${labels}`]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(fs.readFileSync(path.join(relabelled, 'classes.txt'), 'utf8')).toBe('ant\ncat\ndog\n');
+    expect(manifest(relabelled).extra).toEqual({ classes: ['ant', 'cat', 'dog'] });
+    expect(shardkit(['get', relabelled, 'cat/002', '--ext', 'cls']).stdout).toBe('1');
+  });
 });
