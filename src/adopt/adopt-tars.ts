@@ -16,12 +16,12 @@ import { expectLocalPath } from '../io/location.js';
 import { fsCall, ioError } from '../pack/fs-errors.js';
 import { ADOPT_WORK_DIR, scanTarShards, type ScanProgress } from './scan-tar.js';
 import { writeDatasetFiles } from './write-dataset-files.js';
+import { DEFAULT_MAX_MEMBER_BYTES } from '../read/dataset-options.js';
 
 /** Work directory for the external sort, removed when done. */
 export { ADOPT_WORK_DIR };
 /** Recorded in the manifest's `extra` so `reindex` knows these shards follow the adoption rules. */
 export const ADOPTED_EXTRA_KEY = 'adopted';
-const DEFAULT_MAX_MEMBER_BYTES = 1 << 30;
 
 export interface AdoptOptions {
   /** Output directory (created when missing). */

@@ -19,11 +19,11 @@ import { INDEX_FILE } from '../pack/dataset-writer.js';
 import { ADOPTED_EXTRA_KEY } from './adopt-tars.js';
 import { scanTarShards, type ScanProgress } from './scan-tar.js';
 import { writeDatasetFiles } from './write-dataset-files.js';
+import { DEFAULT_MAX_MEMBER_BYTES } from '../read/dataset-options.js';
 
 /** Shard files as the writer names them. */
 export const WRITER_TAR_SHARD = /^[A-Za-z0-9._-]*\d{6}\.tar$/;
 const WRITER_PACKED_SHARD = /^[A-Za-z0-9._-]*\d{6}\.pack$/;
-const DEFAULT_MAX_MEMBER_BYTES = 1 << 30;
 
 export interface ReindexOptions {
   onProgress?: (p: ScanProgress & { shard: number; shards: number }) => void;

@@ -10,6 +10,8 @@ import { fsCall } from './fs-errors.js';
 const WRITE_BUFFER_BYTES = 4 << 20;
 /** A run of caller bytes at least this long is written from where it lies instead of copied into the buffer. */
 const DIRECT_WRITE_BYTES = 64 << 10;
+/** fs.writeSync takes at most 2^31 - 1 bytes a call: a larger member (a big tensor) goes out in pieces of this. */
+const MAX_WRITE_BYTES = 1 << 30;
 
 export class ShardFile {
   private readonly fd: number;
@@ -28,9 +30,11 @@ export class ShardFile {
   bytes = 0;
   samples = 0;
 
+  /** @param maxWriteBytes the most bytes one write(2) is given (tests make it small). */
   constructor(
     readonly tmpPath: string,
     readonly finalPath: string,
+    private readonly maxWriteBytes = MAX_WRITE_BYTES,
   ) {
     this.fd = fsCall('create', tmpPath, () => fs.openSync(tmpPath, 'w'));
   }
@@ -87,7 +91,7 @@ export class ShardFile {
 
   private writeFully(data: Uint8Array): void {
     let off = 0;
-    while (off < data.length) off += fsCall('write', this.tmpPath, () => fs.writeSync(this.fd, data, off, data.length - off));
+    while (off < data.length) off += fsCall('write', this.tmpPath, () => fs.writeSync(this.fd, data, off, Math.min(data.length - off, this.maxWriteBytes)));
   }
 
   /** Flushes, optionally fsyncs, closes and renames into place. Returns the checksums. */

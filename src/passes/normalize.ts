@@ -5,8 +5,10 @@
 import type { Sharp } from 'sharp';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { encodeAs, mapImageMembers, openImage, replaceLastExt } from './image-codec.js';
-import { encodeNpy } from './npy.js';
+import { encodeNpy, npyFileBytes } from './npy.js';
 import type { Pass } from './pass.js';
+import { checkInteger } from './validate.js';
+import { DEFAULT_MAX_MEMBER_BYTES } from '../read/dataset-options.js';
 
 /**
  * A pass that stretches each image member's contrast so its luminance spans the full range (sharp's
@@ -31,6 +33,11 @@ export interface TensorNormalizeOptions {
   mean: readonly number[];
   /** Per-channel standard deviations, same length as `mean`, each > 0. */
   std: readonly number[];
+  /**
+   * The largest `.npy` member (bytes) to make; a larger image fails its sample (INPUT). Default and upper bound:
+   * {@link DEFAULT_MAX_MEMBER_BYTES}, the largest member a reader takes by default.
+   */
+  maxMemberBytes?: number;
 }
 
 /** Pixels map to 0..1 by their depth's maximum, as torchvision's ToTensor does for 8 bits. */
@@ -54,13 +61,14 @@ export function tensorNormalizePass(options: TensorNormalizeOptions): Pass {
   for (const s of std) {
     if (s <= 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected std values above 0 for normalize but received ${s}`);
   }
+  const maxMemberBytes = checkInteger(options.maxMemberBytes ?? DEFAULT_MAX_MEMBER_BYTES, 1, DEFAULT_MAX_MEMBER_BYTES, 'maxMemberBytes');
   const channels = mean.length;
   return {
     name: 'normalize',
     params: { mode: 'tensor', mean: [...mean], std: [...std], layout: 'CHW', dtype: 'float32' },
     async run(sample) {
       const members = await mapImageMembers(sample.key, sample.members, 'normalize', async (bytes, _format, ext) => {
-        const { samples, width, height, max } = await decodePixels(openImage(bytes), channels, sample.key, ext);
+        const { samples, width, height, max } = await decodePixels(openImage(bytes), channels, sample.key, ext, maxMemberBytes);
         return { ext: replaceLastExt(ext, 'npy'), bytes: encodeNpy(standardize(samples, width, height, mean, std, max)) };
       });
       return { key: sample.key, members };
@@ -73,8 +81,18 @@ export function tensorNormalizePass(options: TensorNormalizeOptions): Pass {
  * spaces would round 65536 levels to 256). The length is checked against the shape: a sample depth other than the
  * one asked for must fail the sample, not be read as bytes of other pixels.
  */
-async function decodePixels(image: Sharp, channels: number, key: string, ext: string) {
-  const sixteen = (await image.metadata()).depth === 'ushort';
+async function decodePixels(image: Sharp, channels: number, key: string, ext: string, maxMemberBytes: number) {
+  const meta = await image.metadata();
+  // checked before decoding: a 14000x14000 JPEG of 1 MB would make a 2.3 GB tensor that no reader takes by default
+  const memberBytes = npyFileBytes([channels, meta.height ?? 0, meta.width ?? 0]);
+  if (memberBytes > maxMemberBytes) {
+    throw new ShardkitError(
+      ErrorCodes.INPUT,
+      `Image member ${ext} of sample ${key} is ${meta.width}x${meta.height}: its .npy tensor would be ${memberBytes} bytes, over the ${maxMemberBytes}-byte member limit; resize it first (--pass resize=WxH before normalize)`,
+      { key },
+    );
+  }
+  const sixteen = meta.depth === 'ushort';
   const space = channels === 1 ? (sixteen ? 'grey16' : 'b-w') : sixteen ? 'rgb16' : 'srgb';
   const pipeline = image.removeAlpha().toColourspace(space);
   const { data, info } = await (sixteen ? pipeline.raw({ depth: 'ushort' }) : pipeline.raw()).toBuffer({ resolveWithObject: true });

@@ -40,6 +40,21 @@ function pythonShape(shape: readonly number[]): string {
   return `(${shape.join(', ')})`;
 }
 
+/** The header after the preamble: the dict, numpy's spare spaces and padding, and `\n`. */
+function headerText(shape: readonly number[]): string {
+  let dict = `{'descr': '<f4', 'fortran_order': False, 'shape': ${pythonShape(shape)}, }`;
+  if (shape.length > 0) dict += ' '.repeat(NPY_GROWTH_AXIS_MAX_DIGITS - String(shape[0]).length);
+  const withNewline = dict.length + 1;
+  // numpy's rule, kept exactly (a full 64 bytes of padding when already aligned).
+  const padding = NPY_ARRAY_ALIGN - ((NPY_PREAMBLE_BYTES + withNewline) % NPY_ARRAY_ALIGN);
+  return `${dict}${' '.repeat(padding)}\n`;
+}
+
+/** The size of the `.npy` file {@link encodeNpy} makes for a float32 tensor of `shape`, without making it. */
+export function npyFileBytes(shape: readonly number[]): number {
+  return NPY_PREAMBLE_BYTES + headerText(shape).length + shape.reduce((a, b) => a * b, 1) * FLOAT32_BYTES;
+}
+
 /**
  * Encodes a float32 tensor as a `.npy` file (v1.0, `<f4`, C order), byte-identical to `numpy.save`.
  * @throws ShardkitError INVALID_ARG when the shape is not non-negative integers or does not match the data length.
@@ -56,12 +71,8 @@ export function encodeNpy(tensor: Float32Tensor): Uint8Array {
   if (count !== data.length) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `The .npy shape [${shape.join(', ')}] holds ${count} values but the data has ${data.length}`);
   }
-  let dict = `{'descr': '<f4', 'fortran_order': False, 'shape': ${pythonShape(shape)}, }`;
-  if (shape.length > 0) dict += ' '.repeat(NPY_GROWTH_AXIS_MAX_DIGITS - String(shape[0]).length);
-  const withNewline = dict.length + 1;
-  // numpy's rule, kept exactly (a full 64 bytes of padding when already aligned).
-  const padding = NPY_ARRAY_ALIGN - ((NPY_PREAMBLE_BYTES + withNewline) % NPY_ARRAY_ALIGN);
-  const headerLength = withNewline + padding;
+  const header = headerText(shape);
+  const headerLength = header.length;
   if (headerLength > NPY_V1_MAX_HEADER) {
     throw new ShardkitError(ErrorCodes.TOO_LARGE, `The .npy header for shape [${shape.join(', ')}] does not fit format version 1.0`);
   }
@@ -71,7 +82,6 @@ export function encodeNpy(tensor: Float32Tensor): Uint8Array {
   out.set(NPY_VERSION_1_0, NPY_MAGIC.length);
   const view = new DataView(out.buffer);
   view.setUint16(NPY_MAGIC.length + NPY_VERSION_1_0.length, headerLength, true);
-  const header = `${dict}${' '.repeat(padding)}\n`;
   for (let i = 0; i < header.length; i++) out[NPY_PREAMBLE_BYTES + i] = header.charCodeAt(i);
   // DataView writes little-endian whatever the host's byte order.
   for (let i = 0; i < count; i++) view.setFloat32(dataOffset + i * FLOAT32_BYTES, data[i] as number, true);

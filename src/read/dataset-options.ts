@@ -2,6 +2,12 @@
 import type { HttpClientOptions } from '../io/http-client.js';
 import type { IoStats } from '../io/io-stats.js';
 
+/**
+ * The largest member a reader takes by default (openDataset's `maxMemberBytes`), and so the largest a pass makes:
+ * a bigger one could be written but not read back without raising the option.
+ */
+export const DEFAULT_MAX_MEMBER_BYTES = 1 << 30;
+
 export interface OpenDatasetOptions {
   /** Check every member's CRC32C on get/at (default true). */
   verify?: boolean;
@@ -25,7 +31,7 @@ export interface OpenDatasetOptions {
    * disks, together with the loader's `syncReadMaxBytes: 0`, so reads in flight overlap device latency.
    */
   syncReadMaxBytes?: number;
-  /** Refuse members larger than this (default 1 GiB): a guard against damaged or hostile indexes. */
+  /** Refuse members larger than this (default {@link DEFAULT_MAX_MEMBER_BYTES}, 1 GiB): a guard against damaged or hostile indexes. */
   maxMemberBytes?: number;
   /** HTTP options for remote datasets (sockets, retries, timeouts, headers). */
   http?: HttpClientOptions;

@@ -31,7 +31,7 @@ import { Loader } from './loader.js';
 import { checkKeyRange, rangeEntries, type KeyRange } from './key-range.js';
 import { SyncViewReader } from './view-reader.js';
 import type { LoaderOptions } from './loader-options.js';
-import type { OpenDatasetOptions } from './dataset-options.js';
+import { DEFAULT_MAX_MEMBER_BYTES, type OpenDatasetOptions } from './dataset-options.js';
 
 export type { OpenDatasetOptions };
 
@@ -43,7 +43,6 @@ export interface DatasetStats {
 
 export type { KeyRange };
 
-const DEFAULT_MAX_MEMBER_BYTES = 1 << 30;
 const EMPTY = new Uint8Array(0);
 
 export class Dataset {

@@ -7,6 +7,8 @@ import type { Sample } from '../../formats/sample.js';
 import { configureSharpForPacking, imageConcurrency } from '../../src/passes/image-concurrency.js';
 import { loadPassModule } from '../../src/passes/load-pass-module.js';
 import { decodeNpy } from '../../src/passes/npy.js';
+import { tensorNormalizePass } from '../../src/passes/normalize.js';
+import { DEFAULT_MAX_MEMBER_BYTES } from '../../src/read/dataset-options.js';
 import { parsePassSpec } from '../../src/passes/parse-pass-spec.js';
 import { customPass, type Pass, type PassContext } from '../../src/passes/pass.js';
 import { IMAGE_FIXTURES, loadImageFixtures, type FixtureSample } from '../helpers/fixture-samples.js';
@@ -165,6 +167,18 @@ describe('normalize', () => {
     const g = await spec('normalize=0.5:0.25').run({ key: 'k', members: { png: greyPng } }, {});
     if (g === 'skip') throw new Error('skip');
     expect(Array.from(decodeNpy(member(g, 'npy')).data)).toEqual([0, 20000, 40000, 60000].map((v) => Math.fround((v / 65535 - 0.5) / 0.25)));
+  });
+
+  it('fails a sample whose tensor would exceed the member limit (INPUT, before decoding), naming it and the sizes', async () => {
+    // cat/002 is 48x64: 3 x 64 x 48 float32 plus numpy's 128-byte header
+    const bytes = 3 * 64 * 48 * 4 + 128;
+    const at = (maxMemberBytes: number) => tensorNormalizePass({ mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], maxMemberBytes });
+    expect(member(await run(at(bytes), 'cat/002'), 'npy').length).toBe(bytes);
+    const err = await run(at(bytes - 1), 'cat/002').catch((e: unknown) => e);
+    expect(isShardkitError(err) && err.code).toBe(ErrorCodes.INPUT);
+    expect((err as Error).message).toBe(`Image member png of sample cat/002 is 48x64: its .npy tensor would be ${bytes} bytes, over the ${bytes - 1}-byte member limit; resize it first (--pass resize=WxH before normalize)`);
+    // the default is the largest member a reader takes by default
+    expect(() => at(DEFAULT_MAX_MEMBER_BYTES + 1)).toThrow(`Expected integer between 1 and ${DEFAULT_MAX_MEMBER_BYTES} for maxMemberBytes`);
   });
 
   it('validates its lists', () => {
