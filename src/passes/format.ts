@@ -17,7 +17,7 @@ export interface FormatOptions {
 /**
  * A pass that re-encodes every image member (EXIF orientation applied, metadata stripped) and replaces the last
  * component of its extension: `key.png` -> `key.jpg`, `key.seg.png` -> `key.seg.webp`, `key.jpeg` -> `key.jpg`.
- * @throws ShardkitError DUPLICATE_KEY (from run) when two members of a sample would get one extension.
+ * @throws ShardkitError INPUT (from run) when two members of a sample would get one extension.
  * @example formatPass({ format: 'webp', quality: 85 })
  */
 export function formatPass(options: FormatOptions): Pass {

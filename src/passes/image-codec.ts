@@ -101,6 +101,8 @@ export function replaceMember(key: string, members: Record<string, Uint8Array>, 
 /**
  * Applies `transform` to every image member of a sample (one after another, in member order), leaving other
  * members as they are. `transform` returns the new extension and bytes.
+ * @throws ShardkitError INPUT when two members would get one name (`x.jpg` and `x.png` both becoming `x.npy`): that
+ *   sample cannot be stored as it is, like an undecodable one, so `--on-error skip` leaves it out.
  */
 export async function mapImageMembers(
   key: string,
@@ -109,10 +111,17 @@ export async function mapImageMembers(
   transform: (bytes: Uint8Array, format: ImageFormat, ext: string) => Promise<{ ext: string; bytes: Uint8Array }>,
 ): Promise<Record<string, Uint8Array>> {
   let out = members;
+  /** Which member each renamed one came from, to name both in the error. */
+  const renamedFrom = new Map<string, string>();
   for (const [ext, bytes] of Object.entries(members)) {
     const format = imageFormatOfExt(ext);
     if (format === undefined) continue;
     const result = await runImage(key, ext, pass, () => transform(bytes, format, ext));
+    if (result.ext !== ext && Object.hasOwn(out, result.ext)) {
+      const other = renamedFrom.get(result.ext) ?? result.ext;
+      throw new ShardkitError(ErrorCodes.INPUT, `Sample ${key}: members ${other} and ${ext} would both become ${result.ext} in pass ${pass}; keep one of them (--exclude)`, { key });
+    }
+    if (result.ext !== ext) renamedFrom.set(result.ext, ext);
     out = replaceMember(key, out, ext, result.ext, result.bytes);
   }
   return out;

@@ -209,11 +209,13 @@ describe('format', () => {
     expect(spec('format=webp').params).toEqual({ format: 'webp', quality: 90 });
   });
 
-  it('refuses to give two members one extension', async () => {
+  it('fails a sample (INPUT, which --on-error skip skips) whose two members would get one extension, naming both', async () => {
     const png = member(fixture('cat/002').sample, 'png');
     const jpg = member(fixture('cat/001').sample, 'jpg');
     const err = await errorOf(spec('format=jpeg').run({ key: 'k', members: { jpg, png } }, {}));
-    expect(isShardkitError(err, ErrorCodes.DUPLICATE_KEY) && err.message.includes('jpg twice')).toBe(true);
+    expect(isShardkitError(err, ErrorCodes.INPUT) && err.message).toBe('Sample k: members jpg and png would both become jpg in pass format; keep one of them (--exclude)');
+    const both = await errorOf(spec('normalize=0.5:0.5').run({ key: 'k', members: { jpg, png } }, {}));
+    expect(isShardkitError(both, ErrorCodes.INPUT) && both.message).toBe('Sample k: members jpg and png would both become npy in pass normalize; keep one of them (--exclude)');
   });
 
   it('validates its options', () => {
