@@ -5,7 +5,7 @@ import { basename, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectLocalPath } from '../io/location.js';
-import { checkParams, checkPassResult, customPass, runUserCode, type Pass, type SampleFunction } from './pass.js';
+import { checkParams, checkPassOutputs, checkPassResult, customPass, runUserCode, userFailure, type Pass, type SampleFunction } from './pass.js';
 
 /**
  * Imports a module whose default export is a function `(sample, ctx) => sample | 'skip'` (sync or async), a
@@ -51,6 +51,14 @@ export async function loadPassModule(file: string, cwd = process.cwd()): Promise
   });
 }
 
+function callHook<T>(name: string, hook: string, call: () => T): T {
+  try {
+    return call();
+  } catch (err) {
+    throw userFailure(err, `pass ${name} failed in ${hook}()`);
+  }
+}
+
 function isPassLike(value: unknown): value is Partial<Pass> & Pick<Pass, 'name' | 'run'> {
   const v = value as Partial<Pass> | null;
   return typeof v === 'object' && v !== null && typeof v.name === 'string' && v.name !== '' && typeof v.run === 'function';
@@ -67,17 +75,24 @@ function checkedPass(user: Partial<Pass> & Pick<Pass, 'name' | 'run'>): Pass {
       return checkPassResult(user.name, sample.key, await runUserCode(user.name, sample.key, () => user.run(sample, ctx)));
     },
   };
+  // what the hooks throw or return is the user's, reported naming the pass, like run()'s
   if (typeof user.prepare === 'function') {
     const prepare = user.prepare;
-    pass.prepare = (keys) => prepare.call(user, keys);
+    pass.prepare = async (keys) => {
+      try {
+        await prepare.call(user, keys);
+      } catch (err) {
+        throw userFailure(err, `pass ${user.name} failed in prepare()`);
+      }
+    };
   }
   if (typeof user.outputs === 'function') {
     const outputs = user.outputs;
-    pass.outputs = () => outputs.call(user);
+    pass.outputs = () => checkPassOutputs(user.name, callHook(user.name, 'outputs', () => outputs.call(user)));
   }
   if (typeof user.stats === 'function') {
     const stats = user.stats;
-    pass.stats = () => stats.call(user);
+    pass.stats = () => callHook(user.name, 'stats', () => stats.call(user));
   }
   return pass;
 }

@@ -76,13 +76,22 @@ export async function runUserCode<T>(name: string, key: string, call: () => T | 
   try {
     return await call();
   } catch (err) {
-    if (isShardkitError(err)) throw err;
-    const reason = err instanceof Error ? `${err.name === 'Error' ? '' : `${err.name}: `}${err.message.split('\n')[0]}` : String(err);
-    throw new ShardkitError(ErrorCodes.INPUT, `pass ${name} failed on sample ${key}: ${reason}`, { key, cause: err });
+    throw userFailure(err, `pass ${name} failed on sample ${key}`, key);
   }
 }
 
-export function checkParams(name: string, params: unknown): asserts params is Record<string, unknown> {
+/**
+ * What a user's pass code threw, as shardkit reports it: a ShardkitError as it is, anything else as INPUT naming
+ * where it failed (`pass crop failed in prepare()`) and the first line of its message. Not shardkit's internal error.
+ */
+export function userFailure(err: unknown, where: string, key?: string): ShardkitError {
+  if (isShardkitError(err)) return err;
+  const reason = err instanceof Error ? `${err.name === 'Error' ? '' : `${err.name}: `}${err.message.split('\n')[0]}` : String(err);
+  return new ShardkitError(ErrorCodes.INPUT, `${where}: ${reason}`, { ...(key === undefined ? {} : { key }), cause: err });
+}
+
+/** @param what the value's role in the message: the params (default), or the manifest fields of outputs(). */
+export function checkParams(name: string, params: unknown, what = 'the params'): asserts params is Record<string, unknown> {
   let ok = typeof params === 'object' && params !== null && !Array.isArray(params);
   try {
     ok &&= JSON.stringify(params) !== undefined;
@@ -90,8 +99,31 @@ export function checkParams(name: string, params: unknown): asserts params is Re
     ok = false;
   }
   if (!ok) {
-    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a JSON-serialisable object for the params of pass ${name}`);
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a JSON-serialisable object for ${what} of pass ${name}`);
   }
+}
+
+/** Checks what a user pass's outputs() returned: `{ files?: { name: Uint8Array }, manifest?: JSON object }`. */
+export function checkPassOutputs(name: string, outputs: unknown): PassOutputs {
+  if (outputs === undefined) return {};
+  if (!isPlainRecord(outputs)) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Pass ${name} outputs() returned ${describe(outputs)}; expected { files?, manifest? }`);
+  }
+  const { files, manifest } = outputs as PassOutputs;
+  if (files !== undefined) {
+    if (!isPlainRecord(files)) throw new ShardkitError(ErrorCodes.INVALID_ARG, `Pass ${name} outputs() returned files as ${describe(files)}; expected an object of file name -> Uint8Array`);
+    for (const [file, bytes] of Object.entries(files)) {
+      if (!(bytes instanceof Uint8Array)) {
+        throw new ShardkitError(ErrorCodes.INVALID_ARG, `Pass ${name} outputs() returned file ${JSON.stringify(file)} as ${describe(bytes)}; files must be Uint8Array (or Buffer)`);
+      }
+    }
+  }
+  if (manifest !== undefined) checkParams(name, manifest, 'the manifest fields from outputs()');
+  return outputs as PassOutputs;
+}
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Checks what a user pass returned: `'skip'`, or a sample with the same key and byte-array members. */

@@ -414,6 +414,26 @@ describe('custom passes', () => {
     expect(passes[0]?.params).toEqual({ v: 1 });
   });
 
+  it("reports what a pass object's prepare() and outputs() throw or wrongly return naming the pass, not as shardkit's bug", async () => {
+    await writeFile(
+      join(tmp, 'hooks.mjs'),
+      [
+        "const prep = { name: 'prep', run: (s) => s, async prepare(keys) { for await (const k of keys) throw new Error('bad key list\\nmore'); } };",
+        "const out = { name: 'out', run: (s) => s, outputs() { throw new TypeError('stats file missing'); } };",
+        "const big = { name: 'big', run: (s) => s, outputs() { return { manifest: { count: 10n } }; } };",
+        "const str = { name: 'str', run: (s) => s, outputs() { return { files: { 'notes.txt': 'text' } }; } };",
+        'export default [prep, out, big, str];',
+      ].join('\n'),
+    );
+    const [prep, out, big, str] = (await loadPassModule(join(tmp, 'hooks.mjs'))) as Pass[];
+    const prepErr = await errorOf(prepared(prep as Pass));
+    expect(isShardkitError(prepErr, ErrorCodes.INPUT) && prepErr.message).toBe('pass prep failed in prepare(): bad key list');
+    const outErr = await errorOf(Promise.resolve().then(() => out?.outputs?.()));
+    expect(isShardkitError(outErr, ErrorCodes.INPUT) && outErr.message).toBe('pass out failed in outputs(): TypeError: stats file missing');
+    expect(() => big?.outputs?.()).toThrow('Expected a JSON-serialisable object for the manifest fields from outputs() of pass big');
+    expect(() => str?.outputs?.()).toThrow('Pass str outputs() returned file "notes.txt" as a string; files must be Uint8Array (or Buffer)');
+  });
+
   it.each([
     ['nodefault.mjs', 'export const x = 1;', /no default export/],
     ['number.mjs', 'export default 42;', /exports number; expected a function/],
