@@ -130,8 +130,12 @@ function isPlainRecord(value: unknown): value is Record<string, unknown> {
 export function checkPassResult(name: string, key: string, result: unknown): Sample | 'skip' {
   if (result === 'skip') return result;
   const sample = result as Partial<Sample> | null | undefined;
-  if (typeof sample !== 'object' || sample === null || typeof sample.members !== 'object' || sample.members === null) {
+  if (!isPlainRecord(sample) || typeof sample.members !== 'object' || sample.members === null) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Pass ${name} returned ${describe(result)} for sample ${key}; expected a sample { key, members } or 'skip'`, { key });
+  }
+  // an array would be stored as members named 0, 1, ...
+  if (!isPlainRecord(sample.members)) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Pass ${name} returned the members of sample ${key} as ${describe(sample.members)}; expected an object of extension -> Uint8Array`, { key });
   }
   if (sample.key !== key) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Pass ${name} changed the key of sample ${key} to ${JSON.stringify(sample.key)}; passes must keep keys (order and index depend on them)`, { key });

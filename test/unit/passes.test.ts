@@ -384,6 +384,8 @@ describe('custom passes', () => {
     expect(await errorOf(keyChanger.run(sample, {}))).toSatisfy((e) => isShardkitError(e, ErrorCodes.INVALID_ARG) && /changed the key/.test((e as Error).message));
     const stringMember = customPass('str', (s) => ({ ...s, members: { txt: 'hi' as unknown as Uint8Array } }));
     expect(await errorOf(stringMember.run(sample, {}))).toSatisfy((e) => /members must be Uint8Array/.test((e as Error).message));
+    const arrayMembers = customPass('arr', (s) => ({ key: s.key, members: Object.values(s.members) as unknown as Sample['members'] }));
+    expect(await errorOf(arrayMembers.run(sample, {}))).toSatisfy((e) => isShardkitError(e, ErrorCodes.INVALID_ARG) && (e as Error).message === 'Pass arr returned the members of sample cat/001 as an array; expected an object of extension -> Uint8Array');
     expect(await customPass('skip', () => 'skip').run(sample, {})).toBe('skip');
     expect(() => customPass('p', (s) => s, { bad: 1n } as Record<string, unknown>)).toThrow(/JSON-serialisable/);
   });
