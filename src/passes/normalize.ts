@@ -43,6 +43,8 @@ export interface TensorNormalizeOptions {
 /** Pixels map to 0..1 by their depth's maximum, as torchvision's ToTensor does for 8 bits. */
 const UCHAR_MAX = 255;
 const USHORT_MAX = 65535;
+/** The largest finite float32, 2^128 - 2^104. */
+const FLOAT32_MAX = 3.4028234663852886e38;
 
 /**
  * A pass that replaces each image member by a float32 tensor `(pixel / max - mean[c]) / std[c]` in (C, H, W)
@@ -58,9 +60,14 @@ export function tensorNormalizePass(options: TensorNormalizeOptions): Pass {
   if (mean.length !== std.length) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected as many std values as mean values for normalize but received ${mean.length} means and ${std.length} stds`);
   }
-  for (const s of std) {
+  std.forEach((s, c) => {
     if (s <= 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected std values above 0 for normalize but received ${s}`);
-  }
+    // the exact bound: a tiny std (1e-50) or a huge mean turned every value into +-Infinity
+    const m = mean[c] as number;
+    if (Math.max(Math.abs(m), Math.abs(1 - m)) / s > FLOAT32_MAX) {
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected mean and std for normalize that keep (x - mean) / std a finite float32 for x in [0, 1] but received mean ${m} and std ${s}`);
+    }
+  });
   const maxMemberBytes = checkInteger(options.maxMemberBytes ?? DEFAULT_MAX_MEMBER_BYTES, 1, DEFAULT_MAX_MEMBER_BYTES, 'maxMemberBytes');
   const channels = mean.length;
   return {

@@ -185,6 +185,10 @@ describe('normalize', () => {
     expect(() => spec('normalize=0.1,0.2,0.3:0.3')).toThrow('as many std values as mean values');
     expect(() => spec('normalize=0.1,0.2:0.3,0.4')).toThrow('Expected 1 or 3 finite numbers');
     expect(() => spec('normalize=0.5:0')).toThrow('std values above 0');
+    for (const tiny of ['normalize=0.5:1e-50', 'normalize=1e300:1', 'normalize=0.5,0.5,0.5:1,1,1e-39']) {
+      expect(() => spec(tiny), tiny).toThrow(/^Expected mean and std for normalize that keep \(x - mean\) \/ std a finite float32 for x in \[0, 1\] but received mean/);
+    }
+    expect(() => spec('normalize=0.5:1e-38')).not.toThrow();
     expect(() => spec('normalize=a:b')).toThrow(/Expected normalize or normalize=MEAN:STD/);
   });
 });
