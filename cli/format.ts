@@ -5,6 +5,13 @@ export function percent(ratio: number): string {
   return `${(ratio * 100).toFixed(1)}%`;
 }
 
+/** Summary notes on what passes left undone: samples a tag pass found no label for. */
+export function passStatsNotes(passStats: Record<string, Record<string, number>>): string[] {
+  return Object.entries(passStats)
+    .filter(([, s]) => (s.untagged ?? 0) > 0)
+    .map(([name, s]) => `${s.untagged} sample${s.untagged === 1 ? '' : 's'} left untagged by pass ${name}`);
+}
+
 /** Left-aligned columns. */
 export function table(rows: string[][]): string {
   const widths: number[] = [];

@@ -20,7 +20,7 @@ export { nativeAvailable } from './native/native.js';
 // writing
 export { DatasetWriter, type DatasetWriterOptions, type WriterStats } from './pack/dataset-writer.js';
 export { pack, defaultOutDir, type PackOptions, type PackResult, type PackProgress } from './pack/pack.js';
-export { derive, type DeriveOptions } from './pack/derive.js';
+export { derive, type DeriveOptions, type DeriveResult } from './pack/derive.js';
 export { mergeParts, type MergeResult } from './pack/merge.js';
 export { parsePart, partOfKey, type PartSpec } from './pack/partition.js';
 export { walkSamples, walkSource, type WalkOptions, type WalkStats, type SourceSample } from './pack/walk.js';

@@ -3,6 +3,7 @@ import { derive } from '../../src/pack/derive.js';
 import { parseSize } from '../../src/pack/size-arg.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
 import { HEADER_FLAGS, HEADER_HELP, collect, httpOption, parseChoice, parseCount } from '../args.js';
+import { passStatsNotes } from '../format.js';
 import { progressBar } from '../progress.js';
 import { printJson, runAction } from '../run-action.js';
 import { passesFromArgv } from './pack.js';
@@ -53,9 +54,16 @@ export function registerDerive(program: Command): void {
           bar.stop();
         }
         const m = r.manifest;
-        const summary = { out: flags.out, samples: m.totals.samples, shards: m.shards.length, skipped: m.skipped.length, passes: m.passes.map((p) => p.name) };
+        // as pack's: skipped inputs listed (path, reason), and the passes' counters
+        const summary = { out: flags.out, samples: m.totals.samples, shards: m.shards.length, resumedSamples: r.resumedSamples, skipped: m.skipped, passes: m.passes.map((p) => p.name), passStats: r.passStats };
         if (flags.json) printJson(summary);
-        else if (!flags.quiet) process.stdout.write(`derived ${summary.samples} samples into ${summary.shards} shards at ${summary.out} (passes: ${summary.passes.join(', ')}; ${summary.skipped} skipped)\n`);
+        else if (!flags.quiet) {
+          const parts = [`derived ${summary.samples} samples into ${summary.shards} shards at ${summary.out} (passes: ${summary.passes.join(', ')})`];
+          if (r.resumedSamples > 0) parts.push(`${r.resumedSamples} resumed`);
+          if (m.skipped.length > 0) parts.push(`${m.skipped.length} skipped (listed in the manifest)`);
+          parts.push(...passStatsNotes(r.passStats));
+          process.stdout.write(`${parts.join('; ')}\n`);
+        }
       }),
     );
 }

@@ -5,6 +5,7 @@ import { parseSize, formatSize } from '../../src/pack/size-arg.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
 import type { Pass } from '../../src/passes/pass.js';
 import { collect, parseChoice, parseCount } from '../args.js';
+import { passStatsNotes } from '../format.js';
 import { progressBar } from '../progress.js';
 import { printJson, runAction } from '../run-action.js';
 
@@ -155,6 +156,7 @@ function summaryLine(s: ReturnType<typeof packSummary>): string {
   ];
   if (s.resumedSamples > 0) parts.push(`${s.resumedSamples} resumed`);
   if (s.skipped.length > 0) parts.push(`${s.skipped.length} skipped (listed in the manifest)`);
+  parts.push(...passStatsNotes(s.passStats));
   if (s.oversizeSamples > 0) parts.push(`${s.oversizeSamples} sample${s.oversizeSamples === 1 ? '' : 's'} larger than --shard, each in its own shard`);
   const w = s.walk;
   const left = [w.skippedSymlinks && `${w.skippedSymlinks} symlinks`, w.skippedCycles && `${w.skippedCycles} symlink loops`, w.skippedHidden && `${w.skippedHidden} hidden`, w.skippedExcluded && `${w.skippedExcluded} excluded`, w.skippedOther && `${w.skippedOther} special files`].filter(Boolean);

@@ -16,7 +16,7 @@ import type { HttpClientOptions } from '../io/http-client.js';
 import { openDataset } from '../read/dataset.js';
 import { DatasetWriter } from './dataset-writer.js';
 import { isInside, realPathOf } from './paths.js';
-import { finishWithPassOutputs, preparePasses, type InheritedOutputs } from './run-passes.js';
+import { finishWithPassOutputs, passStatsOf, preparePasses, type InheritedOutputs } from './run-passes.js';
 import { runPipeline, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 
 export interface DeriveOptions {
@@ -51,7 +51,15 @@ function refuseOutInSource(dataset: string, out: string): void {
   }
 }
 
-export async function derive(options: DeriveOptions): Promise<{ manifest: Manifest; resumedSamples: number }> {
+export interface DeriveResult {
+  manifest: Manifest;
+  /** Samples of the source that a resume found already written. */
+  resumedSamples: number;
+  /** Each pass's counters (e.g. tag's `untagged`), by pass name; a resume counts only what it ran. */
+  passStats: Record<string, Record<string, number>>;
+}
+
+export async function derive(options: DeriveOptions): Promise<DeriveResult> {
   if (options.passes.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'derive needs at least one --pass');
   expectLocalPath('--out', options.out); // before the source is opened (maybe over http) and the passes list its keys
   refuseOutInSource(options.dataset, options.out);
@@ -92,7 +100,8 @@ export async function derive(options: DeriveOptions): Promise<{ manifest: Manife
         onError,
         ...(options.onProgress ? { onEach: (c: PipelineCounters) => options.onProgress?.({ ...c, total: ds.size - resumed }) } : {}),
       });
-      return { manifest: await finishWithPassOutputs(writer, options.passes, inherited), resumedSamples: resumed };
+      const manifest = await finishWithPassOutputs(writer, options.passes, inherited);
+      return { manifest, resumedSamples: resumed, passStats: passStatsOf(options.passes) };
     } catch (err) {
       writer.abort();
       throw err;

@@ -22,7 +22,7 @@ import { memberPath, splitKey } from '../../formats/sample.js';
 import { nativeAvailable, useNativeCrc32c } from '../native/native.js';
 import { runPipeline, settle, settleEncoded, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 import { partOfKey, partShardPrefix, type PartSpec } from './partition.js';
-import { finishWithPassOutputs, preparePasses } from './run-passes.js';
+import { finishWithPassOutputs, passStatsOf, preparePasses } from './run-passes.js';
 import { walkSource, type WalkOptions, type WalkSkipReason, type WalkStats } from './walk.js';
 import { writePackReport } from './pack-report.js';
 
@@ -212,7 +212,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
       sourceBytes: counted.bytes,
       readThreads: batches.readers,
       native: nativeAvailable(),
-      passStats: Object.fromEntries(passes.filter((p) => p.stats).map((p) => [p.name, (p.stats as () => Record<string, number>)()])),
+      passStats: passStatsOf(passes),
     };
     writePackReport(out, result);
     return result;

@@ -17,6 +17,11 @@ export async function runPasses(sample: Sample, passes: readonly Pass[], ctx: Pa
   return { kind: 'ok', sample: current };
 }
 
+/** Each pass's counters (stats()), by pass name, for the summary and the pack report. */
+export function passStatsOf(passes: readonly Pass[]): Record<string, Record<string, number>> {
+  return Object.fromEntries(passes.filter((p) => p.stats).map((p) => [p.name, (p.stats as () => Record<string, number>)()]));
+}
+
 /** Gives every pass with prepare() the keys in order, each from a fresh iterator (keys are never held). */
 export async function preparePasses(passes: readonly Pass[], keys: () => AsyncIterable<string>): Promise<void> {
   for (const pass of passes) if (pass.prepare) await pass.prepare(keys());

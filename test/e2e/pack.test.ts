@@ -361,6 +361,20 @@ describe('shardkit pack', () => {
     expect(m.passes.map((p: { name: string }) => p.name)).toEqual(['resize', 'format']);
   });
 
+  it('derive lists skipped samples (path, reason) and pass counters in its summary, as pack does', () => {
+    const root = tmpDir();
+    const base = path.join(root, 'base');
+    expect(shardkit(['pack', IMAGES, '--out', base]).status).toBe(0); // broken/006.jpg stored as it is
+    const args = ['derive', base, '--pass', 'resize=8x8', '--pass', `tag=${path.join(IMAGES, 'labels.csv')}`, '--on-error', 'skip'];
+    const json = shardkit([...args, '--out', path.join(root, 'j'), '--json']);
+    expect(json.status, json.stderr).toBe(0);
+    const summary = JSON.parse(json.stdout);
+    expect(summary.skipped).toEqual([{ path: 'broken/006', reason: expect.stringMatching(/^SHARDKIT_ERR_INPUT: Cannot decode image member jpg of sample broken\/006 in pass resize/) }]);
+    expect(summary.passStats).toEqual({ tag: { tagged: 4, untagged: 2, unusedRows: 0 } }); // dog/005 and labels (the csv) have no row
+    const text = shardkit([...args, '--out', path.join(root, 't')]);
+    expect(text.stdout).toMatch(/; 1 skipped \(listed in the manifest\); 2 samples left untagged by pass tag\n$/);
+  });
+
   it("derive keeps the source's pass files and manifest fields; a new pass's own of the same name replace them", () => {
     const root = tmpDir();
     const base = path.join(root, 'base');
