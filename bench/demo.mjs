@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const cli = process.env.SHARDKIT_DEMO_CLI ?? path.join(root, 'dist/bin/shardkit.js');
+const cli = process.env.SHARDKIT_DEMO_CLI ?? path.join(root, 'dist/bin/shardkit.cjs');
 const { values } = parseArgs({
   options: {
     dir: { type: 'string', default: 'shardkit-demo' },

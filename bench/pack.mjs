@@ -20,7 +20,7 @@ const { values } = parseArgs({ options: { files: { type: 'string', default: '100
 const N = Number(values.files);
 const R = Number(values.repeat);
 const [minSize, maxSize] = values.size.split('-').map(Number);
-const cli = fileURLToPath(new URL('../dist/bin/shardkit.js', import.meta.url));
+const cli = fileURLToPath(new URL('../dist/bin/shardkit.cjs', import.meta.url));
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'shardkit-bench-pack-'));
 const src = values.tree ?? path.join(work, 'src');
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * Bundles the compiled command line (run by `npm run build`, after tsc) into dist/bin: `shardkit.js` (the `bin`),
+ * Bundles the compiled command line (run by `npm run build`, after tsc) into dist/bin: `shardkit.js` (the command
+ * line, which the `bin`, `shardkit.cjs` copied from cli/launcher.cjs, loads),
  * `source-worker.js` (pack's reader threads) and `epoch-child.js` (the benchmark's child processes), with the code
  * they share in chunks. Node 20 loads ES modules one by one (resolve, read, compile, link): the ~70 modules of a
  * pack took ~0.1 s before the first file was read; the bundle loads a pack from 28 files. Commands stay
@@ -48,7 +49,9 @@ await build({
   chunkNames: 'chunk-[hash]',
   logLevel: 'warning',
 });
-fs.chmodSync(path.join(out, 'shardkit.js'), 0o755);
+// the bin: a CommonJS launcher that sizes libuv's pool before the bundle loads (see cli/launcher.cjs)
+fs.copyFileSync(path.join(root, 'cli', 'launcher.cjs'), path.join(out, 'shardkit.cjs'));
+fs.chmodSync(path.join(out, 'shardkit.cjs'), 0o755);
 // the bundled packages' licences travel with their code
 const notices = [...BUNDLED].map((name) => {
   const dir = path.join(root, 'node_modules', name);

@@ -9,7 +9,7 @@
  *
  * The libuv pool (UV_THREADPOOL_SIZE, default 4) caps how many sharp jobs really run at once and is shared with
  * file reads; it can only be set in the environment before the process first uses it. `uvThreadpoolSize` is the
- * value to set (jobs plus the default 4 for I/O): the CLI's launcher should export it.
+ * value to set (jobs plus the default 4 for I/O): the CLI's bin (cli/launcher.cjs) sets it, unless the user did.
  */
 import { availableParallelism } from 'node:os';
 import { sharpLib } from './sharp-lib.js';

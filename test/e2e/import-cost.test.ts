@@ -50,7 +50,7 @@ describe('import cost', () => {
 
   // strace is installed by .ci/run; where it cannot trace (no ptrace in a container), skipped like the bench's check
   it.runIf(straceAvailable())('the shardkit bin is the bundle: a pack loads only dist/bin, its reader thread included, and the native addon, and no package from node_modules', () => {
-    expect(path.relative(ROOT, CLI)).toBe(path.join('dist', 'bin', 'shardkit.js'));
+    expect(path.relative(ROOT, CLI)).toBe(path.join('dist', 'bin', 'shardkit.cjs'));
     const src = tmpDir();
     fs.writeFileSync(path.join(src, 'a.txt'), 'a');
     const out = path.join(tmpDir(), 'ds');

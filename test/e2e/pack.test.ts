@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { openDataset } from '../../src/read/dataset.js';
 import { pack } from '../../src/pack/pack.js';
 import { decodeNpy } from '../../src/passes/npy.js';
+import { imageConcurrency } from '../../src/passes/image-concurrency.js';
 import { ROOT, readTree, shardkit, shardkitAsync } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -359,6 +360,19 @@ describe('shardkit pack', () => {
     expect([meta.width, meta.height, meta.format]).toEqual([8, 8, 'png']);
     const m = JSON.parse(fs.readFileSync(path.join(variant, 'manifest.json'), 'utf8'));
     expect(m.passes.map((p: { name: string }) => p.name)).toEqual(['resize', 'format']);
+  });
+
+  it("the bin sizes libuv's pool for one image job per core plus 4 for reads, unless the user set it", () => {
+    const root = tmpDir();
+    const mod = path.join(root, 'pool.mjs');
+    fs.writeFileSync(mod, "export default (s) => ({ ...s, members: { ...s.members, pool: new TextEncoder().encode(process.env.UV_THREADPOOL_SIZE ?? 'unset') } });\n");
+    const poolOf = (env: Record<string, string>): string => {
+      const out = path.join(root, `ds${Object.values(env).join('')}`);
+      expect(shardkit(['pack', IMAGES, '--out', out, ...GOOD, '--pass-module', mod, '--quiet'], { env }).status).toBe(0);
+      return shardkit(['get', out, 'cat/001', '--ext', 'pool']).stdout;
+    };
+    expect(poolOf({ UV_THREADPOOL_SIZE: '' })).toBe(String(imageConcurrency().uvThreadpoolSize));
+    expect(poolOf({ UV_THREADPOOL_SIZE: '3' })).toBe('3');
   });
 
   it('derive lists skipped samples (path, reason) and pass counters in its summary, as pack does', () => {
