@@ -98,10 +98,25 @@ export function replaceMember(key: string, members: Record<string, Uint8Array>, 
   return out;
 }
 
+/** Formats whose files may hold several frames or pages (animated GIF and WebP, multi-page TIFF, AVIF sequences). */
+const MULTI_FRAME_FORMATS: ReadonlySet<ImageFormat> = new Set(['gif', 'webp', 'tiff', 'avif']);
+
+/**
+ * Image passes work on one frame: sharp decodes the first and drops the others, so an animated GIF came out as a
+ * still one with exit 0. Such a member fails its sample instead (INPUT, which `--on-error skip` skips). Frames are
+ * not resized one by one: a tensor has one frame, and a JPEG or PNG cannot hold several.
+ */
+async function refuseFrames(bytes: Uint8Array, key: string, ext: string, pass: string): Promise<void> {
+  const { pages } = await sharpLib()(bytes, { failOn: 'error' }).metadata();
+  if (pages !== undefined && pages > 1) {
+    throw new ShardkitError(ErrorCodes.INPUT, `Image member ${ext} of sample ${key} has ${pages} frames or pages; pass ${pass} handles single-frame images only (convert it first, or --on-error skip)`, { key });
+  }
+}
+
 /**
  * Applies `transform` to every image member of a sample (one after another, in member order), leaving other
  * members as they are. `transform` returns the new extension and bytes.
- * @throws ShardkitError INPUT when two members would get one name (`x.jpg` and `x.png` both becoming `x.npy`): that
+ * @throws ShardkitError INPUT when a member is animated or has several pages (see refuseFrames), or when two members would get one name (`x.jpg` and `x.png` both becoming `x.npy`): that
  *   sample cannot be stored as it is, like an undecodable one, so `--on-error skip` leaves it out.
  */
 export async function mapImageMembers(
@@ -116,7 +131,10 @@ export async function mapImageMembers(
   for (const [ext, bytes] of Object.entries(members)) {
     const format = imageFormatOfExt(ext);
     if (format === undefined) continue;
-    const result = await runImage(key, ext, pass, () => transform(bytes, format, ext));
+    const result = await runImage(key, ext, pass, async () => {
+      if (MULTI_FRAME_FORMATS.has(format)) await refuseFrames(bytes, key, ext, pass);
+      return transform(bytes, format, ext);
+    });
     if (result.ext !== ext && Object.hasOwn(out, result.ext)) {
       const other = renamedFrom.get(result.ext) ?? result.ext;
       throw new ShardkitError(ErrorCodes.INPUT, `Sample ${key}: members ${other} and ${ext} would both become ${result.ext} in pass ${pass}; keep one of them (--exclude)`, { key });

@@ -249,6 +249,28 @@ describe('undecodable images and non-images', () => {
   });
 });
 
+describe('animated and multi-page images', () => {
+  it('fail their sample (INPUT) in every image pass instead of silently losing all frames but the first', async () => {
+    const [w, h, frames] = [10, 6, 3];
+    const px = Buffer.alloc(w * h * frames * 4);
+    for (let f = 0; f < frames; f++) for (let p = 0; p < w * h; p++) px.set([f * 100, 50, 0, 255], (f * w * h + p) * 4);
+    const raw = { raw: { width: w, height: h * frames, channels: 4 as const, pageHeight: h } };
+    const gif = await sharp(px, raw).gif({ loop: 0, delay: [100, 100, 100] }).toBuffer();
+    const webp = await sharp(px, raw).webp({ loop: 0, delay: [100, 100, 100], lossless: true }).toBuffer();
+    for (const [ext, bytes] of [['gif', gif], ['webp', webp]] as const) {
+      for (const text of ['resize=20x12', 'format=png', 'normalize', 'normalize=0.5:0.5']) {
+        const err = await errorOf(spec(text).run({ key: 'k', members: { [ext]: bytes } }, {}));
+        expect(isShardkitError(err, ErrorCodes.INPUT) && err.message, `${text} ${ext}`).toBe(`Image member ${ext} of sample k has 3 frames or pages; pass ${text.split('=')[0]} handles single-frame images only (convert it first, or --on-error skip)`);
+      }
+    }
+    // one frame is an image like any other
+    const still = await sharp(px.subarray(0, w * h * 4), { raw: { width: w, height: h, channels: 4 } }).gif().toBuffer();
+    const out = await spec('resize=20x12').run({ key: 'k', members: { gif: still } }, {});
+    if (out === 'skip') throw new Error('skip');
+    expect([(await meta(member(out, 'gif'))).width, (await meta(member(out, 'gif'))).height]).toEqual([20, 12]);
+  });
+});
+
 describe('determinism', () => {
   it('gives the same bytes on every run and from fresh pass objects', async () => {
     const chain = (): Pass[] => [spec('resize=40x40:cover'), spec('normalize'), spec('format=webp:80')];
