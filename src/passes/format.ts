@@ -1,5 +1,5 @@
 /** `format=jpeg|webp|png[:quality]`: re-encodes every image member and renames its extension to match. */
-import { encodeAs, mapImageMembers, openImage, replaceLastExt, type ImageFormat } from './image-codec.js';
+import { encodeKeeping, mapImageMembers, openImage, replaceLastExt, type ImageFormat } from './image-codec.js';
 import type { Pass } from './pass.js';
 import { checkInteger, checkOneOf } from './validate.js';
 
@@ -36,7 +36,7 @@ export function formatPass(options: FormatOptions): Pass {
     async run(sample) {
       const members = await mapImageMembers(sample.key, sample.members, 'format', async (bytes, _format, ext) => ({
         ext: replaceLastExt(ext, EXT_BY_FORMAT[format]),
-        bytes: await encodeAs(openImage(bytes), target, quality).toBuffer(),
+        bytes: await (await encodeKeeping(openImage(bytes), target, quality)).toBuffer(),
       }));
       return { key: sample.key, members };
     },

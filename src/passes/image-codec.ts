@@ -66,6 +66,22 @@ export function encodeAs(image: Sharp, format: ImageFormat, quality?: number): S
   }
 }
 
+/** Output formats that store 16-bit samples, and that store one grey channel (sharp's WebP, GIF and AVIF are RGB). */
+const SIXTEEN_BIT_FORMATS: ReadonlySet<ImageFormat> = new Set(['png', 'tiff']);
+const GREY_FORMATS: ReadonlySet<ImageFormat> = new Set(['jpeg', 'png', 'tiff']);
+
+/**
+ * {@link encodeAs}, keeping the input's depth and greyness where `format` can store them. sharp writes 8-bit sRGB
+ * unless told otherwise: a 16-bit depth map lost its precision and a grey image became three equal channels.
+ */
+export async function encodeKeeping(image: Sharp, format: ImageFormat, quality?: number): Promise<Sharp> {
+  const { depth, space } = await image.metadata();
+  const sixteen = depth === 'ushort' && SIXTEEN_BIT_FORMATS.has(format);
+  const grey = (space === 'b-w' || space === 'grey16') && GREY_FORMATS.has(format);
+  const kept = grey ? image.toColourspace(sixteen ? 'grey16' : 'b-w') : sixteen ? image.toColourspace('rgb16') : image;
+  return encodeAs(kept, format, quality);
+}
+
 /** Runs a sharp pipeline, turning decoder failures into ShardkitError INPUT naming the sample and member. */
 export async function runImage<T>(key: string, ext: string, pass: string, work: () => Promise<T>): Promise<T> {
   try {

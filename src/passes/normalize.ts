@@ -4,7 +4,7 @@
  */
 import type { Sharp } from 'sharp';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import { encodeAs, mapImageMembers, openImage, replaceLastExt } from './image-codec.js';
+import { encodeKeeping, mapImageMembers, openImage, replaceLastExt } from './image-codec.js';
 import { encodeNpy, npyFileBytes } from './npy.js';
 import type { Pass } from './pass.js';
 import { checkInteger } from './validate.js';
@@ -21,7 +21,7 @@ export function contrastNormalizePass(): Pass {
     async run(sample) {
       const members = await mapImageMembers(sample.key, sample.members, 'normalize', async (bytes, format, ext) => ({
         ext,
-        bytes: await encodeAs(openImage(bytes).normalise(), format).toBuffer(),
+        bytes: await (await encodeKeeping(openImage(bytes).normalise(), format)).toBuffer(),
       }));
       return { key: sample.key, members };
     },

@@ -1,5 +1,5 @@
 /** `resize=WxH[:fit]`: scales every image member, keeping its format and extension. */
-import { encodeAs, mapImageMembers, openImage } from './image-codec.js';
+import { encodeKeeping, mapImageMembers, openImage } from './image-codec.js';
 import type { Pass } from './pass.js';
 import { checkInteger, checkOneOf } from './validate.js';
 
@@ -37,7 +37,7 @@ export function resizePass(options: ResizeOptions): Pass {
     async run(sample) {
       const members = await mapImageMembers(sample.key, sample.members, 'resize', async (bytes, format, ext) => ({
         ext,
-        bytes: await encodeAs(openImage(bytes).resize({ width, height, fit }), format).toBuffer(),
+        bytes: await (await encodeKeeping(openImage(bytes).resize({ width, height, fit }), format)).toBuffer(),
       }));
       return { key: sample.key, members };
     },

@@ -249,6 +249,37 @@ describe('undecodable images and non-images', () => {
   });
 });
 
+describe('depth and greyness', () => {
+  it('resize, format and contrast normalize keep 16-bit and grey images as they are where the format can store them', async () => {
+    const rgb16 = await sharp(new Uint16Array(4 * 4 * 3).map((_, i) => [1000, 2000, 60000][i % 3] as number), { raw: { width: 4, height: 4, channels: 3, depth: 'ushort' } })
+      .toColourspace('rgb16')
+      .png()
+      .toBuffer();
+    const grey = await sharp(Buffer.alloc(16 * 16, 90), { raw: { width: 16, height: 16, channels: 1 } }).toColourspace('b-w').jpeg().toBuffer();
+    const greyAlpha = await sharp(Buffer.alloc(8 * 8 * 2, 200), { raw: { width: 8, height: 8, channels: 2 } }).toColourspace('b-w').png().toBuffer();
+    const shape = async (text: string, ext: string, bytes: Buffer) => {
+      const out = await spec(text).run({ key: 'k', members: { [ext]: bytes } }, {});
+      if (out === 'skip') throw new Error('skip');
+      const [outExt, outBytes] = Object.entries(out.members)[0] as [string, Uint8Array];
+      const m = await meta(outBytes);
+      return `${outExt} ${m.channels} ${m.depth}`;
+    };
+    for (const text of ['resize=2x2', 'format=png', 'normalize']) {
+      expect(await shape(text, 'png', rgb16), text).toBe('png 3 ushort');
+      expect(await shape(text, 'png', greyAlpha), text).toBe('png 2 uchar');
+    }
+    expect(await shape('resize=8x8', 'jpg', grey)).toBe('jpg 1 uchar');
+    expect(await shape('format=png', 'jpg', grey)).toBe('png 1 uchar');
+    // WebP stores no grey and no 16 bits: RGB, 8-bit
+    expect(await shape('format=webp', 'png', rgb16)).toBe('webp 3 uchar');
+    // 16-bit values survive, not rounded to 8 bits and back
+    const out = await spec('resize=2x2').run({ key: 'k', members: { png: rgb16 } }, {});
+    if (out === 'skip') throw new Error('skip');
+    const px = await sharp(member(out, 'png')).toColourspace('rgb16').raw({ depth: 'ushort' }).toBuffer();
+    expect(Array.from(new Uint16Array(px.buffer, px.byteOffset, 3))).toEqual([1000, 2000, 60000]);
+  });
+});
+
 describe('animated and multi-page images', () => {
   it('fail their sample (INPUT) in every image pass instead of silently losing all frames but the first', async () => {
     const [w, h, frames] = [10, 6, 3];
