@@ -16,7 +16,7 @@ import type { HttpClientOptions } from '../io/http-client.js';
 import { openDataset } from '../read/dataset.js';
 import { DatasetWriter } from './dataset-writer.js';
 import { isInside, realPathOf } from './paths.js';
-import { finishWithPassOutputs, passStatsOf, preparePasses, type InheritedOutputs } from './run-passes.js';
+import { checkDeclaredOutputs, finishWithPassOutputs, passStatsOf, preparePasses, type InheritedOutputs } from './run-passes.js';
 import { runPipeline, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 
 export interface DeriveOptions {
@@ -63,6 +63,7 @@ export async function derive(options: DeriveOptions): Promise<DeriveResult> {
   if (options.passes.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'derive needs at least one --pass');
   expectLocalPath('--out', options.out); // before the source is opened (maybe over http) and the passes list its keys
   refuseOutInSource(options.dataset, options.out);
+  checkDeclaredOutputs(options.passes);
   const onError = validateOnError(options.onError ?? 'fail');
   const concurrency = validateConcurrency(options.concurrency ?? imageConcurrency().jobs * 2);
   const ds = await openDataset(options.dataset, options.http === undefined ? {} : { http: options.http });

@@ -22,7 +22,7 @@ import { memberPath, splitKey } from '../../formats/sample.js';
 import { nativeAvailable, useNativeCrc32c } from '../native/native.js';
 import { runPipeline, settle, settleEncoded, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 import { partOfKey, partShardPrefix, type PartSpec } from './partition.js';
-import { finishWithPassOutputs, passStatsOf, preparePasses } from './run-passes.js';
+import { checkDeclaredOutputs, finishWithPassOutputs, passStatsOf, preparePasses } from './run-passes.js';
 import { walkSource, type WalkOptions, type WalkSkipReason, type WalkStats } from './walk.js';
 import { writePackReport } from './pack-report.js';
 
@@ -134,6 +134,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
   if (typeof readThreads === 'number' && (!Number.isSafeInteger(readThreads) || readThreads < 0 || readThreads > 64)) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected an integer between 0 and 64 for readThreads but received ${readThreads}`);
   }
+  checkDeclaredOutputs(passes);
   const inPart = (key: string): boolean => options.part === undefined || partOfKey(key, options.part.count) === options.part.index;
 
   const prepared = passes.some((p) => p.prepare) ? await prescan(source, walkOptions, inPart, passes) : undefined;

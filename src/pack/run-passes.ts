@@ -27,30 +27,61 @@ export async function preparePasses(passes: readonly Pass[], keys: () => AsyncIt
   for (const pass of passes) if (pass.prepare) await pass.prepare(keys());
 }
 
+/**
+ * A pass as the user can tell it from the others of the command line: its place and name, and the source it reads
+ * (`pass 2 (tag=dirname)`, `pass 3 (tag=labels.csv)`, `pass 4 (custom:crop.mjs)`).
+ */
+export function passLabel(pass: Pass, i: number): string {
+  const source = typeof pass.params.source === 'string' ? `=${pass.params.source}` : '';
+  return `pass ${i + 1} (${pass.name}${source})`;
+}
+
+/** Claims on output names, refused when a second pass makes the same one. */
+class OutputClaims {
+  private readonly owner = new Map<string, string>();
+
+  claim(kind: 'file' | 'manifest field', name: string, by: string): void {
+    const key = `${kind}:${name}`;
+    const first = this.owner.get(key);
+    if (first !== undefined && first !== by) {
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, `${first} and ${by} both write the ${kind} ${name}; keep one of them`);
+    }
+    this.owner.set(key, by);
+  }
+}
+
+/**
+ * Refuses, before any sample is read, two passes that declare one output file or manifest field (two tag passes
+ * both write classes.txt): found after the passes ran, the conflict cost a whole pack.
+ */
+export function checkDeclaredOutputs(passes: readonly Pass[]): void {
+  const claims = new OutputClaims();
+  passes.forEach((pass, i) => {
+    for (const name of pass.declares?.files ?? []) claims.claim('file', name, passLabel(pass, i));
+    for (const name of pass.declares?.manifest ?? []) claims.claim('manifest field', name, passLabel(pass, i));
+  });
+}
+
 /** Files and manifest fields from every pass; two passes claiming one name is an error, not a silent overwrite. */
 export function collectPassOutputs(passes: readonly Pass[]): { files: Record<string, Uint8Array>; manifest: Record<string, unknown>; owners: Map<string, string> } {
   const files: Record<string, Uint8Array> = {};
   const manifest: Record<string, unknown> = {};
-  const owner = new Map<string, string>();
-  for (const pass of passes) {
+  const owners = new Map<string, string>();
+  const claims = new OutputClaims();
+  passes.forEach((pass, i) => {
+    const label = passLabel(pass, i);
     const out = pass.outputs?.();
     for (const [name, bytes] of Object.entries(out?.files ?? {})) {
-      if (owner.has(`file:${name}`)) throw conflict(`file ${name}`, owner.get(`file:${name}`) as string, pass.name);
-      owner.set(`file:${name}`, pass.name);
+      claims.claim('file', name, label);
+      owners.set(name, label);
       files[name] = bytes;
     }
     for (const [key, value] of Object.entries(out?.manifest ?? {})) {
-      if (owner.has(`field:${key}`)) throw conflict(`manifest field ${key}`, owner.get(`field:${key}`) as string, pass.name);
-      owner.set(`field:${key}`, pass.name);
+      claims.claim('manifest field', key, label);
       manifest[key] = value;
     }
-  }
-  const owners = new Map([...owner].filter(([k]) => k.startsWith('file:')).map(([k, v]) => [k.slice('file:'.length), v]));
+  });
   return { files, manifest, owners };
-}
-
-function conflict(what: string, a: string, b: string): ShardkitError {
-  return new ShardkitError(ErrorCodes.INVALID_ARG, `passes ${a} and ${b} both write the ${what}; keep one of them`);
 }
 
 /** Files and manifest fields a dataset already had (derive's source), which the passes' own replace. */
@@ -68,7 +99,7 @@ export async function finishWithPassOutputs(writer: DatasetWriter, passes: reado
   for (const [name, bytes] of inherited?.files ?? []) writer.addFile(name, bytes, 'the source dataset');
   for (const [k, v] of Object.entries(inherited?.extra ?? {})) writer.setExtra(k, v);
   const outputs = collectPassOutputs(passes);
-  for (const [name, bytes] of Object.entries(outputs.files)) writer.addFile(name, bytes, `pass ${outputs.owners.get(name)}`);
+  for (const [name, bytes] of Object.entries(outputs.files)) writer.addFile(name, bytes, outputs.owners.get(name));
   for (const [k, v] of Object.entries(outputs.manifest)) writer.setExtra(k, v);
   return writer.finish();
 }

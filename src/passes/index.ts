@@ -1,5 +1,5 @@
 /** The preprocessing passes: what src/index.ts re-exports for library users. */
-export type { Pass, PassContext, PassOutputs, SampleFunction } from './pass.js';
+export type { Pass, PassContext, PassDeclaredOutputs, PassOutputs, SampleFunction } from './pass.js';
 export { customPass } from './pass.js';
 export { parsePassSpec, PASS_NAMES, type ParsePassOptions } from './parse-pass-spec.js';
 export { loadPassModule } from './load-pass-module.js';

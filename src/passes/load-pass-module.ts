@@ -5,7 +5,7 @@ import { basename, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectLocalPath } from '../io/location.js';
-import { checkParams, checkPassOutputs, checkPassResult, customPass, runUserCode, userFailure, type Pass, type SampleFunction } from './pass.js';
+import { checkParams, checkPassOutputs, checkPassResult, customPass, runUserCode, userFailure, type Pass, type PassDeclaredOutputs, type SampleFunction } from './pass.js';
 
 /**
  * Imports a module whose default export is a function `(sample, ctx) => sample | 'skip'` (sync or async), a
@@ -51,6 +51,15 @@ export async function loadPassModule(file: string, cwd = process.cwd()): Promise
   });
 }
 
+function checkDeclares(name: string, declares: unknown): PassDeclaredOutputs {
+  const d = declares as PassDeclaredOutputs | null;
+  const names = (v: unknown): boolean => v === undefined || (Array.isArray(v) && v.every((s) => typeof s === 'string'));
+  if (typeof d !== 'object' || d === null || !names(d.files) || !names(d.manifest)) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected { files?: string[], manifest?: string[] } for declares of pass ${name}`);
+  }
+  return { ...(d.files === undefined ? {} : { files: [...d.files] }), ...(d.manifest === undefined ? {} : { manifest: [...d.manifest] }) };
+}
+
 function callHook<T>(name: string, hook: string, call: () => T): T {
   try {
     return call();
@@ -74,6 +83,7 @@ function checkedPass(user: Partial<Pass> & Pick<Pass, 'name' | 'run'>): Pass {
     async run(sample, ctx) {
       return checkPassResult(user.name, sample.key, await runUserCode(user.name, sample.key, () => user.run(sample, ctx)));
     },
+    ...(user.declares === undefined ? {} : { declares: checkDeclares(user.name, user.declares) }),
   };
   // what the hooks throw or return is the user's, reported naming the pass, like run()'s
   if (typeof user.prepare === 'function') {

@@ -18,6 +18,11 @@ export interface PassOutputs {
   manifest?: Record<string, unknown>;
 }
 
+export interface PassDeclaredOutputs {
+  files?: readonly string[];
+  manifest?: readonly string[];
+}
+
 export interface Pass {
   /** e.g. `resize`, `tag`, `custom:crop.mjs`. */
   readonly name: string;
@@ -33,6 +38,11 @@ export interface Pass {
   run(sample: Sample, ctx: PassContext): Promise<Sample | 'skip'>;
   /** Optional: files for the dataset root and fields for the manifest, after all samples. */
   outputs?(): PassOutputs;
+  /**
+   * Optional: the file names and manifest fields outputs() may give, known before any sample is read, so that two
+   * passes writing one are refused before packing starts rather than after every shard is written.
+   */
+  readonly declares?: PassDeclaredOutputs;
   /**
    * Optional: counters for the pack report (e.g. samples without a label). Not for the manifest: a resumed pack
    * runs the pass over the remaining samples only, so these restart.

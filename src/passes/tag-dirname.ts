@@ -34,6 +34,7 @@ export function tagDirnamePass(options: TagDirnameOptions = {}): Pass {
   return {
     name: 'tag',
     params: { source: 'dirname' },
+    declares: CLASS_LIST_OUTPUTS,
     async prepare(keys) {
       const names = new Set<string>();
       for await (const key of keys) {
@@ -68,6 +69,9 @@ export function tagDirnamePass(options: TagDirnameOptions = {}): Pass {
     },
   };
 }
+
+/** What a tag pass with class names leaves: classes.txt and the manifest field `classes`. */
+export const CLASS_LIST_OUTPUTS = { files: ['classes.txt'], manifest: ['classes'] } as const;
 
 function indexClasses(classes: readonly string[]): Map<string, number> {
   return new Map(classes.map((name, i) => [name, i]));

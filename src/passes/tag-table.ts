@@ -7,7 +7,7 @@ import { expectLocalPath } from '../io/location.js';
 import { memberPath } from '../../formats/sample.js';
 import { parseCsvLabelTable, parseJsonLabelTable, type LabelTable } from './label-table.js';
 import type { Pass } from './pass.js';
-import { encodeClassList } from './tag-dirname.js';
+import { CLASS_LIST_OUTPUTS, encodeClassList } from './tag-dirname.js';
 
 const encoder = new TextEncoder();
 
@@ -27,6 +27,7 @@ export function tagTablePass(table: LabelTable, params: Record<string, unknown> 
   return {
     name: 'tag',
     params: { ...params, mode: table.mode, rows: table.rows.size },
+    ...(table.classes === undefined ? {} : { declares: CLASS_LIST_OUTPUTS }),
     async run(sample, ctx) {
       const id = findRow(table, sample.key, Object.keys(sample.members), ctx.paths);
       if (id === undefined) {
