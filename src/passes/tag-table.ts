@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectLocalPath } from '../io/location.js';
-import { memberPath } from '../../formats/sample.js';
+import { memberPath, splitKey } from '../../formats/sample.js';
 import { parseCsvLabelTable, parseJsonLabelTable, type LabelTable } from './label-table.js';
 import type { Pass } from './pass.js';
 import { CLASS_LIST_OUTPUTS, encodeClassList } from './tag-dirname.js';
@@ -15,7 +15,9 @@ const encoder = new TextEncoder();
  * A pass that adds member `cls` (cls mode) or `json` (json mode) from the table row of each sample, replacing a
  * member of that name if the sample has one. A sample's row is the one whose id equals, in this order: its key;
  * a member's source relative path (`ctx.paths`, so rows keyed `cat/001.jpg` still match after `format=webp`);
- * a member's current path `key.ext`. A sample without a row passes through untouched and is counted in
+ * a member's current path `key.ext`; the one row whose path has the sample's key (`cat/001.jpg` for key `cat/001`:
+ * derive over a dataset whose members a format pass renamed sees only `cat/001.webp`; a key that several rows
+ * share matches none of them). A sample without a row passes through untouched and is counted in
  * stats().untagged; rows no sample used are counted in stats().unusedRows.
  * In cls mode with class names, outputs() gives `classes.txt` and the manifest field `classes`.
  * @param params recorded in the manifest (e.g. the table's file name and SHA-256).
@@ -24,12 +26,13 @@ export function tagTablePass(table: LabelTable, params: Record<string, unknown> 
   let tagged = 0;
   let untagged = 0;
   const used = new Set<string>();
+  const byKey = rowsByKey(table);
   return {
     name: 'tag',
     params: { ...params, mode: table.mode, rows: table.rows.size },
     ...(table.classes === undefined ? {} : { declares: CLASS_LIST_OUTPUTS }),
     async run(sample, ctx) {
-      const id = findRow(table, sample.key, Object.keys(sample.members), ctx.paths);
+      const id = findRow(table, sample.key, Object.keys(sample.members), ctx.paths) ?? byKey.get(sample.key);
       if (id === undefined) {
         untagged++;
         return sample;
@@ -51,6 +54,20 @@ export function tagTablePass(table: LabelTable, params: Record<string, unknown> 
       return { tagged, untagged, unusedRows: table.rows.size - used.size };
     },
   };
+}
+
+/** Row ids by the key of their path (`cat/001.jpg` -> `cat/001`), for the keys exactly one row has. */
+function rowsByKey(table: LabelTable): Map<string, string> {
+  const out = new Map<string, string>();
+  const shared = new Set<string>();
+  for (const id of table.rows.keys()) {
+    const { key } = splitKey(id);
+    if (key === id) continue; // an id without extension is a key, matched as such
+    if (out.has(key)) shared.add(key);
+    out.set(key, id);
+  }
+  for (const key of shared) out.delete(key);
+  return out;
 }
 
 function findRow(table: LabelTable, key: string, exts: string[], paths: Record<string, string> | undefined): string | undefined {

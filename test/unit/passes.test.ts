@@ -364,6 +364,21 @@ describe('tag=FILE', () => {
     expect(pass.outputs?.().manifest).toEqual({ classes: ['cat', 'dog'] });
   });
 
+  it('matches a row by the key of its path when the sample has only renamed members (derive after format=webp)', async () => {
+    const webp = await run(spec('format=webp'), 'cat/001');
+    const tag = spec('tag=labels.csv');
+    // derive knows only the members' current paths
+    const out = await tag.run(webp, { paths: { webp: 'cat/001.webp', txt: 'cat/001.txt' } });
+    if (out === 'skip') throw new Error('skip');
+    expect(text(out.members.cls)).toBe('0');
+    expect(tag.stats?.()).toMatchObject({ tagged: 1, untagged: 0 });
+    // a key two rows share names no row
+    await writeFile(join(tmp, 'twice.csv'), 'path,label\ncat/001.jpg,cat\ncat/001.png,dog\n');
+    const twice = parsePassSpec('tag=twice.csv', { cwd: tmp });
+    expect(await twice.run(webp, { paths: { webp: 'cat/001.webp' } })).toBe(webp);
+    expect(twice.stats?.()).toMatchObject({ tagged: 0, untagged: 1 });
+  });
+
   it('matches by source path after a format pass renamed the member', async () => {
     const webp = await run(spec('format=webp'), 'cat/001');
     const out = await spec('tag=labels.csv').run(webp, { paths: fixture('cat/001').paths });
