@@ -70,6 +70,11 @@ export interface DatasetWriterOptions {
    * resume with other values is refused (pack: the walk's filters, as its cursor counts the samples they let through).
    */
   resumeOptions?: Record<string, unknown>;
+  /**
+   * A digest of what the passes' prepare() found in the input (tag=dirname's class list), kept in the resume journal:
+   * a resume whose input gives another is refused with INPUT_CHANGED (samples already written used the old one).
+   */
+  preparedDigest?: string;
   /** Replace a dataset or interrupted write already in `dir`. */
   force?: boolean;
   /** fsync shards and index before the manifest is written (survives power loss, costs time). */
@@ -159,6 +164,7 @@ export class DatasetWriter {
       shardPrefix: this.prefix,
       passes: this.passes,
       ...(options.resumeOptions === undefined ? {} : { input: options.resumeOptions }),
+      ...(options.preparedDigest === undefined ? {} : { prepared: options.preparedDigest }),
     };
     const resumed = prepareDirectory(this.dir, this.workDir, options.resume === true, options.force === true, decisive);
     let runs = 0;
@@ -458,8 +464,17 @@ function prepareDirectory(dir: string, workDir: string, resume: boolean, force: 
   fsCall('create', workDir, () => fs.mkdirSync(workDir, { recursive: true }));
   for (const name of list(dir)) if (name.endsWith('.tmp')) rm(path.join(dir, name));
   if (!resume || force || journal === undefined) return undefined;
-  if (JSON.stringify(journal.options) !== JSON.stringify(options)) {
+  const { prepared: wasPrepared, ...was } = journal.options;
+  const { prepared, ...now } = options;
+  if (JSON.stringify(was) !== JSON.stringify(now)) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `--resume needs the options of the interrupted pack in ${dir} (${JSON.stringify(journal.options)})`, { file: dir });
+  }
+  if (wasPrepared !== prepared) {
+    throw new ShardkitError(
+      ErrorCodes.INPUT_CHANGED,
+      `${dir}: what the passes prepared from the input (such as tag=dirname's class list) changed since the interrupted pack, whose samples used the old one; start over with --force`,
+      { file: dir },
+    );
   }
   const intact: JournalShard[] = [];
   for (const line of journal.shards) {

@@ -16,7 +16,7 @@ import type { HttpClientOptions } from '../io/http-client.js';
 import { openDataset } from '../read/dataset.js';
 import { DatasetWriter } from './dataset-writer.js';
 import { isInside, realPathOf } from './paths.js';
-import { checkDeclaredOutputs, finishWithPassOutputs, passStatsOf, preparePasses, type InheritedOutputs } from './run-passes.js';
+import { checkDeclaredOutputs, finishWithPassOutputs, passStatsOf, preparedOption, preparePasses, type InheritedOutputs } from './run-passes.js';
 import { runPipeline, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 
 export interface DeriveOptions {
@@ -81,6 +81,7 @@ export async function derive(options: DeriveOptions): Promise<DeriveResult> {
       passes: [...ds.manifest.passes, ...options.passes.map((p) => ({ name: p.name, params: p.params }))],
       resume: options.resume ?? false,
       force: options.force ?? false,
+      ...preparedOption(options.passes),
     });
     try {
       const resumed = writer.resumedCursor;

@@ -22,7 +22,7 @@ import { memberPath, splitKey } from '../../formats/sample.js';
 import { nativeAvailable, useNativeCrc32c } from '../native/native.js';
 import { runPipeline, settle, settleEncoded, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 import { partOfKey, partShardPrefix, type PartSpec } from './partition.js';
-import { checkDeclaredOutputs, finishWithPassOutputs, passStatsOf, preparePasses } from './run-passes.js';
+import { checkDeclaredOutputs, finishWithPassOutputs, passStatsOf, preparedOption, preparePasses } from './run-passes.js';
 import { walkSource, type WalkOptions, type WalkSkipReason, type WalkStats } from './walk.js';
 import { writePackReport } from './pack-report.js';
 
@@ -150,6 +150,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     resume: options.resume ?? false,
     // a resume skips as many samples as the interrupted walk had let through: the same filters must choose them
     resumeOptions: { include: options.include ?? [], exclude: options.exclude ?? [], includeHidden: walkOptions.includeHidden, followSymlinks: walkOptions.followSymlinks },
+    ...preparedOption(passes),
     force: options.force ?? false,
     sync: options.sync ?? false,
   });

@@ -1,4 +1,5 @@
 /** Runs the passes over one sample in order, and gathers what they leave for the dataset root and manifest. */
+import { createHash } from 'node:crypto';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { Sample } from '../../formats/sample.js';
 import type { Manifest } from '../../formats/manifest.js';
@@ -20,6 +21,15 @@ export async function runPasses(sample: Sample, passes: readonly Pass[], ctx: Pa
 /** Each pass's counters (stats()), by pass name, for the summary and the pack report. */
 export function passStatsOf(passes: readonly Pass[]): Record<string, Record<string, number>> {
   return Object.fromEntries(passes.filter((p) => p.stats).map((p) => [p.name, (p.stats as () => Record<string, number>)()]));
+}
+
+/**
+ * The writer's `preparedDigest` option: a digest of what every pass's prepare() decided (see Pass.prepared), for the
+ * resume journal; nothing when no pass reports one (journals of packs without such passes stay as they were).
+ */
+export function preparedOption(passes: readonly Pass[]): { preparedDigest?: string } {
+  if (!passes.some((p) => p.prepared)) return {};
+  return { preparedDigest: createHash('sha256').update(JSON.stringify(passes.map((p) => p.prepared?.() ?? null))).digest('hex') };
 }
 
 /** Gives every pass with prepare() the keys in order, each from a fresh iterator (keys are never held). */

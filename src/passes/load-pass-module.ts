@@ -96,6 +96,10 @@ function checkedPass(user: Partial<Pass> & Pick<Pass, 'name' | 'run'>): Pass {
       }
     };
   }
+  if (typeof user.prepared === 'function') {
+    const prepared = user.prepared;
+    pass.prepared = () => callHook(user.name, 'prepared', () => prepared.call(user));
+  }
   if (typeof user.outputs === 'function') {
     const outputs = user.outputs;
     pass.outputs = () => checkPassOutputs(user.name, callHook(user.name, 'outputs', () => outputs.call(user)));

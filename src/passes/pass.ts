@@ -31,6 +31,11 @@ export interface Pass {
   /** Optional: sees every sample key in order before packing starts (tag=dirname builds its class list). */
   prepare?(keys: AsyncIterable<string>): Promise<void>;
   /**
+   * Optional: what prepare() decided, JSON-serialisable (tag=dirname: its class list). A resume checks it is the same:
+   * samples written before the interruption used it.
+   */
+  prepared?(): unknown;
+  /**
    * Transforms one sample, or returns `'skip'` to leave it out of the dataset. Must not change `key`.
    * @throws ShardkitError INPUT when a member cannot be decoded; the pipeline decides to fail or skip. (A user's
    *   pass may throw anything: see runUserCode.)

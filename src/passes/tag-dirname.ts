@@ -60,6 +60,9 @@ export function tagDirnamePass(options: TagDirnameOptions = {}): Pass {
       tagged++;
       return { key: sample.key, members: { ...sample.members, cls: encoder.encode(String(index)) } };
     },
+    prepared() {
+      return classes;
+    },
     outputs() {
       const list = classes ?? [];
       return { files: { 'classes.txt': encodeClassList(list) }, manifest: { classes: list } };

@@ -7,6 +7,7 @@ import { pack } from '../../src/pack/pack.js';
 import { collectPassOutputs } from '../../src/pack/run-passes.js';
 import { parsePassSpec } from '../../src/passes/parse-pass-spec.js';
 import { customPass, type Pass } from '../../src/passes/pass.js';
+import { tagDirnamePass } from '../../src/passes/tag-dirname.js';
 import { IMAGE_FIXTURES } from '../helpers/fixture-samples.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -29,3 +30,39 @@ describe('pass outputs', () => {
   });
 });
 
+
+describe('resume after prepare()', () => {
+  it('refuses (INPUT_CHANGED) a resume whose input gives tag=dirname another class list; the same list resumes', async () => {
+    const interrupted = async (): Promise<{ src: string; out: string; passes: () => Pass[] }> => {
+      const src = path.join(tmpDir(), 'src');
+      for (let i = 0; i < 40; i++) {
+        const dir = path.join(src, 'a', i % 2 ? 'cat' : 'dog');
+        fs.mkdirSync(dir, { recursive: true });
+        fs.writeFileSync(path.join(dir, `${String(i).padStart(3, '0')}.txt`), 'x'.repeat(100));
+      }
+      let stop = true;
+      const passes = (): Pass[] => [
+        tagDirnamePass(),
+        customPass('stop', (s) => {
+          if (stop && s.key === 'a/dog/030') throw new Error('interrupted');
+          return s;
+        }),
+      ];
+      const out = path.join(tmpDir(), 'out');
+      await expect(pack({ source: src, out, shardBytes: 4096, passes: passes() })).rejects.toThrow(/interrupted/);
+      stop = false;
+      return { src, out, passes };
+    };
+    const changed = await interrupted();
+    // a class whose name sorts first, and whose keys sort after every sample written: cat and dog would move up one
+    fs.mkdirSync(path.join(changed.src, 'b', 'ant'), { recursive: true });
+    fs.writeFileSync(path.join(changed.src, 'b', 'ant', '000.txt'), 'ant');
+    const err = await pack({ source: changed.src, out: changed.out, shardBytes: 4096, passes: changed.passes(), resume: true }).catch((e: unknown) => e);
+    expect(isShardkitError(err, ErrorCodes.INPUT_CHANGED) && err.message).toMatch(/what the passes prepared from the input \(such as tag=dirname's class list\) changed/);
+
+    const same = await interrupted();
+    const r = await pack({ source: same.src, out: same.out, shardBytes: 4096, passes: same.passes(), resume: true });
+    expect(r.resumedSamples).toBeGreaterThan(0);
+    expect(r.manifest.extra.classes).toEqual(['cat', 'dog']);
+  });
+});
