@@ -3,7 +3,8 @@ import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 
 /**
  * Parses CSV text into rows of fields: `,` separates fields, `"` at the start of a field quotes it (it may then
- * hold commas, line breaks and quotes written `""`), lines end in LF or CRLF. A leading UTF-8 BOM is ignored and
+ * hold commas, line breaks and quotes written `""`), lines end in LF, CRLF or a lone CR (Excel's "CSV (Macintosh)";
+ * read as one line, such a file gave a header and no rows). A leading UTF-8 BOM is ignored and
  * blank lines are skipped. A `"` inside an unquoted field is kept as a literal character.
  * @param file named in error messages.
  * @throws ShardkitError INVALID_ARG on an unterminated quote or text after a closing quote.
@@ -40,13 +41,13 @@ export function parseCsv(text: string, file: string): string[][] {
         } else if (q === '"') {
           break;
         } else {
-          if (q === '\n') line++;
+          if (q === '\n' || (q === '\r' && text[i + 1] !== '\n')) line++;
           field += q;
         }
       }
       i++;
       const next = text[i];
-      if (next !== undefined && next !== ',' && next !== '\n' && !(next === '\r' && text[i + 1] === '\n')) {
+      if (next !== undefined && next !== ',' && next !== '\n' && next !== '\r') {
         throw new ShardkitError(ErrorCodes.INVALID_ARG, `${file}: line ${line}: text after a closing quote; quote the whole field`);
       }
       continue;
@@ -54,8 +55,8 @@ export function parseCsv(text: string, file: string): string[][] {
     if (ch === ',') {
       endField();
       quoted = false;
-    } else if (ch === '\n' || (ch === '\r' && text[i + 1] === '\n')) {
-      if (ch === '\r') i++;
+    } else if (ch === '\n' || ch === '\r') {
+      if (ch === '\r' && text[i + 1] === '\n') i++;
       endRow();
       line++;
     } else {

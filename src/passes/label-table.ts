@@ -17,8 +17,9 @@
  * are the sorted (byte order) unique names and `cls` holds the index. Any other table is in `json` mode: member
  * `json` holds the row's fields as a JSON object, in the table's field order.
  *
- * Ids are matched as written, except that a leading `./` is removed. Duplicate ids, empty ids, rows with the
- * wrong number of CSV fields and empty labels are errors that name the file and row.
+ * Ids are matched as written, except that a leading `./` is removed. A table without rows, duplicate ids (a JSON
+ * object's names included), empty ids, rows with the wrong number of CSV fields and empty labels are errors that
+ * name the file and row.
  */
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { compareKeys } from '../../formats/key-order.js';
@@ -60,7 +61,8 @@ export function parseCsvLabelTable(text: string, file: string): LabelTable {
   records.forEach((record, i) => {
     const where = `data row ${i + 1}`;
     if (record.length !== header.length) throw tableError(file, `${where} has ${record.length} fields, expected ${header.length} like the header`);
-    const fields: Record<string, unknown> = {};
+    // no prototype: a column named __proto__ is a field like any other, not the object's prototype
+    const fields: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
     names.forEach((name, c) => {
       fields[name] = record[c + 1];
     });
@@ -89,6 +91,9 @@ export function parseJsonLabelTable(text: string, file: string): LabelTable {
       addRow(rows, id, fields, file, where);
     });
   } else if (isPlainObject(doc)) {
+    // JSON.parse keeps the last of two equal names, silently
+    const twice = repeatedTopLevelName(text);
+    if (twice !== undefined) throw tableError(file, `entry ${JSON.stringify(twice)} appears twice`);
     for (const [id, value] of Object.entries(doc)) {
       const where = `entry ${JSON.stringify(id)}`;
       if (isPlainObject(value)) addRow(rows, id, value, file, where);
@@ -99,6 +104,33 @@ export function parseJsonLabelTable(text: string, file: string): LabelTable {
     throw tableError(file, 'expected an object keyed by key/path or an array of objects');
   }
   return finishTable(rows, file);
+}
+
+/**
+ * The first name that occurs twice among the top-level object's names in JSON `text` (already known to be valid
+ * JSON), or undefined. Scans the text: strings and nesting depth only.
+ */
+function repeatedTopLevelName(text: string): string | undefined {
+  const seen = new Set<string>();
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (ch === '{' || ch === '[') depth++;
+    else if (ch === '}' || ch === ']') depth--;
+    else if (ch === '"') {
+      const start = i;
+      for (i++; text[i] !== '"'; i++) if (text[i] === '\\') i++;
+      if (depth !== 1) continue;
+      // at depth 1 of an object, a string followed by ':' is a name
+      let j = i + 1;
+      while (/\s/.test(text[j] ?? '')) j++;
+      if (text[j] !== ':') continue;
+      const name = JSON.parse(text.slice(start, i + 1)) as string;
+      if (seen.has(name)) return name;
+      seen.add(name);
+    }
+  }
+  return undefined;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -119,9 +151,11 @@ function labelFieldOf(fields: Record<string, unknown>): string | undefined {
 
 /** Decides the mode and, for cls mode, the class index of every row. */
 function finishTable(rows: Map<string, Record<string, unknown>>, file: string): LabelTable {
+  // a table that labels nothing is a mistake (a wrong file, or line ends not understood), not a pack with no labels
+  if (rows.size === 0) throw tableError(file, 'the table has no rows; expected one row per sample to label');
   const labelFields = new Set<string | undefined>([...rows.values()].map(labelFieldOf));
   const labelField = labelFields.size === 1 ? [...labelFields][0] : undefined;
-  if (labelField === undefined || rows.size === 0) return { mode: 'json', rows };
+  if (labelField === undefined) return { mode: 'json', rows };
 
   const labels = new Map<string, string | number>();
   for (const [id, fields] of rows) {

@@ -9,6 +9,7 @@ import { loadPassModule } from '../../src/passes/load-pass-module.js';
 import { decodeNpy } from '../../src/passes/npy.js';
 import { tensorNormalizePass } from '../../src/passes/normalize.js';
 import { DEFAULT_MAX_MEMBER_BYTES } from '../../src/read/dataset-options.js';
+import { parseCsvLabelTable, parseJsonLabelTable } from '../../src/passes/label-table.js';
 import { parsePassSpec } from '../../src/passes/parse-pass-spec.js';
 import { customPass, type Pass, type PassContext } from '../../src/passes/pass.js';
 import { IMAGE_FIXTURES, loadImageFixtures, type FixtureSample } from '../helpers/fixture-samples.js';
@@ -362,6 +363,20 @@ describe('tag=FILE', () => {
     expect(await run(pass, 'dog/005')).toBe(fixture('dog/005').sample);
     expect(pass.stats?.()).toEqual({ tagged: 2, untagged: 1, unusedRows: 2 });
     expect(pass.outputs?.().manifest).toEqual({ classes: ['cat', 'dog'] });
+  });
+
+  it('label tables: a JSON object naming an id twice, a table without rows, CR line ends, a column named __proto__', () => {
+    expect(() => parseJsonLabelTable('{"cat/001.jpg": "cat", "x": {"a": 1, "a": 2}, "cat/001.jpg": "dog"}', 'l.json')).toThrow('l.json: entry "cat/001.jpg" appears twice');
+    expect(() => parseJsonLabelTable('{"a\\u002fb": 1, "a/b": 2}', 'l.json')).toThrow('l.json: entry "a/b" appears twice');
+    expect(parseJsonLabelTable('{"x": {"a": 1, "a": 2}, "y": {"a": 3}}', 'l.json').rows.size).toBe(2); // names inside a row are the row's
+    for (const [text, file] of [['{}', 'l.json'], ['[]', 'l.json'], ['path,label\n', 'l.csv']] as const) {
+      const parse = file.endsWith('.csv') ? parseCsvLabelTable : parseJsonLabelTable;
+      expect(() => parse(text, file), text).toThrow(`${file}: the table has no rows`);
+    }
+    const cr = parseCsvLabelTable('path,label\rcat/001.jpg,cat\rdog/003.webp,dog\r', 'l.csv');
+    expect([cr.mode, [...(cr.classIndex ?? [])], cr.classes]).toEqual(['cls', [['cat/001.jpg', 0], ['dog/003.webp', 1]], ['cat', 'dog']]);
+    const proto = parseCsvLabelTable('path,__proto__,x\na.jpg,cat,1\n', 'l.csv');
+    expect(JSON.stringify(proto.rows.get('a.jpg'))).toBe('{"__proto__":"cat","x":"1"}');
   });
 
   it('matches a row by the key of its path when the sample has only renamed members (derive after format=webp)', async () => {
