@@ -88,7 +88,8 @@ export async function derive(options: DeriveOptions): Promise<DeriveResult> {
       async function* items(): AsyncGenerator<PipelineItem> {
         for await (const entry of ds.entries(resumed > 0 ? { start: (await ds.index.at(resumed)).key } : {})) {
           yield {
-            name: entry.key,
+            // listed as pack lists it: the first member's path (in the tar layout, the source's own file name)
+            name: memberPath(entry.key, entry.members[0]?.ext ?? ''),
             load: async () => {
               const sample = await ds.read(entry);
               const paths = Object.fromEntries(Object.keys(sample.members).map((ext) => [ext, memberPath(sample.key, ext)]));

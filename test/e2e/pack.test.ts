@@ -383,7 +383,7 @@ describe('shardkit pack', () => {
     const json = shardkit([...args, '--out', path.join(root, 'j'), '--json']);
     expect(json.status, json.stderr).toBe(0);
     const summary = JSON.parse(json.stdout);
-    expect(summary.skipped).toEqual([{ path: 'broken/006', reason: expect.stringMatching(/^SHARDKIT_ERR_INPUT: Cannot decode image member jpg of sample broken\/006 in pass resize/) }]);
+    expect(summary.skipped).toEqual([{ path: 'broken/006.jpg', reason: expect.stringMatching(/^SHARDKIT_ERR_INPUT: Cannot decode image member jpg of sample broken\/006 in pass resize/) }]);
     expect(summary.passStats).toEqual({ tag: { tagged: 4, untagged: 2, unusedRows: 0 } }); // dog/005 and labels (the csv) have no row
     const text = shardkit([...args, '--out', path.join(root, 't')]);
     expect(text.stdout).toMatch(/; 1 skipped \(listed in the manifest\); 2 samples left untagged by pass tag\n$/);
