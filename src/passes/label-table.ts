@@ -165,8 +165,10 @@ function finishTable(rows: Map<string, Record<string, unknown>>, file: string): 
     }
     labels.set(id, label);
   }
+  // integer labels are class indexes as they are, a negative one too (-1 is the usual "ignore" label): read as names,
+  // one -1 would renumber every class by the byte order of the names (10 before 2)
   const isIndex = (v: string | number): boolean =>
-    typeof v === 'number' ? Number.isSafeInteger(v) && v >= 0 : /^\d+$/.test(v) && Number.isSafeInteger(Number(v));
+    typeof v === 'number' ? Number.isSafeInteger(v) : /^-?\d+$/.test(v) && Number.isSafeInteger(Number(v));
   const classIndex = new Map<string, number>();
   if ([...labels.values()].every(isIndex)) {
     for (const [id, label] of labels) classIndex.set(id, Number(label));

@@ -375,6 +375,13 @@ describe('tag=FILE', () => {
     }
     const cr = parseCsvLabelTable('path,label\rcat/001.jpg,cat\rdog/003.webp,dog\r', 'l.csv');
     expect([cr.mode, [...(cr.classIndex ?? [])], cr.classes]).toEqual(['cls', [['cat/001.jpg', 0], ['dog/003.webp', 1]], ['cat', 'dog']]);
+    // integer labels are indexes as they are, -1 too; any other label makes them all class names
+    const ints = parseCsvLabelTable('path,label\na.jpg,2\nb.jpg,-1\nc.jpg,10\n', 'l.csv');
+    expect([ints.mode, [...(ints.classIndex ?? [])], ints.classes]).toEqual(['cls', [['a.jpg', 2], ['b.jpg', -1], ['c.jpg', 10]], undefined]);
+    const jsonInts = parseJsonLabelTable('{"a.jpg": 2, "b.jpg": -1}', 'l.json');
+    expect([...(jsonInts.classIndex ?? [])]).toEqual([['a.jpg', 2], ['b.jpg', -1]]);
+    const named = parseCsvLabelTable('path,label\na.jpg,2\nb.jpg,x\n', 'l.csv');
+    expect([[...(named.classIndex ?? [])], named.classes]).toEqual([[['a.jpg', 0], ['b.jpg', 1]], ['2', 'x']]);
     const proto = parseCsvLabelTable('path,__proto__,x\na.jpg,cat,1\n', 'l.csv');
     expect(JSON.stringify(proto.rows.get('a.jpg'))).toBe('{"__proto__":"cat","x":"1"}');
   });
