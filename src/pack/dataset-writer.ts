@@ -267,9 +267,10 @@ export class DatasetWriter {
   }
 
   /**
-   * Lists an input that never became a sample (pack's walk refused its name) in the manifest's skipped list, in key
-   * order with the others. Not counted in the resume cursor, and not journaled: a resumed pack walks the whole source
-   * again and refuses it again.
+   * Lists an input that never became a sample of this write (pack's walk refused its name; derive's source had left
+   * it out) in the manifest's skipped list, in key order with the others. Not counted in the resume cursor, and not
+   * journaled: a resumed pack walks the whole source again and refuses it again (a resumed derive reads the source's
+   * list again).
    */
   refuse(inputPath: string, reason: string): void {
     this.refused.push({ path: inputPath, reason });

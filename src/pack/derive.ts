@@ -83,6 +83,8 @@ export async function derive(options: DeriveOptions): Promise<DeriveResult> {
       force: options.force ?? false,
       ...preparedOption(options.passes),
     });
+    // what the source left out, the variant lacks too: its list carries over, in key order with this run's skips
+    for (const s of ds.manifest.skipped) writer.refuse(s.path, s.reason);
     try {
       const resumed = writer.resumedCursor;
       async function* items(): AsyncGenerator<PipelineItem> {

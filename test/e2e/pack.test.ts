@@ -389,6 +389,20 @@ describe('shardkit pack', () => {
     expect(text.stdout).toMatch(/; 1 skipped \(listed in the manifest\); 2 samples left untagged by pass tag\n$/);
   });
 
+  it("derive keeps the source's list of skipped inputs (the variant lacks them too), in key order with its own", () => {
+    const root = tmpDir();
+    const base = path.join(root, 'base');
+    expect(shardkit(['pack', IMAGES, '--out', base, '--pass', 'resize=16x16', '--on-error', 'skip']).status).toBe(0);
+    const baseSkipped = JSON.parse(fs.readFileSync(path.join(base, 'manifest.json'), 'utf8')).skipped;
+    expect(baseSkipped.map((s: { path: string }) => s.path)).toEqual(['broken/006.jpg']);
+    const mod = path.join(root, 'drop-cat-002.mjs');
+    fs.writeFileSync(mod, "export default (s) => (s.key === 'cat/002' ? 'skip' : s);\n");
+    const variant = path.join(root, 'v');
+    expect(shardkit(['derive', base, '--out', variant, '--pass-module', mod]).status).toBe(0);
+    const skipped = JSON.parse(fs.readFileSync(path.join(variant, 'manifest.json'), 'utf8')).skipped;
+    expect(skipped).toEqual([...baseSkipped, { path: 'cat/002.png', reason: 'dropped by pass custom:drop-cat-002.mjs' }]);
+  });
+
   it("derive keeps the source's pass files and manifest fields; a new pass's own of the same name replace them", () => {
     const root = tmpDir();
     const base = path.join(root, 'base');
