@@ -50,7 +50,7 @@ const fixed = (x: number | null | undefined, digits = 2): string => (x === null 
 export function benchSummary(report: BenchReport): string {
   const sides = [report.sides.raw, report.sides.shards, ...(report.sides.lmdb ? [report.sides.lmdb] : [])];
   const rows = [
-    ['side', 'epoch s (median [min-max])', 'samples/s', 'MB/s', 'syscalls/sample', 'files opened/epoch', 'peak RSS (mapped data)'],
+    ['side', 'epoch s (median [min-max])', 'samples/s', 'payload MB/s', 'syscalls/sample', 'files opened/epoch', 'peak RSS (mapped data)'],
     ...sides.map((s) => {
       const opens = s.counters.map((c) => c.opens).sort((a, b) => a - b);
       return [

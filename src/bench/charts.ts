@@ -74,7 +74,7 @@ function epochTimeChart(report: BenchReport): ChartSpec {
 function throughputChart(report: BenchReport): ChartSpec {
   const values = sidesOf(report).flatMap((s) => [
     { side: s.label, metric: 'samples/s', value: s.samplesPerSecond },
-    { side: s.label, metric: 'MB/s', value: s.megabytesPerSecond },
+    { side: s.label, metric: 'payload MB/s', value: s.megabytesPerSecond },
   ]);
   const panel = (metric: string): object => ({
     width: WIDTH / 2 - 20,
@@ -89,13 +89,13 @@ function throughputChart(report: BenchReport): ChartSpec {
       y: { field: 'value', type: 'quantitative', title: metric },
     },
   });
-  const { width: _w, height: _h, ...header } = base('Throughput (measured)', 'median epoch; higher is better');
+  const { width: _w, height: _h, ...header } = base('Throughput (measured)', 'median epoch; MB/s of payload (member bytes), the same bytes on every side; higher is better');
   return {
     id: 'throughput',
     title: 'Throughput',
     projected: false,
     throttled: false,
-    spec: { ...header, data: { values }, hconcat: [panel('samples/s'), panel('MB/s')] } as TopLevelSpec,
+    spec: { ...header, data: { values }, hconcat: [panel('samples/s'), panel('payload MB/s')] } as TopLevelSpec,
   };
 }
 

@@ -17,6 +17,8 @@ export interface EpochJob {
   keys: string[];
   /** Member extensions of each sample, same order as keys. */
   exts: string[][];
+  /** Shard side: payload bytes of each sample per the index, same order as keys (members decoded to pixels have no byte length to sum). */
+  sampleBytes: number[];
   /** Samples per shard, in shard order: what the epoch order is computed from (same as the loader's). */
   shardSizes: number[];
   /** Epoch numbers to run, in order; each has its own order (a function of seed and epoch). */

@@ -8,17 +8,21 @@ import type { Dataset } from '../read/dataset.js';
 export interface SampleList {
   keys: string[];
   exts: string[][];
+  /** Sum of each sample's member sizes (decompressed), same order as keys: the payload the loader delivers. */
+  sampleBytes: number[];
   shardSizes: number[];
 }
 
 export async function listSamples(ds: Dataset): Promise<SampleList> {
   const keys: string[] = [];
   const exts: string[][] = [];
+  const sampleBytes: number[] = [];
   for await (const e of ds.entries()) {
     keys.push(e.key);
     exts.push(e.members.map((m) => m.ext));
+    sampleBytes.push(e.members.reduce((n, m) => n + m.size, 0));
   }
-  return { keys, exts, shardSizes: ds.shards.map((s) => s.samples) };
+  return { keys, exts, sampleBytes, shardSizes: ds.shards.map((s) => s.samples) };
 }
 
 export interface RawFacts {

@@ -21,14 +21,24 @@ import { RawSampleReader } from './raw-reader.js';
 
 /** Yields batches of one epoch and what they cost; one per side. */
 interface SideRunner {
-  /** Runs one epoch, calling `onBatch(samples)` as batches arrive; returns the batch waits. */
-  epoch(epoch: number, onBatch: (samples: number) => void): Promise<number[]>;
+  /** Runs one epoch, calling `onBatch(samples, payloadBytes)` as batches arrive; returns the batch waits. */
+  epoch(epoch: number, onBatch: OnBatch): Promise<number[]>;
   counters(): { opens: number; reads: number; mappedReads: number; stats: number; closes: number; bytesRead: number };
   reset(): void;
   close(): Promise<void>;
 }
 
+/** Called per batch with its sample count and payload (the sum of its members' sizes). */
+type OnBatch = (samples: number, payloadBytes: number) => void;
+
 const PROGRESS_INTERVAL_MS = 200;
+
+/** Payload of delivered samples: the byte length of every member. */
+function memberBytes(samples: readonly Sample[]): number {
+  let n = 0;
+  for (const s of samples) for (const bytes of Object.values(s.members)) n += bytes.length;
+  return n;
+}
 
 /** read_bytes of /proc/self/io: what reached the block device (page cache misses and read-ahead), or null. */
 function storageReadBytes(): number | null {
@@ -54,15 +64,15 @@ function imageDecoder(job: EpochJob): ((samples: Sample[]) => Promise<unknown>) 
 }
 
 /** Runs batches of positions through `fetch`, timing each batch from request to samples in hand. */
-async function timedBatches(plan: EpochPlan, batch: number, fetch: (positions: number[]) => Promise<unknown>, onBatch: (n: number) => void): Promise<number[]> {
+async function timedBatches(plan: EpochPlan, batch: number, fetch: (positions: number[]) => Promise<number>, onBatch: OnBatch): Promise<number[]> {
   const waits: number[] = [];
   for (let first = 0; first < plan.length; first += batch) {
     const positions: number[] = [];
     for (let i = first; i < Math.min(plan.length, first + batch); i++) positions.push(plan.at(i));
     const t0 = performance.now();
-    await fetch(positions);
+    const payload = await fetch(positions);
     waits.push((performance.now() - t0) / 1000);
-    onBatch(positions.length);
+    onBatch(positions.length, payload);
   }
   return waits;
 }
@@ -76,6 +86,7 @@ async function rawRunner(job: EpochJob): Promise<SideRunner> {
       timedBatches(planOf(job, epoch), job.batch, async (positions) => {
         const samples = await reader.readBatch(positions.map((p) => job.keys[p] as string), positions.map((p) => job.exts[p] as string[]));
         if (decode) await decode(samples);
+        return memberBytes(samples);
       }, onBatch),
     counters: () => io.snapshot(),
     reset: () => io.reset(),
@@ -86,6 +97,8 @@ async function rawRunner(job: EpochJob): Promise<SideRunner> {
 async function shardRunner(job: EpochJob): Promise<SideRunner> {
   const io = new IoStats();
   const ds = await openDataset(job.dataset, { ioStats: io });
+  // decode: 'image' hands back pixels, not the members' bytes: their payload is what the index says they hold
+  const bytesOf = new Map(job.keys.map((key, i) => [key, job.sampleBytes[i] ?? 0]));
   return {
     async epoch(epoch, onBatch) {
       const loader = ds.loader({ batchSize: job.batch, shuffle: job.order === 'random' ? 'full' : 'none', seed: job.seed, epoch, concurrency: job.concurrency, decode: job.decode });
@@ -96,7 +109,9 @@ async function shardRunner(job: EpochJob): Promise<SideRunner> {
         const r = await it.next();
         if (r.done) break;
         waits.push((performance.now() - t0) / 1000);
-        onBatch(r.value.length);
+        let payload = 0;
+        for (const s of r.value) payload += bytesOf.get(s.key) ?? 0;
+        onBatch(r.value.length, payload);
       }
       return waits;
     },
@@ -125,6 +140,7 @@ async function lmdbRunner(job: EpochJob): Promise<SideRunner> {
           return decodeMembers(key, value);
         });
         if (decode) await decode(samples);
+        return memberBytes(samples);
       }, onBatch),
     counters: () => ({ ...c }),
     reset: () => {
@@ -170,11 +186,13 @@ async function main(jobFile: string): Promise<ChildResult> {
   const epochs: EpochResult[] = [];
   let done = 0;
   let epochSamples = 0;
+  let epochPayload = 0;
   let lastPrint = 0;
   let mappedDataBytes: number | null = null;
-  const onBatch = (n: number): void => {
+  const onBatch: OnBatch = (n, payloadBytes) => {
     done += n;
     epochSamples += n;
+    epochPayload += payloadBytes;
     const now = performance.now();
     if (now - lastPrint >= PROGRESS_INTERVAL_MS) {
       lastPrint = now;
@@ -189,6 +207,7 @@ async function main(jobFile: string): Promise<ChildResult> {
       runner.reset();
       const groupBefore = job.groupIo === undefined ? null : readGroupReads(job.groupIo);
       epochSamples = 0;
+      epochPayload = 0;
       const faultsBefore = process.resourceUsage().majorPageFault;
       const storageBefore = storageReadBytes();
       const t0 = performance.now();
@@ -201,6 +220,7 @@ async function main(jobFile: string): Promise<ChildResult> {
         seconds,
         samples: epochSamples,
         ...runner.counters(),
+        payloadBytes: epochPayload,
         batchWaits,
         storageReadBytes: storageBefore === null || storageAfter === null ? null : storageAfter - storageBefore,
         majorPageFaults: process.resourceUsage().majorPageFault - faultsBefore,

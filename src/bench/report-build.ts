@@ -102,6 +102,7 @@ export function summarizeSide(m: SideMeasurement): SideResult {
   const counters = m.counters.map(withSyscallsPerSample);
   const medianSeconds = median(m.epochSeconds);
   const counts = medianCounts(counters);
+  const payloadBytes = median(counters.map((c) => c.payloadBytes));
   return {
     side: m.side,
     label: m.label,
@@ -110,7 +111,9 @@ export function summarizeSide(m: SideMeasurement): SideResult {
     minSeconds: Math.min(...m.epochSeconds),
     maxSeconds: Math.max(...m.epochSeconds),
     samplesPerSecond: counts.samples / medianSeconds,
-    megabytesPerSecond: counts.bytes / medianSeconds / 1e6,
+    // payload, not bytesRead: a shard side's reads include tar headers and merged spans, a raw side's do not
+    megabytesPerSecond: payloadBytes / medianSeconds / 1e6,
+    bytesReadPerEpoch: counts.bytes,
     latency: summarizeLatency(m.latenciesSeconds, m.latencyWhat),
     counters,
     strace: straceCheck(m.straceCalls, counters),

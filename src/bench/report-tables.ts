@@ -44,7 +44,8 @@ export function summaryTable(report: BenchReport): Table {
       row('median epoch', (s) => formatSeconds(s.medianSeconds), `${formatRatio(cmp.speedup)} faster`),
       row('min / max epoch', (s) => `${formatSeconds(s.minSeconds)} / ${formatSeconds(s.maxSeconds)}`, ''),
       row('samples/s', (s) => formatNumber(s.samplesPerSecond), formatRatio(cmp.throughputRatio)),
-      row('MB/s', (s) => formatNumber(s.megabytesPerSecond), ''),
+      row('payload MB/s (member bytes)', (s) => formatNumber(s.megabytesPerSecond), ''),
+      row('bytes read from files per epoch (headers, padding, merged reads)', (s) => formatBytes(s.bytesReadPerEpoch), ''),
       row('latency p50 / p99', (s) => `${formatSeconds(s.latency.p50)} / ${formatSeconds(s.latency.p99)}`, ''),
       row('files opened per epoch', (s) => formatNumber(medianCounts(s.counters).opens), formatRatio(cmp.opensRatio)),
       row('syscalls per sample', (s) => formatNumber(perSample(s)), formatRatio(cmp.syscallsPerSampleRatio)),
@@ -88,12 +89,12 @@ export function countersTable(report: BenchReport): Table {
   const rows: string[][] = [];
   for (const s of sidesOf(report)) {
     s.counters.forEach((c, i) => {
-      rows.push([s.label, String(i + 1), formatNumber(c.opens), formatNumber(c.stats), formatNumber(c.reads), formatNumber(c.mappedReads), formatNumber(c.closes), formatBytes(c.bytesRead), formatNumber(c.syscallsPerSample)]);
+      rows.push([s.label, String(i + 1), formatNumber(c.opens), formatNumber(c.stats), formatNumber(c.reads), formatNumber(c.mappedReads), formatNumber(c.closes), formatBytes(c.payloadBytes), formatBytes(c.bytesRead), formatNumber(c.syscallsPerSample)]);
     });
   }
   return {
     title: 'Operations per epoch (measured, counted in-process)',
-    header: ['side', 'epoch', 'opens', 'stats', 'reads', 'of them mapped', 'closes', 'bytes read', 'syscalls/sample'],
+    header: ['side', 'epoch', 'opens', 'stats', 'reads', 'of them mapped', 'closes', 'payload bytes', 'bytes read from files', 'syscalls/sample'],
     rows,
   };
 }

@@ -87,7 +87,13 @@ export interface EpochCounters {
   mappedReads: number;
   stats: number;
   closes: number;
+  /**
+   * Bytes read from the side's files: what the read calls returned and the copies out of a memory map, so tar
+   * headers and padding, and the bytes between samples a merged read spans, are included (LMDB: its records).
+   */
   bytesRead: number;
+  /** Payload: the sum of the member sizes of the samples the epoch delivered, the same bytes on every side. */
+  payloadBytes: number;
   /** (opens + reads - mappedReads + stats + closes) / samples. */
   syscallsPerSample: number;
 }
@@ -125,8 +131,10 @@ export interface SideResult {
   maxSeconds: number;
   /** samples / medianSeconds. */
   samplesPerSecond: number;
-  /** median bytes read per epoch / medianSeconds / 10^6. */
+  /** Median payload bytes per epoch (member sizes, see EpochCounters.payloadBytes) / medianSeconds / 10^6. */
   megabytesPerSecond: number;
+  /** Median bytes read from the side's files per epoch (EpochCounters.bytesRead): framing and merged reads included. */
+  bytesReadPerEpoch: number;
   latency: LatencySummary;
   /** One entry per epoch, same order as epochSeconds. */
   counters: EpochCounters[];

@@ -37,7 +37,9 @@ function side(random: SeededRandom, name: SideName, label: string, samples: numb
     reads: Math.round(samples * perSample.reads) + perEpoch.reads + random.int(5),
     mappedReads: Math.round(samples * (perSample.mapped ?? 0)),
     closes: Math.round(samples * perSample.closes) + perEpoch.closes,
-    bytesRead: samples * bytesPerSample,
+    // the shard side's reads also return tar headers and padding: more bytes read than payload
+    bytesRead: samples * (bytesPerSample + (name === 'raw' ? 0 : 1024)),
+    payloadBytes: samples * bytesPerSample,
   }));
   const first = counters[0]!;
   const straceCalls = strace

@@ -50,6 +50,7 @@ describe('runBench counters', () => {
       expect(c.closes).toBe(rawFiles.length);
       expect(c.reads).toBeGreaterThanOrEqual(rawFiles.length);
       expect(c.bytesRead).toBe(bytes);
+      expect(c.payloadBytes).toBe(bytes);
     }
     expect(report.dataset.rawFiles).toBe(rawFiles.length);
     expect(report.dataset.rawBytes).toBe(bytes);
@@ -70,6 +71,17 @@ describe('runBench counters', () => {
     expect(second?.opens).toBe(0);
     expect(second?.reads).toBeLessThanOrEqual(N);
     expect(report.dataset.shards).toBe(S);
+  });
+
+  it('counts the payload (member bytes) on the shard side too, apart from the bytes read from the shard files', () => {
+    const bytes = rawFiles.reduce((n, f) => n + fs.statSync(f).size, 0);
+    for (const c of report.sides.shards.counters) {
+      expect(c.payloadBytes).toBe(bytes); // packed without passes: the members are the raw files
+      expect(c.bytesRead).toBeGreaterThan(c.payloadBytes); // tar headers and padding
+    }
+    const s = report.sides.shards;
+    const payload = [...s.counters.map((c) => c.payloadBytes)].sort((a, b) => a - b);
+    expect(s.megabytesPerSecond).toBeCloseTo((payload[0]! + payload[payload.length - 1]!) / 2 / s.medianSeconds / 1e6, 9);
   });
 
   it.runIf(straceAvailable())('agrees with strace on the raw side, call for call', () => {

@@ -45,7 +45,8 @@ describe('buildReport', () => {
         expect(s.maxSeconds).toBe(Math.max(...m.epochSeconds));
         const samples = medianOf(m.counters.map((c) => c.samples));
         expect(s.samplesPerSecond).toBeCloseTo(samples / s.medianSeconds, 9);
-        expect(s.megabytesPerSecond).toBeCloseTo(medianOf(m.counters.map((c) => c.bytesRead)) / s.medianSeconds / 1e6, 9);
+        expect(s.megabytesPerSecond).toBeCloseTo(medianOf(m.counters.map((c) => c.payloadBytes)) / s.medianSeconds / 1e6, 9);
+        expect(s.bytesReadPerEpoch).toBe(medianOf(m.counters.map((c) => c.bytesRead)));
         const sorted = sortedCopy(m.latenciesSeconds);
         expect(s.latency.p50).toBe(sorted[Math.ceil(0.5 * sorted.length) - 1]);
         expect(s.latency.p99).toBe(sorted[Math.ceil(0.99 * sorted.length) - 1]);
@@ -80,6 +81,25 @@ describe('buildReport', () => {
     const report = buildReport(slower);
     expect(report.comparison.breakEvenEpochs).toBeNull();
     expect(report.comparison.speedup).toBeLessThan(1);
+    expect(validate(asJson(report)), JSON.stringify(validate.errors)).toBe(true);
+  });
+
+  it('computes MB/s from the payload on every side and shows bytes read from files apart', () => {
+    const input = makeMeasurements(12, { epochs: 1, samples: 100 });
+    input.raw.epochSeconds = [2];
+    input.shards.epochSeconds = [0.5];
+    const same = { samples: 100, opens: 0, reads: 100, mappedReads: 0, stats: 0, closes: 0 };
+    input.raw.counters = [{ ...same, bytesRead: 1_000_000, payloadBytes: 1_000_000 }];
+    // tar headers, padding and merged spans: three times the payload read from the shard files
+    input.shards.counters = [{ ...same, bytesRead: 3_000_000, payloadBytes: 1_000_000 }];
+    const report = buildReport(input);
+    expect(report.sides.raw.megabytesPerSecond).toBe(0.5);
+    expect(report.sides.shards.megabytesPerSecond).toBe(2);
+    expect(report.sides.shards.bytesReadPerEpoch).toBe(3_000_000);
+    expect(report.sides.raw.bytesReadPerEpoch).toBe(1_000_000);
+    const md = renderMarkdown(report);
+    expect(md).toMatch(/\| payload MB\/s \(member bytes\) \| 0\.5 \| 2 \|/);
+    expect(md).toMatch(/\| bytes read from files per epoch \(headers, padding, merged reads\) \| 977 KiB \| 2\.86 MiB \|/);
     expect(validate(asJson(report)), JSON.stringify(validate.errors)).toBe(true);
   });
 
