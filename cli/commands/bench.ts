@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { BenchProgress } from '../../src/bench/bench-options.js';
-import type { BenchReport } from '../../src/bench/report.js';
+import type { BenchReport, SideResult } from '../../src/bench/report.js';
+import { epochsReadFromStorage } from '../../src/bench/report-build.js';
 import { runBench } from '../../src/bench/run-bench.js';
 import { writeReport } from '../../src/bench/write-report.js';
 import { expectLocalPath } from '../../src/io/location.js';
@@ -46,6 +47,12 @@ function defaultOut(now: Date): string {
 
 const fixed = (x: number | null | undefined, digits = 2): string => (x === null || x === undefined ? 'n/a' : x.toFixed(digits));
 
+/** Warm mode: how many epochs still read from storage (flagged in the report's notes). */
+function warmSuffix(sides: readonly SideResult[]): string {
+  const n = sides.reduce((k, s) => k + epochsReadFromStorage(s.counters).length, 0);
+  return n === 0 ? '' : ` (${n} epoch${n === 1 ? '' : 's'} read from storage, NOT warm: see report)`;
+}
+
 /** The short table printed after a bench. */
 export function benchSummary(report: BenchReport): string {
   const sides = [report.sides.raw, report.sides.shards, ...(report.sides.lmdb ? [report.sides.lmdb] : [])];
@@ -68,7 +75,7 @@ export function benchSummary(report: BenchReport): string {
   const d = report.dataset;
   const lines = [
     `${d.samples} samples, ${d.rawFiles} raw files (${humanBytes(d.rawBytes)}, ${humanBytes(d.rawAllocatedBytes)} allocated) vs ${d.shards} shards + index (${humanBytes(d.shardBytes + d.indexBytes)})`,
-    `cache: ${report.options.cache.mode}${report.options.cache.mode === 'cold' ? (report.options.cache.coldVerified ? ' (verified)' : ' (NOT verified: see report)') : ''}, order ${report.options.order}, batch ${report.options.batch}, concurrency ${report.options.concurrency}, decode ${report.options.decode}`,
+    `cache: ${report.options.cache.mode}${report.options.cache.mode === 'cold' ? (report.options.cache.coldVerified ? ' (verified)' : ' (NOT verified: see report)') : warmSuffix(sides)}, order ${report.options.order}, batch ${report.options.batch}, concurrency ${report.options.concurrency}, decode ${report.options.decode}`,
     table(rows),
     `shards vs raw: ${c.speedup === null ? 'n/a' : c.speedup >= 1 ? `epochs ${fixed(c.speedup)}x faster` : `epochs ${fixed(1 / c.speedup)}x SLOWER`}, ${fixed(c.syscallsPerSampleRatio, 3)}x the syscalls per sample, break-even after ${d.packSeconds === null ? 'unknown (no pack time recorded)' : c.breakEvenEpochs === null ? 'never (shards not faster here)' : `${fixed(c.breakEvenEpochs)} epochs (pack took ${fixed(d.packSeconds)} s)`}`,
   ];

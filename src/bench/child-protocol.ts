@@ -64,8 +64,6 @@ export interface EpochResult extends Omit<EpochCounters, 'syscallsPerSample'> {
   seconds: number;
   /** Wait of each batch: next() called to batch in hand (seconds). */
   batchWaits: number[];
-  /** Bytes this process caused to be fetched from the storage layer (/proc/self/io read_bytes), null where unknown. */
-  storageReadBytes: number | null;
   /** Major page faults during the epoch (LMDB reads through mmap fault pages in instead of calling read). */
   majorPageFaults: number;
   cache: CacheDropResult | null;

@@ -59,6 +59,33 @@ export interface BenchMeasurements {
 /** Syscalls that count as sample I/O when cross-checking with strace. */
 export const STRACE_IO_CALLS = ['open', 'openat', 'openat2', 'read', 'pread64', 'readv', 'preadv', 'preadv2', 'stat', 'lstat', 'fstat', 'newfstatat', 'statx', 'close'] as const;
 
+/** A warm epoch that fetched more than this from storage, and more than {@link WARM_STORAGE_READ_SHARE} of what it read, was not warm. */
+export const WARM_STORAGE_READ_FLOOR = 1 << 20;
+export const WARM_STORAGE_READ_SHARE = 0.01;
+
+/** Positions (in run order) of a side's epochs that read from storage although the cache was meant to be warm. */
+export function epochsReadFromStorage(counters: readonly Pick<EpochCounters, 'storageReadBytes' | 'bytesRead'>[]): number[] {
+  const out: number[] = [];
+  counters.forEach((c, i) => {
+    if (c.storageReadBytes !== null && c.storageReadBytes > Math.max(WARM_STORAGE_READ_FLOOR, WARM_STORAGE_READ_SHARE * c.bytesRead)) out.push(i);
+  });
+  return out;
+}
+
+/** Notes naming every warm epoch that was not served from the page cache. */
+function warmCheckNotes(sides: readonly SideResult[]): string[] {
+  const notes: string[] = [];
+  for (const s of sides) {
+    const bad = epochsReadFromStorage(s.counters);
+    if (bad.length === 0) continue;
+    const list = bad.map((i) => `epoch ${i + 1} ${((s.counters[i]!.storageReadBytes ?? 0) / 1e6).toFixed(1)} MB`).join(', ');
+    notes.push(
+      `NOT warm: ${s.side} epochs read from storage although --cache warm (${list}; flagged above ${WARM_STORAGE_READ_FLOOR / 2 ** 20} MiB and ${WARM_STORAGE_READ_SHARE * 100} % of the bytes read from the files): the page cache did not hold the data, so these epochs are partly cold.`,
+    );
+  }
+  return notes;
+}
+
 /** a / b, or null when b is zero: JSON has no Infinity, and 'no ratio' is the honest answer. */
 const ratio = (a: number, b: number): number | null => (b === 0 ? null : a / b);
 
@@ -183,6 +210,7 @@ export function buildReport(input: BenchMeasurements): BenchReport {
   if (input.options.cache.mode === 'cold' && !input.options.cache.coldVerified) {
     notes.push(`Cold cache was requested but could not be verified (${input.options.cache.method}): epochs may have been served from the page cache.`);
   }
+  if (input.options.cache.mode === 'warm') notes.push(...warmCheckNotes(Object.values(sides)));
   return {
     version: BENCH_REPORT_VERSION,
     createdAt: (input.createdAt ?? new Date()).toISOString(),

@@ -2,7 +2,7 @@
  * The report's tables as plain rows of strings: report.md and report.html render the same rows, so the two
  * documents always show the same figures in the same order.
  */
-import { medianCounts } from './report-build.js';
+import { epochsReadFromStorage, medianCounts } from './report-build.js';
 import { median } from './report-stats.js';
 import { formatBytes, formatEpochs, formatNumber, formatPercent, formatRatio, formatSeconds } from './report-format.js';
 import type { BenchReport, SideResult, ThrottledSide } from './report.js';
@@ -31,6 +31,14 @@ const peakRss = (s: SideResult): string =>
 /** Median system calls per sample over the side's epochs (the figure the shards-vs-raw ratio compares). */
 const perSample = (s: SideResult): number => (s.counters.length === 0 ? 0 : median(s.counters.map((c) => c.syscallsPerSample)));
 
+/** The cache mode as the summary states it: cold not verified, and warm epochs that read from storage, said there. */
+function cacheCaption(report: BenchReport): string {
+  const c = report.options.cache;
+  if (c.mode === 'cold') return `cold cache${c.coldVerified ? '' : ' (NOT verified)'}`;
+  const notWarm = sidesOf(report).reduce((n, s) => n + epochsReadFromStorage(s.counters).length, 0);
+  return `warm cache${c.warmUp ? ' (every file read once before timing)' : ''}${notWarm > 0 ? `, but ${notWarm} epoch${notWarm === 1 ? '' : 's'} read from storage: NOT warm, see notes` : ''}`;
+}
+
 /** The first table a reader sees: one row per headline figure, one column per side, then shards vs raw. */
 export function summaryTable(report: BenchReport): Table {
   const sides = sidesOf(report);
@@ -38,7 +46,7 @@ export function summaryTable(report: BenchReport): Table {
   const row = (name: string, f: (s: SideResult) => string, vs: string): string[] => [name, ...sides.map(f), vs];
   return {
     title: 'Summary (measured)',
-    caption: `${report.dataset.samples.toLocaleString('en-US')} samples, ${report.options.epochs} epochs per side, ${report.options.order} order, batch ${report.options.batch}, concurrency ${report.options.concurrency}, ${report.options.cache.mode} cache${report.options.cache.mode === 'cold' && !report.options.cache.coldVerified ? ' (NOT verified)' : ''}`,
+    caption: `${report.dataset.samples.toLocaleString('en-US')} samples, ${report.options.epochs} epochs per side, ${report.options.order} order, batch ${report.options.batch}, concurrency ${report.options.concurrency}, ${cacheCaption(report)}`,
     header: ['', ...sides.map((s) => s.label), 'shards vs raw'],
     rows: [
       row('median epoch', (s) => formatSeconds(s.medianSeconds), `${formatRatio(cmp.speedup)} faster`),

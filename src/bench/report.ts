@@ -34,6 +34,8 @@ export interface CacheInfo {
   method: string;
   /** Anything the reader should know, e.g. why cold could not be verified. */
   detail?: string;
+  /** Warm mode: every data file of every side was read once, untimed, before the first timed epoch. */
+  warmUp?: { files: number; bytes: number; seconds: number };
 }
 
 export interface BenchOptions {
@@ -94,6 +96,8 @@ export interface EpochCounters {
   bytesRead: number;
   /** Payload: the sum of the member sizes of the samples the epoch delivered, the same bytes on every side. */
   payloadBytes: number;
+  /** Bytes the epoch's process caused to be fetched from storage (/proc/self/io read_bytes: page-cache misses and read-ahead); null where unknown. */
+  storageReadBytes: number | null;
   /** (opens + reads - mappedReads + stats + closes) / samples. */
   syscallsPerSample: number;
 }

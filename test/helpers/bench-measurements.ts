@@ -40,6 +40,7 @@ function side(random: SeededRandom, name: SideName, label: string, samples: numb
     // the shard side's reads also return tar headers and padding: more bytes read than payload
     bytesRead: samples * (bytesPerSample + (name === 'raw' ? 0 : 1024)),
     payloadBytes: samples * bytesPerSample,
+    storageReadBytes: 0,
   }));
   const first = counters[0]!;
   const straceCalls = strace

@@ -94,6 +94,15 @@ describe('runBench counters', () => {
     expect(report.sides.shards.strace?.calls.openat).toBe(manifest.shards.length);
   });
 
+  it('reads every data file once before the timed epochs of a warm bench, and records it', () => {
+    const shardFiles = fs.readdirSync(ds).filter((f) => f !== 'manifest.json' && f !== 'pack-report.json');
+    expect(report.options.cache.mode).toBe('warm');
+    expect(report.options.cache.warmUp?.files).toBe(rawFiles.length + shardFiles.length);
+    expect(report.options.cache.warmUp?.bytes).toBe([...rawFiles, ...shardFiles.map((f) => path.join(ds, f))].reduce((n, f) => n + fs.statSync(f).size, 0));
+    expect(report.options.cache.detail).toMatch(/read once, untimed, before the first timed epoch/);
+    for (const side of [report.sides.raw, report.sides.shards]) for (const c of side.counters) expect(c.storageReadBytes === null || c.storageReadBytes >= 0).toBe(true);
+  });
+
   it('writes a report that validates against the schema', () => {
     const ok = validate(JSON.parse(JSON.stringify(report)));
     expect(validate.errors ?? [], JSON.stringify(validate.errors)).toEqual([]);

@@ -88,7 +88,7 @@ describe('buildReport', () => {
     const input = makeMeasurements(12, { epochs: 1, samples: 100 });
     input.raw.epochSeconds = [2];
     input.shards.epochSeconds = [0.5];
-    const same = { samples: 100, opens: 0, reads: 100, mappedReads: 0, stats: 0, closes: 0 };
+    const same = { samples: 100, opens: 0, reads: 100, mappedReads: 0, stats: 0, closes: 0, storageReadBytes: null };
     input.raw.counters = [{ ...same, bytesRead: 1_000_000, payloadBytes: 1_000_000 }];
     // tar headers, padding and merged spans: three times the payload read from the shard files
     input.shards.counters = [{ ...same, bytesRead: 3_000_000, payloadBytes: 1_000_000 }];
@@ -101,6 +101,25 @@ describe('buildReport', () => {
     expect(md).toMatch(/\| payload MB\/s \(member bytes\) \| 0\.5 \| 2 \|/);
     expect(md).toMatch(/\| bytes read from files per epoch \(headers, padding, merged reads\) \| 977 KiB \| 2\.86 MiB \|/);
     expect(validate(asJson(report)), JSON.stringify(validate.errors)).toBe(true);
+  });
+
+  it('records the warm-up read and flags every warm epoch that still read from storage', () => {
+    const input = makeMeasurements(13, { epochs: 2, samples: 100 });
+    input.options.cache = { mode: 'warm', coldVerified: false, method: 'none', warmUp: { files: 201, bytes: 20_000_000, seconds: 0.25 } };
+    const c = { samples: 100, opens: 0, reads: 100, mappedReads: 0, stats: 0, closes: 0, payloadBytes: 100_000_000 };
+    // raw epoch 2: 5 MB from storage, above 1 MiB and 1 % of 100 MB; shards: 2 MB is under 1 % of 300 MB
+    input.raw.counters = [{ ...c, bytesRead: 100_000_000, storageReadBytes: 0 }, { ...c, bytesRead: 100_000_000, storageReadBytes: 5_000_000 }];
+    input.shards.counters = [{ ...c, bytesRead: 300_000_000, storageReadBytes: 2_000_000 }, { ...c, bytesRead: 300_000_000, storageReadBytes: null }];
+    const report = buildReport(input);
+    const flagged = report.notes.filter((n) => n.startsWith('NOT warm'));
+    expect(flagged).toHaveLength(1);
+    expect(flagged[0]).toContain('NOT warm: raw epochs read from storage although --cache warm (epoch 2 5.0 MB;');
+    expect(renderMarkdown(report)).toContain('warm cache (every file read once before timing), but 1 epoch read from storage: NOT warm, see notes');
+    expect(report.options.cache.warmUp).toEqual({ files: 201, bytes: 20_000_000, seconds: 0.25 });
+    expect(validate(asJson(report)), JSON.stringify(validate.errors)).toBe(true);
+    // 1 MiB is the floor: a small epoch's few hundred KB of read-ahead is not flagged
+    input.raw.counters = input.raw.counters.map((k) => ({ ...k, bytesRead: 1000, storageReadBytes: 1 << 20 }));
+    expect(buildReport(input).notes.some((n) => n.startsWith('NOT warm'))).toBe(false);
   });
 
   it('notes a cold cache that could not be verified', () => {
