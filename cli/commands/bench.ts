@@ -75,7 +75,7 @@ export function benchSummary(report: BenchReport): string {
   const d = report.dataset;
   const lines = [
     `${d.samples} samples, ${d.rawFiles} raw files (${humanBytes(d.rawBytes)}, ${humanBytes(d.rawAllocatedBytes)} allocated) vs ${d.shards} shards + index (${humanBytes(d.shardBytes + d.indexBytes)})`,
-    `cache: ${report.options.cache.mode}${report.options.cache.mode === 'cold' ? (report.options.cache.coldVerified ? ' (verified)' : ' (NOT verified: see report)') : warmSuffix(sides)}, order ${report.options.order}, batch ${report.options.batch}, concurrency ${report.options.concurrency}, decode ${report.options.decode}`,
+    `cache: ${report.options.cache.mode}${report.options.cache.mode === 'cold' ? `${report.options.cache.coldVerified ? ' (verified)' : ' (NOT verified: see report)'}, each epoch in a fresh process` : warmSuffix(sides)}, order ${report.options.order}, batch ${report.options.batch}, concurrency ${report.options.concurrency}, decode ${report.options.decode}`,
     table(rows),
     `shards vs raw: ${c.speedup === null ? 'n/a' : c.speedup >= 1 ? `epochs ${fixed(c.speedup)}x faster` : `epochs ${fixed(1 / c.speedup)}x SLOWER`}, ${fixed(c.syscallsPerSampleRatio, 3)}x the syscalls per sample, break-even after ${d.packSeconds === null ? 'unknown (no pack time recorded)' : c.breakEvenEpochs === null ? 'never (shards not faster here)' : `${fixed(c.breakEvenEpochs)} epochs (pack took ${fixed(d.packSeconds)} s)`}`,
   ];

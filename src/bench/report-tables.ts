@@ -34,7 +34,7 @@ const perSample = (s: SideResult): number => (s.counters.length === 0 ? 0 : medi
 /** The cache mode as the summary states it: cold not verified, and warm epochs that read from storage, said there. */
 function cacheCaption(report: BenchReport): string {
   const c = report.options.cache;
-  if (c.mode === 'cold') return `cold cache${c.coldVerified ? '' : ' (NOT verified)'}`;
+  if (c.mode === 'cold') return `cold cache${c.coldVerified ? '' : ' (NOT verified)'}, ${report.options.epochsPerProcess === 1 ? 'each epoch in a fresh process' : `${report.options.epochsPerProcess} epochs per process`}`;
   const notWarm = sidesOf(report).reduce((n, s) => n + epochsReadFromStorage(s.counters).length, 0);
   return `warm cache${c.warmUp ? ' (every file read once before timing)' : ''}${notWarm > 0 ? `, but ${notWarm} epoch${notWarm === 1 ? '' : 's'} read from storage: NOT warm, see notes` : ''}`;
 }
@@ -162,7 +162,7 @@ export function runTable(report: BenchReport): Table {
       ['machine', `${m.cpus} CPUs (${m.cpuModel}), ${formatBytes(m.memoryBytes)} RAM, ${m.os.platform} ${m.os.release} ${m.os.arch}`],
       ['software', [`node ${m.node}`, `shardkit ${m.shardkit}`, ...Object.entries(m.versions).map(([k, v]) => `${k} ${v}`)].join(', ')],
       ...(m.filesystem ? [['file systems', `raw: ${m.filesystem.raw}, dataset: ${m.filesystem.dataset}`]] : []),
-      ['epochs / order / batch / concurrency', `${o.epochs} / ${o.order} / ${o.batch} / ${o.concurrency}`],
+      ['epochs / per process / order / batch / concurrency', `${o.epochs} / ${o.epochsPerProcess} / ${o.order} / ${o.batch} / ${o.concurrency}`],
       ['decode / seed', `${o.decode} / ${o.seed}`],
       ['cache', `${o.cache.mode}; cold verified: ${o.cache.coldVerified ? 'yes' : 'no'}; method: ${o.cache.method}${o.cache.detail ? `; ${o.cache.detail}` : ''}`],
     ],

@@ -40,6 +40,8 @@ export interface CacheInfo {
 
 export interface BenchOptions {
   epochs: number;
+  /** Timed epochs each fresh child process ran: 1 with a cold cache (every epoch maps the data anew), else `epochs`. */
+  epochsPerProcess: number;
   order: 'random' | 'sequential';
   batch: number;
   concurrency: number;

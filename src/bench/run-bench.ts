@@ -47,6 +47,16 @@ interface SideAccumulator {
 }
 
 /**
+ * The epochs each child process of a run times, in order. Cold: one per child, because a process keeps what it
+ * mapped (the native addon's shard maps, LMDB's data.mdb) and eviction does not drop mapped pages, so a second
+ * epoch in the same process would be warm. Warm: all of them in one child.
+ */
+export function childEpochs(cache: 'warm' | 'cold', epochs: number): number[][] {
+  const all = Array.from({ length: epochs }, (_, i) => i);
+  return cache === 'cold' ? all.map((e) => [e]) : [all];
+}
+
+/**
  * Runs the bench and returns the report (write it with `writeReport`).
  *
  * @example
@@ -127,40 +137,44 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
     // Warm means cached from the first timed epoch on: read every side's data once, untimed, whatever ran before.
     const warmUp = o.cache === 'warm' ? readFilesOnce(sides.flatMap(dataFiles)) : undefined;
     const acc = new Map<SideName, SideAccumulator>(sides.map((s) => [s, { epochs: [], peakRssBytes: 0, mappedDataBytes: null, straceCalls: null }]));
-    const epochNumbers = Array.from({ length: o.epochs }, (_, i) => i);
+    const children = childEpochs(o.cache, o.epochs);
     const n = list.keys.length;
     const total = o.repeat * sides.length * o.epochs * n;
     let done = 0;
     for (let run = 0; run < o.repeat; run++) {
-      for (const side of sides) {
-        const base = done;
-        const { result } = await runEpochChild(jobOf(side, epochNumbers), workDir, {
-          onDone: (d) => options.onProgress?.({ phase: 'epochs', side, done: base + d, total }),
-        });
-        done = base + o.epochs * n;
-        options.onProgress?.({ phase: 'epochs', side, done, total });
-        const a = acc.get(side) as SideAccumulator;
-        a.epochs.push(...result.epochs);
-        if (result.peakRssBytes >= a.peakRssBytes) {
-          a.peakRssBytes = result.peakRssBytes;
-          a.mappedDataBytes = result.mappedDataBytes;
+      for (const epochs of children) {
+        for (const side of sides) {
+          const base = done;
+          const { result } = await runEpochChild(jobOf(side, epochs), workDir, {
+            onDone: (d) => options.onProgress?.({ phase: 'epochs', side, done: base + d, total }),
+          });
+          done = base + epochs.length * n;
+          options.onProgress?.({ phase: 'epochs', side, done, total });
+          const a = acc.get(side) as SideAccumulator;
+          a.epochs.push(...result.epochs);
+          if (result.peakRssBytes >= a.peakRssBytes) {
+            a.peakRssBytes = result.peakRssBytes;
+            a.mappedDataBytes = result.mappedDataBytes;
+          }
         }
       }
     }
 
     let throttled: ThrottledMeasurement | ThrottleUnavailable | undefined;
     if (o.throttle !== null) {
-      const perChild = o.epochs * n;
+      // throttled epochs are cold: one per child, like --cache cold
+      const throttledChildren = childEpochs('cold', o.epochs);
+      const perChild = n;
       throttled = await runThrottledEpochs({
         limits: o.throttle,
         sides,
         labels: SIDE_LABELS,
         repeat: o.repeat,
-        epochs: epochNumbers,
+        childEpochs: throttledChildren,
         dataPaths: [rawDir, dataset, ...(o.lmdb ? [lmdbPath] : [])],
         jobOf,
         workDir,
-        onDone: (side, child, d) => options.onProgress?.({ phase: 'throttled', side, done: child * perChild + d, total: o.repeat * sides.length * perChild }),
+        onDone: (side, child, d) => options.onProgress?.({ phase: 'throttled', side, done: child * perChild + d, total: o.repeat * sides.length * throttledChildren.length * perChild }),
       });
       notes.push(...throttledNotes(throttled));
     }
@@ -209,7 +223,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
     return buildReport({
       command: options.command ?? [],
       machine: collectMachineInfo(versions, { raw: filesystemOf(rawDir), dataset: filesystemOf(dataset) }),
-      options: { epochs: o.epochs, order: o.order, batch: o.batch, concurrency: o.concurrency, decode: o.decode, seed: o.seed, cache },
+      options: { epochs: o.epochs, epochsPerProcess: children[0]?.length ?? o.epochs, order: o.order, batch: o.batch, concurrency: o.concurrency, decode: o.decode, seed: o.seed, cache },
       dataset: {
         rawDir,
         dataset,
@@ -306,7 +320,11 @@ function sideNotes(o: ResolvedBenchOptions, acc: Map<SideName, SideAccumulator>)
       const bad = drops.find((d) => !d.verified);
       notes.push(`${side}: cold cache verified before ${ok} of ${drops.length} epochs${bad === undefined ? '' : ` (${bad.detail ?? bad.method})`}.`);
     }
-    if (acc.has('lmdb')) notes.push('LMDB keeps its file mapped between epochs of one process, and drop_caches does not evict mapped pages: its later epochs in a process are warm whatever --cache says (see its storage bytes).');
+    if (o.epochs > 1) {
+      notes.push(
+        'Cold epochs: each timed epoch ran in a fresh process of its own (a process keeps what it has mapped, the shards or data.mdb, and eviction does not drop mapped pages); the shard side opens and maps each shard on first use, after the eviction, so every epoch includes opening the shards.',
+      );
+    }
   }
   for (const [side, a] of acc) {
     const bytes = a.epochs.map((e) => e.storageReadBytes);
@@ -317,6 +335,6 @@ function sideNotes(o: ResolvedBenchOptions, acc: Map<SideName, SideAccumulator>)
       );
     }
   }
-  if (o.epochs > 1) notes.push('Counters per epoch: the first epoch of each shard-side process includes opening each shard (open, fstat, one 4 KiB fingerprint read); later epochs reuse the handles.');
+  if (o.epochs > 1 && o.cache === 'warm') notes.push('Counters per epoch: the first epoch of each shard-side process includes opening each shard (open, fstat, one 4 KiB fingerprint read); later epochs reuse the handles.');
   return notes;
 }

@@ -13,9 +13,10 @@ export interface ThrottledRunsInput {
   limits: ThrottleLimits;
   sides: readonly SideName[];
   labels: Record<SideName, string>;
-  /** Runs per side (alternated), each a fresh child running `epochs`. */
+  /** Runs per side (alternated). */
   repeat: number;
-  epochs: number[];
+  /** The epochs of each child of a run, in order (one each: a cold epoch needs a process that has mapped nothing). */
+  childEpochs: number[][];
   /** Every path a side reads (raw dir, dataset, LMDB environment): their disks are the ones limited. */
   dataPaths: readonly string[];
   /** The job of a side's child; the throttled phase adds cold cache, the start handshake and the group counters. */
@@ -44,9 +45,9 @@ export async function runThrottledEpochs(input: ThrottledRunsInput): Promise<Thr
   try {
     let child = 0;
     for (let run = 0; run < input.repeat; run++) {
-      for (const side of input.sides) {
+      for (const epochs of input.childEpochs) for (const side of input.sides) {
         const index = child++;
-        const job = input.jobOf(side, input.epochs, { cold: true, waitForStart: true, groupIo: group.statSource });
+        const job = input.jobOf(side, epochs, { cold: true, waitForStart: true, groupIo: group.statSource });
         const { result } = await runEpochChild(job, input.workDir, {
           beforeStart: (pid) => group.join(pid),
           onDone: (d) => input.onDone?.(side, index, d),

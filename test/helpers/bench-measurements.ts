@@ -78,6 +78,7 @@ export function makeMeasurements(seed: number, shape: MeasurementShape = {}): Be
     },
     options: {
       epochs,
+      epochsPerProcess: 1,
       order: 'random',
       batch: 32,
       concurrency: 8,

@@ -12,6 +12,7 @@ import { buildReport, medianCounts, summarizeLatency } from '../../src/bench/rep
 import { formatRatio, formatSeconds } from '../../src/bench/report-format.js';
 import { downsampledCdf, percentileSorted } from '../../src/bench/report-stats.js';
 import type { BenchReport } from '../../src/bench/report.js';
+import { childEpochs } from '../../src/bench/run-bench.js';
 import { writeReport } from '../../src/bench/write-report.js';
 import { makeMeasurements } from '../helpers/bench-measurements.js';
 import { tmpDir } from '../helpers/tmp.js';
@@ -126,6 +127,19 @@ describe('buildReport', () => {
     const report = buildReport(makeMeasurements(9, { coldVerified: false }));
     expect(report.notes.some((n) => /could not be verified/.test(n))).toBe(true);
     expect(renderMarkdown(report)).toContain('NOT verified');
+  });
+
+  it('runs every cold epoch in a fresh process, and the report says so', () => {
+    // a process keeps its mapped shards resident through an eviction: a second epoch in it would be warm
+    expect(childEpochs('cold', 3)).toEqual([[0], [1], [2]]);
+    expect(childEpochs('warm', 3)).toEqual([[0, 1, 2]]);
+    const report = buildReport(makeMeasurements(14, { epochs: 3 }));
+    expect(report.options.epochsPerProcess).toBe(1);
+    expect(renderMarkdown(report)).toContain('cold cache, each epoch in a fresh process');
+    expect(validate(asJson(report)), JSON.stringify(validate.errors)).toBe(true);
+    const json = asJson(report) as BenchReport;
+    const { epochsPerProcess: _dropped, ...options } = json.options;
+    expect(validate({ ...json, options })).toBe(false);
   });
 
   it('cross-checks strace counts against the in-process counters', () => {
