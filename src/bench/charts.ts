@@ -4,6 +4,7 @@
  */
 import type { TopLevelSpec } from 'vega-lite';
 import { medianCounts } from './report-build.js';
+import { formatRunEpoch } from './report-format.js';
 import type { BenchReport, SideResult, ThrottledMeasured } from './report.js';
 
 export interface ChartSpec {
@@ -51,18 +52,19 @@ function base(title: string, subtitle?: string): Pick<TopLevelSpec, '$schema' | 
 }
 
 function epochTimeChart(report: BenchReport): ChartSpec {
-  const values = sidesOf(report).flatMap((s) => s.epochSeconds.map((seconds, i) => ({ side: s.label, epoch: i + 1, seconds })));
+  const values = sidesOf(report).flatMap((s) => s.epochSeconds.map((seconds, i) => ({ side: s.label, epoch: formatRunEpoch(i, report.options.epochs, true), seconds })));
+  const order = [...new Set(values.map((v) => v.epoch))];
   return {
     id: 'epoch-time',
     title: 'Epoch time',
     projected: false,
     throttled: false,
     spec: {
-      ...base('Epoch time (measured)', 'seconds per epoch, each timed epoch side by side; lower is better'),
+      ...base('Epoch time (measured)', 'seconds per epoch, each timed epoch side by side (run / epoch within the run); lower is better'),
       data: { values },
       mark: { type: 'bar', tooltip: true },
       encoding: {
-        x: { field: 'epoch', type: 'ordinal', title: 'epoch', axis: { labelAngle: 0 } },
+        x: { field: 'epoch', type: 'ordinal', title: 'run / epoch', sort: order, axis: { labelAngle: 0 } },
         xOffset: { field: 'side', type: 'nominal', scale: { domain: sideColour(report).domain } },
         y: { field: 'seconds', type: 'quantitative', title: 'seconds' },
         color: { field: 'side', type: 'nominal', title: null, scale: sideColour(report) },
@@ -217,7 +219,8 @@ function projectionChart(report: BenchReport): ChartSpec {
 /** Epoch time per side inside the throttle group; the title says whether the throttle was confirmed. */
 function throttledEpochChart(report: BenchReport, t: ThrottledMeasured): ChartSpec {
   const sides = [t.sides.raw, t.sides.shards, ...(t.sides.lmdb ? [t.sides.lmdb] : [])];
-  const values = sides.flatMap((s) => s.epochSeconds.map((seconds, i) => ({ side: s.label, epoch: i + 1, seconds })));
+  const values = sides.flatMap((s) => s.epochSeconds.map((seconds, i) => ({ side: s.label, epoch: formatRunEpoch(i, report.options.epochs, true), seconds })));
+  const order = [...new Set(values.map((v) => v.epoch))];
   const limit = `${t.readIops} read IOPS on ${t.devices.map((d) => d.devPath).join(', ')}`;
   return {
     id: 'throttled-epoch-time',
@@ -232,7 +235,7 @@ function throttledEpochChart(report: BenchReport, t: ThrottledMeasured): ChartSp
       data: { values },
       mark: { type: 'bar', tooltip: true },
       encoding: {
-        x: { field: 'epoch', type: 'ordinal', title: 'epoch', axis: { labelAngle: 0 } },
+        x: { field: 'epoch', type: 'ordinal', title: 'run / epoch', sort: order, axis: { labelAngle: 0 } },
         xOffset: { field: 'side', type: 'nominal', scale: { domain: sides.map((s) => s.label) } },
         y: { field: 'seconds', type: 'quantitative', title: 'seconds' },
         color: { field: 'side', type: 'nominal', title: null, scale: sideColour(report) },

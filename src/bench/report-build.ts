@@ -19,6 +19,7 @@ import type {
   SideResult,
   StraceCheck,
 } from './report.js';
+import { formatRunEpoch } from './report-format.js';
 import { downsampledCdf, median, percentileSorted } from './report-stats.js';
 import { throttledSection, type ThrottledMeasurement } from './report-throttled.js';
 import type { ThrottleUnavailable } from './report.js';
@@ -73,12 +74,12 @@ export function epochsReadFromStorage(counters: readonly Pick<EpochCounters, 'st
 }
 
 /** Notes naming every warm epoch that was not served from the page cache. */
-function warmCheckNotes(sides: readonly SideResult[]): string[] {
+function warmCheckNotes(sides: readonly SideResult[], epochsPerRun: number): string[] {
   const notes: string[] = [];
   for (const s of sides) {
     const bad = epochsReadFromStorage(s.counters);
     if (bad.length === 0) continue;
-    const list = bad.map((i) => `epoch ${i + 1} ${((s.counters[i]!.storageReadBytes ?? 0) / 1e6).toFixed(1)} MB`).join(', ');
+    const list = bad.map((i) => `${formatRunEpoch(i, epochsPerRun)} ${((s.counters[i]!.storageReadBytes ?? 0) / 1e6).toFixed(1)} MB`).join(', ');
     notes.push(
       `NOT warm: ${s.side} epochs read from storage although --cache warm (${list}; flagged above ${WARM_STORAGE_READ_FLOOR / 2 ** 20} MiB and ${WARM_STORAGE_READ_SHARE * 100} % of the bytes read from the files): the page cache did not hold the data, so these epochs are partly cold.`,
     );
@@ -210,7 +211,7 @@ export function buildReport(input: BenchMeasurements): BenchReport {
   if (input.options.cache.mode === 'cold' && !input.options.cache.coldVerified) {
     notes.push(`Cold cache was requested but could not be verified (${input.options.cache.method}): epochs may have been served from the page cache.`);
   }
-  if (input.options.cache.mode === 'warm') notes.push(...warmCheckNotes(Object.values(sides)));
+  if (input.options.cache.mode === 'warm') notes.push(...warmCheckNotes(Object.values(sides), input.options.epochs));
   return {
     version: BENCH_REPORT_VERSION,
     createdAt: (input.createdAt ?? new Date()).toISOString(),

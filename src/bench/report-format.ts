@@ -36,3 +36,18 @@ export function formatBytes(n: number): string {
 export function formatEpochs(e: number | null): string {
   return e === null ? 'never (shards not faster, or pack time unknown)' : `${formatNumber(e)} epochs`;
 }
+
+/**
+ * Where the i-th timed epoch of a side (0-based, in run order) ran: `run r / epoch e`, 1-based. A side's epochs
+ * are listed run by run, each run's `epochsPerRun` epochs in order.
+ */
+export function runEpoch(i: number, epochsPerRun: number): { run: number; epoch: number } {
+  const per = Math.max(1, epochsPerRun);
+  return { run: Math.floor(i / per) + 1, epoch: (i % per) + 1 };
+}
+
+/** `run 2 / epoch 1`, shortened to `2 / 1` in table cells. */
+export function formatRunEpoch(i: number, epochsPerRun: number, short = false): string {
+  const { run, epoch } = runEpoch(i, epochsPerRun);
+  return short ? `${run} / ${epoch}` : `run ${run} / epoch ${epoch}`;
+}

@@ -4,7 +4,7 @@
  */
 import { epochsReadFromStorage, medianCounts } from './report-build.js';
 import { median } from './report-stats.js';
-import { formatBytes, formatEpochs, formatNumber, formatPercent, formatRatio, formatSeconds } from './report-format.js';
+import { formatBytes, formatEpochs, formatNumber, formatPercent, formatRatio, formatRunEpoch, formatSeconds } from './report-format.js';
 import type { BenchReport, SideResult, ThrottledSide } from './report.js';
 
 export interface Table {
@@ -46,7 +46,7 @@ export function summaryTable(report: BenchReport): Table {
   const row = (name: string, f: (s: SideResult) => string, vs: string): string[] => [name, ...sides.map(f), vs];
   return {
     title: 'Summary (measured)',
-    caption: `${report.dataset.samples.toLocaleString('en-US')} samples, ${report.options.epochs} epochs per side, ${report.options.order} order, batch ${report.options.batch}, concurrency ${report.options.concurrency}, ${cacheCaption(report)}`,
+    caption: `${report.dataset.samples.toLocaleString('en-US')} samples, ${report.options.epochs} epochs x ${report.options.repeat} runs per side, ${report.options.order} order, batch ${report.options.batch}, concurrency ${report.options.concurrency}, ${cacheCaption(report)}`,
     header: ['', ...sides.map((s) => s.label), 'shards vs raw'],
     rows: [
       row('median epoch', (s) => formatSeconds(s.medianSeconds), `${formatRatio(cmp.speedup)} faster`),
@@ -88,8 +88,8 @@ export function epochsTable(report: BenchReport): Table {
   const n = Math.max(...sides.map((s) => s.epochSeconds.length));
   return {
     title: 'Epoch times (measured)',
-    header: ['epoch', ...sides.map((s) => s.label)],
-    rows: Array.from({ length: n }, (_, i) => [String(i + 1), ...sides.map((s) => (s.epochSeconds[i] === undefined ? '' : formatSeconds(s.epochSeconds[i]!)))]),
+    header: ['run / epoch', ...sides.map((s) => s.label)],
+    rows: Array.from({ length: n }, (_, i) => [formatRunEpoch(i, report.options.epochs, true), ...sides.map((s) => (s.epochSeconds[i] === undefined ? '' : formatSeconds(s.epochSeconds[i]!)))]),
   };
 }
 
@@ -97,12 +97,12 @@ export function countersTable(report: BenchReport): Table {
   const rows: string[][] = [];
   for (const s of sidesOf(report)) {
     s.counters.forEach((c, i) => {
-      rows.push([s.label, String(i + 1), formatNumber(c.opens), formatNumber(c.stats), formatNumber(c.reads), formatNumber(c.mappedReads), formatNumber(c.closes), formatBytes(c.payloadBytes), formatBytes(c.bytesRead), formatNumber(c.syscallsPerSample)]);
+      rows.push([s.label, formatRunEpoch(i, report.options.epochs, true), formatNumber(c.opens), formatNumber(c.stats), formatNumber(c.reads), formatNumber(c.mappedReads), formatNumber(c.closes), formatBytes(c.payloadBytes), formatBytes(c.bytesRead), formatNumber(c.syscallsPerSample)]);
     });
   }
   return {
     title: 'Operations per epoch (measured, counted in-process)',
-    header: ['side', 'epoch', 'opens', 'stats', 'reads', 'of them mapped', 'closes', 'payload bytes', 'bytes read from files', 'syscalls/sample'],
+    header: ['side', 'run / epoch', 'opens', 'stats', 'reads', 'of them mapped', 'closes', 'payload bytes', 'bytes read from files', 'syscalls/sample'],
     rows,
   };
 }
@@ -162,7 +162,7 @@ export function runTable(report: BenchReport): Table {
       ['machine', `${m.cpus} CPUs (${m.cpuModel}), ${formatBytes(m.memoryBytes)} RAM, ${m.os.platform} ${m.os.release} ${m.os.arch}`],
       ['software', [`node ${m.node}`, `shardkit ${m.shardkit}`, ...Object.entries(m.versions).map(([k, v]) => `${k} ${v}`)].join(', ')],
       ...(m.filesystem ? [['file systems', `raw: ${m.filesystem.raw}, dataset: ${m.filesystem.dataset}`]] : []),
-      ['epochs / per process / order / batch / concurrency', `${o.epochs} / ${o.epochsPerProcess} / ${o.order} / ${o.batch} / ${o.concurrency}`],
+      ['epochs per run / runs / epochs per process / order / batch / concurrency', `${o.epochs} / ${o.repeat} / ${o.epochsPerProcess} / ${o.order} / ${o.batch} / ${o.concurrency}`],
       ['decode / seed', `${o.decode} / ${o.seed}`],
       ['cache', `${o.cache.mode}; cold verified: ${o.cache.coldVerified ? 'yes' : 'no'}; method: ${o.cache.method}${o.cache.detail ? `; ${o.cache.detail}` : ''}`],
     ],

@@ -39,7 +39,10 @@ export interface CacheInfo {
 }
 
 export interface BenchOptions {
+  /** Timed epochs per run (--epochs); a side times epochs x repeat epochs in all. */
   epochs: number;
+  /** Runs per side (--repeat), alternated between the sides. */
+  repeat: number;
   /** Timed epochs each fresh child process ran: 1 with a cold cache (every epoch maps the data anew), else `epochs`. */
   epochsPerProcess: number;
   order: 'random' | 'sequential';
@@ -130,7 +133,7 @@ export interface LatencySummary {
 export interface SideResult {
   side: SideName;
   label: string;
-  /** Wall seconds of each timed epoch, in run order. */
+  /** Wall seconds of each timed epoch, run by run (run 1's epochs in order, then run 2's, ...): epochs x repeat. */
   epochSeconds: number[];
   medianSeconds: number;
   minSeconds: number;

@@ -223,7 +223,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
     return buildReport({
       command: options.command ?? [],
       machine: collectMachineInfo(versions, { raw: filesystemOf(rawDir), dataset: filesystemOf(dataset) }),
-      options: { epochs: o.epochs, epochsPerProcess: children[0]?.length ?? o.epochs, order: o.order, batch: o.batch, concurrency: o.concurrency, decode: o.decode, seed: o.seed, cache },
+      options: { epochs: o.epochs, repeat: o.repeat, epochsPerProcess: children[0]?.length ?? o.epochs, order: o.order, batch: o.batch, concurrency: o.concurrency, decode: o.decode, seed: o.seed, cache },
       dataset: {
         rawDir,
         dataset,

@@ -9,7 +9,10 @@ import { SeededRandom } from '../../src/bench/seeded-random.js';
 
 export interface MeasurementShape {
   samples?: number;
+  /** Timed epochs per run. */
   epochs?: number;
+  /** Runs per side: each side gets epochs x repeat timed epochs. */
+  repeat?: number;
   lmdb?: boolean;
   strace?: boolean;
   packSeconds?: number | null;
@@ -55,7 +58,9 @@ function side(random: SeededRandom, name: SideName, label: string, samples: numb
 export function makeMeasurements(seed: number, shape: MeasurementShape = {}): BenchMeasurements {
   const random = new SeededRandom(seed);
   const samples = shape.samples ?? 200 + random.int(300);
-  const epochs = shape.epochs ?? 3;
+  const epochsPerRun = shape.epochs ?? 3;
+  const repeat = shape.repeat ?? 1;
+  const epochs = epochsPerRun * repeat;
   const strace = shape.strace ?? true;
   const rawPerSample = 2e-4 + random.float() * 3e-4;
   const shardPerSample = rawPerSample * (0.15 + 0.3 * random.float());
@@ -65,7 +70,7 @@ export function makeMeasurements(seed: number, shape: MeasurementShape = {}): Be
   const none: Ops = { opens: 0, stats: 0, reads: 0, closes: 0 };
   const openEachShard: Ops = { opens: shards + 1, stats: shards + 1, reads: 2, closes: shards + 1 }; // + the index
   return {
-    command: ['shardkit', 'bench', '/data/raw', '/data/raw.shards', '--epochs', String(epochs)],
+    command: ['shardkit', 'bench', '/data/raw', '/data/raw.shards', '--epochs', String(epochsPerRun), '--repeat', String(repeat)],
     machine: {
       cpus: 2,
       cpuModel: 'Test CPU',
@@ -77,7 +82,8 @@ export function makeMeasurements(seed: number, shape: MeasurementShape = {}): Be
       filesystem: { raw: 'ext4', dataset: 'ext4' },
     },
     options: {
-      epochs,
+      epochs: epochsPerRun,
+      repeat,
       epochsPerProcess: 1,
       order: 'random',
       batch: 32,

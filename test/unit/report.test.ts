@@ -114,13 +114,28 @@ describe('buildReport', () => {
     const report = buildReport(input);
     const flagged = report.notes.filter((n) => n.startsWith('NOT warm'));
     expect(flagged).toHaveLength(1);
-    expect(flagged[0]).toContain('NOT warm: raw epochs read from storage although --cache warm (epoch 2 5.0 MB;');
+    expect(flagged[0]).toContain('NOT warm: raw epochs read from storage although --cache warm (run 1 / epoch 2 5.0 MB;');
     expect(renderMarkdown(report)).toContain('warm cache (every file read once before timing), but 1 epoch read from storage: NOT warm, see notes');
     expect(report.options.cache.warmUp).toEqual({ files: 201, bytes: 20_000_000, seconds: 0.25 });
     expect(validate(asJson(report)), JSON.stringify(validate.errors)).toBe(true);
     // 1 MiB is the floor: a small epoch's few hundred KB of read-ahead is not flagged
     input.raw.counters = input.raw.counters.map((k) => ({ ...k, bytesRead: 1000, storageReadBytes: 1 << 20 }));
     expect(buildReport(input).notes.some((n) => n.startsWith('NOT warm'))).toBe(false);
+  });
+
+  it('records --repeat and labels every timed epoch with its run and its epoch within the run', () => {
+    const report = buildReport(makeMeasurements(15, { epochs: 2, repeat: 2 }));
+    expect(report.options.epochs).toBe(2);
+    expect(report.options.repeat).toBe(2);
+    expect(report.sides.raw.epochSeconds).toHaveLength(4);
+    expect(validate(asJson(report)), JSON.stringify(validate.errors)).toBe(true);
+    const md = renderMarkdown(report);
+    expect(md).toContain('2 epochs x 2 runs per side');
+    const epochRows = md.split('## Epoch times (measured)')[1]!.split('\n\n')[1]!.split('\n').slice(2);
+    expect(epochRows.map((r) => r.split(' | ')[0])).toEqual(['| 1 / 1', '| 1 / 2', '| 2 / 1', '| 2 / 2']);
+    expect(md).toMatch(/\| shards \| 2 \/ 1 \|/);
+    const chart = chartSpecs(report).find((c) => c.id === 'epoch-time')!.spec as { data: { values: { epoch: string }[] } };
+    expect([...new Set(chart.data.values.map((v) => v.epoch))]).toEqual(['1 / 1', '1 / 2', '2 / 1', '2 / 2']);
   });
 
   it('notes a cold cache that could not be verified', () => {
