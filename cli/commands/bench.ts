@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { BenchProgress } from '../../src/bench/bench-options.js';
-import type { BenchReport, SideResult } from '../../src/bench/report.js';
+import type { BenchReport, FirstAndSteady, SideResult } from '../../src/bench/report.js';
 import { epochsReadFromStorage } from '../../src/bench/report-build.js';
 import { runBench } from '../../src/bench/run-bench.js';
 import { writeReport } from '../../src/bench/write-report.js';
@@ -47,6 +47,9 @@ function defaultOut(now: Date): string {
 
 const fixed = (x: number | null | undefined, digits = 2): string => (x === null || x === undefined ? 'n/a' : x.toFixed(digits));
 
+/** The report's first-epoch / steady-state pair; steady state left out where every process ran one epoch. */
+const firstAndLater = (f: FirstAndSteady, digits: number): string => (f.steadyState === null ? fixed(f.firstEpoch, digits) : `${fixed(f.firstEpoch, digits)} / ${fixed(f.steadyState, digits)}`);
+
 /** Warm mode: how many epochs still read from storage (flagged in the report's notes). */
 function warmSuffix(sides: readonly SideResult[]): string {
   const n = sides.reduce((k, s) => k + epochsReadFromStorage(s.counters).length, 0);
@@ -57,16 +60,15 @@ function warmSuffix(sides: readonly SideResult[]): string {
 export function benchSummary(report: BenchReport): string {
   const sides = [report.sides.raw, report.sides.shards, ...(report.sides.lmdb ? [report.sides.lmdb] : [])];
   const rows = [
-    ['side', 'epoch s (median [min-max])', 'samples/s', 'payload MB/s', 'syscalls/sample', 'files opened/epoch', 'peak RSS (mapped data)'],
+    ['side', 'epoch s (median [min-max])', 'samples/s', 'payload MB/s', 'syscalls/sample (1st epoch / later)', 'files opened/epoch (1st / later)', 'peak RSS (mapped data)'],
     ...sides.map((s) => {
-      const opens = s.counters.map((c) => c.opens).sort((a, b) => a - b);
       return [
         s.side,
         `${fixed(s.medianSeconds, 3)} [${fixed(s.minSeconds, 3)}-${fixed(s.maxSeconds, 3)}]`,
         fixed(s.samplesPerSecond, 0),
         fixed(s.megabytesPerSecond, 1),
-        fixed(s.counters[0]?.syscallsPerSample, 2),
-        opens.length === 0 ? 'n/a' : `${opens[0]}-${opens[opens.length - 1]}`,
+        firstAndLater(s.syscallsPerSample, 2),
+        firstAndLater(s.opensPerEpoch, 0),
         s.mappedDataBytes ? `${humanBytes(s.peakRssBytes)} (${humanBytes(s.mappedDataBytes)})` : humanBytes(s.peakRssBytes),
       ];
     }),
@@ -77,7 +79,7 @@ export function benchSummary(report: BenchReport): string {
     `${d.samples} samples, ${d.rawFiles} raw files (${humanBytes(d.rawBytes)}, ${humanBytes(d.rawAllocatedBytes)} allocated) vs ${d.shards} shards + index (${humanBytes(d.shardBytes + d.indexBytes)})`,
     `cache: ${report.options.cache.mode}${report.options.cache.mode === 'cold' ? `${report.options.cache.coldVerified ? ' (verified)' : ' (NOT verified: see report)'}, each epoch in a fresh process` : warmSuffix(sides)}, order ${report.options.order}, batch ${report.options.batch}, concurrency ${report.options.concurrency}, decode ${report.options.decode}`,
     table(rows),
-    `shards vs raw: ${c.speedup === null ? 'n/a' : c.speedup >= 1 ? `epochs ${fixed(c.speedup)}x faster` : `epochs ${fixed(1 / c.speedup)}x SLOWER`}, ${fixed(c.syscallsPerSampleRatio, 3)}x the syscalls per sample, break-even after ${d.packSeconds === null ? 'unknown (no pack time recorded)' : c.breakEvenEpochs === null ? 'never (shards not faster here)' : `${fixed(c.breakEvenEpochs)} epochs (pack took ${fixed(d.packSeconds)} s)`}`,
+    `shards vs raw: ${c.speedup === null ? 'n/a' : c.speedup >= 1 ? `epochs ${fixed(c.speedup)}x faster` : `epochs ${fixed(1 / c.speedup)}x SLOWER`}, ${fixed(c.syscallsPerSampleRatio, 3)}x the syscalls per sample in a process's first epoch${c.steadyStateSyscallsPerSampleRatio === null ? '' : ` (${fixed(c.steadyStateSyscallsPerSampleRatio, 3)}x in later epochs)`}, break-even after ${d.packSeconds === null ? 'unknown (no pack time recorded)' : c.breakEvenEpochs === null ? 'never (shards not faster here)' : `${fixed(c.breakEvenEpochs)} epochs (pack took ${fixed(d.packSeconds)} s)`}`,
   ];
   if (c.lmdbVsShards !== undefined) lines.push(`lmdb epoch / shards epoch: ${fixed(c.lmdbVsShards)}`);
   lines.push(...throttledSummary(report));

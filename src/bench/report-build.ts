@@ -12,6 +12,7 @@ import type {
   Comparison,
   DatasetFacts,
   EpochCounters,
+  FirstAndSteady,
   LatencySummary,
   MachineInfo,
   Projections,
@@ -125,7 +126,18 @@ function straceCheck(calls: Record<string, number> | null, counters: readonly Ep
   return { calls: { ...calls }, totalCalls, ioCallsPerSample, agreement: ratio(ioCallsPerSample, inProcess) };
 }
 
-export function summarizeSide(m: SideMeasurement): SideResult {
+/**
+ * A per-epoch figure over the epochs each process ran first and over its later ones. A side's epochs are listed
+ * process by process, `epochsPerProcess` each.
+ */
+export function firstAndSteady(values: readonly number[], epochsPerProcess: number): FirstAndSteady {
+  const per = Math.max(1, epochsPerProcess);
+  const first = values.filter((_, i) => i % per === 0);
+  const later = values.filter((_, i) => i % per !== 0);
+  return { firstEpoch: first.length === 0 ? 0 : median(first), steadyState: later.length === 0 ? null : median(later) };
+}
+
+export function summarizeSide(m: SideMeasurement, epochsPerProcess = m.epochSeconds.length): SideResult {
   if (m.epochSeconds.length === 0) throw new RangeError(`${m.side}: no timed epochs`);
   const counters = m.counters.map(withSyscallsPerSample);
   const medianSeconds = median(m.epochSeconds);
@@ -143,6 +155,8 @@ export function summarizeSide(m: SideMeasurement): SideResult {
     megabytesPerSecond: payloadBytes / medianSeconds / 1e6,
     bytesReadPerEpoch: counts.bytes,
     latency: summarizeLatency(m.latenciesSeconds, m.latencyWhat),
+    syscallsPerSample: firstAndSteady(counters.map((c) => c.syscallsPerSample), epochsPerProcess),
+    opensPerEpoch: firstAndSteady(counters.map((c) => c.opens), epochsPerProcess),
     counters,
     strace: straceCheck(m.straceCalls, counters),
     peakRssBytes: m.peakRssBytes,
@@ -170,13 +184,14 @@ export function breakEvenEpochs(packSeconds: number | null, rawEpochSeconds: num
 }
 
 export function compareSides(raw: SideResult, shards: SideResult, packSeconds: number | null, lmdb?: SideResult): Comparison {
-  const opensPerEpoch = (s: SideResult): number => medianCounts(s.counters).opens;
-  const syscalls = (s: SideResult): number => (s.counters.length === 0 ? 0 : median(s.counters.map((c) => c.syscallsPerSample)));
+  const steadyShards = shards.syscallsPerSample.steadyState;
+  const steadyRaw = raw.syscallsPerSample.steadyState;
   return {
     speedup: ratio(raw.medianSeconds, shards.medianSeconds),
     throughputRatio: ratio(shards.samplesPerSecond, raw.samplesPerSecond),
-    syscallsPerSampleRatio: ratio(syscalls(shards), syscalls(raw)),
-    opensRatio: ratio(opensPerEpoch(shards), opensPerEpoch(raw)),
+    syscallsPerSampleRatio: ratio(shards.syscallsPerSample.firstEpoch, raw.syscallsPerSample.firstEpoch),
+    steadyStateSyscallsPerSampleRatio: steadyShards === null || steadyRaw === null ? null : ratio(steadyShards, steadyRaw),
+    opensRatio: ratio(shards.opensPerEpoch.firstEpoch, raw.opensPerEpoch.firstEpoch),
     breakEvenEpochs: breakEvenEpochs(packSeconds, raw.medianSeconds, shards.medianSeconds),
     ...(lmdb ? { lmdbVsShards: ratio(lmdb.medianSeconds, shards.medianSeconds) } : {}),
   };
@@ -203,9 +218,10 @@ export function projectSides(sides: BenchReport['sides'], profiles: readonly Sto
 /** Assembles the whole report from measurements. */
 export function buildReport(input: BenchMeasurements): BenchReport {
   const dataset = withOverhead(input.dataset);
-  const raw = summarizeSide(input.raw);
-  const shards = summarizeSide(input.shards);
-  const lmdb = input.lmdb ? summarizeSide(input.lmdb) : undefined;
+  const per = input.options.epochsPerProcess;
+  const raw = summarizeSide(input.raw, per);
+  const shards = summarizeSide(input.shards, per);
+  const lmdb = input.lmdb ? summarizeSide(input.lmdb, per) : undefined;
   const sides = { raw, shards, ...(lmdb ? { lmdb } : {}) };
   const notes = [...(input.notes ?? [])];
   if (input.options.cache.mode === 'cold' && !input.options.cache.coldVerified) {

@@ -2,10 +2,9 @@
  * The report's tables as plain rows of strings: report.md and report.html render the same rows, so the two
  * documents always show the same figures in the same order.
  */
-import { epochsReadFromStorage, medianCounts } from './report-build.js';
-import { median } from './report-stats.js';
+import { epochsReadFromStorage } from './report-build.js';
 import { formatBytes, formatEpochs, formatNumber, formatPercent, formatRatio, formatRunEpoch, formatSeconds } from './report-format.js';
-import type { BenchReport, SideResult, ThrottledSide } from './report.js';
+import type { BenchReport, FirstAndSteady, SideResult, ThrottledSide } from './report.js';
 
 export interface Table {
   title: string;
@@ -28,8 +27,8 @@ function sidesOf(report: BenchReport): SideResult[] {
 const peakRss = (s: SideResult): string =>
   s.mappedDataBytes === null || s.mappedDataBytes === 0 ? formatBytes(s.peakRssBytes) : `${formatBytes(s.peakRssBytes)} (${formatBytes(s.mappedDataBytes)} of it mapped data files)`;
 
-/** Median system calls per sample over the side's epochs (the figure the shards-vs-raw ratio compares). */
-const perSample = (s: SideResult): number => (s.counters.length === 0 ? 0 : median(s.counters.map((c) => c.syscallsPerSample)));
+/** A first-epoch / steady-state pair as one cell; steady state left out where every process ran one epoch. */
+const firstAndLater = (f: FirstAndSteady): string => (f.steadyState === null ? formatNumber(f.firstEpoch) : `${formatNumber(f.firstEpoch)} / ${formatNumber(f.steadyState)}`);
 
 /** The cache mode as the summary states it: cold not verified, and warm epochs that read from storage, said there. */
 function cacheCaption(report: BenchReport): string {
@@ -44,6 +43,8 @@ export function summaryTable(report: BenchReport): Table {
   const sides = sidesOf(report);
   const { comparison: cmp } = report;
   const row = (name: string, f: (s: SideResult) => string, vs: string): string[] => [name, ...sides.map(f), vs];
+  const steady = cmp.steadyStateSyscallsPerSampleRatio !== null;
+  const split = steady ? ', first epoch of a process (opens the shards) / later epochs (steady state)' : ', first epoch of a process (opens the shards)';
   return {
     title: 'Summary (measured)',
     caption: `${report.dataset.samples.toLocaleString('en-US')} samples, ${report.options.epochs} epochs x ${report.options.repeat} runs per side, ${report.options.order} order, batch ${report.options.batch}, concurrency ${report.options.concurrency}, ${cacheCaption(report)}`,
@@ -55,8 +56,8 @@ export function summaryTable(report: BenchReport): Table {
       row('payload MB/s (member bytes)', (s) => formatNumber(s.megabytesPerSecond), ''),
       row('bytes read from files per epoch (headers, padding, merged reads)', (s) => formatBytes(s.bytesReadPerEpoch), ''),
       row('latency p50 / p99', (s) => `${formatSeconds(s.latency.p50)} / ${formatSeconds(s.latency.p99)}`, ''),
-      row('files opened per epoch', (s) => formatNumber(medianCounts(s.counters).opens), formatRatio(cmp.opensRatio)),
-      row('syscalls per sample', (s) => formatNumber(perSample(s)), formatRatio(cmp.syscallsPerSampleRatio)),
+      row(`files opened per epoch${split}`, (s) => firstAndLater(s.opensPerEpoch), formatRatio(cmp.opensRatio)),
+      row(`syscalls per sample${split}`, (s) => firstAndLater(s.syscallsPerSample), steady ? `${formatRatio(cmp.syscallsPerSampleRatio)} / ${formatRatio(cmp.steadyStateSyscallsPerSampleRatio)}` : formatRatio(cmp.syscallsPerSampleRatio)),
       row('peak RSS', peakRss, ''),
       ['break-even', ...sides.map(() => ''), formatEpochs(cmp.breakEvenEpochs)],
     ],

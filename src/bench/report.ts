@@ -130,6 +130,12 @@ export interface LatencySummary {
   cdf: { seconds: number; fraction: number }[];
 }
 
+/** A per-epoch figure over the first epoch of each process, and over the later ones (null when there are none). */
+export interface FirstAndSteady {
+  firstEpoch: number;
+  steadyState: number | null;
+}
+
 export interface SideResult {
   side: SideName;
   label: string;
@@ -145,6 +151,14 @@ export interface SideResult {
   /** Median bytes read from the side's files per epoch (EpochCounters.bytesRead): framing and merged reads included. */
   bytesReadPerEpoch: number;
   latency: LatencySummary;
+  /**
+   * System calls per sample, the one definition every output uses: the median over the epochs each process ran
+   * first (they open the data: shards, index) and, apart, over the later epochs of a process (steady state; null
+   * when every process ran a single epoch, as with a cold cache).
+   */
+  syscallsPerSample: FirstAndSteady;
+  /** Files opened per epoch, split the same way. */
+  opensPerEpoch: FirstAndSteady;
   /** One entry per epoch, same order as epochSeconds. */
   counters: EpochCounters[];
   strace: StraceCheck | null;
@@ -161,9 +175,11 @@ export interface Comparison {
   speedup: number | null;
   /** shards samples/s / raw samples/s. */
   throughputRatio: number | null;
-  /** shards syscalls per sample / raw syscalls per sample. */
+  /** shards / raw syscalls per sample, first epoch of a process (syscallsPerSample.firstEpoch). */
   syscallsPerSampleRatio: number | null;
-  /** shards files opened per epoch / raw files opened per epoch. */
+  /** shards / raw syscalls per sample in the later epochs of a process; null when each process ran one epoch. */
+  steadyStateSyscallsPerSampleRatio: number | null;
+  /** shards / raw files opened, first epoch of a process (opensPerEpoch.firstEpoch). */
   opensRatio: number | null;
   /** packSeconds / (raw median - shards median); null if pack time is unknown or shards are not faster. */
   breakEvenEpochs: number | null;

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import Ajv2020 from 'ajv/dist/2020.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { benchSummary } from '../../cli/commands/bench.js';
 import { chartSpecs } from '../../src/bench/charts.js';
 import { projectEpoch } from '../../src/bench/profiles.js';
 import { renderHtml } from '../../src/bench/render-html.js';
@@ -136,6 +137,37 @@ describe('buildReport', () => {
     expect(md).toMatch(/\| shards \| 2 \/ 1 \|/);
     const chart = chartSpecs(report).find((c) => c.id === 'epoch-time')!.spec as { data: { values: { epoch: string }[] } };
     expect([...new Set(chart.data.values.map((v) => v.epoch))]).toEqual(['1 / 1', '1 / 2', '2 / 1', '2 / 2']);
+  });
+
+  it('gives syscalls per sample one definition everywhere: first epoch of a process and steady state, apart', () => {
+    const input = makeMeasurements(16, { epochs: 2, repeat: 2, samples: 100 });
+    input.options.cache = { mode: 'warm', coldVerified: false, method: 'none' };
+    input.options.epochsPerProcess = 2;
+    const c = { samples: 100, bytesRead: 1e6, payloadBytes: 1e6, storageReadBytes: 0 };
+    input.raw.counters = Array.from({ length: 4 }, () => ({ ...c, opens: 100, stats: 100, reads: 100, mappedReads: 0, closes: 100 }));
+    // each process's first epoch opens 2 files (index, shard) and reads 2 headers; later epochs copy out of the map
+    const first = { ...c, opens: 2, stats: 2, reads: 102, mappedReads: 0, closes: 0 };
+    const later = { ...c, opens: 0, stats: 0, reads: 100, mappedReads: 100, closes: 0 };
+    input.shards.counters = [first, later, first, later];
+    const report = buildReport(input);
+    expect(report.sides.shards.syscallsPerSample).toEqual({ firstEpoch: 1.06, steadyState: 0 });
+    expect(report.sides.raw.syscallsPerSample).toEqual({ firstEpoch: 4, steadyState: 4 });
+    expect(report.sides.shards.opensPerEpoch).toEqual({ firstEpoch: 2, steadyState: 0 });
+    expect(report.comparison.syscallsPerSampleRatio).toBeCloseTo(0.265, 12);
+    expect(report.comparison.steadyStateSyscallsPerSampleRatio).toBe(0);
+    expect(report.comparison.opensRatio).toBe(0.02);
+    const md = renderMarkdown(report);
+    expect(md).toContain('| syscalls per sample, first epoch of a process (opens the shards) / later epochs (steady state) | 4 / 4 | 1.06 / 0 | 0.265x / 0x |');
+    expect(md).toContain('| files opened per epoch, first epoch of a process (opens the shards) / later epochs (steady state) | 100 / 100 | 2 / 0 | 0.02x |');
+    const cli = benchSummary(report);
+    expect(cli).toMatch(/^shards +\S+ \[\S+\] +\d+ +[\d.]+ +1\.06 \/ 0\.00 +2 \/ 0 /m);
+    expect(cli).toContain('0.265x the syscalls per sample in a process\'s first epoch (0.000x in later epochs)');
+    expect(validate(asJson(report)), JSON.stringify(validate.errors)).toBe(true);
+    // one epoch per process (cold): no steady state to report
+    input.options.epochsPerProcess = 1;
+    const cold = buildReport(input);
+    expect(cold.sides.shards.syscallsPerSample).toEqual({ firstEpoch: 0.53, steadyState: null });
+    expect(cold.comparison.steadyStateSyscallsPerSampleRatio).toBeNull();
   });
 
   it('notes a cold cache that could not be verified', () => {
