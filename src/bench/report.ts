@@ -69,7 +69,7 @@ export interface DatasetFacts {
   indexBytes: number;
   layout: string;
   compress: string;
-  /** Seconds the pack took, from the manifest; null if it did not record it. */
+  /** Seconds the pack took, from pack-report.json; null if missing or the pack was resumed (only the last run's seconds are recorded). */
   packSeconds: number | null;
   overhead: {
     /** rawAllocatedBytes / rawBytes. */

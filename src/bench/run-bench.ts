@@ -203,6 +203,8 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
       notes.push(o.strace === false ? 'strace cross-check skipped (--no-strace).' : 'strace cross-check skipped: strace is not installed or not allowed here.');
     }
 
+    const packTime = readPackSeconds(dataset);
+    if (packTime.why !== undefined) notes.push(`Pack time unknown, so no break-even: ${packTime.why}.`);
     const cache = cacheInfo(o, [...acc.values()].flatMap((a) => a.epochs.map((e) => e.cache)), warmUp);
     notes.push(...sideNotes(o, acc));
     if (throttled?.status !== 'measured') notes.push(throttleSupport(o.throttle !== null));
@@ -236,7 +238,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
         indexBytes: manifest.index.bytes,
         layout: manifest.layout,
         compress: manifest.compress,
-        packSeconds: readPackSeconds(dataset) ?? null,
+        packSeconds: packTime.seconds,
       },
       raw: measurement('raw'),
       shards: measurement('shards'),

@@ -31,12 +31,23 @@ export function writePackReport(out: string, r: PackResult): void {
   }
 }
 
-/** Reads the pack time back, or undefined when the report is missing or unreadable. */
-export function readPackSeconds(datasetDir: string): number | undefined {
+/**
+ * The pack time the bench may use for break-even: pack-report.json's seconds, or null with the reason. A pack
+ * finished with --resume records only the resumed run's seconds, not the time of the run(s) it continued.
+ */
+export function readPackSeconds(datasetDir: string): { seconds: number | null; why?: string } {
+  let doc: { seconds?: unknown; resumedSamples?: unknown; samples?: unknown };
   try {
-    const doc = JSON.parse(fs.readFileSync(path.join(datasetDir, PACK_REPORT_FILE), 'utf8')) as { seconds?: unknown };
-    return typeof doc.seconds === 'number' ? doc.seconds : undefined;
+    doc = JSON.parse(fs.readFileSync(path.join(datasetDir, PACK_REPORT_FILE), 'utf8')) as typeof doc;
   } catch {
-    return undefined;
+    return { seconds: null, why: `${PACK_REPORT_FILE} is missing or unreadable` };
   }
+  if (typeof doc.seconds !== 'number') return { seconds: null, why: `${PACK_REPORT_FILE} records no pack time` };
+  if (typeof doc.resumedSamples === 'number' && doc.resumedSamples > 0) {
+    return {
+      seconds: null,
+      why: `the pack was finished with --resume (${doc.resumedSamples} of ${typeof doc.samples === 'number' ? doc.samples : '?'} samples written by an earlier, interrupted run): ${PACK_REPORT_FILE}'s ${doc.seconds.toFixed(2)} s cover only the resumed run, so the whole pack time is unknown`,
+    };
+  }
+  return { seconds: doc.seconds };
 }
