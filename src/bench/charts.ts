@@ -31,6 +31,8 @@ const OP_COLOURS = ['#e6ab02', '#66a61e', '#1f78b4', '#e7298a'];
 const WIDTH = 380;
 const HEIGHT = 240;
 const BREAK_EVEN_MAX_POINTS = 200;
+/** d3-format for bar labels: 3 significant digits, thousands grouped (0.32 MB/s reads 0.32, not 0). */
+const VALUE_LABEL_FORMAT = ',.3~r';
 
 function sidesOf(report: BenchReport): SideResult[] {
   return [report.sides.raw, report.sides.shards, ...(report.sides.lmdb ? [report.sides.lmdb] : [])];
@@ -84,7 +86,7 @@ function throughputChart(report: BenchReport): ChartSpec {
     transform: [{ filter: { field: 'metric', equal: metric } }],
     layer: [
       { mark: { type: 'bar', tooltip: true }, encoding: { color: { field: 'side', type: 'nominal', title: null, scale: sideColour(report) } } },
-      { mark: { type: 'text', dy: -6, fontSize: 11 }, encoding: { text: { field: 'value', type: 'quantitative', format: ',.0f' } } },
+      { mark: { type: 'text', dy: -6, fontSize: 11 }, encoding: { text: { field: 'value', type: 'quantitative', format: VALUE_LABEL_FORMAT } } },
     ],
     encoding: {
       x: { field: 'side', type: 'nominal', title: null, sort: null, axis: { labelAngle: 0 } },
@@ -103,18 +105,21 @@ function throughputChart(report: BenchReport): ChartSpec {
 
 function latencyCdfChart(report: BenchReport): ChartSpec {
   const values = sidesOf(report).flatMap((s) => s.latency.cdf.map((p) => ({ side: s.label, ms: Math.max(p.seconds * 1000, 1e-4), fraction: p.fraction })));
+  // the bench times each batch (next() to batch in hand), not each sample
+  const [unit, units] = report.options.batch === 1 ? ['sample', 'samples'] : ['batch', 'batches'];
+  const title = report.options.batch === 1 ? 'Sample wait CDF' : `Batch wait CDF (batches of ${report.options.batch})`;
   return {
     id: 'latency-cdf',
-    title: 'Latency CDF',
+    title,
     projected: false,
     throttled: false,
     spec: {
-      ...base('Per-sample latency CDF (measured)', `${report.sides.shards.latency.what}; further left is better`),
+      ...base(`${title} (measured)`, `${report.sides.shards.latency.what}; further left is better`),
       data: { values },
       mark: { type: 'line', interpolate: 'step-after', point: false, tooltip: true },
       encoding: {
-        x: { field: 'ms', type: 'quantitative', title: 'latency (ms, log scale)', scale: { type: 'log' } },
-        y: { field: 'fraction', type: 'quantitative', title: 'fraction of samples', scale: { domain: [0, 1] } },
+        x: { field: 'ms', type: 'quantitative', title: `${unit} wait (ms, log scale)`, scale: { type: 'log' } },
+        y: { field: 'fraction', type: 'quantitative', title: `fraction of ${units}`, scale: { domain: [0, 1] } },
         color: { field: 'side', type: 'nominal', title: null, scale: sideColour(report) },
       },
     } as TopLevelSpec,

@@ -55,7 +55,7 @@ export function summaryTable(report: BenchReport): Table {
       row('samples/s', (s) => formatNumber(s.samplesPerSecond), formatRatio(cmp.throughputRatio)),
       row('payload MB/s (member bytes)', (s) => formatNumber(s.megabytesPerSecond), ''),
       row('bytes read from files per epoch (headers, padding, merged reads)', (s) => formatBytes(s.bytesReadPerEpoch), ''),
-      row('latency p50 / p99', (s) => `${formatSeconds(s.latency.p50)} / ${formatSeconds(s.latency.p99)}`, ''),
+      row(report.options.batch === 1 ? 'sample wait p50 / p99' : `batch wait p50 / p99 (batches of ${report.options.batch})`, (s) => `${formatSeconds(s.latency.p50)} / ${formatSeconds(s.latency.p99)}`, ''),
       row(`files opened per epoch${split}`, (s) => firstAndLater(s.opensPerEpoch), formatRatio(cmp.opensRatio)),
       row(`syscalls per sample${split}`, (s) => firstAndLater(s.syscallsPerSample), steady ? `${formatRatio(cmp.syscallsPerSampleRatio)} / ${formatRatio(cmp.steadyStateSyscallsPerSampleRatio)}` : formatRatio(cmp.syscallsPerSampleRatio)),
       row('peak RSS', peakRss, ''),

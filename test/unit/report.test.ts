@@ -5,7 +5,7 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { benchSummary } from '../../cli/commands/bench.js';
-import { chartSpecs } from '../../src/bench/charts.js';
+import { chartSpecs, renderSvg } from '../../src/bench/charts.js';
 import { projectEpoch } from '../../src/bench/profiles.js';
 import { renderHtml } from '../../src/bench/render-html.js';
 import { renderMarkdown } from '../../src/bench/render-md.js';
@@ -168,6 +168,21 @@ describe('buildReport', () => {
     const cold = buildReport(input);
     expect(cold.sides.shards.syscallsPerSample).toEqual({ firstEpoch: 0.53, steadyState: null });
     expect(cold.comparison.steadyStateSyscallsPerSampleRatio).toBeNull();
+  });
+
+  it('charts say what was timed (batch waits) and label small rates with their digits', async () => {
+    const input = makeMeasurements(17);
+    input.raw.counters = input.raw.counters.map((c) => ({ ...c, payloadBytes: 320_000 }));
+    input.raw.epochSeconds = input.raw.epochSeconds.map(() => 1);
+    const report = buildReport(input);
+    expect(report.sides.raw.megabytesPerSecond).toBe(0.32);
+    const charts = chartSpecs(report);
+    const cdf = charts.find((c) => c.id === 'latency-cdf')!;
+    expect(cdf.title).toBe('Batch wait CDF (batches of 32)');
+    expect(JSON.stringify(cdf.spec)).not.toMatch(/Per-sample|fraction of samples/);
+    expect(JSON.stringify(cdf.spec)).toContain('fraction of batches');
+    const svg = await renderSvg(charts.find((c) => c.id === 'throughput')!.spec);
+    expect(svg).toMatch(/>0\.32</);
   });
 
   it('notes a cold cache that could not be verified', () => {
