@@ -6,9 +6,11 @@ import { parseChoice, parseCount } from '../args.js';
 import { humanBytes } from '../format.js';
 import { printJson, runAction } from '../run-action.js';
 
+const DEFAULT_CLASSES = 10;
+
 interface SynthFlags {
   samples: string;
-  classes: string;
+  classes?: string;
   sizes: string;
   seed: string;
   json?: boolean;
@@ -21,7 +23,7 @@ export function registerSynth(program: Command): void {
     .description('write a synthetic Lots-Of-Small-Files dataset (ImageNet-like layout) for benchmarks')
     .argument('<dir>', 'output directory (new or empty)')
     .requiredOption('--samples <n>', 'number of samples')
-    .option('--classes <k>', 'number of class folders', '10')
+    .option('--classes <k>', `number of class folders (default ${DEFAULT_CLASSES}, or the sample count when smaller)`)
     .option('--sizes <kind>', `file sizes: ${SYNTH_SIZES.join(' | ')}`, 'imagenet')
     .option('--seed <s>', 'seed: same seed, same bytes', '0')
     .option('--json', 'print the summary as JSON')
@@ -29,7 +31,8 @@ export function registerSynth(program: Command): void {
     .action(
       runAction(async (dir: string, flags: SynthFlags) => {
         const samples = parseCount(flags.samples, '--samples', 1);
-        const classes = parseCount(flags.classes, '--classes', 1);
+        // the default must not ask for more classes than samples: --samples 5 alone is a valid request
+        const classes = flags.classes === undefined ? Math.min(DEFAULT_CLASSES, samples) : parseCount(flags.classes, '--classes', 1);
         const sizes = parseChoice(flags.sizes, '--sizes', SYNTH_SIZES);
         const seed = parseCount(flags.seed, '--seed', 0);
         const bar =

@@ -45,6 +45,15 @@ describe('shardkit synth', () => {
     expect(quiet.out).toBe('');
   });
 
+  it('caps the default --classes at the sample count', async () => {
+    const dir = join(tmpDir(), 'five');
+    const r = await synth([dir, '--samples', '5', '--sizes', 'tiny', '--json']);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.out).classes).toBe(5);
+    expect(readdirSync(join(dir, 'train'))).toHaveLength(5);
+  });
+
   it('bad arguments exit 2 with one SHARDKIT_ERR_INVALID_ARG line', async () => {
     for (const args of [
       ['--samples', 'many'],
