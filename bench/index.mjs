@@ -14,11 +14,11 @@ import { parseArgs } from 'node:util';
 import { DatasetWriter } from '../dist/src/pack/dataset-writer.js';
 import { openDataset } from '../dist/src/read/dataset.js';
 import { writeIndexFile } from '../dist/src/pack/index-file.js';
+import { median } from '../dist/src/bench/report-stats.js';
 
 const { values } = parseArgs({ options: { samples: { type: 'string', default: '1000000' }, repeat: { type: 'string', default: '5' }, out: { type: 'string' }, child: { type: 'string' } } });
 const N = Number(values.samples);
 const R = Number(values.repeat);
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const keyOf = (i) => `train/n${String(i % 1000).padStart(8, '0')}/n${String(i % 1000).padStart(8, '0')}_${String(i).padStart(7, '0')}`;
 const now = () => Number(process.hrtime.bigint()) / 1e6;
 

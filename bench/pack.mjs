@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { median } from '../dist/src/bench/report-stats.js';
 
 const { values } = parseArgs({ options: { files: { type: 'string', default: '100000' }, repeat: { type: 'string', default: '5' }, size: { type: 'string', default: '100-4000' }, tree: { type: 'string' }, layout: { type: 'string', default: 'tar' }, cold: { type: 'boolean', default: false }, 'tar-sort': { type: 'boolean', default: false }, 'read-threads': { type: 'string' } } });
 const N = Number(values.files);
@@ -74,10 +75,7 @@ sides.node();
 const runs = { tar: [], shardkit: [], node: [] };
 for (let r = 0; r < R; r++) for (const side of ['tar', 'shardkit', 'node']) runs[side].push(sides[side]());
 
-const stat = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return { median: s[Math.floor(s.length / 2)], min: s[0], max: s[s.length - 1] };
-};
+const stat = (xs) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
 /** Regular files under `dir` (a --tree's own count; the generated tree has N). */
 function countFiles(dir) {
   let n = 0;

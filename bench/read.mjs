@@ -28,6 +28,7 @@ import { open as openLmdb } from 'lmdb';
 import { DatasetWriter } from '../dist/src/pack/dataset-writer.js';
 import { openDataset } from '../dist/src/read/dataset.js';
 import { IoStats } from '../dist/src/io/io-stats.js';
+import { median } from '../dist/src/bench/report-stats.js';
 import { renderMarkdown } from './read-report.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -124,12 +125,6 @@ async function poolRun(n, concurrency, fn) {
     while (next < n) await fn(next++);
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
-}
-
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 /** The measured methods: each reads all N samples once, in a random order, and returns the bytes it got. */
