@@ -114,7 +114,10 @@ export interface StraceCheck {
   totalCalls: number;
   /** I/O-related calls per sample (openat, read, pread64, statx/fstat/newfstatat, close). */
   ioCallsPerSample: number;
-  /** ioCallsPerSample / the in-process syscallsPerSample of the same epoch; near 1 means the counters agree. */
+  /**
+   * The traced I/O calls per sample but close / the in-process count of the same epoch but closes; near 1 means the
+   * counters agree. close is left out: the shards close at teardown, after the epoch the counters cover.
+   */
   agreement: number | null;
 }
 

@@ -192,12 +192,16 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
         });
         (acc.get(side) as SideAccumulator).straceCalls = subtractCalls(epoch.straceCalls ?? {}, setup.straceCalls ?? {});
       }
-      const filtered = sides.every((s) => tracePaths(s) !== null);
+      // said side by side: a raw tree too big to name on the command line is counted whole, the shards still filtered
+      const filtered = sides.filter((s) => tracePaths(s) !== null);
+      const whole = sides.filter((s) => tracePaths(s) === null);
       notes.push(
-        'strace: calls of one traced epoch (a child running one warm epoch under `strace -f -c`, minus a traced child doing the same setup without the epoch), ' +
-          (filtered
-            ? "counting only calls on the side's own data files (`strace -P` on every raw file, shard file and the index)."
-            : `counting every call of the process (more than ${MAX_TRACE_PATHS} files: no -P filter), so reads of pipes and event fds by the runtime are included.`),
+        'strace: calls of one traced epoch (a child running one warm epoch under `strace -f -c`, minus a traced child doing the same setup without the epoch)' +
+          (filtered.length > 0 ? `; for ${filtered.join(', ')}, only calls on the side's own data files (\`strace -P\` on each of them)` : '') +
+          (whole.length > 0
+            ? `; for ${whole.join(', ')}, every call of the process (more than ${MAX_TRACE_PATHS} files: no -P filter), reads of pipes and event fds by the runtime included`
+            : '') +
+          '.',
       );
     } else {
       notes.push(o.strace === false ? 'strace cross-check skipped (--no-strace).' : 'strace cross-check skipped: strace is not installed or not allowed here.');
