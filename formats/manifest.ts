@@ -7,6 +7,8 @@ import { ErrorCodes, ShardkitError } from './errors.js';
 import { MAX_PAGE_SIZE, MIN_PAGE_SIZE, type Layout } from './index-layout.js';
 
 export const MANIFEST_FILE = 'manifest.json';
+/** Recorded in the manifest's `extra` by `index` so `reindex` knows the shards follow the adoption rules (SPEC). */
+export const ADOPTED_EXTRA_KEY = 'adopted';
 export const MANIFEST_FORMAT = 'shardkit-dataset';
 export const MANIFEST_VERSION = 1;
 

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { DEFAULT_PAGE_SIZE, validatePageSize } from '../../formats/index-layout.js';
 import { maxKeyBytes } from '../../formats/index-page.js';
-import { MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
+import { ADOPTED_EXTRA_KEY, MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
 import { INDEX_FILE } from '../pack/dataset-writer.js';
 import { expectLocalPath } from '../io/location.js';
 import { fsCall, ioError } from '../pack/fs-errors.js';
@@ -20,8 +20,7 @@ import { DEFAULT_MAX_MEMBER_BYTES } from '../read/dataset-options.js';
 
 /** Work directory for the external sort, removed when done. */
 export { ADOPT_WORK_DIR };
-/** Recorded in the manifest's `extra` so `reindex` knows these shards follow the adoption rules. */
-export const ADOPTED_EXTRA_KEY = 'adopted';
+export { ADOPTED_EXTRA_KEY };
 
 export interface AdoptOptions {
   /** Output directory (created when missing). */

@@ -72,6 +72,8 @@ export async function reindexDataset(dir: string, options: ReindexOptions = {}):
       // an adopted dataset's skips are found again by the scan; a packed one's came from its inputs
       skipped: adopted ? skipped : (old?.skipped ?? []),
       extra: old?.extra ?? {},
+      // a part of a partitioned pack stays one: merge needs to know which
+      ...(old?.part === undefined ? {} : { part: old.part }),
       duplicates: adopted ? 'skip' : 'fail',
     });
     return { manifest, keptManifestFields: old !== undefined, manifestProblem: problem };

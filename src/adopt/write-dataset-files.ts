@@ -5,7 +5,7 @@
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import type { Layout, ShardRecord } from '../../formats/index-layout.js';
-import type { Manifest, ManifestPass } from '../../formats/manifest.js';
+import type { Manifest, ManifestPart, ManifestPass } from '../../formats/manifest.js';
 import { commitDataset } from '../pack/commit.js';
 import type { EntrySorter } from '../pack/entry-runs.js';
 
@@ -23,6 +23,8 @@ export interface DatasetFilesSpec {
   /** Skipped entries so far; duplicates found while sorting are appended. */
   skipped: { path: string; reason: string }[];
   extra: Record<string, unknown>;
+  /** Of a part of a partitioned pack: which part (kept by reindex). */
+  part?: ManifestPart;
   /** Two samples with one key: skip the later (adopting foreign tars) or fail with DUPLICATE_KEY (reindex). */
   duplicates: 'skip' | 'fail';
   sync?: boolean;
@@ -77,5 +79,6 @@ export function writeDatasetFiles(spec: DatasetFilesSpec): Manifest {
     keepFiles: spec.files,
     skipped,
     extra: spec.extra,
+    ...(spec.part === undefined ? {} : { part: spec.part }),
   });
 }

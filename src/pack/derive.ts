@@ -8,13 +8,14 @@ import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectLocalPath, isRemote, resolveLocation } from '../io/location.js';
 import type { Layout } from '../../formats/index-layout.js';
-import { MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
+import { ADOPTED_EXTRA_KEY, MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
 import { memberPath } from '../../formats/sample.js';
 import type { Pass } from '../passes/pass.js';
 import { imageConcurrency } from '../passes/image-concurrency.js';
 import type { HttpClientOptions } from '../io/http-client.js';
 import { openDataset } from '../read/dataset.js';
 import { DatasetWriter } from './dataset-writer.js';
+import { partShardPrefix } from './partition.js';
 import { isInside, realPathOf } from './paths.js';
 import { checkDeclaredOutputs, finishWithPassOutputs, passStatsOf, preparedOption, preparePasses, type InheritedOutputs } from './run-passes.js';
 import { runPipeline, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
@@ -71,7 +72,10 @@ export async function derive(options: DeriveOptions): Promise<DeriveResult> {
     // the source's class list and other pass outputs carry over (read now: a missing file fails before any write)
     const files = new Map<string, Uint8Array>();
     for (const name of ds.manifest.files) files.set(name, await ds.readExtraFile(name));
-    const inherited: InheritedOutputs = { files, extra: ds.manifest.extra };
+    // not the adoption marker: the variant's shards are shardkit's own, and reindex must read them so
+    const { [ADOPTED_EXTRA_KEY]: _adopted, ...extra } = ds.manifest.extra;
+    const inherited: InheritedOutputs = { files, extra };
+    const part = ds.manifest.part;
     await preparePasses(options.passes, () => ds.keys());
     const writer = new DatasetWriter({
       dir: options.out,
@@ -79,6 +83,8 @@ export async function derive(options: DeriveOptions): Promise<DeriveResult> {
       compress: options.compress ?? ds.manifest.compress,
       ...(options.shardBytes === undefined ? {} : { shardBytes: options.shardBytes }),
       passes: [...ds.manifest.passes, ...options.passes.map((p) => ({ name: p.name, params: p.params }))],
+      // a variant of one part of a partitioned pack is that part of the variant: merge takes the derived parts
+      ...(part === undefined ? {} : { part, shardPrefix: partShardPrefix(part) }),
       resume: options.resume ?? false,
       force: options.force ?? false,
       ...preparedOption(options.passes),

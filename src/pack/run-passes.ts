@@ -102,12 +102,14 @@ export interface InheritedOutputs {
 
 /**
  * Adds what the passes leave (files, manifest fields) to the writer and commits the dataset. `inherited` goes in
- * first: a pass writing a file or field of the same name replaces it (a new tag pass's classes.txt is the list its
- * cls members index).
+ * first, but not what a pass declares as its own (Pass.declares), whether it writes it or not: a new tag pass's
+ * classes.txt is the list its cls members index, and a tag table of integer labels leaves no list to go stale.
  */
 export async function finishWithPassOutputs(writer: DatasetWriter, passes: readonly Pass[], inherited?: InheritedOutputs): Promise<Manifest> {
-  for (const [name, bytes] of inherited?.files ?? []) writer.addFile(name, bytes, 'the source dataset');
-  for (const [k, v] of Object.entries(inherited?.extra ?? {})) writer.setExtra(k, v);
+  const ownFiles = new Set(passes.flatMap((p) => p.declares?.files ?? []));
+  const ownFields = new Set(passes.flatMap((p) => p.declares?.manifest ?? []));
+  for (const [name, bytes] of inherited?.files ?? []) if (!ownFiles.has(name)) writer.addFile(name, bytes, 'the source dataset');
+  for (const [k, v] of Object.entries(inherited?.extra ?? {})) if (!ownFields.has(k)) writer.setExtra(k, v);
   const outputs = collectPassOutputs(passes);
   for (const [name, bytes] of Object.entries(outputs.files)) writer.addFile(name, bytes, outputs.owners.get(name));
   for (const [k, v] of Object.entries(outputs.manifest)) writer.setExtra(k, v);

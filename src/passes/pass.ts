@@ -45,7 +45,8 @@ export interface Pass {
   outputs?(): PassOutputs;
   /**
    * Optional: the file names and manifest fields outputs() may give, known before any sample is read, so that two
-   * passes writing one are refused before packing starts rather than after every shard is written.
+   * passes writing one are refused before packing starts rather than after every shard is written. They are the
+   * pass's own: derive does not carry the source's files or fields of these names over, given or not.
    */
   readonly declares?: PassDeclaredOutputs;
   /**

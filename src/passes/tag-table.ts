@@ -30,7 +30,8 @@ export function tagTablePass(table: LabelTable, params: Record<string, unknown> 
   return {
     name: 'tag',
     params: { ...params, mode: table.mode, rows: table.rows.size },
-    ...(table.classes === undefined ? {} : { declares: CLASS_LIST_OUTPUTS }),
+    // it writes cls, so the class list is its own: with integer labels it writes none, and none may stay from before
+    ...(table.mode === 'cls' ? { declares: CLASS_LIST_OUTPUTS } : {}),
     async run(sample, ctx) {
       const id = findRow(table, sample.key, Object.keys(sample.members), ctx.paths) ?? byKey.get(sample.key);
       if (id === undefined) {

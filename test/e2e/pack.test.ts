@@ -1,4 +1,5 @@
 /** The built CLI's pack, merge and derive on temporary directories: the user's first commands. */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
@@ -53,7 +54,6 @@ describe('shardkit pack', () => {
     for (const s of m.shards) expect(s.bytes).toBeLessThanOrEqual(64_000);
     const x = tmpDir();
     for (const s of m.shards) {
-      const { execFileSync } = await import('node:child_process');
       execFileSync('tar', ['-xf', path.join(out, s.file), '-C', x]);
     }
     expect(readTree(x)).toEqual(readTree(src));
@@ -422,5 +422,62 @@ describe('shardkit pack', () => {
     expect(fs.readFileSync(path.join(relabelled, 'classes.txt'), 'utf8')).toBe('ant\ncat\ndog\n');
     expect(manifest(relabelled).extra).toEqual({ classes: ['ant', 'cat', 'dog'] });
     expect(shardkit(['get', relabelled, 'cat/002', '--ext', 'cls']).stdout).toBe('1');
+    // a table of integer labels writes cls but no class list: the source's would index nothing
+    const ints = path.join(root, 'ints.csv');
+    fs.writeFileSync(ints, 'path,label\ncat/001.jpg,7\ncat/002.png,-1\n');
+    const numbered = path.join(root, 'numbered');
+    expect(shardkit(['derive', kept, '--out', numbered, '--pass', `tag=${ints}`]).status).toBe(0);
+    expect([manifest(numbered).files, manifest(numbered).extra, fs.existsSync(path.join(numbered, 'classes.txt'))]).toEqual([[], {}, false]);
+    expect(shardkit(['get', numbered, 'cat/002', '--ext', 'cls']).stdout).toBe('-1');
+  });
+
+  it('derive of an adopted tar set writes shardkit shards that reindex reads back as they are (no adoption marker)', () => {
+    const root = tmpDir();
+    const src = path.join(root, 'src');
+    fs.mkdirSync(src);
+    fs.writeFileSync(path.join(src, 's1.txt'), 'compressible '.repeat(300));
+    const tar = path.join(root, 't.tar');
+    execFileSync('tar', ['-C', src, '-cf', tar, 's1.txt']);
+    const adopted = path.join(root, 'adopted');
+    expect(shardkit(['index', tar, '--out', adopted]).status).toBe(0);
+    const mod = path.join(root, 'same.mjs');
+    fs.writeFileSync(mod, 'export default (s) => s;\n');
+    const variant = path.join(root, 'v');
+    expect(shardkit(['derive', adopted, '--out', variant, '--compress', 'lz4', '--pass-module', mod]).status).toBe(0);
+    expect(JSON.parse(fs.readFileSync(path.join(variant, 'manifest.json'), 'utf8')).extra).toEqual({});
+    const index = fs.readFileSync(path.join(variant, 'index.skidx'));
+    fs.rmSync(path.join(variant, 'index.skidx'));
+    expect(shardkit(['reindex', variant]).status).toBe(0);
+    expect(fs.readFileSync(path.join(variant, 'index.skidx')).equals(index)).toBe(true);
+    expect(shardkit(['get', variant, 's1', '--ext', 'txt']).stdout).toBe('compressible '.repeat(300));
+  });
+
+  it('parts stay parts through reindex and derive: their merge is the derive of a one-machine pack', async () => {
+    const src = makeTree(120);
+    const root = tmpDir();
+    const parts = [0, 1].map((i) => path.join(root, `part${i}`));
+    parts.forEach((p, i) => expect(shardkit(['pack', src, '--out', p, '--part', `${i}/2`, '--shard', '64KB']).status).toBe(0));
+    fs.rmSync(path.join(parts[0]!, 'index.skidx'));
+    expect(shardkit(['reindex', parts[0]!]).status).toBe(0);
+    const mod = path.join(root, 'mark.mjs');
+    fs.writeFileSync(mod, "export default (s) => ({ ...s, members: { ...s.members, mark: new TextEncoder().encode(s.key) } });\n");
+    const derived = parts.map((p, i) => path.join(root, `derived${i}`));
+    parts.forEach((p, i) => expect(shardkit(['derive', p, '--out', derived[i]!, '--pass-module', mod]).status).toBe(0));
+    derived.forEach((d, i) => expect(JSON.parse(fs.readFileSync(path.join(d, 'manifest.json'), 'utf8')).part).toEqual({ index: i, count: 2 }));
+    const merged = path.join(root, 'merged');
+    const r = shardkit(['merge', ...derived, '--out', merged]);
+    expect(r.status, r.stderr).toBe(0);
+    const one = path.join(root, 'one');
+    expect(shardkit(['pack', src, '--out', one, '--pass-module', mod]).status).toBe(0);
+    const a = await openDataset(one);
+    const b = await openDataset(merged);
+    expect(b.size).toBe(a.size);
+    for (let i = 0; i < a.size; i++) {
+      const [x, y] = [await a.at(i), await b.at(i)];
+      expect(y.key).toBe(x.key);
+      for (const ext of Object.keys(x.members)) expect(Buffer.from(y.members[ext]!).equals(Buffer.from(x.members[ext]!)), `${x.key}.${ext}`).toBe(true);
+    }
+    await a.close();
+    await b.close();
   });
 });
