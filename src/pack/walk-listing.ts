@@ -1,6 +1,6 @@
 /**
  * One directory's listing for the walk (walk.ts): from the native addon, read and sorted in C on the thread pool,
- * or from fs.readdir. Names that are not UTF-8 are refused here, naming their bytes, or left out and handed back.
+ * or from fs.readdir. Names that are not UTF-8 are left out and handed back, with the error that names their bytes.
  */
 import { readdir } from 'node:fs/promises';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
@@ -15,8 +15,11 @@ export interface RawListing {
   kinds: string;
   names: string[];
   sorted: boolean;
-  /** Names that are not UTF-8, left out of `names` (when asked to skip them), escaped (see escapeName), in byte order. */
-  badNames?: string[];
+  /**
+   * Names that are not UTF-8, left out of `names`: escaped (see escapeName), with their kind (a character as in
+   * `kinds`) and the error that names their bytes, in byte order. The walk decides (its filters may leave them out).
+   */
+  badNames?: { name: string; kind: string; error: ShardkitError }[];
 }
 
 export const KIND_FILE = 'f'.charCodeAt(0);
@@ -35,6 +38,7 @@ function decodeName(raw: Buffer): string | undefined {
   }
 }
 
+/** The error of a name that is not UTF-8, naming its bytes. */
 function badNameError(raw: Buffer, dirRel: string): ShardkitError {
   return new ShardkitError(
     ErrorCodes.INPUT,
@@ -72,16 +76,10 @@ function utf8SequenceLength(b: Uint8Array, i: number): number {
  * Reads one directory's entries: with the native addon, listed and sorted in C on the thread pool (two strings,
  * not a Dirent per entry); else with fs.readdir, whose Dirents say the kinds. Node decodes names as UTF-8 and puts
  * U+FFFD where the bytes are not UTF-8; only a listing that holds U+FFFD is read again as bytes, to tell a name
- * that is not UTF-8 (an error, or with `badNames` 'skip' a name left out) from one that holds the character
- * itself. The addon checks the bytes itself and leaves such a listing to this path.
+ * that is not UTF-8 (handed back in `badNames`) from one that holds the character itself. The addon checks the
+ * bytes itself and leaves such a listing to this path.
  */
-export async function readDirectory(
-  absDir: string,
-  relDir: string,
-  order: WalkOrder,
-  listDirectory: NativeAddon['listDirectory'] | undefined,
-  badNames: 'fail' | 'skip' = 'fail',
-): Promise<RawListing> {
+export async function readDirectory(absDir: string, relDir: string, order: WalkOrder, listDirectory: NativeAddon['listDirectory'] | undefined): Promise<RawListing> {
   try {
     if (listDirectory !== undefined) {
       const listing = await listDirectory(absDir, order === 'sample').then(
@@ -100,18 +98,18 @@ export async function readDirectory(
     const raw = await readdir(absDir, { withFileTypes: true, encoding: 'buffer' });
     const names: string[] = [];
     let kinds = '';
-    const bad: Buffer[] = [];
+    const bad: { raw: Buffer; kind: string }[] = [];
     for (const d of raw) {
       const name = decodeName(d.name);
       if (name === undefined) {
-        if (badNames === 'fail') throw badNameError(d.name, relDir);
-        bad.push(d.name);
+        bad.push({ raw: d.name, kind: kindOf(d) });
         continue;
       }
       names.push(name);
       kinds += kindOf(d);
     }
-    return { kinds, names, sorted: false, ...(bad.length === 0 ? {} : { badNames: bad.sort(Buffer.compare).map(escapeName) }) };
+    bad.sort((a, b) => Buffer.compare(a.raw, b.raw));
+    return { kinds, names, sorted: false, ...(bad.length === 0 ? {} : { badNames: bad.map((b) => ({ name: escapeName(b.raw), kind: b.kind, error: badNameError(b.raw, relDir) })) }) };
   } catch (err) {
     if (err instanceof ShardkitError) throw err;
     throw ioError(ErrorCodes.INPUT, `Cannot read source directory ${absDir}; check that it exists and is readable`, absDir, err);

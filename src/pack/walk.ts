@@ -192,7 +192,7 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
   const listDirectory = nativeAddon()?.listDirectory;
   const badNames = options.badNames ?? 'fail';
   if (badNames !== 'fail' && badNames !== 'skip') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected one of fail, skip for badNames but received ${String(badNames)}`);
-  const readListing = (absDir: string, relDir: string): Promise<RawListing> => readDirectory(absDir, relDir, order, listDirectory, badNames);
+  const readListing = (absDir: string, relDir: string): Promise<RawListing> => readDirectory(absDir, relDir, order, listDirectory);
 
   const skip = (relPath: string, reason: WalkSkipReason): void => {
     if (reason === 'symlink') stats.skippedSymlinks++;
@@ -204,6 +204,16 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
     onSkip?.(relPath, reason);
   };
 
+  /** Why a name that is not UTF-8 is left out: a filter's reason where one applies, else its bytes. */
+  const badNameReason = (name: string, kind: number, relPath: string): WalkSkipReason => {
+    if (!includeHidden && name.charCodeAt(0) === DOT) return 'hidden';
+    if (kind === KIND_LINK && !follow) return 'symlink';
+    if (kind !== KIND_FILE && kind !== KIND_DIRECTORY && kind !== KIND_LINK) return 'other';
+    if (exclude?.(relPath) === true) return 'excluded';
+    if (kind === KIND_FILE && include?.(relPath) === false) return 'not-included';
+    return 'not-utf8';
+  };
+
   /** Sorts one directory's entries (unless listed sorted); decides per entry whether it is a file, a directory or skipped. */
   async function list(absDir: string, relDir: string, listing: RawListing): Promise<Listed[]> {
     const listed: Listed[] = [];
@@ -211,7 +221,13 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
     // a followed link to a directory sorts as one: the listing's order (links as files) no longer holds
     let sorted = listing.sorted;
     const relPrefix = relDir === '' ? '' : `${relDir}/`;
-    for (const name of listing.badNames ?? []) skip(`${relPrefix}${name}`, 'not-utf8');
+    // the walk's filters first: a hidden, linked or excluded name is left out for that, as any other name would be
+    for (const bad of listing.badNames ?? []) {
+      const relPath = `${relPrefix}${bad.name}`;
+      const reason = badNameReason(bad.name, bad.kind.charCodeAt(0), relPath);
+      if (reason === 'not-utf8' && badNames === 'fail') throw bad.error;
+      skip(relPath, reason);
+    }
     for (let i = 0; i < names.length; i++) {
       const name = names[i] as string;
       const kind = kinds.charCodeAt(i);

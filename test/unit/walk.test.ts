@@ -230,6 +230,25 @@ describe.each(modes)('walkSource with %s', (mode) => {
       await expect(collect(walkSource(root, { badNames: 'fail' }))).rejects.toSatisfy((e) => isShardkitError(e, ErrorCodes.INPUT));
     });
 
+    it("applies its filters to names that are not UTF-8 first: hidden, linked or excluded ones are left out for that, and stop nothing", async () => {
+      await mkdir(join(root, 'd'));
+      const raw = (rel: number[]): Buffer => Buffer.concat([Buffer.from(`${root}/d/`), Buffer.from(rel)]);
+      await writeFile(raw([0x2e, 0x68, 0xff]), 'x'); // .h\xff
+      await writeFile(raw([0x6a, 0xff, 0x2e, 0x74, 0x6d, 0x70]), 'x'); // j\xff.tmp
+      await symlink(join(root, 'd', 'ok.bin'), raw([0x6c, 0xff]));
+      await writeFile(join(root, 'd', 'ok.bin'), 'y');
+      for (const badNames of ['fail', 'skip'] as const) {
+        const skipped: [string, string][] = [];
+        const walk = walkSource(root, { badNames, exclude: ['*.tmp'], onSkip: (p, why) => skipped.push([p, why]) });
+        expect((await collect(walk)).map((e) => e.relPath)).toEqual(['d/ok.bin']);
+        expect(skipped.sort()).toEqual([
+          ['d/.h\\xff', 'hidden'],
+          ['d/j\\xff.tmp', 'excluded'],
+          ['d/l\\xff', 'symlink'],
+        ]);
+      }
+    });
+
     it('takes a UTF-8 name that holds U+FFFD itself (the character Node puts where bytes are not UTF-8)', async () => {
       await mkdir(join(root, 'd'));
       await writeFile(join(root, 'd', 'a\uFFFD.bin'), 'x');
