@@ -28,16 +28,33 @@ export interface NameFolding {
  * keys that differ only in case are two files, as they should be.
  */
 export function probeNameFolding(dir: string): NameFolding {
-  const probe = `.shardkit-tmp-probe-${randomBytes(6).toString('hex')}-\u00e9`;
-  const file = path.join(dir, probe);
-  fs.writeFileSync(file, '', { flag: 'wx' });
+  const base = `.shardkit-tmp-probe-${randomBytes(6).toString('hex')}`;
+  // the é tells normalization; a file system that takes no such name (FAT with an ASCII charset) folds none, and
+  // is then asked about case with a plain name
+  let name = tryCreate(dir, `${base}-\u00e9`);
+  if (name === undefined) {
+    fs.writeFileSync(path.join(dir, base), '', { flag: 'wx' });
+    name = base;
+  }
   try {
     return {
-      caseInsensitive: fs.existsSync(path.join(dir, probe.toUpperCase())),
-      normalizationInsensitive: fs.existsSync(path.join(dir, probe.normalize('NFD'))),
+      caseInsensitive: fs.existsSync(path.join(dir, name.toUpperCase())),
+      normalizationInsensitive: name !== base && fs.existsSync(path.join(dir, name.normalize('NFD'))),
     };
   } finally {
-    fs.rmSync(file, { force: true });
+    fs.rmSync(path.join(dir, name), { force: true });
+  }
+}
+
+/** Creates an empty file `name` in `dir`; undefined when the file system refuses that name (not other errors). */
+function tryCreate(dir: string, name: string): string | undefined {
+  try {
+    fs.writeFileSync(path.join(dir, name), '', { flag: 'wx' });
+    return name;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EINVAL' || code === 'EILSEQ') return undefined;
+    throw err;
   }
 }
 
@@ -53,7 +70,8 @@ export class WrittenPaths {
     const earlier = this.byName.get(name);
     if (earlier !== undefined) {
       const earlierPath = memberPath(earlier.key, earlier.ext);
-      const same = earlierPath === relative ? 'that path' : `${JSON.stringify(earlierPath)}, the same file on this file system (it folds ${this.folding.caseInsensitive ? 'case' : 'Unicode normalization'})`;
+      const folded = earlierPath.normalize('NFC') === relative.normalize('NFC') ? 'Unicode normalization' : 'case';
+      const same = earlierPath === relative ? 'that path' : `${JSON.stringify(earlierPath)}, the same file on this file system (it folds ${folded})`;
       throw new ShardkitError(
         ErrorCodes.UNSAFE_PATH,
         `refusing to extract ${JSON.stringify(relative)} (key ${JSON.stringify(key)}, ext ${JSON.stringify(ext)}): ` +

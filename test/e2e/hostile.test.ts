@@ -222,7 +222,8 @@ describe('faults are detected, each with its own code, in one line', () => {
     const b = fs.readFileSync(path.join(dir, shard));
     b[entry.offset + jpg.offset + 10] ^= 0x01;
     fs.writeFileSync(path.join(dir, shard), b);
-    // a directory where shard 0 should be: its reads fail (EISDIR); the unit test fails reads of a regular file
+    // a directory where shard 0 should be: refused when it is opened (UNSAFE_PATH); the unit test fails the reads of a
+    // regular file
     fs.rmSync(path.join(dir, 'shard-000000.tar'));
     fs.mkdirSync(path.join(dir, 'shard-000000.tar'));
     const v = cli(['verify', dir, '--json']);

@@ -25,6 +25,11 @@ describe('WrittenPaths', () => {
     expect(() => folding.claim('photo', 'jpg')).toThrow(expect.objectContaining({ code: ErrorCodes.UNSAFE_PATH, message: expect.stringContaining('it folds case') }));
     folding.claim('caf\u00e9', 'txt'); // NFC
     expect(() => folding.claim('cafe\u0301', 'txt')).toThrow(expect.objectContaining({ code: ErrorCodes.UNSAFE_PATH }));
+    // the message names the folding that made the two one: on macOS both apply
+    expect(() => folding.claim('CAFE\u0301', 'txt')).toThrow(expect.objectContaining({ message: expect.stringContaining('it folds case') }));
+    const both = new WrittenPaths({ caseInsensitive: true, normalizationInsensitive: true });
+    both.claim('caf\u00e9', 'txt');
+    expect(() => both.claim('cafe\u0301', 'txt')).toThrow(expect.objectContaining({ message: expect.stringContaining('it folds Unicode normalization') }));
     const nfdOnly = new WrittenPaths({ caseInsensitive: false, normalizationInsensitive: true });
     nfdOnly.claim('caf\u00e9', 'txt');
     nfdOnly.claim('CAF\u00c9', 'txt');
