@@ -1,6 +1,7 @@
 /** Argument parsers shared by commands: each validates and fails with INVALID_ARG (exit 2). */
 import { ErrorCodes, ShardkitError } from '../formats/errors.js';
 import { httpHeaders } from '../src/io/http-headers.js';
+import { parseSize } from '../src/pack/size-arg.js';
 
 export function parseCount(text: string, what: string, min = 0): number {
   const n = Number(text);
@@ -24,6 +25,15 @@ export const HEADER_HELP = 'HTTP request header for a remote dataset, "Name: val
 /** openDataset's, verifyDataset's and derive's `http` option from `--header` values (none given: no option). */
 export function httpOption(values: readonly string[] | undefined): { http?: { headers: Record<string, string> } } {
   return values === undefined || values.length === 0 ? {} : { http: { headers: httpHeaders(values) } };
+}
+
+/** `--max-member-bytes`, for commands that read members whole: openDataset's guard, raised for big files. */
+export const MAX_MEMBER_FLAGS = '--max-member-bytes <size>';
+export const MAX_MEMBER_HELP = 'read members up to SIZE (default 1GiB; e.g. 4GiB for big files): the guard against a damaged or hostile index';
+
+/** openDataset's `maxMemberBytes` from `--max-member-bytes` (not given: the default). */
+export function maxMemberOption(text: string | undefined): { maxMemberBytes?: number } {
+  return text === undefined ? {} : { maxMemberBytes: parseSize(text, '--max-member-bytes', { min: 1 }) };
 }
 
 /** Commander's collector for a repeatable option. */

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { extractDataset } from '../../src/verify/extract.js';
+import { MAX_MEMBER_FLAGS, MAX_MEMBER_HELP, maxMemberOption } from '../args.js';
 import { humanBytes } from '../format.js';
 import { stopBetweenFiles } from '../interrupt.js';
 import { printJson, runAction } from '../run-action.js';
@@ -12,10 +13,12 @@ export function registerExtract(program: Command): void {
     .argument('<dir>', 'target directory (created when missing); nothing lands outside it, no link in it is followed')
     .option('--prefix <p>', 'only samples whose key starts with P')
     .option('--json', 'print the summary as JSON')
+    .option(MAX_MEMBER_FLAGS, MAX_MEMBER_HELP)
     .action(
-      runAction(async (location: string, dir: string, opts: { prefix?: string; json?: boolean }) => {
+      runAction(async (location: string, dir: string, opts: { prefix?: string; json?: boolean; maxMemberBytes?: string }) => {
         stopBetweenFiles();
-        const r = await extractDataset(location, dir, opts.prefix === undefined ? {} : { prefix: opts.prefix });
+        const open = maxMemberOption(opts.maxMemberBytes);
+        const r = await extractDataset(location, dir, { ...(opts.prefix === undefined ? {} : { prefix: opts.prefix }), open });
         if (opts.json) return printJson(r);
         process.stdout.write(`${dir}: ${r.samples} samples, ${r.files} files, ${humanBytes(r.bytes)}\n`);
       }),

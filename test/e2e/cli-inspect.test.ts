@@ -61,6 +61,18 @@ describe('info / ls / get', () => {
     expect(long[0]![4]).toBe('"x\\ty":1');
   });
 
+  it('get and extract read members over the default size guard when told to (--max-member-bytes), and say so', () => {
+    // dog/29's txt is 330 bytes: a guard of 100 refuses it as a member over 1 GiB is refused by default
+    const refused = text(['get', dir, 'dog/29', '--ext', 'txt', '--max-member-bytes', '100']);
+    expect(refused.status).toBe(1);
+    expect(refused.err).toMatch(/^shardkit: SHARDKIT_ERR_TOO_LARGE: sample "dog\/29" member "txt" is 330 bytes, over maxMemberBytes 100 \(.*--max-member-bytes.*\)\n$/);
+    expect(text(['get', dir, 'dog/29', '--ext', 'txt', '--max-member-bytes', '1KiB']).out).toBe('caption 29 '.repeat(30));
+    const out = tmpDir();
+    expect(text(['extract', dir, path.join(out, 'x'), '--max-member-bytes', '100']).err).toMatch(/SHARDKIT_ERR_TOO_LARGE: .*over maxMemberBytes 100/);
+    expect(text(['extract', dir, path.join(out, 'y'), '--max-member-bytes', '1KiB']).status).toBe(0);
+    expect(text(['get', dir, 'dog/29', '--max-member-bytes', 'lots']).status).toBe(2);
+  });
+
   it('get writes bytes to stdout or --out; --ext chooses; errors are one line', () => {
     const solo = cli(['get', dir, 'solo']);
     expect(solo.status).toBe(0);
