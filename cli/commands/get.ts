@@ -24,7 +24,11 @@ export function registerGet(program: Command): void {
             stopBetweenFiles();
             saveFile(opts.out, bytes);
           } else {
-            await new Promise<void>((resolve, reject) => process.stdout.write(bytes, (err) => (err ? reject(err) : resolve())));
+            // in pieces of at most 1 GiB: stdout to a file writes each piece with one fs.write, which takes under 2 GiB
+            for (let off = 0; off < bytes.length; off += 1 << 30) {
+              const piece = bytes.subarray(off, off + (1 << 30));
+              await new Promise<void>((resolve, reject) => process.stdout.write(piece, (err) => (err ? reject(err) : resolve())));
+            }
           }
         } finally {
           await ds.close();

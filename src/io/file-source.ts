@@ -17,6 +17,8 @@ export const DEFAULT_SYNC_READ_MAX_BYTES = 64 * 1024;
 
 /** Linux and macOS both cap one read(2) near 2 GiB; the read loops continue past short reads anyway. */
 const MAX_SYNC_READ_OPTION = 2 ** 31 - 1;
+/** The most one read call asks for: Node's fs.read takes under 2 GiB a call, and a member may be larger. */
+const MAX_READ_CALL_BYTES = 1 << 30;
 
 export interface FileSourceOptions {
   /** Counters to add opens, closes, reads, bytes and fstat calls to. */
@@ -190,7 +192,7 @@ export class FileSource implements SyncByteSource {
     while (done < length) {
       let n: number;
       try {
-        n = fs.readSync(this.fd, buffer, bufferOffset + done, length - done, position + done);
+        n = fs.readSync(this.fd, buffer, bufferOffset + done, Math.min(length - done, MAX_READ_CALL_BYTES), position + done);
       } catch (err) {
         throw this.readError(position + done, err);
       }
@@ -285,7 +287,7 @@ export class FileSource implements SyncByteSource {
     return new Promise<void>((resolve, reject) => {
       let done = 0;
       const step = (): void => {
-        fs.read(this.fd, buffer, bufferOffset + done, length - done, position + done, (err, n) => {
+        fs.read(this.fd, buffer, bufferOffset + done, Math.min(length - done, MAX_READ_CALL_BYTES), position + done, (err, n) => {
           if (err !== null) return finish(this.readError(position + done, err));
           this.countRead(n);
           if (n === 0) return finish(this.truncated(position, length, done));

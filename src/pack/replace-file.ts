@@ -43,8 +43,7 @@ export function replaceFile(file: string, bytes: Uint8Array, options: ReplaceFil
   let open = true;
   try {
     if (options.keepMode !== undefined) fs.fchmodSync(fd, options.keepMode);
-    let off = 0;
-    while (off < bytes.length) off += fs.writeSync(fd, bytes, off, bytes.length - off);
+    writeAll(fd, bytes);
     open = false;
     // close(2) can report a failed write (NFS reports them there): checked before the rename
     fs.closeSync(fd);
@@ -54,6 +53,14 @@ export function replaceFile(file: string, bytes: Uint8Array, options: ReplaceFil
     quietly(() => fs.unlinkSync(tmp));
     throw ioError(cause, 'write', file);
   }
+}
+
+/** The most one write call gives: Node's fs.write (and writeFileSync) takes under 2 GiB, and a member may be larger. */
+const MAX_WRITE_CALL_BYTES = 1 << 30;
+
+/** Writes all of `bytes` to `fd` at its position, in calls of at most 1 GiB. */
+export function writeAll(fd: number, bytes: Uint8Array): void {
+  for (let off = 0; off < bytes.length; ) off += fs.writeSync(fd, bytes, off, Math.min(bytes.length - off, MAX_WRITE_CALL_BYTES));
 }
 
 /** Cleanup after a failed write: that failure is the error to report, not one from the cleanup. */

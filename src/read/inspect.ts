@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { CODEC_NAMES, type IndexEntry } from '../../formats/index-entry.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { fsCall } from '../pack/fs-errors.js';
-import { replaceFile } from '../pack/replace-file.js';
+import { replaceFile, writeAll } from '../pack/replace-file.js';
 import { expectLocalPath } from '../io/location.js';
 import type { Dataset } from './dataset.js';
 
@@ -94,7 +94,14 @@ export function saveFile(file: string, bytes: Uint8Array): void {
     st = undefined;
   }
   if (st !== undefined && !st.isFile()) {
-    fsCall('write', file, () => fs.writeFileSync(file, bytes));
+    fsCall('write', file, () => {
+      const fd = fs.openSync(file, 'w');
+      try {
+        writeAll(fd, bytes);
+      } finally {
+        fs.closeSync(fd);
+      }
+    });
     return;
   }
   replaceFile(file, bytes, st === undefined ? {} : { keepMode: st.mode & PERMISSION_BITS });
