@@ -40,7 +40,8 @@ export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uin
     const bytes = place(before.size);
     let off = 0;
     while (off < before.size) {
-      const n = fs.readSync(fd, bytes, off, before.size - off, off);
+      // at most 1 GiB a call: Node's fs.read takes under 2 GiB, and a source file may be larger
+      const n = fs.readSync(fd, bytes, off, Math.min(before.size - off, 1 << 30), off);
       if (n === 0) throw changed(file);
       off += n;
     }
