@@ -64,7 +64,7 @@ export function writeAll(fd: number, bytes: Uint8Array): void {
 }
 
 /** Cleanup after a failed write: that failure is the error to report, not one from the cleanup. */
-function quietly(cleanup: () => void): void {
+export function quietly(cleanup: () => void): void {
   try {
     cleanup();
   } catch {

@@ -2,7 +2,9 @@
  * `shardkit extract`: writes every member back as a file at its original relative path (key + '.' + ext),
  * decompressed and checksum-verified. The dataset is input and may be hostile:
  * - a path that would land outside the target directory is refused (UNSAFE_PATH), and so is a member whose path
- *   an earlier member of this run already wrote (two keys can make one path; see written-paths.ts);
+ *   another member has, or that one member writes as a file and another needs as a directory (see
+ *   written-paths.ts); all paths are planned from the index before any file is written, so a refused dataset
+ *   leaves nothing extracted;
  * - nothing already in the target is followed: each directory on the way is checked with lstat (a symlink there is
  *   refused), and each file is written to a new temporary (O_NOFOLLOW | O_EXCL) renamed over its name once
  *   complete, so a hard link there is replaced, never written through, and a failed write (no space, EFBIG) leaves
@@ -18,7 +20,7 @@ import { memberPath } from '../../formats/sample.js';
 import { expectLocalPath, isRemote, resolveLocation } from '../io/location.js';
 import { fsCall, ioError } from '../pack/fs-errors.js';
 import { isInside, realPathOf } from '../pack/paths.js';
-import { replaceFile } from '../pack/replace-file.js';
+import { quietly, replaceFile } from '../pack/replace-file.js';
 import { openDataset, type OpenDatasetOptions } from '../read/dataset.js';
 import { probeNameFolding, WrittenPaths } from './written-paths.js';
 
@@ -45,19 +47,29 @@ export async function extractDataset(location: string, dir: string, options: Ext
   const ds = await openDataset(location, { ...options.open, verify: true });
   const result: ExtractResult = { samples: 0, files: 0, bytes: 0 };
   const safeDirs = new Set<string>([root]);
+  const range = options.prefix === undefined ? {} : { prefix: options.prefix };
+  const created = !fs.existsSync(root);
   try {
     fsCall('create', root, () => fs.mkdirSync(root, { recursive: true }));
     // two keys that differ only in case are two files where the file system keeps them apart, one file where not
     const written = new WrittenPaths(fsCall('write', root, () => probeNameFolding(root)));
-    for await (const entry of ds.entries(options.prefix === undefined ? {} : { prefix: options.prefix })) {
+    // every path is planned from the index before any file is written: a dataset extract refuses (a path outside
+    // the target, two members on one file, a file where a directory must be) leaves nothing half-extracted
+    try {
+      for await (const entry of ds.entries(range)) {
+        for (const m of entry.members) {
+          safeTarget(root, memberPath(entry.key, m.ext), entry.key);
+          written.claim(entry.key, m.ext);
+        }
+      }
+    } catch (err) {
+      if (created) quietly(() => fs.rmdirSync(root));
+      throw err;
+    }
+    for await (const entry of ds.entries(range)) {
       const sample = await ds.read(entry);
-      // every member is checked before any is written: a refused sample leaves none of its files
-      const files = Object.entries(sample.members).map(([ext, bytes]) => {
+      for (const [ext, bytes] of Object.entries(sample.members)) {
         const target = safeTarget(root, memberPath(sample.key, ext), sample.key);
-        written.claim(sample.key, ext);
-        return { target, bytes };
-      });
-      for (const { target, bytes } of files) {
         ensureDirs(root, path.dirname(target), safeDirs);
         writeMember(target, bytes);
         result.files++;

@@ -60,13 +60,29 @@ function tryCreate(dir: string, name: string): string | undefined {
 
 export class WrittenPaths {
   private readonly byName = new Map<string, { key: string; ext: string }>();
+  /** Directories the members need (folded), with the first key that needs each: one may not also be a file. */
+  private readonly dirs = new Map<string, string>();
 
   constructor(private readonly folding: NameFolding) {}
 
-  /** Records member `ext` of `key`, or throws UNSAFE_PATH naming both keys when an earlier member has its path. */
+  /**
+   * Records member `ext` of `key`, or throws UNSAFE_PATH naming both keys when an earlier member has its path, or
+   * when one needs as a directory what the other writes as a file (key `a` with no extension, and key `a/b`).
+   */
   claim(key: string, ext: string): void {
     const relative = memberPath(key, ext);
     const name = foldName(relative, this.folding);
+    const refuse = (why: string): never => {
+      throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `refusing to extract ${JSON.stringify(relative)} (key ${JSON.stringify(key)}, ext ${JSON.stringify(ext)}): ${why}`, { key });
+    };
+    const needsDir = this.dirs.get(name);
+    if (needsDir !== undefined) refuse(`key ${JSON.stringify(needsDir)} needs that path as a directory`);
+    for (let slash = name.indexOf('/'); slash >= 0; slash = name.indexOf('/', slash + 1)) {
+      const dir = name.slice(0, slash);
+      const file = this.byName.get(dir);
+      if (file !== undefined) refuse(`it needs ${JSON.stringify(memberPath(file.key, file.ext))} as a directory, and key ${JSON.stringify(file.key)} writes a file there`);
+      if (!this.dirs.has(dir)) this.dirs.set(dir, key);
+    }
     const earlier = this.byName.get(name);
     if (earlier !== undefined) {
       const earlierPath = memberPath(earlier.key, earlier.ext);

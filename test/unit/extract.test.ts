@@ -81,9 +81,28 @@ describe('extractDataset', () => {
       key: 'a.b',
       message: 'refusing to extract "a.b.c" (key "a.b", ext "c"): key "a" (ext "b.c") already wrote that path',
     });
-    expect(fs.readFileSync(path.join(out, 'a.b.c'), 'utf8')).toBe('first');
-    // the refused sample's other member was not written either
-    expect(fs.readdirSync(out)).toEqual(['a.b.c']);
+    // planned from the index before any write: nothing of the dataset was extracted
+    expect(fs.readdirSync(out)).toEqual([]);
+  });
+
+  it('refuses a key whose file another key needs as a directory (a, a/b) before writing anything', async () => {
+    const ds = tmpDir();
+    const w = new DatasetWriter({ dir: ds });
+    w.add({ key: 'a', members: { '': enc.encode('a file named a') } });
+    w.add({ key: 'a/b', members: { txt: enc.encode('below a') } });
+    w.add({ key: 'c', members: { txt: enc.encode('fine') } });
+    await w.finish();
+    const out = path.join(tmpDir(), 'new');
+    await expect(extractDataset(ds, out)).rejects.toMatchObject({
+      code: ErrorCodes.UNSAFE_PATH,
+      key: 'a/b',
+      message: 'refusing to extract "a/b.txt" (key "a/b", ext "txt"): it needs "a" as a directory, and key "a" writes a file there',
+    });
+    // the target it made is gone again; one that was there stays, empty
+    expect(fs.existsSync(out)).toBe(false);
+    const there = tmpDir();
+    await expect(extractDataset(ds, there)).rejects.toMatchObject({ code: ErrorCodes.UNSAFE_PATH });
+    expect(fs.readdirSync(there)).toEqual([]);
   });
 
   it('extracts paths that differ only in case as two files where the file system keeps them apart', async () => {

@@ -14,6 +14,20 @@ describe('WrittenPaths', () => {
     );
   });
 
+  it('refuses a path that is a file for one key and a directory for another, in either order', () => {
+    const exact = { caseInsensitive: false, normalizationInsensitive: false };
+    const fileFirst = new WrittenPaths(exact);
+    fileFirst.claim('x/a', '');
+    expect(() => fileFirst.claim('x/a/b', 'txt')).toThrow(expect.objectContaining({ code: ErrorCodes.UNSAFE_PATH, message: expect.stringContaining('it needs "x/a" as a directory, and key "x/a" writes a file there') }));
+    const dirFirst = new WrittenPaths(exact);
+    dirFirst.claim('x/a/b', 'txt');
+    dirFirst.claim('x/a', 'jpg'); // x/a.jpg: a file beside the directory, no clash
+    expect(() => dirFirst.claim('x/a', '')).toThrow(expect.objectContaining({ message: expect.stringContaining('key "x/a/b" needs that path as a directory') }));
+    const folding = new WrittenPaths({ caseInsensitive: true, normalizationInsensitive: true });
+    folding.claim('X/A', '');
+    expect(() => folding.claim('x/a/b', 'txt')).toThrow(expect.objectContaining({ code: ErrorCodes.UNSAFE_PATH }));
+  });
+
   it('folds case and Unicode normalization where the file system does, and only there', () => {
     const exact = new WrittenPaths({ caseInsensitive: false, normalizationInsensitive: false });
     exact.claim('Photo', 'JPG');
