@@ -16,7 +16,7 @@ import type { HttpClientOptions } from '../io/http-client.js';
 import { openDataset } from '../read/dataset.js';
 import { DatasetWriter } from './dataset-writer.js';
 import { partShardPrefix } from './partition.js';
-import { isInside, realPathOf } from './paths.js';
+import { pathOverlap } from './paths.js';
 import { checkDeclaredOutputs, finishWithPassOutputs, passStatsOf, preparedOption, preparePasses, type InheritedOutputs } from './run-passes.js';
 import { runPipeline, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 
@@ -45,9 +45,8 @@ export interface DeriveOptions {
  */
 function refuseOutInSource(dataset: string, out: string): void {
   if (isRemote(dataset)) return;
-  const realSource = realPathOf(path.resolve(path.dirname(resolveLocation(dataset, MANIFEST_FILE))));
-  const realOut = realPathOf(path.resolve(out));
-  if (realOut === realSource || isInside(realOut, realSource)) {
+  const overlap = pathOverlap(out, path.dirname(resolveLocation(dataset, MANIFEST_FILE)));
+  if (overlap === 'same' || overlap === 'inside') {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `--out ${out} is the source dataset ${dataset} or inside it; derive into another directory`, { file: out });
   }
 }

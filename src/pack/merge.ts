@@ -12,7 +12,7 @@ import { openDataset, type Dataset } from '../read/dataset.js';
 import { commitDataset } from './commit.js';
 import { EntrySorter } from './entry-runs.js';
 import { expectLocalPath } from '../io/location.js';
-import { isInside, realPathOf } from './paths.js';
+import { pathOverlap } from './paths.js';
 import { fsCall } from './fs-errors.js';
 import { WORK_DIR } from './journal.js';
 import { inKeyOrder } from './skipped.js';
@@ -29,10 +29,9 @@ export async function mergeParts(parts: string[], out: string, options: { force?
   for (const p of parts) expectLocalPath('a part to merge (its shards are linked or copied)', p);
   out = path.resolve(expectLocalPath('--out', out));
   // merging into a part would delete that part's files before linking them
-  const realOut = realPathOf(out);
   for (const p of parts) {
-    const realPart = realPathOf(path.resolve(p));
-    if (realOut === realPart || isInside(realOut, realPart)) {
+    const overlap = pathOverlap(out, p);
+    if (overlap === 'same' || overlap === 'inside') {
       throw new ShardkitError(ErrorCodes.INVALID_ARG, `--out ${out} is part ${p} or inside it; merge into another directory`, { file: out });
     }
   }

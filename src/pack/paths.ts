@@ -18,6 +18,16 @@ export function realPathOf(p: string): string {
   }
 }
 
+/**
+ * How path `a` stands to path `b`, compared as real paths (either may not exist yet): the same directory, inside
+ * it, containing it, or apart (undefined). What pack, merge, derive and extract check before they write.
+ */
+export function pathOverlap(a: string, b: string): 'same' | 'inside' | 'contains' | undefined {
+  const ra = realPathOf(path.resolve(a));
+  const rb = realPathOf(path.resolve(b));
+  return ra === rb ? 'same' : isInside(ra, rb) ? 'inside' : isInside(rb, ra) ? 'contains' : undefined;
+}
+
 /** True when `child` lies strictly inside `parent` (both absolute). */
 export function isInside(child: string, parent: string): boolean {
   const rel = path.relative(parent, child);

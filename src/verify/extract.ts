@@ -19,7 +19,7 @@ import { MANIFEST_FILE } from '../../formats/manifest.js';
 import { memberPath } from '../../formats/sample.js';
 import { expectLocalPath, isRemote, resolveLocation } from '../io/location.js';
 import { fsCall, ioError } from '../pack/fs-errors.js';
-import { isInside, realPathOf } from '../pack/paths.js';
+import { pathOverlap, realPathOf } from '../pack/paths.js';
 import { quietly, replaceFile } from '../pack/replace-file.js';
 import { openDataset, type OpenDatasetOptions } from '../read/dataset.js';
 import { probeNameFolding, WrittenPaths } from './written-paths.js';
@@ -92,13 +92,12 @@ export async function extractDataset(location: string, dir: string, options: Ext
 function refuseOverlap(location: string, root: string): void {
   // a location that is no string or empty: openDataset says so
   if (typeof location !== 'string' || location === '' || isRemote(location)) return;
-  const datasetDir = realPathOf(path.resolve(path.dirname(resolveLocation(location, MANIFEST_FILE))));
-  const target = realPathOf(root);
-  const overlap = target === datasetDir ? 'is' : isInside(target, datasetDir) ? 'is inside' : isInside(datasetDir, target) ? 'contains' : undefined;
+  const datasetDir = path.dirname(resolveLocation(location, MANIFEST_FILE));
+  const overlap = pathOverlap(root, datasetDir);
   if (overlap !== undefined) {
     throw new ShardkitError(
       ErrorCodes.INVALID_ARG,
-      `the extract target ${root} ${overlap} the dataset directory ${datasetDir}: members could overwrite the dataset's files; extract into another directory`,
+      `the extract target ${root} ${overlap === 'same' ? 'is' : overlap === 'inside' ? 'is inside' : 'contains'} the dataset directory ${realPathOf(path.resolve(datasetDir))}: members could overwrite the dataset's files; extract into another directory`,
       { file: root },
     );
   }
