@@ -4,6 +4,7 @@ import { memberBytes, saveFile } from '../../src/read/inspect.js';
 import { HEADER_FLAGS, HEADER_HELP, MAX_MEMBER_FLAGS, MAX_MEMBER_HELP, collect, httpOption, maxMemberOption } from '../args.js';
 import { stopBetweenFiles } from '../interrupt.js';
 import { runAction } from '../run-action.js';
+import { MAX_IO_CALL_BYTES } from '../../src/io/io-options.js';
 
 export function registerGet(program: Command): void {
   program
@@ -24,9 +25,9 @@ export function registerGet(program: Command): void {
             stopBetweenFiles();
             saveFile(opts.out, bytes);
           } else {
-            // in pieces of at most 1 GiB: stdout to a file writes each piece with one fs.write, which takes under 2 GiB
-            for (let off = 0; off < bytes.length; off += 1 << 30) {
-              const piece = bytes.subarray(off, off + (1 << 30));
+            // in pieces: stdout to a file writes each piece with one fs.write
+            for (let off = 0; off < bytes.length; off += MAX_IO_CALL_BYTES) {
+              const piece = bytes.subarray(off, off + MAX_IO_CALL_BYTES);
               await new Promise<void>((resolve, reject) => process.stdout.write(piece, (err) => (err ? reject(err) : resolve())));
             }
           }

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { COPY_MANY_ROW, nativeAddon, NativeErrorCodes, type NativeAddon, type NativeMap } from '../native/native.js';
 import type { SyncByteSource } from './byte-source.js';
-import { expectByteRange, expectIntegerInRange } from './io-options.js';
+import { MAX_IO_CALL_BYTES, expectByteRange, expectIntegerInRange } from './io-options.js';
 import type { IoStats } from './io-stats.js';
 
 /**
@@ -17,8 +17,6 @@ export const DEFAULT_SYNC_READ_MAX_BYTES = 64 * 1024;
 
 /** Linux and macOS both cap one read(2) near 2 GiB; the read loops continue past short reads anyway. */
 const MAX_SYNC_READ_OPTION = 2 ** 31 - 1;
-/** The most one read call asks for: Node's fs.read takes under 2 GiB a call, and a member may be larger. */
-const MAX_READ_CALL_BYTES = 1 << 30;
 
 export interface FileSourceOptions {
   /** Counters to add opens, closes, reads, bytes and fstat calls to. */
@@ -192,7 +190,7 @@ export class FileSource implements SyncByteSource {
     while (done < length) {
       let n: number;
       try {
-        n = fs.readSync(this.fd, buffer, bufferOffset + done, Math.min(length - done, MAX_READ_CALL_BYTES), position + done);
+        n = fs.readSync(this.fd, buffer, bufferOffset + done, Math.min(length - done, MAX_IO_CALL_BYTES), position + done);
       } catch (err) {
         throw this.readError(position + done, err);
       }
@@ -287,7 +285,7 @@ export class FileSource implements SyncByteSource {
     return new Promise<void>((resolve, reject) => {
       let done = 0;
       const step = (): void => {
-        fs.read(this.fd, buffer, bufferOffset + done, Math.min(length - done, MAX_READ_CALL_BYTES), position + done, (err, n) => {
+        fs.read(this.fd, buffer, bufferOffset + done, Math.min(length - done, MAX_IO_CALL_BYTES), position + done, (err, n) => {
           if (err !== null) return finish(this.readError(position + done, err));
           this.countRead(n);
           if (n === 0) return finish(this.truncated(position, length, done));

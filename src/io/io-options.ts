@@ -1,6 +1,12 @@
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 
 /**
+ * The most bytes one read or write call is given: Node's fs.read and fs.write (and writeFileSync) take under 2 GiB a
+ * call, and a member or source file may be larger, so larger transfers go in pieces of this.
+ */
+export const MAX_IO_CALL_BYTES = 1 << 30;
+
+/**
  * Option checks for the io layer, with sharp-style messages: "Expected integer between 1 and 16384 for maxOpen
  * but received 0.5 of type number". Validation happens once, in constructors, never per read.
  */

@@ -7,6 +7,7 @@ import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { WalkEntry } from './walk.js';
 import { getSystemErrorMap } from 'node:util';
 import { nativeAddon, NativeErrorCodes, ReadSamplesStatus, type NativeAddon } from '../native/native.js';
+import { MAX_IO_CALL_BYTES } from '../io/io-options.js';
 
 /**
  * open, fstat, read, fstat, close. The file must still match what the walk saw (when the walk stat'ed it) and must
@@ -40,8 +41,7 @@ export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uin
     const bytes = place(before.size);
     let off = 0;
     while (off < before.size) {
-      // at most 1 GiB a call: Node's fs.read takes under 2 GiB, and a source file may be larger
-      const n = fs.readSync(fd, bytes, off, Math.min(before.size - off, 1 << 30), off);
+      const n = fs.readSync(fd, bytes, off, Math.min(before.size - off, MAX_IO_CALL_BYTES), off);
       if (n === 0) throw changed(file);
       off += n;
     }

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { ioError } from './fs-errors.js';
+import { MAX_IO_CALL_BYTES } from '../io/io-options.js';
 
 export const TEMP_PREFIX = '.shardkit-tmp-';
 const TEMP_RANDOM_BYTES = 8;
@@ -55,12 +56,9 @@ export function replaceFile(file: string, bytes: Uint8Array, options: ReplaceFil
   }
 }
 
-/** The most one write call gives: Node's fs.write (and writeFileSync) takes under 2 GiB, and a member may be larger. */
-const MAX_WRITE_CALL_BYTES = 1 << 30;
-
-/** Writes all of `bytes` to `fd` at its position, in calls of at most 1 GiB. */
+/** Writes all of `bytes` to `fd` at its position, in calls of at most MAX_IO_CALL_BYTES. */
 export function writeAll(fd: number, bytes: Uint8Array): void {
-  for (let off = 0; off < bytes.length; ) off += fs.writeSync(fd, bytes, off, Math.min(bytes.length - off, MAX_WRITE_CALL_BYTES));
+  for (let off = 0; off < bytes.length; ) off += fs.writeSync(fd, bytes, off, Math.min(bytes.length - off, MAX_IO_CALL_BYTES));
 }
 
 /** Cleanup after a failed write: that failure is the error to report, not one from the cleanup. */

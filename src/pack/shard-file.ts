@@ -6,12 +6,11 @@ import fs from 'node:fs';
 import { crc32c } from '../../formats/checksum.js';
 import { FINGERPRINT_BYTES } from '../../formats/index-layout.js';
 import { fsCall } from './fs-errors.js';
+import { MAX_IO_CALL_BYTES } from '../io/io-options.js';
 
 const WRITE_BUFFER_BYTES = 4 << 20;
 /** A run of caller bytes at least this long is written from where it lies instead of copied into the buffer. */
 const DIRECT_WRITE_BYTES = 64 << 10;
-/** fs.writeSync takes at most 2^31 - 1 bytes a call: a larger member (a big tensor) goes out in pieces of this. */
-const MAX_WRITE_BYTES = 1 << 30;
 
 export class ShardFile {
   private readonly fd: number;
@@ -34,7 +33,7 @@ export class ShardFile {
   constructor(
     readonly tmpPath: string,
     readonly finalPath: string,
-    private readonly maxWriteBytes = MAX_WRITE_BYTES,
+    private readonly maxWriteBytes = MAX_IO_CALL_BYTES,
   ) {
     this.fd = fsCall('create', tmpPath, () => fs.openSync(tmpPath, 'w'));
   }
