@@ -20,7 +20,6 @@ import { DEFAULT_MAX_MEMBER_BYTES } from '../read/dataset-options.js';
 
 /** Work directory for the external sort, removed when done. */
 export { ADOPT_WORK_DIR };
-export { ADOPTED_EXTRA_KEY };
 
 export interface AdoptOptions {
   /** Output directory (created when missing). */
