@@ -1,0 +1,91 @@
+/**
+ * The output directory of a DatasetWriter: what it may hold, what --force clears from it (the files a dataset
+ * there owns, and shard-like names; nothing else of the user's), and which shards of an interrupted write a
+ * resume keeps.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
+import { INDEX_FILE } from './commit.js';
+import { fsCall } from './fs-errors.js';
+import { WORK_DIR, readJournal, type JournalShard } from './journal.js';
+import { PACK_REPORT_FILE } from './pack-report.js';
+
+/** A shard file of any writer (any prefix, either layout), or its temporary name: what --force clears from an output. */
+const SHARD_FILE_NAME = /^[A-Za-z0-9._-]*\d{6}\.(tar|pack)(\.tmp)?$/;
+
+/**
+ * What the dataset itself keeps under `name`, if anything: an extra file of that name would replace it when the
+ * dataset is committed (a shard or pack-report.json), be deleted by a later --force or resume (shard-like and
+ * temporary names), or clash with the manifest or index.
+ */
+export function reservedNameUse(name: string): string | undefined {
+  if (name === MANIFEST_FILE) return 'its manifest';
+  if (name === INDEX_FILE) return 'its index';
+  if (name === PACK_REPORT_FILE) return "pack's report";
+  if (SHARD_FILE_NAME.test(name)) return 'shard files';
+  if (name.endsWith('.tmp')) return 'temporary files';
+  return undefined;
+}
+
+/**
+ * Makes `dir` ready: refuses to overwrite a dataset or an interrupted write unless told to, and on resume
+ * returns the journal lines whose shards are intact.
+ */
+export function prepareDirectory(dir: string, workDir: string, resume: boolean, force: boolean, options: Record<string, unknown>): JournalShard[] | undefined {
+  fsCall('create', dir, () => fs.mkdirSync(dir, { recursive: true }));
+  const hasManifest = fs.existsSync(path.join(dir, MANIFEST_FILE));
+  const journal = fs.existsSync(workDir) ? readJournal(dir) : undefined;
+  const rm = (p: string): void => fsCall('remove', p, () => fs.rmSync(p, { recursive: true, force: true }));
+  const list = (d: string): string[] => fsCall('list', d, () => fs.readdirSync(d));
+  // the clean-up below deletes files by name: only in a directory that shardkit wrote, --force or not
+  if (!hasManifest && !fs.existsSync(workDir) && list(dir).length > 0) {
+    throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} is not empty and holds no shardkit dataset; write to a new or empty directory`, { file: dir });
+  }
+  if (force) {
+    // the manifest goes first, so the directory never looks like a dataset with half its files gone
+    const owned = ownedFiles(dir);
+    rm(path.join(dir, MANIFEST_FILE));
+    for (const name of list(dir)) {
+      if (name === WORK_DIR || owned.has(name) || SHARD_FILE_NAME.test(name)) rm(path.join(dir, name));
+    }
+  } else if (hasManifest) {
+    throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} already holds a finished dataset; use --force to replace it`, { file: dir });
+  } else if (journal !== undefined && !resume) {
+    throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} holds an interrupted pack; use --resume to finish it or --force to start over`, { file: dir });
+  }
+  fsCall('create', workDir, () => fs.mkdirSync(workDir, { recursive: true }));
+  for (const name of list(dir)) if (name.endsWith('.tmp')) rm(path.join(dir, name));
+  if (!resume || force || journal === undefined) return undefined;
+  const { prepared: wasPrepared, ...was } = journal.options;
+  const { prepared, ...now } = options;
+  if (JSON.stringify(was) !== JSON.stringify(now)) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `--resume needs the options of the interrupted pack in ${dir} (${JSON.stringify(journal.options)})`, { file: dir });
+  }
+  if (wasPrepared !== prepared) {
+    throw new ShardkitError(
+      ErrorCodes.INPUT_CHANGED,
+      `${dir}: what the passes prepared from the input (such as tag=dirname's class list) changed since the interrupted pack, whose samples used the old one; start over with --force`,
+      { file: dir },
+    );
+  }
+  const intact: JournalShard[] = [];
+  for (const line of journal.shards) {
+    const file = path.join(dir, line.shard.file);
+    const size = fs.existsSync(file) ? fsCall('stat', file, () => fs.statSync(file).size) : -1;
+    if (size !== line.shard.bytes) break;
+    intact.push(line);
+  }
+  return intact;
+}
+
+/** Files an existing manifest says belong to its dataset. */
+function ownedFiles(dir: string): Set<string> {
+  try {
+    const m = JSON.parse(fs.readFileSync(path.join(dir, MANIFEST_FILE), 'utf8')) as Partial<Manifest>;
+    return new Set([INDEX_FILE, ...(m.shards ?? []).map((s) => s.file), ...(m.files ?? [])].filter((f) => typeof f === 'string' && !f.includes('/')));
+  } catch {
+    return new Set([INDEX_FILE]);
+  }
+}
