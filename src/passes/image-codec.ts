@@ -98,14 +98,10 @@ export async function runImage<T>(key: string, ext: string, pass: string, work: 
 }
 
 /**
- * Rebuilds a members record with one member renamed and/or replaced, keeping every member's position.
- * @throws ShardkitError DUPLICATE_KEY when the new name is taken by another member (`a.png` and `a.jpg` both
- *   converted to jpg).
+ * Rebuilds a members record with one member renamed and/or replaced, keeping every member's position. The caller
+ * has made sure the new name is free (mapImageMembers refuses two members that would share it).
  */
-export function replaceMember(key: string, members: Record<string, Uint8Array>, ext: string, nextExt: string, bytes: Uint8Array): Record<string, Uint8Array> {
-  if (nextExt !== ext && Object.hasOwn(members, nextExt)) {
-    throw new ShardkitError(ErrorCodes.DUPLICATE_KEY, `Sample ${key} would get member ${nextExt} twice (from ${ext} and the existing ${nextExt})`, { key });
-  }
+function replaceMember(members: Record<string, Uint8Array>, ext: string, nextExt: string, bytes: Uint8Array): Record<string, Uint8Array> {
   const out: Record<string, Uint8Array> = {};
   for (const [name, value] of Object.entries(members)) {
     if (name === ext) setMember(out, nextExt, bytes);
@@ -156,7 +152,7 @@ export async function mapImageMembers(
       throw new ShardkitError(ErrorCodes.INPUT, `Sample ${key}: members ${other} and ${ext} would both become ${result.ext} in pass ${pass}; keep one of them (--exclude)`, { key });
     }
     if (result.ext !== ext) renamedFrom.set(result.ext, ext);
-    out = replaceMember(key, out, ext, result.ext, result.bytes);
+    out = replaceMember(out, ext, result.ext, result.bytes);
   }
   return out;
 }
