@@ -363,12 +363,13 @@ describe('shardkit pack', () => {
   });
 
   it("the bin sizes libuv's pool for one image job per core plus 4 for reads, unless the user set it", () => {
+    // the probe counts the pool's threads in the pack process itself (see test/helpers/uv-pool-probe.mjs)
     const root = tmpDir();
-    const mod = path.join(root, 'pool.mjs');
-    fs.writeFileSync(mod, "export default (s) => ({ ...s, members: { ...s.members, pool: new TextEncoder().encode(process.env.UV_THREADPOOL_SIZE ?? 'unset') } });\n");
+    const probe = path.join(ROOT, 'test', 'helpers', 'uv-pool-probe.mjs');
     const poolOf = (env: Record<string, string>): string => {
       const out = path.join(root, `ds${Object.values(env).join('')}`);
-      expect(shardkit(['pack', IMAGES, '--out', out, ...GOOD, '--pass-module', mod, '--quiet'], { env }).status).toBe(0);
+      const r = shardkit(['pack', IMAGES, '--out', out, ...GOOD, '--pass-module', probe, '--quiet'], { env });
+      expect(r.status, r.stderr).toBe(0);
       return shardkit(['get', out, 'cat/001', '--ext', 'pool']).stdout;
     };
     expect(poolOf({ UV_THREADPOOL_SIZE: '' })).toBe(String(imageConcurrency().uvThreadpoolSize));
