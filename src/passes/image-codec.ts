@@ -7,6 +7,7 @@ import type { Sharp } from 'sharp';
 import { sharpLib } from './sharp-lib.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { setMember } from '../../formats/sample.js';
+import { isOneTiffImage } from './tiff-subfiles.js';
 
 export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'gif' | 'tiff' | 'avif';
 
@@ -116,11 +117,13 @@ const MULTI_FRAME_FORMATS: ReadonlySet<ImageFormat> = new Set(['gif', 'webp', 't
 /**
  * Image passes work on one frame: sharp decodes the first and drops the others, so an animated GIF came out as a
  * still one with exit 0. Such a member fails its sample instead (INPUT, which `--on-error skip` skips). Frames are
- * not resized one by one: a tensor has one frame, and a JPEG or PNG cannot hold several.
+ * not resized one by one: a tensor has one frame, and a JPEG or PNG cannot hold several. A TIFF whose other IFDs are
+ * only reduced-resolution versions of its first image (a thumbnail, a pyramid) is one image, which libvips counts as
+ * several pages: its first image is the one decoded.
  */
-async function refuseFrames(bytes: Uint8Array, key: string, ext: string, pass: string): Promise<void> {
+async function refuseFrames(bytes: Uint8Array, format: ImageFormat, key: string, ext: string, pass: string): Promise<void> {
   const { pages } = await sharpLib()(bytes, { failOn: 'error' }).metadata();
-  if (pages !== undefined && pages > 1) {
+  if (pages !== undefined && pages > 1 && !(format === 'tiff' && isOneTiffImage(bytes))) {
     throw new ShardkitError(ErrorCodes.INPUT, `Image member ${ext} of sample ${key} has ${pages} frames or pages; pass ${pass} handles single-frame images only (convert it first, or --on-error skip)`, { key });
   }
 }
@@ -144,7 +147,7 @@ export async function mapImageMembers(
     const format = imageFormatOfExt(ext);
     if (format === undefined) continue;
     const result = await runImage(key, ext, pass, async () => {
-      if (MULTI_FRAME_FORMATS.has(format)) await refuseFrames(bytes, key, ext, pass);
+      if (MULTI_FRAME_FORMATS.has(format)) await refuseFrames(bytes, format, key, ext, pass);
       return transform(bytes, format, ext);
     });
     if (result.ext !== ext && Object.hasOwn(out, result.ext)) {
