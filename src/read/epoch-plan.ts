@@ -284,6 +284,9 @@ export function mergeRankStates(states: readonly RankState[]): EpochState {
   if (states.length !== worldSize) {
     throw badState(`mergeRankStates needs all ${worldSize} rank states but received ${states.length}`);
   }
+  const remaining = identity.samples - start.consumed - start.skip.length;
+  // A rank is dealt at most ceil(remaining / W) samples (padding included): a longer rank is no rank of this epoch
+  const mostPerRank = Math.ceil(remaining / worldSize);
   const yieldedByRank: number[] = new Array<number>(worldSize).fill(-1);
   states.forEach((raw, i) => {
     const state = expectRankStateShape(raw, `states[${i}]`);
@@ -294,11 +297,13 @@ export function mergeRankStates(states: readonly RankState[]): EpochState {
     if (JSON.stringify(state.start) !== startJson) {
       throw badState(`states[${i}] started from another cursor than states[0]: they are not from one plan`);
     }
+    if (state.length > mostPerRank) {
+      throw badState(`states[${i}].length is ${state.length}, but a rank of ${worldSize} is dealt at most ${mostPerRank} of the ${remaining} samples its plan started with`);
+    }
     if (yieldedByRank[state.rank] !== -1) throw badState(`mergeRankStates received rank ${state.rank} twice`);
     yieldedByRank[state.rank] = state.yielded;
   });
 
-  const remaining = identity.samples - start.consumed - start.skip.length;
   const toOrderIndex = remainingToOrderIndex(start);
   // First remaining index (in deal order) that no rank yielded.
   let firstUnyielded = Infinity;

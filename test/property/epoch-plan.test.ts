@@ -236,6 +236,9 @@ describe('validation', () => {
       ['duplicate rank', () => mergeRankStates([states[0]!, states[0]!, states[2]!])],
       ['mixed plans', () => mergeRankStates([states[0]!, states[1]!, plansFor({ ...base, seed: 9 }, 3)[2]!.state(2)])],
       ['yielded > length', () => mergeRankStates([states[0]!, states[1]!, { ...states[2]!, yielded: 99 }])],
+      // consistent with itself, but longer than any rank of this epoch: it would skip samples nobody read
+      ['length over the deal', () => mergeRankStates([states[0]!, states[1]!, { ...states[2]!, length: 99, yielded: 99 }])],
+      ['one rank, length over the deal', () => planEpoch({ ...base, resumeFrom: { ...planEpoch(base).state(2), length: 1000, yielded: 999 } })],
       ['empty', () => mergeRankStates([])],
       ['not an object', () => planEpoch({ ...base, resumeFrom: 'state' as never })],
       // long seeds that differ only past what an error message shows of them
