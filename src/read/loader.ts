@@ -58,6 +58,11 @@ interface PendingBatch<S> {
 
 const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
 
+/** What work of a stopped loader fails with; nobody receives it (deliver() returns done once finished). */
+function closedError(): ShardkitError {
+  return new ShardkitError(ErrorCodes.CLOSED, 'the loader was closed');
+}
+
 /**
  * Batches of one epoch. Make it with `ds.loader(options)`; iterate it once with `for await`.
  *
@@ -85,6 +90,8 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
   private readonly plan: EpochPlan;
   private readonly identity: DatasetIdentity;
   private readonly batchOptions: BatchReadOptions;
+  /** Reads in flight (http requests and index page lookups, thread-pool reads) stay under `concurrency`. */
+  private readonly readLimit: ReturnType<typeof pLimit>;
   private readonly decodeLimit: ReturnType<typeof pLimit>;
   private readonly slabs: SlabPool | undefined;
   /** Mean stored bytes per sample, to estimate a batch's size before its entries are known. */
@@ -134,7 +141,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     this.plan = planEpoch(planOptions);
     this.length = this.plan.length;
     this.batches = this.plan.batches;
-    const readLimit = pLimit(this.opts.concurrency);
+    this.readLimit = pLimit(this.opts.concurrency);
     this.decodeLimit = pLimit(this.opts.decodeConcurrency);
     this.slabs = this.opts.view && !ds.remote ? new SlabPool(Math.max(this.opts.prefetch, this.opts.maxReadBytes) * 2) : undefined;
     this.batchOptions = {
@@ -143,7 +150,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
       syncReadMaxBytes: this.opts.syncReadMaxBytes,
       verify: this.opts.verify,
       slabs: this.slabs,
-      limit: (fn) => readLimit(fn),
+      limit: (fn) => this.whileOpen(this.readLimit, fn),
     };
     this.bytesPerSample = ds.size === 0 ? 0 : ds.manifest.totals.storedBytes / ds.size;
   }
@@ -265,6 +272,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
         promise = located.then(
           (refs) => {
             this.locating--;
+            if (this.finished) throw closedError(); // located after return(): nothing of it is read
             const samples = this.fetch(pending, refs);
             this.scheduleFill(); // the size is known now: read-ahead may go on
             return samples;
@@ -310,9 +318,10 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     const refs = new Array<RecordRef>(count);
     for (const i of byPosition) {
       // Stop looking up pages for a closed loader; nobody receives this error (deliver() returns done).
-      if (this.finished) throw new ShardkitError(ErrorCodes.CLOSED, 'the loader was closed');
+      if (this.finished) throw closedError();
       const position = positions[i] as number;
-      const hit = await this.ds.index.leafOf(position);
+      // an index page not yet cached is an http request of its own, counted in `concurrency`
+      const hit = await this.whileOpen(this.readLimit, () => this.ds.index.leafOf(position));
       refs[i] = this.located(hit.leaf, position - hit.base);
     }
     return refs;
@@ -345,7 +354,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
           setMember(members, ext, bytes); // keeps member order; replaced below
           if (!isImage(ext)) continue;
           decoded.push(
-            this.decodeLimit(() => decodeImage(bytes, sample.key, ext)).then((image) => {
+            this.whileOpen(this.decodeLimit, () => decodeImage(bytes, sample.key, ext)).then((image) => {
               setMember(members, ext, image);
               this.counters.imagesDecoded++;
             }),
@@ -355,6 +364,15 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
         return { key: sample.key, members };
       }),
     );
+  }
+
+  /**
+   * Runs `fn` under `limit` unless the loader was stopped by the time its turn comes: work queued behind the limit
+   * (reads of batches started ahead, image decodes) then fails with CLOSED at once instead of running for batches
+   * nobody will receive. Its batch's promise still settles, so a next() waiting on it returns.
+   */
+  private whileOpen<T>(limit: ReturnType<typeof pLimit>, fn: () => Promise<T>): Promise<T> {
+    return limit(() => (this.finished ? Promise.reject(closedError()) : fn()));
   }
 
   private setBytes(pending: PendingBatch<S>, bytes: number): void {

@@ -22,17 +22,29 @@ export interface FlakyServer {
   readonly requests: number;
   /** Distinct TCP connections that sent a request. */
   readonly connections: number;
+  /** The most requests received and not yet answered at one time. */
+  readonly peakInFlight: number;
   stop(): Promise<void>;
 }
 
-export async function startFlakyServer(root: string, faults: readonly Fault[]): Promise<FlakyServer> {
+/** `delayMs`: each request is answered that long after it arrived (so requests in flight overlap and can be counted). */
+export async function startFlakyServer(root: string, faults: readonly Fault[], options: { delayMs?: number } = {}): Promise<FlakyServer> {
   const queue = [...faults];
   let requests = 0;
+  let inFlight = 0;
+  let peakInFlight = 0;
   const sockets = new Set<object>();
   const server = http.createServer((req, res) => {
     requests++;
     sockets.add(req.socket);
+    inFlight++;
+    peakInFlight = Math.max(peakInFlight, inFlight);
+    res.on('close', () => inFlight--);
     const fault = queue.shift();
+    if (options.delayMs !== undefined) setTimeout(() => answer(req, res, fault), options.delayMs);
+    else answer(req, res, fault);
+  });
+  const answer = (req: http.IncomingMessage, res: http.ServerResponse, fault: Fault | undefined): void => {
     if (fault === '503') {
       res.writeHead(503, { 'content-length': '0' }).end();
       return;
@@ -43,7 +55,7 @@ export async function startFlakyServer(root: string, faults: readonly Fault[]): 
     }
     if (fault === 'hang') return;
     serveFile(root, req, res, fault).catch(() => res.destroy());
-  });
+  };
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
@@ -55,6 +67,9 @@ export async function startFlakyServer(root: string, faults: readonly Fault[]): 
     },
     get connections() {
       return sockets.size;
+    },
+    get peakInFlight() {
+      return peakInFlight;
     },
     stop: () =>
       new Promise<void>((resolve) => {
