@@ -60,8 +60,8 @@ interface Entry<T> {
  * - `acquire(key)`/`acquireSync(key)` return the open source for `key`, opening it if needed, and take a
  *   reference; every acquire must be paired with exactly one `release(source)` (or use `use`/`useSync`).
  * - A source with references is never closed: eviction picks the least recently released idle source.
- * - At most `maxOpen` sources are open or opening. When all of them are in use, `acquire` waits (FIFO-ish) for a
- *   release. `acquireSync` cannot wait, so it opens one past the budget and that source is closed as soon as it
+ * - At most `maxOpen` sources are open or opening. When all of them are in use, `acquire` and `acquireWhenFree` wait
+ *   (FIFO-ish) for a release. `acquireSync` cannot wait, so it opens one past the budget and that source is closed as soon as it
  *   is released; with one synchronous reader the overshoot is at most one handle.
  * - Concurrent acquires of one key share one open. If onOpen or the open fails, every waiter gets the error and
  *   nothing is cached.
@@ -132,6 +132,20 @@ export class HandlePool<T extends ByteSource> {
         await this.awaitOpening(fresh);
         return this.sourceOf(fresh);
       }
+      this.counters.waits++;
+      await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
+    }
+  }
+
+  /**
+   * For an async reader of sources that open synchronously (local files, whose onOpen is synchronous): waits while
+   * every open source is in use, as acquire does, then takes the source as acquireSync does. So reads held across an
+   * await never open past maxOpen, however many run at once (acquireSync in each went one past it per read).
+   */
+  async acquireWhenFree(key: string): Promise<T> {
+    for (;;) {
+      this.assertOpen();
+      if (this.entries.has(key) || this.entries.size < this.maxOpen || this.idleOldest !== undefined) return this.acquireSync(key);
       this.counters.waits++;
       await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
     }

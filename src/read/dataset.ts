@@ -362,7 +362,7 @@ export class Dataset {
   async readShardRange(shard: number, offset: number, length: number, target?: Uint8Array, targetOffset = 0): Promise<Uint8Array> {
     const loc = this.shardLocations[shard] as string;
     if (isRemote(loc)) return this.pool.use(loc, (src) => src.read(offset, length));
-    const source = this.pool.acquireSync(loc) as FileSource;
+    const source = (await this.pool.acquireWhenFree(loc)) as FileSource; // held across the await: within maxOpenShards
     try {
       const buffer = target ?? this.arena.take(length);
       await source.readInto(buffer, targetOffset, length, offset);
