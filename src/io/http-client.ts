@@ -101,6 +101,8 @@ export class HttpClient {
   private readonly httpsAgent: https.Agent;
   private readonly seenSockets = new WeakSet<object>();
   private closed = false;
+  /** Aborted by close(): ends requests still waiting for a socket in the agents' queues, and backoff sleeps. */
+  private readonly closing = new AbortController();
 
   constructor(options: HttpClientOptions = {}) {
     const maxSockets = expectIntegerInRange('maxSockets', options.maxSockets ?? DEFAULT_HTTP_MAX_SOCKETS, 1, 4096);
@@ -156,7 +158,11 @@ export class HttpClient {
           );
         }
         if (this.stats !== undefined) this.stats.retries++;
-        await sleep(this.backoffDelay(attempt, err.retryAfterMs));
+        try {
+          await sleep(this.backoffDelay(attempt, err.retryAfterMs), undefined, { signal: this.closing.signal });
+        } catch {
+          throw this.closedError(url); // close() during the backoff: the read fails now, not when the sleep ends
+        }
       }
     }
   }
@@ -196,6 +202,7 @@ export class HttpClient {
   /** Closes every pooled socket; requests still in flight fail (CLOSED), and none is sent or retried after. */
   close(): void {
     this.closed = true;
+    this.closing.abort();
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
   }
@@ -238,7 +245,8 @@ export class HttpClient {
       try {
         const isHttps = target.slice(0, 6).toLowerCase() === 'https:';
         const agent = isHttps ? this.httpsAgent : this.httpAgent;
-        const options = { method, headers: { ...this.headers, ...headers }, agent };
+        // the signal also ends a request still queued in the agent for a socket, which destroy() leaves to be sent later
+        const options = { method, headers: { ...this.headers, ...headers }, agent, signal: this.closing.signal };
         request = isHttps ? https.request(target, options) : http.request(target, options);
       } catch (err) {
         const message = `Cannot request ${redactLocation(url)}: ${errorText(err)}`;

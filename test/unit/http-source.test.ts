@@ -270,6 +270,35 @@ describe('HttpSource against a scripted flaky server', () => {
     await server.stop();
   });
 
+  it('close() ends requests still queued for a socket: none reaches the server after it', async () => {
+    const server = await startFlakyServer(root, [], { delayMs: 300 });
+    const client = new HttpClient({ maxSockets: 2 });
+    const sources = Array.from({ length: 8 }, (_, i) => new HttpSource(`${server.url}/part-${i}.bin`, { client, size: 1000 }));
+    const reads = sources.map((src) => src.read(0, 10).then(() => 'ok', (e: unknown) => (e as ShardkitError).code));
+    await new Promise((resolve) => setTimeout(resolve, 50)); // two requests at the server, six waiting for a socket
+    const atClose = server.requests;
+    client.close();
+    expect(await Promise.all(reads)).toEqual(Array(8).fill(ErrorCodes.CLOSED));
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect([atClose, server.requests]).toEqual([2, 2]);
+    await server.stop();
+  });
+
+  it("the client's close() (a dataset's) ends a retry backoff at once: the read fails CLOSED, not 10 s later", async () => {
+    const server = await startFlakyServer(root, ['503']);
+    const client = new HttpClient({ retries: 2, backoffMs: 10_000, maxBackoffMs: 10_000 });
+    const src = new HttpSource(`${server.url}/shard.bin`, { client });
+    const read = src.read(0, 10).then(() => 'ok', (e: unknown) => (e as ShardkitError).code);
+    while (server.requests === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the 503 is in: the backoff has begun
+    const closedAt = performance.now();
+    client.close();
+    expect(await read).toBe(ErrorCodes.CLOSED);
+    expect(performance.now() - closedAt).toBeLessThan(1000);
+    expect(server.requests).toBe(1);
+    await server.stop();
+  });
+
   it('a server that never answers times out after timeoutMs, is retried, then fails with HTTP', async () => {
     const server = await startFlakyServer(root, ['hang', 'hang']);
     const stats = new IoStats();
