@@ -147,12 +147,12 @@ export class HttpSource implements ByteSource {
       if (total !== undefined && offset + length <= total) {
         return { fail: this.httpError(`answered 416 to bytes ${offset}-${offset + length - 1} of a file it says has ${total} bytes`) };
       }
-      if (total !== undefined) this.knownSize = total;
+      // an error reply does not set the size: one odd answer must not replace what the manifest said (a healthy
+      // shard stayed broken after it) nor let a shorter replacement pass for the file
       return { fail: this.truncated(offset, length, total) };
     }
     if (status === 200 && isEmptyBody(res)) {
-      this.knownSize = 0; // nginx answers an empty file's Range requests with 200 and no body
-      return { fail: this.truncated(offset, length, 0) };
+      return { fail: this.truncated(offset, length, 0) }; // nginx answers an empty file's Range requests with 200 and no body
     }
     if (status === 200) {
       return {

@@ -12,9 +12,11 @@ import path from 'node:path';
  * - `'reset'`     destroy the socket without answering (the client sees ECONNRESET / socket hang up);
  * - `'hang'`      never answer (the client's timeout must fire);
  * - `'shortBody'` send the right headers and half the body, then close the connection;
- * - `'stallBody'` send the right headers and half the body, then stay silent.
+ * - `'stallBody'` send the right headers and half the body, then stay silent;
+ * - `'empty200'`  answer 200 with no body (what nginx answers to a Range request on an empty file);
+ * - `'416'`       answer 416 with `Content-Range: bytes *\/8192` (as if the file had 8192 bytes).
  */
-export type Fault = '503' | 'reset' | 'hang' | 'shortBody' | 'stallBody';
+export type Fault = '503' | 'reset' | 'hang' | 'shortBody' | 'stallBody' | 'empty200' | '416';
 
 export interface FlakyServer {
   url: string;
@@ -54,6 +56,14 @@ export async function startFlakyServer(root: string, faults: readonly Fault[], o
       return;
     }
     if (fault === 'hang') return;
+    if (fault === 'empty200') {
+      res.writeHead(200, { 'content-length': '0' }).end();
+      return;
+    }
+    if (fault === '416') {
+      res.writeHead(416, { 'content-range': 'bytes */8192', 'content-length': '0' }).end();
+      return;
+    }
     serveFile(root, req, res, fault).catch(() => res.destroy());
   };
   server.keepAliveTimeout = 60_000;

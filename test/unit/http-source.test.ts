@@ -270,6 +270,19 @@ describe('HttpSource against a scripted flaky server', () => {
     await server.stop();
   });
 
+  it('one odd reply (416, or an empty 200) fails its read but does not replace the size the manifest gave', async () => {
+    for (const fault of ['416', 'empty200'] as const) {
+      const server = await startFlakyServer(root, [fault]);
+      const src = new HttpSource(`${server.url}/shard.bin`, { size: SHARD_BYTES, sizeMismatchCode: ErrorCodes.SHARD_MISMATCH, retries: 0 });
+      await rejection(src.read(20_000, 100), ErrorCodes.TRUNCATED);
+      // the file is whole again: reads within it succeed, before and after the offset the odd reply spoke of
+      for (const at of [20_000, 100, 900_000]) expect(Buffer.from(await src.read(at, 100)).equals(shard.subarray(at, at + 100)), `${fault} ${at}`).toBe(true);
+      expect(await src.size()).toBe(SHARD_BYTES);
+      await src.close();
+      await server.stop();
+    }
+  });
+
   it('close() ends requests still queued for a socket: none reaches the server after it', async () => {
     const server = await startFlakyServer(root, [], { delayMs: 300 });
     const client = new HttpClient({ maxSockets: 2 });
