@@ -4,7 +4,7 @@ import { CODEC_NAMES, type IndexEntry } from '../../formats/index-entry.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { fsCall } from '../pack/fs-errors.js';
 import { replaceFile, writeAll } from '../pack/replace-file.js';
-import { expectLocalPath } from '../io/location.js';
+import { expectLocalPath, redactLocation } from '../io/location.js';
 import type { Dataset } from './dataset.js';
 
 export interface DatasetInfo {
@@ -27,7 +27,7 @@ export function datasetInfo(ds: Dataset): DatasetInfo {
   const m = ds.manifest;
   const h = ds.index.header;
   return {
-    location: ds.location,
+    location: redactLocation(ds.location), // a presigned URL's signature or a user:password stays out of the output
     layout: m.layout,
     compress: m.compress,
     samples: m.totals.samples,

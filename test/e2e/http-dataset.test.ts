@@ -253,6 +253,16 @@ describe.skipIf(nginxSkipReason !== undefined)('datasets over http (real nginx o
     expect(hanging).toMatchObject({ code: ErrorCodes.HTTP, message: `signing ${server.url}/signed/ds/manifest.json failed: no answer within 50 ms (timeoutMs)` });
   });
 
+  it('info names a dataset URL without its user:password or query (a presigned signature), in text and JSON', () => {
+    const url = `${server.url.replace('://', '://alice:S3CRETpw@')}/ds?X-Amz-Signature=T0KEN`;
+    for (const args of [['info', url], ['info', url, '--json']]) {
+      const r = shardkit(args);
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout).toContain(`${server.url}/ds?...`);
+      expect(r.stdout + r.stderr).not.toMatch(/S3CRETpw|T0KEN|alice/);
+    }
+  });
+
   it('the CLI reads a dataset behind a bearer token with --header, or --header @FILE', async () => {
     const url = `${server.url}/private/ds`;
     const refused = shardkit(['info', url]);
