@@ -285,9 +285,14 @@ function parseUnsatisfiedTotal(header: string | undefined): number | undefined {
 
 /** Range offsets count encoded bytes: a compressed response would not be the shard's bytes. */
 function checkEncoding(res: IncomingMessage): string | undefined {
+  const encoding = contentCoding(res);
+  return encoding === undefined ? undefined : `answered with Content-Encoding ${encoding}; shards must be served without compression`;
+}
+
+/** A response's Content-Encoding when it is one (gzip, br, ...), undefined for none or `identity` (any case: RFC 9110 §8.4.1). */
+export function contentCoding(res: IncomingMessage): string | undefined {
   const encoding = res.headers['content-encoding'];
-  if (encoding === undefined || encoding.trim().toLowerCase() === 'identity') return undefined;
-  return `answered with Content-Encoding ${encoding}; shards must be served without compression`;
+  return encoding === undefined || encoding.trim().toLowerCase() === 'identity' ? undefined : encoding;
 }
 
 function isEmptyBody(res: IncomingMessage): boolean {

@@ -4,7 +4,7 @@ import type { ByteSource } from './byte-source.js';
 import { FileSource } from './file-source.js';
 import type { FileSourceOptions } from './file-source.js';
 import { HttpClient } from './http-client.js';
-import { HttpSource, planStatus } from './http-source.js';
+import { contentCoding, HttpSource, planStatus } from './http-source.js';
 import type { HttpSourceOptions } from './http-source.js';
 import { expectIntegerInRange } from './io-options.js';
 import type { IoStats } from './io-stats.js';
@@ -75,8 +75,8 @@ async function readAllRemote(url: string, maxBytes: number, options: ReadAllOpti
   try {
     const { body } = await client.exchange(url, 'GET', {}, (res) => {
       if (res.statusCode === 200) {
-        const encoding = res.headers['content-encoding'];
-        if (encoding !== undefined && encoding !== 'identity') {
+        const encoding = contentCoding(res);
+        if (encoding !== undefined) {
           const message = `${name} answered with Content-Encoding ${encoding}; serve it without compression`;
           return { fail: new ShardkitError(ErrorCodes.HTTP, message, { file: name }) };
         }

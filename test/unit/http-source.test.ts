@@ -349,7 +349,7 @@ describe('HttpSource against a scripted flaky server', () => {
     await src.close();
   });
 
-  it('odd answers to a range: a Content-Length beyond it fails at once, a 416 inside the file is HTTP, "Identity" is no encoding', async () => {
+  it('odd answers to a range: a Content-Length beyond it fails at once, a 416 inside the file is HTTP, "Identity" is no encoding (ranges and whole files)', async () => {
     const body = shard.subarray(0, 100);
     const answers: Array<(res: http.ServerResponse) => void> = [
       // a Content-Length far beyond the range: fails when the head arrives, not after timeoutMs per attempt
@@ -359,8 +359,10 @@ describe('HttpSource against a scripted flaky server', () => {
       },
       // a 416 for a range the same answer says lies inside the file
       (res) => res.writeHead(416, { 'content-range': `bytes */${SHARD_BYTES}`, 'content-length': '0' }).end(),
-      // the encoding token is case-insensitive (RFC 9110)
+      // the encoding token is case-insensitive (RFC 9110), for a range and for a whole file (a manifest)
       (res) => res.writeHead(206, { 'content-range': `bytes 0-99/${SHARD_BYTES}`, 'content-length': '100', 'content-encoding': 'Identity' }).end(body),
+      (res) => res.writeHead(200, { 'content-length': '100', 'content-encoding': 'IDENTITY' }).end(body),
+      (res) => res.writeHead(200, { 'content-length': '100', 'content-encoding': 'GZip' }).end(body),
     ];
     let next = 0;
     const server = http.createServer((_req, res) => (answers[next++] as (r: http.ServerResponse) => void)(res));
@@ -376,6 +378,8 @@ describe('HttpSource against a scripted flaky server', () => {
       expect(inside.message).toContain(`answered 416 to bytes 0-99 of a file it says has ${SHARD_BYTES} bytes`);
       expect(Buffer.from(await src.read(0, 100)).equals(body)).toBe(true);
       await src.close();
+      expect(Buffer.from(await readAll(`http://127.0.0.1:${port}/manifest.json`)).equals(body)).toBe(true);
+      expect((await rejection(readAll(`http://127.0.0.1:${port}/manifest.json`), ErrorCodes.HTTP)).message).toContain('Content-Encoding GZip');
     } finally {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
