@@ -16,9 +16,9 @@ export interface HttpSourceOptions extends HttpClientOptions {
   /** The size if already known (from the manifest): size() then costs no request. */
   size?: number;
   /**
-   * The error code when a reply shows the file at another size than `size`, or than an earlier reply showed: the
-   * file was replaced under the reader (SHARD_MISMATCH for a shard, INDEX_MISMATCH for an index). HTTP when not
-   * given. A smaller file is TRUNCATED either way.
+   * The error code when a reply shows the file at another size than `size`, or than an earlier reply showed, or
+   * with another ETag than an earlier reply: the file was replaced under the reader (SHARD_MISMATCH for a shard,
+   * INDEX_MISMATCH for an index). HTTP when not given. A smaller file is TRUNCATED either way.
    */
   sizeMismatchCode?: ErrorCode;
 }
@@ -45,6 +45,11 @@ export class HttpSource implements ByteSource {
   private readonly client: HttpClient;
   private readonly ownsClient: boolean;
   private knownSize: number | undefined;
+  /**
+   * The file's ETag in the first reply that had one (weak or strong, compared weakly): a later reply with another
+   * is another version of the file, replaced on the server since, even at the same size.
+   */
+  private etag: string | undefined;
   private readonly sizeMismatchCode: ErrorCode;
   private sizePromise: Promise<number> | undefined;
   private closed = false;
@@ -127,6 +132,8 @@ export class HttpSource implements ByteSource {
         if (this.knownSize !== undefined && range.total !== this.knownSize) return { fail: this.resized(offset, length, range.total) };
         this.knownSize = range.total;
       }
+      const changed = this.checkEtag(res, offset);
+      if (changed !== undefined) return { fail: changed };
       const encodingProblem = checkEncoding(res);
       if (encodingProblem !== undefined) return { fail: this.httpError(encodingProblem) };
       const wantedLast = offset + length - 1;
@@ -175,6 +182,8 @@ export class HttpSource implements ByteSource {
           const header = String(res.headers['content-range']);
           return { fail: this.httpError(`gave no total size in Content-Range (${header})`) };
         }
+        const changed = this.checkEtag(res, 0);
+        if (changed !== undefined) return { fail: changed };
         return { read: 'upTo', maxBytes: 1 };
       }
       if (status === 416) {
@@ -213,6 +222,24 @@ export class HttpSource implements ByteSource {
       ErrorCodes.TRUNCATED,
       `${this.name} is truncated: needed ${length} bytes at offset ${offset} but ${ends}; ` +
         're-upload the file or re-pack the dataset',
+      { file: this.name, offset },
+    );
+  }
+
+  /** The error when `res` carries another ETag than the file's earlier replies (remembers the first one seen). */
+  private checkEtag(res: IncomingMessage, offset: number): ShardkitError | undefined {
+    const header = res.headers.etag;
+    if (header === undefined) return undefined;
+    const etag = header.trim().replace(/^W\//, ''); // weak comparison (RFC 9110 §8.8.3.2): a CDN may weaken a strong tag
+    if (this.etag === undefined) {
+      this.etag = etag;
+      return undefined;
+    }
+    if (etag === this.etag) return undefined;
+    return new ShardkitError(
+      this.sizeMismatchCode,
+      `${this.name} changed on the server while it was being read (ETag ${this.etag}, now ${etag}): the file was ` +
+        'replaced; open the dataset again, or read it from a copy that does not change',
       { file: this.name, offset },
     );
   }

@@ -186,6 +186,22 @@ describe.skipIf(nginxSkipReason !== undefined)(`HttpSource against nginx${nginxS
     client.close();
   });
 
+  it('a file replaced at the same size mid-read is SHARD_MISMATCH by its new ETag, not bytes of two versions', async () => {
+    freshClient();
+    const file = path.join(root, 'swap.bin');
+    fs.writeFileSync(file, Buffer.alloc(50_000, 1));
+    const src = new HttpSource(`${nginx.url}/swap.bin`, { client, size: 50_000, sizeMismatchCode: ErrorCodes.SHARD_MISMATCH });
+    expect(Buffer.from(await src.read(0, 10)).equals(Buffer.alloc(10, 1))).toBe(true);
+    expect(Buffer.from(await src.read(40_000, 10)).equals(Buffer.alloc(10, 1))).toBe(true);
+    // another version of the same size, written next to it and renamed over it (nginx's ETag is mtime and size)
+    fs.writeFileSync(`${file}.new`, Buffer.alloc(50_000, 2));
+    fs.utimesSync(`${file}.new`, new Date(), new Date(Date.now() + 60_000));
+    fs.renameSync(`${file}.new`, file);
+    const err = await rejection(src.read(100, 10), ErrorCodes.SHARD_MISMATCH);
+    expect(err.message).toMatch(/swap\.bin changed on the server while it was being read \(ETag "[^"]+", now "[^"]+"\)/);
+    client.close();
+  });
+
   it('sends presigned-style query strings unchanged, also for shards resolved against a dataset URL', async () => {
     freshClient();
     const dataset = `${nginx.url}/?X-Amz-Credential=a%2Fb&X-Amz-Signature=0123abcd`;
@@ -280,6 +296,26 @@ describe('HttpSource against a scripted flaky server', () => {
       expect(await src.size()).toBe(SHARD_BYTES);
       await src.close();
       await server.stop();
+    }
+  });
+
+  it('compares ETags weakly and only where a reply has one', async () => {
+    const tags = ['"v1"', undefined, 'W/"v1"', '"v1"', '"v2"'];
+    let next = 0;
+    const server = http.createServer((_req, res) => {
+      const etag = tags[next++];
+      res.writeHead(206, { 'content-range': `bytes 0-9/${SHARD_BYTES}`, 'content-length': '10', ...(etag === undefined ? {} : { etag }) }).end(shard.subarray(0, 10));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    try {
+      const src = new HttpSource(`http://127.0.0.1:${port}/shard.bin`, { retries: 0, sizeMismatchCode: ErrorCodes.INDEX_MISMATCH });
+      for (let i = 0; i < 4; i++) expect(Buffer.from(await src.read(0, 10)).equals(shard.subarray(0, 10)), `reply ${i}`).toBe(true);
+      await rejection(src.read(0, 10), ErrorCodes.INDEX_MISMATCH);
+      await src.close();
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 
