@@ -20,10 +20,14 @@ export function table(rows: string[][]): string {
 }
 
 /**
- * A key or member name for line-oriented output: as it is, unless it holds a control character (a newline or tab
- * would split one name into two lines or fields) or starts with a double quote; then as a JSON string, which
- * `JSON.parse` turns back into the name.
+ * A key or member name for line-oriented output: as it is, unless it holds a control character or a line break of
+ * any kind (a newline or tab would split one name into two lines or fields; Python's `splitlines()` also breaks at
+ * C1 controls such as NEL and at U+2028/U+2029) or starts with a double quote; then as a JSON string, with those
+ * escaped too (JSON.stringify leaves C1 and U+2028 raw), which `JSON.parse` turns back into the name.
  */
 export function printableName(name: string): string {
-  return /[\u0000-\u001f\u007f]/.test(name) || name.startsWith('"') ? JSON.stringify(name) : name;
+  if (!UNPRINTABLE.test(name) && !name.startsWith('"')) return name;
+  return JSON.stringify(name).replace(/[\u0080-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
+
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;

@@ -49,15 +49,15 @@ describe('info / ls / get', () => {
 
   it('ls prints one line per key and one field per column, whatever the keys hold: odd ones as JSON strings', async () => {
     const odd = tmpDir();
-    const keys = ['a\nb', 'c\td', '"q', 'plain', 'uni\u00e9'];
+    const keys = ['a\nb', 'c\td', '"q', 'plain', 'uni\u00e9', 'nel\u0085', 'ls\u2028x'];
     const w = new DatasetWriter({ dir: odd });
     for (const key of [...keys].sort()) w.add({ key, members: { 'x\ty': enc.encode('1') } });
     await w.finish();
     const lines = text(['ls', odd]).out.split('\n').slice(0, -1);
-    expect(lines).toEqual(['"\\"q"', '"a\\nb"', '"c\\td"', 'plain', 'uni\u00e9']);
+    expect(lines).toEqual(['"\\"q"', '"a\\nb"', '"c\\td"', '"ls\\u2028x"', '"nel\\u0085"', 'plain', 'uni\u00e9']);
     expect(lines.map((l) => (l.startsWith('"') ? JSON.parse(l) : l))).toEqual([...keys].sort());
     const long = text(['ls', odd, '--long']).out.split('\n').slice(0, -1).map((l) => l.split('\t'));
-    expect(long.map((f) => f.length)).toEqual([5, 5, 5, 5, 5]);
+    expect(long.map((f) => f.length)).toEqual([5, 5, 5, 5, 5, 5, 5]);
     expect(long[0]![4]).toBe('"x\\ty":1');
   });
 
