@@ -26,7 +26,7 @@ export function registerInfo(program: Command): void {
             ['shards', `${info.shards} (${formatSize(info.bytes.shards)})`],
             ['members', `${formatSize(info.bytes.members)} original, ${formatSize(info.bytes.stored)} stored`],
             ['index', `${formatSize(info.bytes.index)}, ${info.index.pages} pages of ${info.index.pageSize} B, height ${info.index.height}, ${info.index.bytesPerSample.toFixed(1)} B/sample`],
-            ['overhead', `${percent(info.overhead)} (shards + index vs member bytes)`],
+            ['overhead', info.overhead === null ? 'n/a (no member bytes)' : `${percent(info.overhead)} (shards + index vs member bytes)`],
             ['passes', info.passes.length === 0 ? 'none' : info.passes.map((p) => `${p.name}${Object.keys(p.params).length ? ` ${JSON.stringify(p.params)}` : ''}`).join(', ')],
             ['skipped', String(info.skipped)],
             ['written by', info.tool],

@@ -16,7 +16,8 @@ export interface DatasetInfo {
   shards: number;
   bytes: { members: number; stored: number; shards: number; index: number };
   /** (shards + index) / original member bytes - 1. */
-  overhead: number;
+  /** (shard + index bytes) / member bytes - 1; null when there are no member bytes to compare with. */
+  overhead: number | null;
   index: { pageSize: number; pages: number; height: number; bytesPerSample: number };
   passes: { name: string; params: Record<string, unknown> }[];
   skipped: number;
@@ -34,7 +35,7 @@ export function datasetInfo(ds: Dataset): DatasetInfo {
     members: m.totals.members,
     shards: m.shards.length,
     bytes: { members: m.totals.bytes, stored: m.totals.storedBytes, shards: m.totals.shardBytes, index: m.index.bytes },
-    overhead: m.totals.bytes === 0 ? 0 : (m.totals.shardBytes + m.index.bytes) / m.totals.bytes - 1,
+    overhead: m.totals.bytes === 0 ? null : (m.totals.shardBytes + m.index.bytes) / m.totals.bytes - 1,
     index: { pageSize: h.pageSize, pages: h.pageCount, height: h.height, bytesPerSample: h.entryCount === 0 ? 0 : m.index.bytes / h.entryCount },
     passes: m.passes,
     skipped: m.skipped.length,

@@ -31,6 +31,17 @@ describe('info / ls / get', () => {
     const j = JSON.parse(text(['info', dir, '--json']).out);
     expect(j).toMatchObject({ layout: 'tar', compress: 'lz4', samples: 31, members: 61 });
     expect(j.shards).toBeGreaterThan(1);
+    expect(j.overhead).toBeGreaterThan(0);
+    expect(human.out).toMatch(/overhead\s+\d+\.\d% \(shards \+ index vs member bytes\)/);
+  });
+
+  it('info of a dataset of empty files gives no overhead figure rather than 0 %', async () => {
+    const empty = tmpDir();
+    const w = new DatasetWriter({ dir: empty });
+    w.add({ key: 'e', members: { bin: new Uint8Array(0) } });
+    await w.finish();
+    expect(text(['info', empty]).out).toMatch(/overhead\s+n\/a \(no member bytes\)\n/);
+    expect(JSON.parse(text(['info', empty, '--json']).out)).toMatchObject({ samples: 1, overhead: null });
   });
 
   it('ls lists keys in order; --prefix, --limit, --long and --json', () => {
