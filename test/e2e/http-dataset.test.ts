@@ -281,6 +281,10 @@ describe.skipIf(nginxSkipReason !== undefined)('datasets over http (real nginx o
     expect(sameBytes(new Uint8Array(got.stdout), loaderSample(5).members.bin)).toBe(true);
     const verify = shardkit(['verify', url, '--quick', '--header', `@${file}`]);
     expect(verify.status, verify.stderr).toBe(0);
+    const out = path.join(tmpDir(), 'x');
+    const extract = shardkit(['extract', url, out, '--prefix', loaderSample(5).key, '-H', `Authorization: Bearer ${NGINX_TOKEN}`]);
+    expect(extract.status, extract.stderr).toBe(0);
+    expect(sameBytes(new Uint8Array(fs.readFileSync(path.join(out, `${loaderSample(5).key}.bin`))), loaderSample(5).members.bin)).toBe(true);
     const identity = path.join(tmpDir(), 'identity.mjs');
     fs.writeFileSync(identity, 'export default (s) => s;\n');
     const derived = path.join(tmpDir(), 'derived');
