@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { memberPath } from '../../formats/sample.js';
 import type { Dataset } from '../read/dataset.js';
 
 /** The dataset's samples in key order: what both sides read, and what the epoch order is computed from. */
@@ -48,7 +49,7 @@ export function rawFileFacts(rawDir: string, list: SampleList): RawFacts {
   const all: string[] = [];
   list.keys.forEach((key, i) => {
     for (const ext of list.exts[i] ?? []) {
-      const file = path.join(rawDir, `${key}.${ext}`);
+      const file = path.join(rawDir, memberPath(key, ext));
       let st: fs.Stats;
       try {
         st = fs.statSync(file);

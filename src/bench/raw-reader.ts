@@ -8,7 +8,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { setMember, type Sample } from '../../formats/sample.js';
+import { memberPath, setMember, type Sample } from '../../formats/sample.js';
 import { DEFAULT_SYNC_READ_MAX_BYTES } from '../io/file-source.js';
 import type { IoStats } from '../io/io-stats.js';
 
@@ -27,7 +27,7 @@ export class RawSampleReader {
 
   /** The file a member lives in: `rawDir/key.ext`, the pack source's own name for it. */
   filePath(key: string, ext: string): string {
-    return path.join(this.rawDir, `${key}.${ext}`);
+    return path.join(this.rawDir, memberPath(key, ext));
   }
 
   /** Reads a batch of samples; an array when every file was small enough for blocking reads, else a promise. */

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sharpLib } from '../passes/sharp-lib.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { memberPath } from '../../formats/sample.js';
 import { readPackSeconds } from '../pack/pack-report.js';
 import { openDataset } from '../read/dataset.js';
 import { resolveBenchOptions, type ResolvedBenchOptions, type RunBenchOptions } from './bench-options.js';
@@ -129,7 +130,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
     });
 
     const dataFiles = (side: SideName): string[] =>
-      side === 'raw' ? list.keys.flatMap((key, i) => (list.exts[i] ?? []).map((ext) => path.join(rawDir, `${key}.${ext}`))) : side === 'shards' ? shardFiles : [path.join(lmdbPath, 'data.mdb')];
+      side === 'raw' ? list.keys.flatMap((key, i) => (list.exts[i] ?? []).map((ext) => path.join(rawDir, memberPath(key, ext)))) : side === 'shards' ? shardFiles : [path.join(lmdbPath, 'data.mdb')];
     const tracePaths = (side: SideName): string[] | null => {
       const files = dataFiles(side);
       return files.length <= MAX_TRACE_PATHS ? files : null;

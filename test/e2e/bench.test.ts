@@ -12,6 +12,7 @@ describe('shardkit bench', () => {
     const ds = path.join(root, 'ds');
     const out = path.join(root, 'report');
     expect(shardkit(['synth', raw, '--samples', '40', '--classes', '4', '--sizes', 'tiny', '--quiet']).status).toBe(0);
+    fs.writeFileSync(path.join(raw, 'LICENSE'), 'a file without an extension: member "" of sample LICENSE\n');
     const packed = shardkit(['pack', raw, '--out', ds, '--shard', '8KiB', '--quiet']);
     expect(packed.status, packed.stderr).toBe(0);
     const r = shardkit(['bench', raw, ds, '--epochs', '1', '--repeat', '1', '--no-strace', '--out', out]);
