@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { Sample } from '../../formats/sample.js';
-import type { Manifest } from '../../formats/manifest.js';
+import { ADOPTED_EXTRA_KEY, type Manifest } from '../../formats/manifest.js';
 import type { Pass, PassContext } from '../passes/pass.js';
 import type { DatasetWriter } from './dataset-writer.js';
 
@@ -51,6 +51,10 @@ class OutputClaims {
   private readonly owner = new Map<string, string>();
 
   claim(kind: 'file' | 'manifest field', name: string, by: string): void {
+    if (kind === 'manifest field' && name === ADOPTED_EXTRA_KEY) {
+      // reindex reads it as "indexed from foreign tars" and would re-read the dataset under other naming rules
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, `${by} writes the manifest field ${name}, which shardkit keeps for datasets made by \`shardkit index\`; name it otherwise`);
+    }
     const key = `${kind}:${name}`;
     const first = this.owner.get(key);
     if (first !== undefined && first !== by) {

@@ -28,6 +28,17 @@ describe('pass outputs', () => {
     const notes = (name: string): Pass => ({ ...customPass(name, (s) => s), outputs: () => ({ files: { 'notes.txt': new Uint8Array(1) } }) });
     expect(() => collectPassOutputs([notes('a'), notes('b')])).toThrow('pass 1 (a) and pass 2 (b) both write the file notes.txt; keep one of them');
   });
+
+  it("a pass cannot write the manifest field 'adopted' (reindex would read the dataset as foreign tars), declared or not", async () => {
+    const adopted = { rules: 1, inputs: [] };
+    const sneaky: Pass = { ...customPass('sneaky', (s) => s), outputs: () => ({ manifest: { adopted } }) };
+    expect(() => collectPassOutputs([sneaky])).toThrow("pass 1 (sneaky) writes the manifest field adopted, which shardkit keeps for datasets made by `shardkit index`; name it otherwise");
+    const declared: Pass = { ...sneaky, declares: { manifest: ['adopted'] } };
+    const out = path.join(tmpDir(), 'out');
+    const err = await pack({ source: IMAGE_FIXTURES, out, passes: [declared] }).catch((e: unknown) => e);
+    expect(isShardkitError(err, ErrorCodes.INVALID_ARG)).toBe(true);
+    expect(fs.existsSync(out)).toBe(false);
+  });
 });
 
 
