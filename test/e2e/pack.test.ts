@@ -9,6 +9,7 @@ import { pack } from '../../src/pack/pack.js';
 import { decodeNpy } from '../../src/passes/npy.js';
 import { imageConcurrency } from '../../src/passes/image-concurrency.js';
 import { ROOT, readTree, shardkit, shardkitAsync } from '../helpers/cli.js';
+import { makeBinTree as makeTree } from '../helpers/bin-tree.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const IMAGES = path.join(ROOT, 'fixtures/images');
@@ -23,19 +24,6 @@ async function sampleOf(dir: string, key: string) {
   } finally {
     await ds.close();
   }
-}
-
-/** A source tree of n deterministic files (several per sample), big enough that packing takes a moment. */
-function makeTree(n: number, size = 4000): string {
-  const dir = tmpDir();
-  for (let i = 0; i < n; i++) {
-    const sub = path.join(dir, `c${i % 7}`);
-    fs.mkdirSync(sub, { recursive: true });
-    const body = Buffer.alloc(size + (i % 97) * 31, i % 251);
-    fs.writeFileSync(path.join(sub, `s${String(i).padStart(6, '0')}.bin`), body);
-    if (i % 3 === 0) fs.writeFileSync(path.join(sub, `s${String(i).padStart(6, '0')}.cls`), String(i % 7));
-  }
-  return dir;
 }
 
 describe('shardkit pack', () => {
@@ -348,20 +336,6 @@ describe('shardkit pack', () => {
     await b.close();
   });
 
-  it('derives a variant dataset from an existing one', async () => {
-    const root = tmpDir();
-    const base = path.join(root, 'base');
-    expect(shardkit(['pack', IMAGES, '--out', base, ...GOOD]).status).toBe(0);
-    const variant = path.join(root, 'v');
-    const r = shardkit(['derive', base, '--out', variant, '--pass', 'resize=8x8:fill', '--pass', 'format=png']);
-    expect(r.status, r.stderr).toBe(0);
-    const s = await sampleOf(variant, 'dog/004');
-    const meta = await sharp(s.members.png).metadata();
-    expect([meta.width, meta.height, meta.format]).toEqual([8, 8, 'png']);
-    const m = JSON.parse(fs.readFileSync(path.join(variant, 'manifest.json'), 'utf8'));
-    expect(m.passes.map((p: { name: string }) => p.name)).toEqual(['resize', 'format']);
-  });
-
   it("the bin sizes libuv's pool for one image job per core plus 4 for reads, unless the user set it", () => {
     // the probe counts the pool's threads in the pack process itself (see test/helpers/uv-pool-probe.mjs)
     const root = tmpDir();
@@ -374,111 +348,5 @@ describe('shardkit pack', () => {
     };
     expect(poolOf({ UV_THREADPOOL_SIZE: '' })).toBe(String(imageConcurrency().uvThreadpoolSize));
     expect(poolOf({ UV_THREADPOOL_SIZE: '3' })).toBe('3');
-  });
-
-  it('derive lists skipped samples (path, reason) and pass counters in its summary, as pack does', () => {
-    const root = tmpDir();
-    const base = path.join(root, 'base');
-    expect(shardkit(['pack', IMAGES, '--out', base]).status).toBe(0); // broken/006.jpg stored as it is
-    const args = ['derive', base, '--pass', 'resize=8x8', '--pass', `tag=${path.join(IMAGES, 'labels.csv')}`, '--on-error', 'skip'];
-    const json = shardkit([...args, '--out', path.join(root, 'j'), '--json']);
-    expect(json.status, json.stderr).toBe(0);
-    const summary = JSON.parse(json.stdout);
-    expect(summary.skipped).toEqual([{ path: 'broken/006.jpg', reason: expect.stringMatching(/^SHARDKIT_ERR_INPUT: Cannot decode image member jpg of sample broken\/006 in pass resize/) }]);
-    expect(summary.passStats).toEqual({ tag: { tagged: 4, untagged: 2, unusedRows: 0 } }); // dog/005 and labels (the csv) have no row
-    const text = shardkit([...args, '--out', path.join(root, 't')]);
-    expect(text.stdout).toMatch(/; 1 skipped \(listed in the manifest\); 2 samples left untagged by pass tag\n$/);
-  });
-
-  it("derive keeps the source's list of skipped inputs (the variant lacks them too), in key order with its own", () => {
-    const root = tmpDir();
-    const base = path.join(root, 'base');
-    expect(shardkit(['pack', IMAGES, '--out', base, '--pass', 'resize=16x16', '--on-error', 'skip']).status).toBe(0);
-    const baseSkipped = JSON.parse(fs.readFileSync(path.join(base, 'manifest.json'), 'utf8')).skipped;
-    expect(baseSkipped.map((s: { path: string }) => s.path)).toEqual(['broken/006.jpg']);
-    const mod = path.join(root, 'drop-cat-002.mjs');
-    fs.writeFileSync(mod, "export default (s) => (s.key === 'cat/002' ? 'skip' : s);\n");
-    const variant = path.join(root, 'v');
-    expect(shardkit(['derive', base, '--out', variant, '--pass-module', mod]).status).toBe(0);
-    const skipped = JSON.parse(fs.readFileSync(path.join(variant, 'manifest.json'), 'utf8')).skipped;
-    expect(skipped).toEqual([...baseSkipped, { path: 'cat/002.png', reason: 'dropped by pass custom:drop-cat-002.mjs' }]);
-  });
-
-  it("derive keeps the source's pass files and manifest fields; a new pass's own of the same name replace them", () => {
-    const root = tmpDir();
-    const base = path.join(root, 'base');
-    expect(shardkit(['pack', IMAGES, '--out', base, ...GOOD, '--pass', 'tag=dirname']).status).toBe(0);
-    const manifest = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
-    const kept = path.join(root, 'kept');
-    expect(shardkit(['derive', base, '--out', kept, '--pass', 'resize=8x8']).status).toBe(0);
-    expect(fs.readFileSync(path.join(kept, 'classes.txt'), 'utf8')).toBe('cat\ndog\n');
-    expect(manifest(kept).files).toEqual(['classes.txt']);
-    expect(manifest(kept).extra).toEqual({ classes: ['cat', 'dog'] });
-    // a table with another class list than the source's
-    const labels = path.join(root, 'labels.csv');
-    fs.writeFileSync(labels, 'path,label\ncat/001.jpg,ant\ncat/002.png,cat\ndog/003.webp,dog\ndog/004.jpg,dog\n');
-    const relabelled = path.join(root, 'relabelled');
-    const r = shardkit(['derive', kept, '--out', relabelled, '--pass', `tag=${labels}`]);
-    expect(r.status, r.stderr).toBe(0);
-    expect(fs.readFileSync(path.join(relabelled, 'classes.txt'), 'utf8')).toBe('ant\ncat\ndog\n');
-    expect(manifest(relabelled).extra).toEqual({ classes: ['ant', 'cat', 'dog'] });
-    expect(shardkit(['get', relabelled, 'cat/002', '--ext', 'cls']).stdout).toBe('1');
-    // a table of integer labels writes cls but no class list: the source's would index nothing
-    const ints = path.join(root, 'ints.csv');
-    fs.writeFileSync(ints, 'path,label\ncat/001.jpg,7\ncat/002.png,-1\n');
-    const numbered = path.join(root, 'numbered');
-    expect(shardkit(['derive', kept, '--out', numbered, '--pass', `tag=${ints}`]).status).toBe(0);
-    expect([manifest(numbered).files, manifest(numbered).extra, fs.existsSync(path.join(numbered, 'classes.txt'))]).toEqual([[], {}, false]);
-    expect(shardkit(['get', numbered, 'cat/002', '--ext', 'cls']).stdout).toBe('-1');
-  });
-
-  it('derive of an adopted tar set writes shardkit shards that reindex reads back as they are (no adoption marker)', () => {
-    const root = tmpDir();
-    const src = path.join(root, 'src');
-    fs.mkdirSync(src);
-    fs.writeFileSync(path.join(src, 's1.txt'), 'compressible '.repeat(300));
-    const tar = path.join(root, 't.tar');
-    execFileSync('tar', ['-C', src, '-cf', tar, 's1.txt']);
-    const adopted = path.join(root, 'adopted');
-    expect(shardkit(['index', tar, '--out', adopted]).status).toBe(0);
-    const mod = path.join(root, 'same.mjs');
-    fs.writeFileSync(mod, 'export default (s) => s;\n');
-    const variant = path.join(root, 'v');
-    expect(shardkit(['derive', adopted, '--out', variant, '--compress', 'lz4', '--pass-module', mod]).status).toBe(0);
-    expect(JSON.parse(fs.readFileSync(path.join(variant, 'manifest.json'), 'utf8')).extra).toEqual({});
-    const index = fs.readFileSync(path.join(variant, 'index.skidx'));
-    fs.rmSync(path.join(variant, 'index.skidx'));
-    expect(shardkit(['reindex', variant]).status).toBe(0);
-    expect(fs.readFileSync(path.join(variant, 'index.skidx')).equals(index)).toBe(true);
-    expect(shardkit(['get', variant, 's1', '--ext', 'txt']).stdout).toBe('compressible '.repeat(300));
-  });
-
-  it('parts stay parts through reindex and derive: their merge is the derive of a one-machine pack', async () => {
-    const src = makeTree(120);
-    const root = tmpDir();
-    const parts = [0, 1].map((i) => path.join(root, `part${i}`));
-    parts.forEach((p, i) => expect(shardkit(['pack', src, '--out', p, '--part', `${i}/2`, '--shard', '64KB']).status).toBe(0));
-    fs.rmSync(path.join(parts[0]!, 'index.skidx'));
-    expect(shardkit(['reindex', parts[0]!]).status).toBe(0);
-    const mod = path.join(root, 'mark.mjs');
-    fs.writeFileSync(mod, "export default (s) => ({ ...s, members: { ...s.members, mark: new TextEncoder().encode(s.key) } });\n");
-    const derived = parts.map((p, i) => path.join(root, `derived${i}`));
-    parts.forEach((p, i) => expect(shardkit(['derive', p, '--out', derived[i]!, '--pass-module', mod]).status).toBe(0));
-    derived.forEach((d, i) => expect(JSON.parse(fs.readFileSync(path.join(d, 'manifest.json'), 'utf8')).part).toEqual({ index: i, count: 2 }));
-    const merged = path.join(root, 'merged');
-    const r = shardkit(['merge', ...derived, '--out', merged]);
-    expect(r.status, r.stderr).toBe(0);
-    const one = path.join(root, 'one');
-    expect(shardkit(['pack', src, '--out', one, '--pass-module', mod]).status).toBe(0);
-    const a = await openDataset(one);
-    const b = await openDataset(merged);
-    expect(b.size).toBe(a.size);
-    for (let i = 0; i < a.size; i++) {
-      const [x, y] = [await a.at(i), await b.at(i)];
-      expect(y.key).toBe(x.key);
-      for (const ext of Object.keys(x.members)) expect(Buffer.from(y.members[ext]!).equals(Buffer.from(x.members[ext]!)), `${x.key}.${ext}`).toBe(true);
-    }
-    await a.close();
-    await b.close();
   });
 });
