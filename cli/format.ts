@@ -5,11 +5,15 @@ export function percent(ratio: number): string {
   return `${(ratio * 100).toFixed(1)}%`;
 }
 
-/** Summary notes on what passes left undone: samples a tag pass found no label for. */
+/** Summary notes on what passes left undone: samples a tag pass found no label for (and the old labels it removed). */
 export function passStatsNotes(passStats: Record<string, Record<string, number>>): string[] {
   return Object.entries(passStats)
     .filter(([, s]) => (s.untagged ?? 0) > 0)
-    .map(([name, s]) => `${s.untagged} sample${s.untagged === 1 ? '' : 's'} left untagged by pass ${name}`);
+    .map(([name, s]) => {
+      const stale = s.staleClsRemoved ?? 0;
+      const removed = stale > 0 ? ` (${stale} of them lost the cls of the class list this pass replaced)` : '';
+      return `${s.untagged} sample${s.untagged === 1 ? '' : 's'} left untagged by pass ${name}${removed}`;
+    });
 }
 
 /** Left-aligned columns. */

@@ -2,6 +2,7 @@
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { compareKeys } from '../../formats/key-order.js';
 import type { Pass } from './pass.js';
+import type { Sample } from '../../formats/sample.js';
 
 const encoder = new TextEncoder();
 
@@ -23,7 +24,8 @@ export interface TagDirnameOptions {
  * Classes are the sorted (byte order) unique parent directory names of all keys, collected by prepare(); the
  * class of `a/cat/001` is `cat`, the immediate parent (torchvision's ImageFolder takes the first level below the
  * root instead: the two agree for the usual `root/class/file` layout). An existing `cls` member is replaced.
- * Samples at the root have no directory: they pass through untouched and are counted in stats().untagged.
+ * Samples at the root have no directory: they are counted in stats().untagged and pass through, less a `cls` they
+ * had from an earlier tag (see withoutStaleCls).
  * outputs() gives `classes.txt` (one name per line, line i = class i) and the manifest field `classes`.
  */
 export function tagDirnamePass(options: TagDirnameOptions = {}): Pass {
@@ -31,6 +33,7 @@ export function tagDirnamePass(options: TagDirnameOptions = {}): Pass {
   let indexOf = classes === undefined ? undefined : indexClasses(classes);
   let tagged = 0;
   let untagged = 0;
+  let staleClsRemoved = 0;
   return {
     name: 'tag',
     params: { source: 'dirname' },
@@ -51,7 +54,9 @@ export function tagDirnamePass(options: TagDirnameOptions = {}): Pass {
       const name = parentDirName(sample.key);
       if (name === undefined) {
         untagged++;
-        return sample;
+        const kept = withoutStaleCls(sample);
+        if (kept !== sample) staleClsRemoved++;
+        return kept;
       }
       const index = indexOf.get(name);
       if (index === undefined) {
@@ -68,12 +73,23 @@ export function tagDirnamePass(options: TagDirnameOptions = {}): Pass {
       return { files: { 'classes.txt': encodeClassList(list) }, manifest: { classes: list } };
     },
     stats() {
-      return { tagged, untagged };
+      return { tagged, untagged, staleClsRemoved };
     },
   };
 }
 
 /** What a tag pass with class names leaves: classes.txt and the manifest field `classes`. */
+/**
+ * An untagged sample as a pass that writes the class list leaves it: without the `cls` member it may have had (from
+ * an earlier tag pass, in a derive), since that indexed the class list this pass replaces (`cat` as 0 became the new
+ * list's first class). The same sample when it has none.
+ */
+export function withoutStaleCls(sample: Sample): Sample {
+  if (!Object.hasOwn(sample.members, 'cls')) return sample;
+  const { cls: _stale, ...members } = sample.members;
+  return { key: sample.key, members };
+}
+
 export const CLASS_LIST_OUTPUTS = { files: ['classes.txt'], manifest: ['classes'] } as const;
 
 function indexClasses(classes: readonly string[]): Map<string, number> {

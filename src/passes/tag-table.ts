@@ -7,7 +7,7 @@ import { expectLocalPath } from '../io/location.js';
 import { memberPath, splitKey } from '../../formats/sample.js';
 import { parseCsvLabelTable, parseJsonLabelTable, type LabelTable } from './label-table.js';
 import type { Pass } from './pass.js';
-import { CLASS_LIST_OUTPUTS, encodeClassList } from './tag-dirname.js';
+import { CLASS_LIST_OUTPUTS, encodeClassList, withoutStaleCls } from './tag-dirname.js';
 
 const encoder = new TextEncoder();
 
@@ -17,14 +17,17 @@ const encoder = new TextEncoder();
  * a member's source relative path (`ctx.paths`, so rows keyed `cat/001.jpg` still match after `format=webp`);
  * a member's current path `key.ext`; the one row whose path has the sample's key (`cat/001.jpg` for key `cat/001`:
  * derive over a dataset whose members a format pass renamed sees only `cat/001.webp`; a key that several rows
- * share matches none of them). A sample without a row passes through untouched and is counted in
- * stats().untagged; rows no sample used are counted in stats().unusedRows.
+ * share matches none of them). A sample without a row is counted in stats().untagged and passes through, except
+ * in cls mode a `cls` member it already had (from an earlier tag pass, in a derive): that indexed another class
+ * list, which this pass replaces, so it is removed (stats().staleClsRemoved). Rows no sample used are counted in
+ * stats().unusedRows.
  * In cls mode with class names, outputs() gives `classes.txt` and the manifest field `classes`.
  * @param params recorded in the manifest (e.g. the table's file name and SHA-256).
  */
 export function tagTablePass(table: LabelTable, params: Record<string, unknown> = {}): Pass {
   let tagged = 0;
   let untagged = 0;
+  let staleClsRemoved = 0;
   const used = new Set<string>();
   const byKey = rowsByKey(table);
   return {
@@ -36,7 +39,10 @@ export function tagTablePass(table: LabelTable, params: Record<string, unknown> 
       const id = findRow(table, sample.key, Object.keys(sample.members), ctx.paths) ?? byKey.get(sample.key);
       if (id === undefined) {
         untagged++;
-        return sample;
+        if (table.mode !== 'cls') return sample;
+        const kept = withoutStaleCls(sample);
+        if (kept !== sample) staleClsRemoved++;
+        return kept;
       }
       tagged++;
       used.add(id);
@@ -52,7 +58,7 @@ export function tagTablePass(table: LabelTable, params: Record<string, unknown> 
       return { files: { 'classes.txt': encodeClassList(table.classes) }, manifest: { classes: table.classes } };
     },
     stats() {
-      return { tagged, untagged, unusedRows: table.rows.size - used.size };
+      return { tagged, untagged, staleClsRemoved, unusedRows: table.rows.size - used.size };
     },
   };
 }

@@ -389,7 +389,7 @@ describe('tag=dirname', () => {
       files: { 'classes.txt': new TextEncoder().encode('broken\ncat\ndog\n') },
       manifest: { classes: ['broken', 'cat', 'dog'] },
     });
-    expect(pass.stats?.()).toEqual({ tagged: 3, untagged: 1 });
+    expect(pass.stats?.()).toEqual({ tagged: 3, untagged: 1, staleClsRemoved: 0 });
   });
 
   it('needs prepare() before run', async () => {
@@ -406,7 +406,7 @@ describe('tag=FILE', () => {
     expect(text(member(await run(pass, 'cat/001'), 'cls'))).toBe('0');
     expect(text(member(await run(pass, 'dog/004'), 'cls'))).toBe('1');
     expect(await run(pass, 'dog/005')).toBe(fixture('dog/005').sample);
-    expect(pass.stats?.()).toEqual({ tagged: 2, untagged: 1, unusedRows: 2 });
+    expect(pass.stats?.()).toEqual({ tagged: 2, untagged: 1, staleClsRemoved: 0, unusedRows: 2 });
     expect(pass.outputs?.().manifest).toEqual({ classes: ['cat', 'dog'] });
   });
 
