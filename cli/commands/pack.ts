@@ -56,7 +56,7 @@ export function registerPack(program: Command): void {
     .option('--shard <size>', 'shard size budget: 1GiB, 512MiB, 100MB, 64KB or bytes', '1GiB')
     .option('--layout <layout>', 'tar (WebDataset-compatible) or packed (tiny samples)', 'tar')
     .option('--compress <codec>', 'none or lz4 (per member, random access kept)', 'none')
-    .option('--pass <spec>', 'preprocessing pass, repeatable, run in order: resize=WxH[:fit], normalize[=M:S], format=jpeg|webp|png[:q], tag=dirname|FILE.csv|FILE.json', collect, [])
+    .option('--pass <spec>', 'preprocessing pass, repeatable, run in order: resize=WxH[:fit], normalize[=M:S], format=jpeg|webp[:q]|png, tag=dirname|FILE.csv|FILE.json', collect, [])
     .option('--pass-module <file>', 'ES module whose default export is a pass function (repeatable, runs in command-line order)', collect, [])
     .option('--concurrency <n>', 'samples in flight (default: 2 x cores)')
     .option('--read-threads <n>', 'threads reading the source ahead of the writer; more keep more reads in flight on slow disks (default: 1, and 2 once reads wait on the disk; 0: none)')

@@ -1,4 +1,4 @@
-/** `format=jpeg|webp|png[:quality]`: re-encodes every image member and renames its extension to match. */
+/** `format=jpeg|webp[:quality]` or `format=png`: re-encodes every image member and renames its extension to match. */
 import { encodeKeeping, mapImageMembers, openImage, replaceLastExt, type ImageFormat } from './image-codec.js';
 import type { Pass } from './pass.js';
 import { checkInteger, checkOneOf } from './validate.js';

@@ -3,7 +3,7 @@
  * - `resize=WxH[:fit]`       fit: inside (default), cover, contain, fill, outside
  * - `normalize`              contrast stretch, format kept
  * - `normalize=M[,M,M]:S[,S,S]` float32 (C,H,W) tensor as member `.npy`, e.g. `normalize=0.485,0.456,0.406:0.229,0.224,0.225`
- * - `format=jpeg|jpg|webp|png[:quality]`
+ * - `format=jpeg|jpg|webp[:quality]` or `format=png`
  * - `tag=dirname` | `tag=FILE.csv` | `tag=FILE.json`
  */
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
@@ -59,7 +59,7 @@ export function parsePassSpec(spec: string, options: ParsePassOptions): Pass {
       const match = value === undefined ? null : /^(\w+)(?::(\d+))?$/.exec(value);
       const format = match?.[1]?.toLowerCase() === 'jpg' ? 'jpeg' : match?.[1]?.toLowerCase();
       if (match === null || !(OUTPUT_FORMATS as readonly string[]).includes(format ?? '')) {
-        throw specError(spec, 'format=jpeg|webp|png[:quality], e.g. format=webp:85');
+        throw specError(spec, 'format=jpeg|webp[:quality] or format=png, e.g. format=webp:85');
       }
       return formatPass({
         format: format as OutputFormat,
