@@ -16,6 +16,16 @@ export function passStatsNotes(passStats: Record<string, Record<string, number>>
     });
 }
 
+/** How many skipped inputs a text summary lists; manifest.json (and --json) list them all. */
+export const SKIPPED_LINES = 20;
+
+/** The summary's list of skipped inputs, one `  skipped PATH: REASON` line each, at most SKIPPED_LINES of them. */
+export function skippedLines(skipped: readonly { path: string; reason: string }[]): string[] {
+  const lines = skipped.slice(0, SKIPPED_LINES).map((s) => `  skipped ${printableName(s.path)}: ${s.reason}`);
+  if (skipped.length > SKIPPED_LINES) lines.push(`  ... and ${skipped.length - SKIPPED_LINES} more (manifest.json lists them all)`);
+  return lines;
+}
+
 /** Left-aligned columns. */
 export function table(rows: string[][]): string {
   const widths: number[] = [];

@@ -3,7 +3,7 @@ import { derive } from '../../src/pack/derive.js';
 import { parseSize } from '../../src/pack/size-arg.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
 import { HEADER_FLAGS, HEADER_HELP, collect, httpOption, parseChoice, parseCount } from '../args.js';
-import { passStatsNotes } from '../format.js';
+import { passStatsNotes, skippedLines } from '../format.js';
 import { progressBar } from '../progress.js';
 import { printJson, runAction } from '../run-action.js';
 import { passesFromArgv } from './pack.js';
@@ -60,9 +60,9 @@ export function registerDerive(program: Command): void {
         else if (!flags.quiet) {
           const parts = [`derived ${summary.samples} samples into ${summary.shards} shards at ${summary.out} (passes: ${summary.passes.join(', ')})`];
           if (r.resumedSamples > 0) parts.push(`${r.resumedSamples} resumed`);
-          if (m.skipped.length > 0) parts.push(`${m.skipped.length} skipped (listed in the manifest)`);
+          if (m.skipped.length > 0) parts.push(`${m.skipped.length} skipped (listed below and in the manifest)`);
           parts.push(...passStatsNotes(r.passStats));
-          process.stdout.write(`${parts.join('; ')}\n`);
+          process.stdout.write([parts.join('; '), ...skippedLines(m.skipped)].map((l) => `${l}\n`).join(''));
         }
       }),
     );

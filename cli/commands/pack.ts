@@ -5,7 +5,7 @@ import { parseSize, formatSize } from '../../src/pack/size-arg.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
 import type { Pass } from '../../src/passes/pass.js';
 import { collect, parseChoice, parseCount } from '../args.js';
-import { passStatsNotes } from '../format.js';
+import { passStatsNotes, skippedLines } from '../format.js';
 import { progressBar } from '../progress.js';
 import { printJson, runAction } from '../run-action.js';
 
@@ -118,7 +118,7 @@ export function registerPack(program: Command): void {
         }
         const summary = packSummary(result);
         if (flags.json) printJson(summary);
-        else if (!flags.quiet) process.stdout.write(`${summaryLine(summary)}\n`);
+        else if (!flags.quiet) process.stdout.write([summaryLine(summary), ...skippedLines(summary.skipped)].map((l) => `${l}\n`).join(''));
       }),
     );
 }
@@ -151,11 +151,11 @@ function packSummary(r: PackResult) {
 
 function summaryLine(s: ReturnType<typeof packSummary>): string {
   const parts = [
-    `packed ${s.samples} samples (${s.passes.length === 0 ? formatSize(s.bytes) : `${formatSize(s.sourceBytes)} read, ${formatSize(s.bytes)} after passes`}) into ${s.shards} shard${s.shards === 1 ? '' : 's'} + index (${formatSize(s.indexBytes)}) in ${s.out}`,
+    `packed ${s.samples} sample${s.samples === 1 ? '' : 's'} (${s.passes.length === 0 ? formatSize(s.bytes) : `${formatSize(s.sourceBytes)} read, ${formatSize(s.bytes)} after passes`}) into ${s.shards} shard${s.shards === 1 ? '' : 's'} + index (${formatSize(s.indexBytes)}) in ${s.out}`,
     `${s.seconds.toFixed(1)} s, ${Math.round(s.samplesPerSecond)} files/s, ${formatSize(s.bytesPerSecond)}/s`,
   ];
   if (s.resumedSamples > 0) parts.push(`${s.resumedSamples} resumed`);
-  if (s.skipped.length > 0) parts.push(`${s.skipped.length} skipped (listed in the manifest)`);
+  if (s.skipped.length > 0) parts.push(`${s.skipped.length} skipped (listed below and in the manifest)`);
   parts.push(...passStatsNotes(s.passStats));
   if (s.oversizeSamples > 0) parts.push(`${s.oversizeSamples} sample${s.oversizeSamples === 1 ? '' : 's'} larger than --shard, each in its own shard`);
   const w = s.walk;

@@ -47,7 +47,7 @@ describe('shardkit derive', () => {
     expect(summary.skipped).toEqual([{ path: 'broken/006.jpg', reason: expect.stringMatching(/^SHARDKIT_ERR_INPUT: Cannot decode image member jpg of sample broken\/006 in pass resize/) }]);
     expect(summary.passStats).toEqual({ tag: { tagged: 4, untagged: 2, staleClsRemoved: 0, unusedRows: 0 } }); // dog/005 and labels (the csv) have no row
     const text = shardkit([...args, '--out', path.join(root, 't')]);
-    expect(text.stdout).toMatch(/; 1 skipped \(listed in the manifest\); 2 samples left untagged by pass tag\n$/);
+    expect(text.stdout).toMatch(/; 1 skipped \(listed below and in the manifest\); 2 samples left untagged by pass tag\n  skipped broken\/006\.jpg: SHARDKIT_ERR_INPUT: Cannot decode image member jpg of sample broken\/006 in pass resize[^\n]*\n$/);
   });
 
   it("derive keeps the source's list of skipped inputs (the variant lacks them too), in key order with its own", () => {

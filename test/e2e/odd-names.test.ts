@@ -118,7 +118,10 @@ describe('a file name that is not UTF-8', () => {
     const one = path.join(root, 'one');
     const r = shardkit(['pack', src, '--out', one, '--pass-module', mod, '--on-error', 'skip']);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/packed 3 samples .*; 3 skipped \(listed in the manifest\)/);
+    const [line, ...listed] = r.stdout.split('\n').slice(0, -1);
+    expect(line).toMatch(/packed 3 samples .*; 3 skipped \(listed below and in the manifest\)/);
+    // one line per skip, path and reason, in key order; the summary names bad bytes as the manifest does
+    expect(listed.map((l) => l.replace(/: SHARDKIT_ERR_INPUT: .*/, ''))).toEqual(['  skipped b\\xff.txt', '  skipped c.txt', '  skipped d\\xfe']);
     const manifestOf = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
     const skipped = manifestOf(one).skipped as { path: string; reason: string }[];
     expect(skipped.map((s) => s.path)).toEqual(['b\\xff.txt', 'c.txt', 'd\\xfe']);

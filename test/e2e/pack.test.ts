@@ -169,6 +169,19 @@ describe('shardkit pack', () => {
     expect(m.skipped).toHaveLength(1);
     expect(m.skipped[0].path).toBe('broken/006.jpg');
     expect(m.skipped[0].reason).toMatch(/SHARDKIT_ERR_INPUT/);
+    expect(r.stdout).toMatch(/\n  skipped broken\/006\.jpg: SHARDKIT_ERR_INPUT: [^\n]+\n$/);
+  });
+
+  it('lists at most 20 skips in the text summary, and says how many more the manifest has', () => {
+    const src = tmpDir();
+    for (let i = 0; i < 25; i++) fs.writeFileSync(path.join(src, `bad${String(i).padStart(2, '0')}.jpg`), 'not a jpeg');
+    fs.writeFileSync(path.join(src, 'good.txt'), 'kept');
+    const r = shardkit(['pack', src, '--out', path.join(tmpDir(), 'ds'), '--pass', 'resize=8x8', '--on-error', 'skip']);
+    expect(r.status, r.stderr).toBe(0);
+    const lines = r.stdout.split('\n').slice(0, -1);
+    expect(lines[0]).toMatch(/^packed 1 sample .*; 25 skipped \(listed below and in the manifest\)/);
+    expect(lines.slice(1, 21).map((l) => l.split(':')[0])).toEqual(Array.from({ length: 20 }, (_, i) => `  skipped bad${String(i).padStart(2, '0')}.jpg`));
+    expect(lines.slice(21)).toEqual(['  ... and 5 more (manifest.json lists them all)']);
   });
 
   it('writes byte-identical datasets for identical input and options', () => {
