@@ -60,9 +60,9 @@ interface Entry<T> {
  * - `acquire(key)`/`acquireSync(key)` return the open source for `key`, opening it if needed, and take a
  *   reference; every acquire must be paired with exactly one `release(source)` (or use `use`/`useSync`).
  * - A source with references is never closed: eviction picks the least recently released idle source.
- * - At most `maxOpen` sources are open or opening. When all of them are in use, `acquire` and `acquireWhenFree` wait
- *   (FIFO-ish) for a release. `acquireSync` cannot wait, so it opens one past the budget and that source is closed as soon as it
- *   is released; with one synchronous reader the overshoot is at most one handle.
+ * - At most `maxOpen` sources are open or opening. When all of them are in use, `acquire` and `acquireWhenFree`
+ *   wait (FIFO-ish) for a release. `acquireSync` cannot wait, so it opens one past the budget and that source is
+ *   closed as soon as it is released; with one synchronous reader the overshoot is at most one handle.
  * - Concurrent acquires of one key share one open. If onOpen or the open fails, every waiter gets the error and
  *   nothing is cached.
  * - `close()` closes idle sources now and in-use ones at their release; later acquires fail with CLOSED.
