@@ -226,7 +226,7 @@ describe('format', () => {
   });
 
   it('validates its options', () => {
-    expect(() => spec('format=gif')).toThrow(/Expected format=jpeg\|webp\|png/);
+    expect(() => spec('format=gif')).toThrow(/Expected format=jpeg\|webp\[:quality\] or format=png/);
     expect(() => spec('format=png:50')).toThrow(/for a format with quality/);
     expect(() => spec('format=jpeg:0')).toThrow('Expected integer between 1 and 100 for quality but received 0');
   });
