@@ -69,6 +69,12 @@ export interface ShardkitErrorDetails {
   shard?: string;
   offset?: number;
   cause?: unknown;
+  /**
+   * Words that may differ between two runs over the same input, appended to the message (`message: variable`) but
+   * left out of {@link ShardkitError.stableMessage}: a decoder's own text, which libvips keeps in one buffer for
+   * all threads, so concurrent failures swap or cut each other's.
+   */
+  variable?: string;
 }
 
 /**
@@ -90,9 +96,12 @@ export class ShardkitError extends Error {
   readonly key: string | undefined;
   readonly shard: string | undefined;
   readonly offset: number | undefined;
+  /** The message without its run-dependent words (see ShardkitErrorDetails.variable): what a manifest records. */
+  readonly stableMessage: string;
 
   constructor(code: ErrorCode, message: string, details: ShardkitErrorDetails = {}) {
-    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    super(details.variable === undefined ? message : `${message}: ${details.variable}`, details.cause === undefined ? undefined : { cause: details.cause });
+    this.stableMessage = message;
     this.name = 'ShardkitError';
     this.code = code;
     this.file = details.file;

@@ -68,7 +68,7 @@ export function settle(r: Processed, writer: DatasetWriter, onError: 'fail' | 's
     }
   } else if (r.kind === 'dropped') writer.skip(r.name, `dropped by pass ${r.pass}`);
   else if (onError === 'skip') {
-    writer.skip(r.name, `${r.error.code}: ${r.error.message}`);
+    writer.skip(r.name, `${r.error.code}: ${r.error.stableMessage ?? r.error.message}`); // a manifest's words are the same every run
     counters.skipped++;
   } else throw r.error;
   counters.samples++;
@@ -102,7 +102,7 @@ export function settleEncoded(
 /** A sample the layout or index cannot hold (key too long, unsafe name) is bad input like any other: skipped, or thrown. */
 function skipRefused(err: unknown, name: string, writer: DatasetWriter, onError: 'fail' | 'skip', counters: PipelineCounters): void {
   if (onError !== 'skip' || !isShardkitError(err) || (err.code !== ErrorCodes.TOO_LARGE && err.code !== ErrorCodes.UNSAFE_PATH)) throw err;
-  writer.skip(name, `${err.code}: ${err.message}`);
+  writer.skip(name, `${err.code}: ${err.stableMessage ?? err.message}`);
   counters.skipped++;
 }
 

@@ -89,11 +89,14 @@ export async function runImage<T>(key: string, ext: string, pass: string, work: 
     return await work();
   } catch (err) {
     if (err instanceof ShardkitError) throw err;
-    // libvips repeats its message over several lines; the first says what is wrong.
+    // libvips repeats its message over several lines; the first says what is wrong. It is no stable text: libvips
+    // keeps one error buffer for all threads, so with images decoded at once one failure may carry another's words
+    // or a cut-off line; a skipped sample's reason in the manifest leaves it out (stableMessage).
     const reason = (err instanceof Error ? err.message : String(err)).split('\n')[0];
-    throw new ShardkitError(ErrorCodes.INPUT, `Cannot decode image member ${ext} of sample ${key} in pass ${pass}: ${reason}`, {
+    throw new ShardkitError(ErrorCodes.INPUT, `Cannot decode image member ${ext} of sample ${key} in pass ${pass}`, {
       key,
       cause: err,
+      ...(reason === undefined || reason === '' ? {} : { variable: reason }),
     });
   }
 }

@@ -172,6 +172,24 @@ describe('shardkit pack', () => {
     expect(r.stdout).toMatch(/\n  skipped broken\/006\.jpg: SHARDKIT_ERR_INPUT: [^\n]+\n$/);
   });
 
+  it('records the same skip reasons every run, though libvips shares one error buffer between the images it decodes at once', async () => {
+    const src = tmpDir();
+    // damaged JPEGs of several kinds, decoded four at a time: libvips' words for each come out swapped or cut off
+    const jpeg = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#336699' } }).jpeg().toBuffer();
+    for (let i = 0; i < 24; i++) fs.writeFileSync(path.join(src, `bad${String(i).padStart(2, '0')}.jpg`), jpeg.subarray(0, 40 + i * 25));
+    const manifests = [0, 1, 2].map((run) => {
+      const out = path.join(tmpDir(), `ds${run}`);
+      const r = shardkit(['pack', src, '--out', out, '--pass', 'resize=32x32', '--on-error', 'skip', '--concurrency', '4', '--quiet']);
+      expect(r.status, r.stderr).toBe(0);
+      return fs.readFileSync(path.join(out, 'manifest.json'), 'utf8');
+    });
+    const skipped = JSON.parse(manifests[0]!).skipped as { path: string; reason: string }[];
+    expect(skipped.length).toBeGreaterThan(5); // the longer ones decode, their missing rows grey
+    for (const s of skipped) expect(s.reason).toBe(`SHARDKIT_ERR_INPUT: Cannot decode image member jpg of sample ${s.path.slice(0, -4)} in pass resize`);
+    expect(manifests[1]).toBe(manifests[0]);
+    expect(manifests[2]).toBe(manifests[0]);
+  });
+
   it('lists at most 20 skips in the text summary, and says how many more the manifest has', () => {
     const src = tmpDir();
     for (let i = 0; i < 25; i++) fs.writeFileSync(path.join(src, `bad${String(i).padStart(2, '0')}.jpg`), 'not a jpeg');
