@@ -30,6 +30,41 @@ export interface EncodedSample {
   originalBytes: number;
 }
 
+/** A value for an error message: a string quoted, an object by its kind (`[object Array]`), at most 40 characters. */
+function describeValue(value: unknown): string {
+  let text: string;
+  if (typeof value === 'string') text = JSON.stringify(value);
+  else if ((typeof value === 'object' && value !== null) || typeof value === 'function') text = Object.prototype.toString.call(value);
+  else text = String(value);
+  return `${text.length > 40 ? `${text.slice(0, 40)}...` : text} of type ${typeof value}`;
+}
+
+/** A Uint8Array (a Buffer is one), also one made in another realm (a worker, a vm context). */
+function isUint8Array(value: unknown): value is Uint8Array {
+  return ArrayBuffer.isView(value) && Object.prototype.toString.call(value) === '[object Uint8Array]';
+}
+
+/**
+ * Checks what a caller hands a writer before anything is written: an object with a string `key` and a plain object
+ * of `members` whose values are all Uint8Arrays; then the names (see {@link checkSampleNames}).
+ * @throws ShardkitError INVALID_ARG naming the key and the member; UNSAFE_PATH for a name that cannot be stored.
+ */
+export function checkSample(sample: unknown): asserts sample is Sample {
+  const bad = (message: string, key?: string): never => {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, message, key === undefined ? {} : { key });
+  };
+  if (typeof sample !== 'object' || sample === null || Array.isArray(sample)) bad(`Expected an object { key, members } for sample but received ${describeValue(sample)}`);
+  const { key, members } = sample as { key?: unknown; members?: unknown };
+  if (typeof key !== 'string') return bad(`Expected a string for sample key but received ${describeValue(key)}`);
+  if (typeof members !== 'object' || members === null || Object.prototype.toString.call(members) !== '[object Object]') {
+    bad(`Expected an object of Uint8Array members for sample ${JSON.stringify(key)} but received ${describeValue(members)}`, key);
+  }
+  for (const [ext, data] of Object.entries(members as object)) {
+    if (!isUint8Array(data)) bad(`Expected a Uint8Array for member ${JSON.stringify(ext)} of sample ${JSON.stringify(key)} but received ${describeValue(data)}`, key);
+  }
+  checkSampleNames(sample as Sample);
+}
+
 /**
  * Checks that a key can name files safely: relative, `/`-separated, no empty, `.` or `..` segments, no NUL or
  * backslash; and that extensions contain no `/`.
@@ -84,8 +119,12 @@ function partsSink(parts: Uint8Array[]): SampleSink {
   };
 }
 
-/** The bytes of one sample in a layout, and its index entry: see {@link encodeSampleTo}. */
+/**
+ * The bytes of one sample in a layout, and its index entry: see {@link encodeSampleTo}. The sample is checked
+ * whole first ({@link checkSample}), so a bad one throws before any byte is made.
+ */
 export function encodeSample(sample: Sample, layout: Layout, codec: CodecId): EncodedSample {
+  checkSample(sample);
   const parts: Uint8Array[] = [];
   return { ...encodeSampleTo(sample, layout, codec, partsSink(parts)), parts };
 }

@@ -13,7 +13,7 @@ import { DEFAULT_PAGE_SIZE, validatePageSize, type Layout, type ShardRecord } fr
 import type { Manifest, ManifestPart, ManifestPass } from '../../formats/manifest.js';
 import { encodePackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
 import type { Sample } from '../../formats/sample.js';
-import { encodeSample, type EncodedSample } from '../../formats/sample-layout.js';
+import { checkSample, encodeSample, type EncodedSample } from '../../formats/sample-layout.js';
 import { assertKeyFits } from '../../formats/index-page.js';
 import { TAR_END_BYTES } from '../../formats/tar-header.js';
 import { EntrySorter } from './entry-runs.js';
@@ -195,9 +195,16 @@ export class DatasetWriter {
     }
   }
 
-  /** Appends a sample to the current shard (opening the next shard when the budget would be exceeded). */
+  /**
+   * Appends a sample to the current shard (opening the next shard when the budget would be exceeded).
+   * @throws ShardkitError INVALID_ARG for a sample that is not `{ key: string, members: { [ext]: Uint8Array } }`
+   *   (naming the key and member), UNSAFE_PATH for a name that cannot be stored, TOO_LARGE for a key the index
+   *   cannot hold: all before anything is written, so the writer stays usable.
+   */
   add(sample: Sample): void {
     this.assertOpen();
+    // the whole sample is checked before anything changes: a refused add leaves the writer as it was, usable
+    checkSample(sample);
     // the index limits keys: refuse here, before any byte is written, not at the end of the pack
     assertKeyFits(sample.key, this.pageSize);
     this.addEncoded(sample.key, encodeSample(sample, this.layout, this.compress === 'lz4' ? Codec.lz4 : Codec.none));

@@ -116,6 +116,55 @@ describe('DatasetWriter', () => {
     await ds.close();
   });
 
+
+  it('refuses a sample that is not { key: string, members: { ext: Uint8Array } } before changing anything, naming key and member, and goes on', async () => {
+    const bad: [unknown, RegExp][] = [
+      [{ key: 'b', members: { cls: enc.encode('1'), txt: 'not bytes' } }, /^Expected a Uint8Array for member "txt" of sample "b" but received "not bytes" of type string$/],
+      [{ key: 'b', members: { txt: 42 } }, /member "txt" of sample "b" but received 42 of type number/],
+      [{ key: 'b', members: { txt: [1, 2] } }, /member "txt" of sample "b" but received \[object Array\] of type object/],
+      [{ key: 'b', members: { txt: null } }, /member "txt" of sample "b" but received null of type object/],
+      [{ key: 'b', members: { txt: { length: 1, subarray: () => enc.encode('x') } } }, /member "txt" of sample "b" but received \[object Object\]/],
+      [{ key: 'b', members: { txt: new Uint16Array(2) } }, /member "txt" of sample "b" but received \[object Uint16Array\]/],
+      [{ key: 'b', members: { txt: enc.encode('x').buffer } }, /member "txt" of sample "b" but received \[object ArrayBuffer\]/],
+      [{ key: 'b', members: [enc.encode('x')] }, /^Expected an object of Uint8Array members for sample "b" but received \[object Array\] of type object$/],
+      [{ key: 'b', members: new Map([['txt', enc.encode('x')]]) }, /members for sample "b" but received \[object Map\]/],
+      [{ key: 'b' }, /members for sample "b" but received undefined of type undefined/],
+      [{ key: 7, members: { txt: enc.encode('x') } }, /^Expected a string for sample key but received 7 of type number$/],
+      [null, /^Expected an object \{ key, members \} for sample but received null of type object$/],
+      ['b.txt', /^Expected an object \{ key, members \} for sample but received "b.txt" of type string$/],
+    ];
+    for (const layout of ['tar', 'packed'] as const) {
+      for (const compress of ['none', 'lz4'] as const) {
+        const dir = tmpDir();
+        const clean = tmpDir();
+        const w = new DatasetWriter({ dir, layout, compress, shardBytes: 4096 });
+        const good = new DatasetWriter({ dir: clean, layout, compress, shardBytes: 4096 });
+        for (const writer of [w, good]) writer.add({ key: 'a', members: { txt: enc.encode('hello') } });
+        for (const [s, message] of bad) {
+          let caught: unknown;
+          try {
+            w.add(s as never);
+          } catch (err) {
+            caught = err;
+          }
+          expect(caught, JSON.stringify(s)).toMatchObject({ code: ErrorCodes.INVALID_ARG, message: expect.stringMatching(message) });
+        }
+        for (const writer of [w, good]) writer.add({ key: 'c', members: { txt: Buffer.from('a Buffer is a Uint8Array') } });
+        expect(w.stats).toEqual(good.stats);
+        await w.finish();
+        await good.finish();
+        // the same bytes as a writer that never saw the refused samples
+        const names = fs.readdirSync(clean).filter((n) => n !== 'pack-report.json').sort();
+        expect(fs.readdirSync(dir).sort()).toEqual(names);
+        for (const n of names) expect(fs.readFileSync(path.join(dir, n)).equals(fs.readFileSync(path.join(clean, n))), n).toBe(true);
+        const ds = await openDataset(dir);
+        const keys: string[] = [];
+        for await (const k of ds.keys()) keys.push(k);
+        expect(keys).toEqual(['a', 'c']);
+        await ds.close();
+      }
+    }
+  });
   it('refuses duplicate keys', async () => {
     const dir = tmpDir();
     const w = new DatasetWriter({ dir });
