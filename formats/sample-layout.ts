@@ -90,6 +90,22 @@ export function checkKeyAndExts(key: string, exts: readonly string[]): void {
   }
 }
 
+/**
+ * Checks that a key round-trips through tar member names: the tar layout names a member `key.ext` (`key` when the
+ * extension is empty), and WebDataset, `shardkit reindex` and `index` split a name at the first dot of its basename.
+ * A key with a dot in its last segment would come back as another key (`m.` with `x` is `m..x`: key `m`, ext `.x`;
+ * key `a.b` with `c` and key `a` with `b.c` are both `a.b.c`). The packed layout stores no names and takes any key.
+ * @throws ShardkitError INVALID_ARG saying why.
+ */
+export function checkTarKey(key: string): void {
+  if (key.indexOf('.', key.lastIndexOf('/') + 1) < 0) return;
+  throw new ShardkitError(
+    ErrorCodes.INVALID_ARG,
+    `sample key ${JSON.stringify(key)} has a "." after its last "/": the tar layout names members key.ext and WebDataset keys end at the first dot of the basename, so it would read back as another key; use a key without one there, or the packed layout`,
+    { key },
+  );
+}
+
 /** Members in stored order: by extension, byte-wise (so tar members follow sorted paths). */
 export function orderedMembers(sample: Sample): [string, Uint8Array][] {
   const entries = Object.entries(sample.members);
@@ -132,9 +148,12 @@ export function encodeSample(sample: Sample, layout: Layout, codec: CodecId): En
 /**
  * Encodes one sample into `sink`: per member in stored order, a tar header (tar layout), the stored bytes (LZ4
  * where it pays), and tar padding. Returns everything of {@link EncodedSample} but the bytes.
+ * @throws ShardkitError UNSAFE_PATH for names that cannot be stored (see {@link checkSampleNames}); INVALID_ARG, in
+ *   the tar layout, for a key with a dot in its last segment (see {@link checkTarKey}).
  */
 export function encodeSampleTo(sample: Sample, layout: Layout, codec: CodecId, sink: SampleSink): Omit<EncodedSample, 'parts'> {
   checkSampleNames(sample);
+  if (layout === 'tar') checkTarKey(sample.key);
   const members: MemberEntry[] = [];
   let pos = 0;
   let spanStart = -1;

@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { ErrorCodes } from '../../formats/errors.js';
-import { DatasetWriter } from '../../src/pack/dataset-writer.js';
+import { reindexDataset } from '../../src/adopt/reindex.js';
+import { DatasetWriter, INDEX_FILE } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -165,6 +166,37 @@ describe('DatasetWriter', () => {
       }
     }
   });
+  it('in the tar layout refuses a key with a dot after its last "/" (its member names would read back as another key); the packed layout takes it', async () => {
+    const dir = tmpDir();
+    const w = new DatasetWriter({ dir, shardBytes: 64 * 1024 });
+    w.add({ key: 'a', members: { 'b.c': enc.encode('1') } });
+    for (const key of ['a.b', 'm.', 'x/y.z', '.h', 'd/.h', 'd./e.f']) {
+      expect(() => w.add({ key, members: { c: enc.encode('2') } }), key).toThrow(
+        expect.objectContaining({ code: ErrorCodes.INVALID_ARG, key, message: expect.stringMatching(/^sample key ".*" has a "\." after its last "\/": the tar layout names members key\.ext/) }),
+      );
+    }
+    w.add({ key: 'd./e', members: { '': enc.encode('3'), '.x': enc.encode('4') } });
+    await w.finish();
+    const before = fs.readFileSync(path.join(dir, INDEX_FILE));
+    // reindex splits the tar names back into the same keys and members, to the same index
+    fs.rmSync(path.join(dir, INDEX_FILE));
+    await reindexDataset(dir);
+    expect(fs.readFileSync(path.join(dir, INDEX_FILE)).equals(before)).toBe(true);
+    const ds = await openDataset(dir);
+    const got: [string, string[]][] = [];
+    for await (const e of ds.entries()) got.push([e.key, e.members.map((m) => m.ext)]);
+    expect(got).toEqual([['a', ['b.c']], ['d./e', ['', '.x']]]);
+    await ds.close();
+
+    const packed = tmpDir();
+    const p = new DatasetWriter({ dir: packed, layout: 'packed' });
+    for (const [key, ext] of [['a', 'b.c'], ['a.b', 'c'], ['m.', 'x']] as const) p.add({ key, members: { [ext]: enc.encode(`${key}|${ext}`) } });
+    await p.finish();
+    const pds = await openDataset(packed);
+    for (const [key, ext] of [['a', 'b.c'], ['a.b', 'c'], ['m.', 'x']] as const) expect(new TextDecoder().decode((await pds.get(key)).members[ext])).toBe(`${key}|${ext}`);
+    await pds.close();
+  });
+
   it('refuses duplicate keys', async () => {
     const dir = tmpDir();
     const w = new DatasetWriter({ dir });
