@@ -41,6 +41,17 @@ export function splitKey(relativePath: string): KeyAndExt {
   return { key: relativePath.slice(0, dot), ext: relativePath.slice(dot + 1) };
 }
 
+/**
+ * Why a file's basename gives it no WebDataset key, or undefined when it has one: a basename that ends with its
+ * first dot (`q.`) would split into key `q` and an empty extension, which names the file `q`: the name would not
+ * come back.
+ */
+export function noKeyReason(basename: string): string | undefined {
+  const dot = basename.indexOf('.');
+  if (dot >= 0 && dot === basename.length - 1) return 'its name ends with its first dot (an empty extension would name it without the dot)';
+  return undefined;
+}
+
 /** The member's original relative path: the inverse of {@link splitKey}. */
 export function memberPath(key: string, ext: string): string {
   return ext === '' ? key : `${key}.${ext}`;

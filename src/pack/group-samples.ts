@@ -5,7 +5,7 @@
  */
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { compareKeys } from '../../formats/key-order.js';
-import { splitKey } from '../../formats/sample.js';
+import { noKeyReason, splitKey } from '../../formats/sample.js';
 import { runAbsPath, runRelPath, walkSource, type FileRun, type SourceWalk, type WalkEntry, type WalkOptions, type WalkStats } from './walk.js';
 
 /** The files of one sample, before their bytes are read. */
@@ -21,8 +21,8 @@ export interface SourceSample {
  * Groups entries by WebDataset key, one entry at a time: `push` returns the sample the entry completed (the
  * previous one, when the key changes), `end` the last one. Synchronous, so a caller can group a whole chunk of a
  * walk without an await per file.
- * @throws ShardkitError INPUT for a name whose first dot is its last character (`a.`): WebDataset cannot tell it
- *   from `a`. DUPLICATE_KEY when a (key, ext) pair repeats (two source names that decode to one
+ * @throws ShardkitError INPUT for a file name that gives no key (see noKeyReason: `a.`, which WebDataset cannot
+ *   tell from `a`); a pack's walk leaves those out first (or stops on them). DUPLICATE_KEY when a (key, ext) pair repeats (two source names that decode to one
  *   string) or the entries are not in sample order (a key comes back after another one: walk with
  *   `order: 'sample'`).
  */
@@ -32,7 +32,8 @@ export class SampleGrouper {
 
   push(entry: WalkEntry): SourceSample | undefined {
     const { key, ext } = splitKey(entry.relPath);
-    if (ext === '' && key !== entry.relPath) throw noSplit(entry.relPath, key, entry.absPath);
+    const why = noKeyReason(entry.relPath.slice(entry.relPath.lastIndexOf('/') + 1));
+    if (why !== undefined) throw noKey(entry.relPath, why, entry.absPath);
     const current = this.current;
     if (current !== undefined && key === current.key) {
       const order = compareKeys(ext, this.lastExt);
@@ -86,7 +87,7 @@ export class RunGrouper {
     for (const name of run.names) {
       const dot = name.indexOf('.');
       const ext = dot < 0 ? '' : name.slice(dot + 1);
-      if (dot >= 0 && ext === '') throw noSplit(runRelPath(run, name), `${prefix}${name.slice(0, dot)}`, runAbsPath(run, name));
+      if (dot >= 0 && ext === '') throw noKey(runRelPath(run, name), noKeyReason(name) as string, runAbsPath(run, name));
       const nameStem = dot < 0 ? name : name.slice(0, dot);
       if (nameStem === stem) {
         const order = compareKeys(ext, lastExt);
@@ -114,13 +115,9 @@ function duplicateMember(key: string, ext: string, relPath: string, absPath: str
   return new ShardkitError(ErrorCodes.DUPLICATE_KEY, `Two source files give sample ${key} the member ${ext === '' ? '(no extension)' : ext}: ${relPath}`, { key, file: absPath });
 }
 
-/** 'a.' splits to key 'a', ext '': stored under that name it would come back as 'a'. */
-function noSplit(relPath: string, key: string, absPath: string): ShardkitError {
-  return new ShardkitError(
-    ErrorCodes.INPUT,
-    `Source file ${relPath} ends with the first dot of its name, so it has no WebDataset key/extension split that restores the name; rename it`,
-    { key, file: absPath },
-  );
+/** A file name that gives no key ('a.'): the walk's own error for it (walk.ts), should one get this far. */
+function noKey(relPath: string, why: string, absPath: string): ShardkitError {
+  return new ShardkitError(ErrorCodes.INPUT, `Source file ${relPath} has no WebDataset key: ${why}`, { file: absPath });
 }
 
 function outOfOrder(relPath: string, previous: string, key: string): ShardkitError {

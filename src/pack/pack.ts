@@ -122,7 +122,8 @@ export async function pack(options: PackOptions): Promise<PackResult> {
   const walkOptions = {
     followSymlinks: options.followSymlinks ?? false,
     includeHidden: options.includeHidden ?? false,
-    // a name that is not UTF-8 can be no key: the first one stops the pack, or with skip it is listed as skipped
+    // a name that is not UTF-8, or a file name that gives no key (`q.`), can be no key: the first one stops the
+    // pack, or with skip it is listed as skipped
     badNames: onError,
     ...(options.include === undefined ? {} : { include: options.include }),
     ...(options.exclude === undefined ? {} : { exclude: options.exclude }),
@@ -185,8 +186,10 @@ export async function pack(options: PackOptions): Promise<PackResult> {
       ...(options.part === undefined ? {} : { part: options.part }),
       skip: resumed,
       // the walk that makes the tasks lists the names it refused (each once: the other walks only count samples)
-      onSkip: (relPath: string, reason: WalkSkipReason) => {
-        if (reason === 'not-utf8' && inPart(splitKey(relPath).key)) writer.refuse(relPath, `${ErrorCodes.INPUT}: the name is not valid UTF-8 (shown with \\xNN for its bad bytes); keys and member names must be UTF-8`);
+      onSkip: (relPath: string, reason: WalkSkipReason, error?: ShardkitError) => {
+        if ((reason !== 'not-utf8' && reason !== 'no-key') || !inPart(splitKey(relPath).key)) return;
+        if (reason === 'not-utf8') writer.refuse(relPath, `${ErrorCodes.INPUT}: the name is not valid UTF-8 (shown with \\xNN for its bad bytes); keys and member names must be UTF-8`);
+        else if (error !== undefined) writer.refuse(relPath, `${error.code}: ${error.message}`);
       },
       ...(writer.resumedLast === undefined ? {} : { skipCheck: writer.resumedLast }),
       // without passes, the reader thread encodes samples for the writer too

@@ -8,6 +8,7 @@ import { lstat, stat } from 'node:fs/promises';
 import { normalize, sep } from 'node:path';
 import picomatch from 'picomatch';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { noKeyReason } from '../../formats/sample.js';
 import { nativeAddon } from '../native/native.js';
 import { ioError, KIND_DIRECTORY, KIND_FILE, KIND_LINK, readDirectory, type RawListing } from './walk-listing.js';
 import { listingSortKey, sortListing, type WalkOrder } from './walk-order.js';
@@ -24,7 +25,7 @@ export interface WalkEntry {
 }
 
 /** Why an entry was left out; counted in {@link WalkStats} and reported to `onSkip`. */
-export type WalkSkipReason = 'symlink' | 'cycle' | 'hidden' | 'excluded' | 'not-included' | 'other' | 'not-utf8';
+export type WalkSkipReason = 'symlink' | 'cycle' | 'hidden' | 'excluded' | 'not-included' | 'other' | 'not-utf8' | 'no-key';
 
 /** Counters of one walk, updated as it goes (read them after the iteration ends for the totals). */
 export interface WalkStats {
@@ -44,7 +45,10 @@ export interface WalkStats {
   skippedExcluded: number;
   /** Sockets, FIFOs, devices. */
   skippedOther: number;
-  /** Names that are not UTF-8 (with `badNames: 'skip'`); a directory counts once, its contents are not visited. */
+  /**
+   * Names that are not UTF-8, and files whose name gives no WebDataset key (see {@link WalkOptions.badNames}), left
+   * out with `badNames: 'skip'`; a directory counts once, its contents are not visited.
+   */
   skippedBadNames: number;
 }
 
@@ -72,12 +76,15 @@ export interface WalkOptions {
    */
   stat?: boolean;
   /**
-   * A name that is not UTF-8 cannot be a key: 'fail' (default) stops the walk with INPUT naming its bytes; 'skip'
-   * leaves it out (a directory with all below it) and tells `onSkip`, its bad bytes written `\xNN`.
+   * A name that is not UTF-8 cannot be a key, and neither can a file name that ends with its first dot (`q.`; see
+   * noKeyReason): 'fail' (default) stops the walk with
+   * INPUT naming the file (a name that is not UTF-8 by its bytes); 'skip' leaves it out (a directory that is not
+   * UTF-8 with all below it) and tells `onSkip` (reason 'not-utf8', bad bytes written `\xNN`, or 'no-key' with the
+   * error). The walk's filters come first: a hidden, linked or excluded name is left out for that.
    */
   badNames?: 'fail' | 'skip';
-  /** Told about every entry left out (for `--verbose` listings). */
-  onSkip?: (relPath: string, reason: WalkSkipReason) => void;
+  /** Told about every entry left out (for `--verbose` listings); for 'no-key', with the error that says why. */
+  onSkip?: (relPath: string, reason: WalkSkipReason, error?: ShardkitError) => void;
 }
 
 /** A walk: iterate it for the entries; `stats` fills in as it goes and restarts with each iteration. */
@@ -167,8 +174,8 @@ function childRelPath(relDir: string, name: string): string {
 /**
  * Walks `root` recursively and yields its regular files in byte order (see {@link WalkOptions.order}).
  * Memory holds two directory listings per level of depth (one read ahead), never the list of all paths.
- * @throws ShardkitError INPUT when the root or a directory cannot be read (names the path), or a name is not UTF-8;
- *   INPUT_CHANGED when a listed file vanishes or changes type before it is stat'ed.
+ * @throws ShardkitError INPUT when the root or a directory cannot be read (names the path), or (badNames 'fail') a
+ *   name is not UTF-8 or a file name gives no key; INPUT_CHANGED when a listed file vanishes or changes type before it is stat'ed.
  * @example
  * const walk = walkSource('data/train', { exclude: ['*.tmp'] });
  * for await (const entry of walk) console.log(entry.relPath, entry.size);
@@ -194,14 +201,15 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
   if (badNames !== 'fail' && badNames !== 'skip') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected one of fail, skip for badNames but received ${String(badNames)}`);
   const readListing = (absDir: string, relDir: string): Promise<RawListing> => readDirectory(absDir, relDir, order, listDirectory);
 
-  const skip = (relPath: string, reason: WalkSkipReason): void => {
+  const skip = (relPath: string, reason: WalkSkipReason, error?: ShardkitError): void => {
     if (reason === 'symlink') stats.skippedSymlinks++;
     else if (reason === 'cycle') stats.skippedCycles++;
     else if (reason === 'hidden') stats.skippedHidden++;
     else if (reason === 'excluded' || reason === 'not-included') stats.skippedExcluded++;
-    else if (reason === 'not-utf8') stats.skippedBadNames++;
+    else if (reason === 'not-utf8' || reason === 'no-key') stats.skippedBadNames++;
     else stats.skippedOther++;
-    onSkip?.(relPath, reason);
+    if (error === undefined) onSkip?.(relPath, reason);
+    else onSkip?.(relPath, reason, error);
   };
 
   /** Why a name that is not UTF-8 is left out: a filter's reason where one applies, else its bytes. */
@@ -270,6 +278,17 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
         }
         if (!isDirectory && include !== undefined && !include(relPath)) {
           skip(relPath, 'not-included');
+          continue;
+        }
+      }
+      // after the filters: an excluded name is left out for that; a file name that gives no key stops the walk or is skipped
+      if (!isDirectory && name.charCodeAt(name.length - 1) === DOT) {
+        const why = noKeyReason(name);
+        if (why !== undefined) {
+          const relPath = `${relPrefix}${name}`;
+          const error = new ShardkitError(ErrorCodes.INPUT, `Source file ${relPath} has no WebDataset key: ${why}`, { file: childPath(absDir, name) });
+          if (badNames === 'fail') throw error;
+          skip(relPath, 'no-key', error);
           continue;
         }
       }

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DatasetWriter } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
-import { shardkit } from '../helpers/cli.js';
+import { readTree, shardkit } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const BOM = '\uFEFF';
@@ -135,5 +135,68 @@ describe('a file name that is not UTF-8', () => {
     const merged = path.join(root, 'merged');
     expect(shardkit(['merge', ...parts, '--out', merged]).status).toBe(0);
     expect(manifestOf(merged).skipped).toEqual(skipped);
+  });
+});
+
+describe('a file name that ends with its first dot', () => {
+  it('stops the pack naming the file, or with --on-error skip is listed as skipped once, in one-machine, merged and resumed packs', () => {
+    const root = tmpDir();
+    const src = path.join(root, 'src');
+    const files: Record<string, string> = {
+      'a.txt': 'a', 'q.': 'q', 'd/r.': 'r', 'd/k.txt': 'k', 'b\\c.txt': 'backslash', 'e.txt': 'e', 'f/g.txt': 'g', 'h.txt': 'h', 'i.txt': 'i', 'j.txt': 'j',
+    };
+    for (const [rel, body] of Object.entries(files)) {
+      fs.mkdirSync(path.dirname(path.join(src, rel)), { recursive: true });
+      fs.writeFileSync(path.join(src, rel), body);
+    }
+    const manifestOf = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
+
+    const dotFailed = path.join(root, 'dot-failed');
+    const failedDot = shardkit(['pack', src, '--out', dotFailed]);
+    expect(failedDot.status).toBe(1);
+    expect(failedDot.stderr).toBe('shardkit: SHARDKIT_ERR_INPUT: Source file q. has no WebDataset key: its name ends with its first dot (an empty extension would name it without the dot)\n');
+    expect(fs.existsSync(path.join(dotFailed, 'manifest.json'))).toBe(false);
+
+    const flags = ['--on-error', 'skip', '--shard', '2KiB'];
+    const one = path.join(root, 'one');
+    const r = shardkit(['pack', src, '--out', one, ...flags, '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const skipped = manifestOf(one).skipped as { path: string; reason: string }[];
+    // in key order: 'b\c', 'd/r', 'q'
+    expect(skipped).toEqual([
+      { path: 'b\\c.txt', reason: 'SHARDKIT_ERR_UNSAFE_PATH: sample key "b\\\\c" contains NUL or a backslash' },
+      { path: 'd/r.', reason: 'SHARDKIT_ERR_INPUT: Source file d/r. has no WebDataset key: its name ends with its first dot (an empty extension would name it without the dot)' },
+      { path: 'q.', reason: 'SHARDKIT_ERR_INPUT: Source file q. has no WebDataset key: its name ends with its first dot (an empty extension would name it without the dot)' },
+    ]);
+    expect(JSON.parse(r.stdout).skipped).toEqual(skipped);
+    const summary = shardkit(['pack', src, '--out', path.join(root, 'summary'), ...flags]);
+    expect(summary.stdout).toMatch(/packed 7 samples .*; 3 skipped \(listed in the manifest\)/);
+    expect(shardkit(['ls', one]).stdout).toBe('a\nd/k\ne\nf/g\nh\ni\nj\n');
+
+    const parts = [0, 1, 2].map((i) => path.join(root, `part${i}`));
+    parts.forEach((p, i) => expect(shardkit(['pack', src, '--out', p, '--part', `${i}/3`, ...flags]).status).toBe(0));
+    // each refused name is listed by one part only
+    expect(parts.flatMap((p) => manifestOf(p).skipped.map((s: { path: string }) => s.path)).sort()).toEqual(skipped.map((s) => s.path).sort());
+    const merged = path.join(root, 'merged');
+    expect(shardkit(['merge', ...parts, '--out', merged]).status).toBe(0);
+    expect(manifestOf(merged).skipped).toEqual(skipped);
+
+    // killed after a few shards (one sample each), resumed: the same bytes as a pack that ran through (one sample
+    // at a time: the pass does not meet h before the samples ahead of it are written)
+    const mod = path.join(root, 'die-at-h.mjs');
+    fs.writeFileSync(mod, "export default (s) => { if (s.key === 'h' && process.env.DIE_AT_H) process.exit(3); return s; };\n");
+    const whole = path.join(root, 'whole');
+    expect(shardkit(['pack', src, '--out', whole, ...flags, '--concurrency', '1', '--pass-module', mod]).status).toBe(0);
+    const resumed = path.join(root, 'resumed');
+    expect(shardkit(['pack', src, '--out', resumed, ...flags, '--concurrency', '1', '--pass-module', mod], { env: { DIE_AT_H: '1' } }).status).toBe(3);
+    expect(fs.existsSync(path.join(resumed, 'manifest.json'))).toBe(false);
+    const again = shardkit(['pack', src, '--out', resumed, ...flags, '--concurrency', '1', '--pass-module', mod, '--resume', '--json']);
+    expect(again.status, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout).resumedSamples).toBeGreaterThan(0);
+    expect(manifestOf(resumed).skipped).toEqual(skipped);
+    const a = readTree(whole, ['pack-report.json']);
+    const b = readTree(resumed, ['pack-report.json']);
+    expect([...b.keys()].sort()).toEqual([...a.keys()].sort());
+    for (const [name, bytes] of a) expect(b.get(name)!.equals(bytes), name).toBe(true);
   });
 });

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ErrorCodes, isShardkitError } from '../../formats/errors.js';
 import { compareKeys } from '../../formats/key-order.js';
-import { splitKey } from '../../formats/sample.js';
+import { noKeyReason, splitKey } from '../../formats/sample.js';
 import { nativeAvailable } from '../../src/native/native.js';
 import { runAbsPath, runRelPath, walkSource, type WalkOptions } from '../../src/pack/walk.js';
 import { collect, makeTempDir, removeTree, writeTree } from '../helpers/source-tree.js';
@@ -76,10 +76,15 @@ describe.each(modes)('walkSource with %s', (mode) => {
         fc.asyncProperty(tree, async (paths) => {
           const dir = join(root, `t${run++}`);
           await writeTree(dir, Object.fromEntries(paths.map((p) => [p, p])));
-          const byPath = await relPaths({ order: 'path', includeHidden: true }, dir);
-          expect(byPath).toEqual([...paths].sort(compareKeys));
-          const bySample = await relPaths({ order: 'sample', includeHidden: true }, dir);
-          expect(bySample).toEqual([...paths].sort(byKeyThenExt));
+          // a file name that gives no key ('.a', 'a.') is left out with badNames skip, and told with its path
+          const keyed = paths.filter((p) => noKeyReason(p.slice(p.lastIndexOf('/') + 1)) === undefined);
+          const noKey = paths.filter((p) => !keyed.includes(p));
+          for (const order of ['path', 'sample'] as const) {
+            const skipped: string[] = [];
+            const walked = await relPaths({ order, includeHidden: true, badNames: 'skip', onSkip: (p, why) => skipped.push(`${p}:${why}`) }, dir);
+            expect(walked).toEqual([...keyed].sort(order === 'path' ? compareKeys : byKeyThenExt));
+            expect(skipped.sort()).toEqual(noKey.map((p) => `${p}:no-key`).sort());
+          }
           await removeTree(dir);
         }),
         { numRuns: 40 },
@@ -111,6 +116,24 @@ describe.each(modes)('walkSource with %s', (mode) => {
       expect(walk.stats.skippedHidden).toBe(2);
       expect(skipped.sort()).toEqual(['.git:hidden', 'a/.DS_Store:hidden']);
       expect(await relPaths({ includeHidden: true })).toEqual(['.git/config', '.git/objects/x', 'a/.DS_Store', 'a/b.jpg']);
+    });
+
+    it("a file name that ends with its first dot has no key: it stops the walk, or with badNames skip is left out and told", async () => {
+      await writeTree(root, { 'a/b.jpg': '4', 'a/q.': '5', 'a/r.s.': '6', 'e/t.': '8' });
+      for (const order of ['path', 'sample'] as const) {
+        await expect(collect(walkSource(root, { order }))).rejects.toSatisfy(
+          (e) => isShardkitError(e, ErrorCodes.INPUT) && e.message === 'Source file a/q. has no WebDataset key: its name ends with its first dot (an empty extension would name it without the dot)' && e.file === join(root, 'a/q.'),
+        );
+        const skipped: [string, string, string | undefined][] = [];
+        const walk = walkSource(root, { order, badNames: 'skip', exclude: ['e/t.'], onSkip: (p, why, err) => skipped.push([p, why, err?.message]) });
+        expect((await collect(walk)).map((e) => e.relPath)).toEqual(['a/b.jpg', 'a/r.s.']);
+        expect(skipped.sort()).toEqual([
+          ['a/q.', 'no-key', 'Source file a/q. has no WebDataset key: its name ends with its first dot (an empty extension would name it without the dot)'],
+          // the filters come first: an excluded name is left out for that
+          ['e/t.', 'excluded', undefined],
+        ]);
+        expect(walk.stats).toMatchObject({ files: 2, skippedBadNames: 1, skippedExcluded: 1 });
+      }
     });
 
     it('skips and counts symlinks unless followSymlinks', async () => {
