@@ -42,12 +42,15 @@ export function splitKey(relativePath: string): KeyAndExt {
 }
 
 /**
- * Why a file's basename gives it no WebDataset key, or undefined when it has one: a basename that ends with its
- * first dot (`q.`) would split into key `q` and an empty extension, which names the file `q`: the name would not
- * come back.
+ * Why a file's basename gives it no WebDataset key, or undefined when it has one. WebDataset's rule (base_plus_ext:
+ * the key is the path up to the basename's first dot, and that part of the basename must not be empty) gives none
+ * to a basename that starts with `.` (its readers skip such members; here the key would be empty or end in `/`),
+ * and a basename that ends with its first dot (`q.`) would split into key `q` and an empty extension, which names
+ * the file `q`: neither name comes back.
  */
 export function noKeyReason(basename: string): string | undefined {
   const dot = basename.indexOf('.');
+  if (dot === 0) return "its name starts with '.'";
   if (dot >= 0 && dot === basename.length - 1) return 'its name ends with its first dot (an empty extension would name it without the dot)';
   return undefined;
 }

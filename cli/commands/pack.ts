@@ -65,7 +65,7 @@ export function registerPack(program: Command): void {
     .option('--force', 'replace a dataset or an interrupted pack in the output directory')
     .option('--part <i/n>', 'pack part I of N (0-based), to be combined with `shardkit merge`')
     .option('--follow-symlinks', 'follow symbolic links (default: skip and count them)')
-    .option('--include-hidden', 'include names starting with "." (default: skip and count them)')
+    .option('--include-hidden', 'walk into directories starting with "." (.cache/x.jpg -> key .cache/x); a file starting with "." has no WebDataset key and fails the pack, or is skipped and listed with --on-error skip (default: skip and count all hidden names)')
     .option('--include <glob>', 'only files matching GLOB (repeatable)', collect, [])
     .option('--exclude <glob>', 'leave out files matching GLOB (repeatable)', collect, [])
     .option('--page-size <bytes>', 'index page size (power of two, 1KiB..64KiB)', '4096')

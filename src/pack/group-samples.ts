@@ -22,7 +22,7 @@ export interface SourceSample {
  * previous one, when the key changes), `end` the last one. Synchronous, so a caller can group a whole chunk of a
  * walk without an await per file.
  * @throws ShardkitError INPUT for a file name that gives no key (see noKeyReason: `a.`, which WebDataset cannot
- *   tell from `a`); a pack's walk leaves those out first (or stops on them). DUPLICATE_KEY when a (key, ext) pair repeats (two source names that decode to one
+ *   tell from `a`, or `.a`); a pack's walk leaves those out first (or stops on them). DUPLICATE_KEY when a (key, ext) pair repeats (two source names that decode to one
  *   string) or the entries are not in sample order (a key comes back after another one: walk with
  *   `order: 'sample'`).
  */
@@ -87,7 +87,7 @@ export class RunGrouper {
     for (const name of run.names) {
       const dot = name.indexOf('.');
       const ext = dot < 0 ? '' : name.slice(dot + 1);
-      if (dot >= 0 && ext === '') throw noKey(runRelPath(run, name), noKeyReason(name) as string, runAbsPath(run, name));
+      if (dot === 0 || (dot > 0 && ext === '')) throw noKey(runRelPath(run, name), noKeyReason(name) as string, runAbsPath(run, name));
       const nameStem = dot < 0 ? name : name.slice(0, dot);
       if (nameStem === stem) {
         const order = compareKeys(ext, lastExt);
@@ -115,7 +115,7 @@ function duplicateMember(key: string, ext: string, relPath: string, absPath: str
   return new ShardkitError(ErrorCodes.DUPLICATE_KEY, `Two source files give sample ${key} the member ${ext === '' ? '(no extension)' : ext}: ${relPath}`, { key, file: absPath });
 }
 
-/** A file name that gives no key ('a.'): the walk's own error for it (walk.ts), should one get this far. */
+/** A file name that gives no key ('a.', '.a'): the walk's own error for it (walk.ts), should one get this far. */
 function noKey(relPath: string, why: string, absPath: string): ShardkitError {
   return new ShardkitError(ErrorCodes.INPUT, `Source file ${relPath} has no WebDataset key: ${why}`, { file: absPath });
 }

@@ -122,7 +122,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
   const walkOptions = {
     followSymlinks: options.followSymlinks ?? false,
     includeHidden: options.includeHidden ?? false,
-    // a name that is not UTF-8, or a file name that gives no key (`q.`), can be no key: the first one stops the
+    // a name that is not UTF-8, or a file name that gives no key (`.x`, `q.`), can be no key: the first one stops the
     // pack, or with skip it is listed as skipped
     badNames: onError,
     ...(options.include === undefined ? {} : { include: options.include }),

@@ -57,7 +57,10 @@ export interface WalkOptions {
   order?: WalkOrder;
   /** Follow symbolic links to files and directories (default false: skip and count them). Loops are cut. */
   followSymlinks?: boolean;
-  /** Visit names starting with `.` (default false: skip and count them). */
+  /**
+   * Visit names starting with `.` (default false: skip and count them). A hidden directory's files then have keys
+   * (`.cache/x.jpg` -> key `.cache/x`); a hidden file has none and is a bad name (see {@link WalkOptions.badNames}).
+   */
   includeHidden?: boolean;
   /**
    * Globs (picomatch, `dot: true`) a file's relative path must match one of; empty or absent means every file.
@@ -76,8 +79,8 @@ export interface WalkOptions {
    */
   stat?: boolean;
   /**
-   * A name that is not UTF-8 cannot be a key, and neither can a file name that ends with its first dot (`q.`; see
-   * noKeyReason): 'fail' (default) stops the walk with
+   * A name that is not UTF-8 cannot be a key, and neither can a file name that starts with `.` (with
+   * `includeHidden`) or ends with its first dot (`q.`; see noKeyReason): 'fail' (default) stops the walk with
    * INPUT naming the file (a name that is not UTF-8 by its bytes); 'skip' leaves it out (a directory that is not
    * UTF-8 with all below it) and tells `onSkip` (reason 'not-utf8', bad bytes written `\xNN`, or 'no-key' with the
    * error). The walk's filters come first: a hidden, linked or excluded name is left out for that.
@@ -282,7 +285,7 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
         }
       }
       // after the filters: an excluded name is left out for that; a file name that gives no key stops the walk or is skipped
-      if (!isDirectory && name.charCodeAt(name.length - 1) === DOT) {
+      if (!isDirectory && (name.charCodeAt(0) === DOT || name.charCodeAt(name.length - 1) === DOT)) {
         const why = noKeyReason(name);
         if (why !== undefined) {
           const relPath = `${relPrefix}${name}`;

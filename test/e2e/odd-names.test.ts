@@ -200,3 +200,49 @@ describe('a file name that ends with its first dot', () => {
     for (const [name, bytes] of a) expect(b.get(name)!.equals(bytes), name).toBe(true);
   });
 });
+
+describe('a hidden file under --include-hidden', () => {
+  it('has no WebDataset key: it stops the pack naming the file, or with --on-error skip is listed once; a hidden directory\'s files are packed', () => {
+    const root = tmpDir();
+    const src = path.join(root, 'src');
+    const files: Record<string, string> = { 'a.txt': 'a', 'd/.hidden.txt': 'h', 'd/k.txt': 'k', '.cache/x.jpg': 'x', '.gitignore': 'g', 'e.txt': 'e' };
+    for (const [rel, body] of Object.entries(files)) {
+      fs.mkdirSync(path.dirname(path.join(src, rel)), { recursive: true });
+      fs.writeFileSync(path.join(src, rel), body);
+    }
+    const manifestOf = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
+
+    const failedDir = path.join(root, 'failed');
+    const failed = shardkit(['pack', src, '--out', failedDir, '--include-hidden']);
+    expect(failed.status).toBe(1);
+    expect(failed.stderr).toBe("shardkit: SHARDKIT_ERR_INPUT: Source file .gitignore has no WebDataset key: its name starts with '.'\n");
+    expect(fs.existsSync(path.join(failedDir, 'manifest.json'))).toBe(false);
+
+    const flags = ['--include-hidden', '--on-error', 'skip'];
+    const one = path.join(root, 'one');
+    const r = shardkit(['pack', src, '--out', one, ...flags]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/packed 4 samples .*; 2 skipped \(listed in the manifest\)/);
+    const skipped = manifestOf(one).skipped as { path: string; reason: string }[];
+    // in key order: '', 'd/'
+    expect(skipped).toEqual([
+      { path: '.gitignore', reason: "SHARDKIT_ERR_INPUT: Source file .gitignore has no WebDataset key: its name starts with '.'" },
+      { path: 'd/.hidden.txt', reason: "SHARDKIT_ERR_INPUT: Source file d/.hidden.txt has no WebDataset key: its name starts with '.'" },
+    ]);
+    expect(shardkit(['ls', one]).stdout).toBe('.cache/x\na\nd/k\ne\n');
+
+    const parts = [0, 1, 2].map((i) => path.join(root, `part${i}`));
+    parts.forEach((p, i) => expect(shardkit(['pack', src, '--out', p, '--part', `${i}/3`, ...flags]).status).toBe(0));
+    expect(parts.flatMap((p) => manifestOf(p).skipped.map((s: { path: string }) => s.path)).sort()).toEqual(skipped.map((s) => s.path).sort());
+    const merged = path.join(root, 'merged');
+    expect(shardkit(['merge', ...parts, '--out', merged]).status).toBe(0);
+    expect(manifestOf(merged).skipped).toEqual(skipped);
+
+    // without --include-hidden, hidden names are skipped and counted, not listed
+    const plain = path.join(root, 'plain');
+    const p = shardkit(['pack', src, '--out', plain]);
+    expect(p.status, p.stderr).toBe(0);
+    expect(manifestOf(plain).skipped).toEqual([]);
+    expect(shardkit(['ls', plain]).stdout).toBe('a\nd/k\ne\n');
+  });
+});

@@ -54,18 +54,26 @@ describe('groupSamples', () => {
     );
   });
 
-  it("rejects a name whose first dot ends it in pack's grouping of runs too", () => {
+  it("rejects a name whose first dot ends it, or that starts with '.', in pack's grouping of runs too", () => {
     const run = { absDir: '/x', relDir: 'd', names: ['a.', 'b.jpg'] };
     expect(() => new RunGrouper().group(run)).toThrow(
       expect.objectContaining({ code: ErrorCodes.INPUT, file: '/x/a.', message: 'Source file d/a. has no WebDataset key: its name ends with its first dot (an empty extension would name it without the dot)' }),
     );
+    expect(() => new RunGrouper().group({ ...run, names: ['.b.jpg'] })).toThrow(
+      expect.objectContaining({ code: ErrorCodes.INPUT, file: '/x/.b.jpg', message: "Source file d/.b.jpg has no WebDataset key: its name starts with '.'" }),
+    );
     expect(() => new RunGrouper().group({ ...run, names: ['b.jpg', 'a.jpg'] })).toThrow(expect.objectContaining({ code: ErrorCodes.DUPLICATE_KEY }));
   });
 
-  it("rejects a name whose first dot ends it ('a.' would come back as 'a')", async () => {
+  it("rejects a name whose first dot ends it ('a.' would come back as 'a'), or that starts with '.' (no key)", async () => {
     await expect(collect(groupSamples(entries('d/a.')))).rejects.toSatisfy(
       (e) => isShardkitError(e, ErrorCodes.INPUT) && e.message === 'Source file d/a. has no WebDataset key: its name ends with its first dot (an empty extension would name it without the dot)',
     );
+    await expect(collect(groupSamples(entries('.gitignore')))).rejects.toSatisfy(
+      (e) => isShardkitError(e, ErrorCodes.INPUT) && e.message === "Source file .gitignore has no WebDataset key: its name starts with '.'",
+    );
+    // a hidden directory's files have keys
+    expect((await collect(groupSamples(entries('.cache/x.jpg', '.cache/x.txt')))).map((s) => [s.key, s.exts])).toEqual([['.cache/x', ['jpg', 'txt']]]);
   });
 
   it('rejects a key that comes back after another key', async () => {

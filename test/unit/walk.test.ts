@@ -115,7 +115,31 @@ describe.each(modes)('walkSource with %s', (mode) => {
       expect(await collect(walk).then((es) => es.map((e) => e.relPath))).toEqual(['a/b.jpg']);
       expect(walk.stats.skippedHidden).toBe(2);
       expect(skipped.sort()).toEqual(['.git:hidden', 'a/.DS_Store:hidden']);
-      expect(await relPaths({ includeHidden: true })).toEqual(['.git/config', '.git/objects/x', 'a/.DS_Store', 'a/b.jpg']);
+      expect(await relPaths({ includeHidden: true, exclude: ['.DS_Store'] })).toEqual(['.git/config', '.git/objects/x', 'a/b.jpg']);
+    });
+
+    it("with includeHidden, walks hidden directories (their files have keys), but a hidden file has no key: it stops the walk, or with badNames skip is left out and told", async () => {
+      await writeTree(root, { '.cache/x.jpg': '1', '.cache/.y.jpg': '2', 'a/.DS_Store': '3', 'a/b.jpg': '4', '.gitignore': '7', 'e/.z': '8' });
+      for (const order of ['path', 'sample'] as const) {
+        await expect(collect(walkSource(root, { order, includeHidden: true }))).rejects.toSatisfy(
+          (e) => isShardkitError(e, ErrorCodes.INPUT) && e.message === "Source file .gitignore has no WebDataset key: its name starts with '.'" && e.file === join(root, '.gitignore'),
+        );
+        const skipped: [string, string, string | undefined][] = [];
+        const walk = walkSource(root, { order, includeHidden: true, badNames: 'skip', exclude: ['e/.z'], onSkip: (p, why, err) => skipped.push([p, why, err?.message]) });
+        expect((await collect(walk)).map((e) => e.relPath)).toEqual(['.cache/x.jpg', 'a/b.jpg']);
+        expect(skipped.sort()).toEqual([
+          ['.cache/.y.jpg', 'no-key', "Source file .cache/.y.jpg has no WebDataset key: its name starts with '.'"],
+          ['.gitignore', 'no-key', "Source file .gitignore has no WebDataset key: its name starts with '.'"],
+          ['a/.DS_Store', 'no-key', "Source file a/.DS_Store has no WebDataset key: its name starts with '.'"],
+          // the filters come first: an excluded name is left out for that
+          ['e/.z', 'excluded', undefined],
+        ]);
+        expect(walk.stats).toMatchObject({ files: 2, skippedBadNames: 3, skippedExcluded: 1, skippedHidden: 0 });
+      }
+      // without includeHidden they are hidden names, skipped and counted as before, and stop nothing
+      const walk = walkSource(root);
+      expect((await collect(walk)).map((e) => e.relPath)).toEqual(['a/b.jpg']);
+      expect(walk.stats).toMatchObject({ skippedBadNames: 0, skippedHidden: 4 });
     });
 
     it("a file name that ends with its first dot has no key: it stops the walk, or with badNames skip is left out and told", async () => {
