@@ -20,6 +20,13 @@ export function expectIntegerInRange(name: string, value: unknown, min: number, 
   return value;
 }
 
+export function expectBoolean(name: string, value: unknown): boolean {
+  if (typeof value !== 'boolean') {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected boolean for ${name} but received ${String(value)} of type ${typeof value}`);
+  }
+  return value;
+}
+
 /** Checks a byte range given to a read: a non-negative safe integer offset and length (64-bit files welcome). */
 export function expectByteRange(name: string, offset: number, length: number): void {
   if (!Number.isSafeInteger(offset) || offset < 0) {

@@ -25,6 +25,7 @@ import { partOfKey, partShardPrefix, type PartSpec } from './partition.js';
 import { checkDeclaredOutputs, finishWithPassOutputs, passStatsOf, preparedOption, preparePasses } from './run-passes.js';
 import { walkSource, type WalkOptions, type WalkSkipReason, type WalkStats } from './walk.js';
 import { writePackReport } from './pack-report.js';
+import { validatePackOptions } from './pack-options.js';
 
 export interface PackProgress {
   /** Input samples done (written or skipped) and their source bytes. */
@@ -46,7 +47,10 @@ export interface PackOptions {
   layout?: Layout;
   compress?: 'none' | 'lz4';
   pageSize?: number;
-  /** Preprocessing passes, run in this order. */
+  /**
+   * Preprocessing passes, run in this order: Pass objects, as the pass factories, customPass, loadPassModule and
+   * parsePassSpec (`parsePassSpec('resize=224x224', { cwd })`, a `--pass` spec) make them.
+   */
   passes?: Pass[];
   /** Samples in flight (reading + passes); default: the image concurrency for this machine's cores. */
   concurrency?: number;
@@ -104,8 +108,15 @@ export function defaultOutDir(source: string): string {
   return `${path.resolve(source).replace(/[\\/]+$/, '')}.shards`;
 }
 
+/**
+ * Packs a directory of files into a dataset (see PackOptions).
+ * @throws ShardkitError INVALID_ARG for options of the wrong type or value (naming the option; `passes` must be
+ *   Pass objects: a spec string goes through parsePassSpec), before anything is walked or written; INPUT and
+ *   others as the pack meets them.
+ */
 export async function pack(options: PackOptions): Promise<PackResult> {
   const started = performance.now();
+  validatePackOptions(options);
   useNativeCrc32c();
   const source = path.resolve(expectLocalPath('the source', options.source));
   if (!fs.existsSync(source) || !fs.statSync(source).isDirectory()) {

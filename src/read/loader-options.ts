@@ -1,7 +1,7 @@
 /** The loader's options: documentation, defaults, and validation at the boundary (sharp-style messages). */
 import { availableParallelism } from 'node:os';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import { expectIntegerInRange } from '../io/io-options.js';
+import { expectBoolean, expectIntegerInRange } from '../io/io-options.js';
 import type { DecodeOption } from './decode-image.js';
 import { imageExtTest } from './decode-image.js';
 import type { Partition } from './epoch-plan.js';
@@ -112,11 +112,4 @@ export function resolveLoaderOptions(options: unknown, remote: boolean, datasetV
     maxReadBytes: expectIntegerInRange('maxReadBytes', o.maxReadBytes ?? DEFAULT_MAX_READ_BYTES, 0, MAX_INT32),
     syncReadMaxBytes: expectIntegerInRange('syncReadMaxBytes', o.syncReadMaxBytes ?? DEFAULT_LOADER_SYNC_READ_BYTES, 0, MAX_INT32),
   };
-}
-
-function expectBoolean(name: string, value: unknown): boolean {
-  if (typeof value !== 'boolean') {
-    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected boolean for ${name} but received ${String(value)} of type ${typeof value}`);
-  }
-  return value;
 }
