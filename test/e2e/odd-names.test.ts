@@ -170,7 +170,7 @@ describe('a file name that ends with its first dot', () => {
     ]);
     expect(JSON.parse(r.stdout).skipped).toEqual(skipped);
     const summary = shardkit(['pack', src, '--out', path.join(root, 'summary'), ...flags]);
-    expect(summary.stdout).toMatch(/packed 7 samples .*; 3 skipped \(listed in the manifest\)/);
+    expect(summary.stdout).toMatch(/packed 7 samples .*; 3 skipped \(listed below and in the manifest\)/);
     expect(shardkit(['ls', one]).stdout).toBe('a\nd/k\ne\nf/g\nh\ni\nj\n');
 
     const parts = [0, 1, 2].map((i) => path.join(root, `part${i}`));
@@ -222,7 +222,7 @@ describe('a hidden file under --include-hidden', () => {
     const one = path.join(root, 'one');
     const r = shardkit(['pack', src, '--out', one, ...flags]);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/packed 4 samples .*; 2 skipped \(listed in the manifest\)/);
+    expect(r.stdout).toMatch(/packed 4 samples .*; 2 skipped \(listed below and in the manifest\)/);
     const skipped = manifestOf(one).skipped as { path: string; reason: string }[];
     // in key order: '', 'd/'
     expect(skipped).toEqual([
