@@ -59,6 +59,11 @@ export interface DatasetWriterOptions {
    * a resume whose input gives another is refused with INPUT_CHANGED (samples already written used the old one).
    */
   preparedDigest?: string;
+  /**
+   * What identifies the dataset a derive reads (its index's CRC32C), kept in the resume journal: a resume from
+   * another one is refused with INPUT_CHANGED (samples already written came from the old one).
+   */
+  sourceDigest?: string;
   /** Replace a dataset or interrupted write already in `dir`. */
   force?: boolean;
   /** fsync shards and index before the manifest is written (survives power loss, costs time). */
@@ -149,6 +154,7 @@ export class DatasetWriter {
       passes: this.passes,
       ...(options.resumeOptions === undefined ? {} : { input: options.resumeOptions }),
       ...(options.preparedDigest === undefined ? {} : { prepared: options.preparedDigest }),
+      ...(options.sourceDigest === undefined ? {} : { source: options.sourceDigest }),
     };
     const resumed = prepareDirectory(this.dir, this.workDir, options.resume === true, options.force === true, decisive);
     let runs = 0;

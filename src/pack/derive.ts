@@ -87,6 +87,8 @@ export async function derive(options: DeriveOptions): Promise<DeriveResult> {
       resume: options.resume ?? false,
       force: options.force ?? false,
       ...preparedOption(options.passes),
+      // the source's index CRC32C and size: a resume over another source would mix two datasets' samples
+      sourceDigest: `${ds.manifest.index.crc32c}/${ds.size}`,
     });
     // what the source left out, the variant lacks too: its list carries over, in key order with this run's skips
     for (const s of ds.manifest.skipped) writer.refuse(s.path, s.reason);

@@ -58,8 +58,15 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
   fsCall('create', workDir, () => fs.mkdirSync(workDir, { recursive: true }));
   for (const name of list(dir)) if (name.endsWith('.tmp')) rm(path.join(dir, name));
   if (!resume || force || journal === undefined) return undefined;
-  const { prepared: wasPrepared, ...was } = journal.options;
-  const { prepared, ...now } = options;
+  const { prepared: wasPrepared, source: wasSource, ...was } = journal.options;
+  const { prepared, source, ...now } = options;
+  if (wasSource !== source) {
+    throw new ShardkitError(
+      ErrorCodes.INPUT_CHANGED,
+      `${dir}: the source dataset changed since the interrupted derive (index ${String(wasSource)}, now ${String(source)}), whose samples came from the old one; start over with --force`,
+      { file: dir },
+    );
+  }
   if (JSON.stringify(was) !== JSON.stringify(now)) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `--resume needs the options of the interrupted pack in ${dir} (${JSON.stringify(journal.options)})`, { file: dir });
   }

@@ -6,7 +6,7 @@ import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { openDataset } from '../../src/read/dataset.js';
 import { makeBinTree as makeTree } from '../helpers/bin-tree.js';
-import { ROOT, shardkit } from '../helpers/cli.js';
+import { ROOT, readTree, shardkit, shardkitAsync } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const IMAGES = path.join(ROOT, 'fixtures/images');
@@ -172,5 +172,51 @@ describe('shardkit derive', () => {
     expect(shardkit(['derive', retagged, '--out', again, '--pass', 'tag=dirname', '--quiet']).status).toBe(0);
     expect((await sampleOf(again, 'top')).members.cls).toBeUndefined();
     expect(Buffer.from((await sampleOf(again, 'emu/2')).members.cls!).toString()).toBe('2');
+  });
+
+  it('killed, resumes to the same bytes; a resume over a source that changed since is refused (INPUT_CHANGED)', async () => {
+    const root = tmpDir();
+    const src = makeTree(200, 2000);
+    const base = path.join(root, 'base');
+    expect(shardkit(['pack', src, '--out', base, '--shard', '64KB', '--quiet']).status).toBe(0);
+    const slow = path.join(root, 'slow.mjs');
+    fs.writeFileSync(slow, 'export default async (s) => { await new Promise((r) => setTimeout(r, 2)); return s; };\n');
+    const args = (out: string): string[] => ['derive', base, '--out', out, '--shard', '64KB', '--pass-module', slow, '--concurrency', '1', '--quiet'];
+    const whole = path.join(root, 'whole');
+    expect(shardkit(args(whole)).status).toBe(0);
+    const kill = async (out: string): Promise<void> => {
+      const child = shardkitAsync(args(out));
+      const journal = path.join(out, '.shardkit-work', 'journal.jsonl');
+      await new Promise<void>((resolve, reject) => {
+        const timer = setInterval(() => {
+          if (fs.existsSync(journal) && fs.readFileSync(journal, 'utf8').split('\n').length > 4) {
+            clearInterval(timer);
+            child.kill('SIGKILL');
+            resolve();
+          }
+        }, 5);
+        child.on('exit', () => {
+          clearInterval(timer);
+          reject(new Error('derive finished before it could be killed'));
+        });
+      });
+      await new Promise((r) => child.on('exit', r));
+      expect(fs.existsSync(path.join(out, 'manifest.json'))).toBe(false);
+    };
+    const out = path.join(root, 'out');
+    await kill(out);
+    const resumed = shardkit([...args(out), '--resume']);
+    expect(resumed.status, resumed.stderr).toBe(0);
+    expect(readTree(out, ['pack-report.json'])).toEqual(readTree(whole, ['pack-report.json']));
+    // the source packed again from a tree with one file less: the samples after the cut are other ones
+    const changed = path.join(root, 'changed');
+    await kill(changed);
+    fs.rmSync(path.join(src, 'c0', 's000007.bin'));
+    fs.rmSync(base, { recursive: true });
+    expect(shardkit(['pack', src, '--out', base, '--shard', '64KB', '--quiet']).status).toBe(0);
+    const refused = shardkit([...args(changed), '--resume']);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INPUT_CHANGED: .*the source dataset changed since the interrupted derive/);
+    expect(fs.existsSync(path.join(changed, 'manifest.json'))).toBe(false);
   });
 });
