@@ -335,14 +335,15 @@ export class DatasetWriter {
 
   /**
    * Feeds the index being built as entries come. The first entry out of key order (or a duplicate key) drops it:
-   * its entries so far go to the sorted runs, and the index is built from those at the end. A record too large for
-   * any page is refused as it is (the builder is unchanged).
+   * its entries so far go to the sorted runs, and the index is built from those at the end. Any other failure (a
+   * record too large for any page, a write that fails: a full disk) is thrown as it is, and the index file stays
+   * with its checkpoints for a `--resume` (drained, it was deleted, and no resume could continue).
    */
   private addLive(live: IndexFileWriter, entry: IndexEntry, keyBytes: Uint8Array): void {
     try {
       live.add(entry, keyBytes);
     } catch (err) {
-      if (isShardkitError(err) && err.code === ErrorCodes.TOO_LARGE) throw err;
+      if (!isShardkitError(err) || err.code !== ErrorCodes.DUPLICATE_KEY) throw err;
       this.live = undefined;
       for (const e of live.drain()) this.sorter.add(e);
       this.sorter.add(entry, keyBytes);

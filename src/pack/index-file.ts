@@ -167,7 +167,9 @@ export class IndexFileWriter {
       fsCall('rename', this.tmp, () => fs.renameSync(this.tmp, this.finalPath));
       return { bytes: tableOffset + table.length, headerCrc: crc, entryCount: tree.entryCount, memberCount: tree.memberCount, spanBytes: tree.spanBytes, memberBytes: this.memberBytes, storedBytes: this.storedBytes };
     } catch (err) {
-      this.abort();
+      // the file stays: a live index is what a resume continues from its last checkpoint (a full disk here made
+      // every --resume refuse); an index built at the end is a `.tmp` the next write clears
+      this.close();
       throw err;
     }
   }
