@@ -18,6 +18,7 @@ import { DatasetWriter } from './dataset-writer.js';
 import { partShardPrefix } from './partition.js';
 import { pathOverlap } from './paths.js';
 import { checkDeclaredOutputs, finishWithPassOutputs, passStatsOf, preparedOption, preparePasses, type InheritedOutputs } from './run-passes.js';
+import { validateDeriveOptions } from './pack-options.js';
 import { runPipeline, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 
 export interface DeriveOptions {
@@ -59,8 +60,8 @@ export interface DeriveResult {
   passStats: Record<string, Record<string, number>>;
 }
 
-export async function derive(options: DeriveOptions): Promise<DeriveResult> {
-  if (options.passes.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'derive needs at least one --pass');
+export async function derive(given: DeriveOptions): Promise<DeriveResult> {
+  const options = validateDeriveOptions(given);
   expectLocalPath('--out', options.out); // before the source is opened (maybe over http) and the passes list its keys
   refuseOutInSource(options.dataset, options.out);
   checkDeclaredOutputs(options.passes);

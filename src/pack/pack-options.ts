@@ -1,11 +1,12 @@
 /**
- * The library's `pack()` options, checked at the boundary with sharp-style messages ("Expected ... for NAME but
+ * The library's `pack()` and `derive()` options, checked at the boundary with sharp-style messages ("Expected ... for NAME but
  * received VALUE of type T"), before anything is walked or written: a wrong value fails as INVALID_ARG naming the
  * option, not as a TypeError from deep inside the pack.
  */
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectBoolean } from '../io/io-options.js';
 import type { Pass } from '../passes/pass.js';
+import type { DeriveOptions } from './derive.js';
 import type { PackOptions } from './pack.js';
 
 /** A value for a message: strings quoted, objects by their kind (`[object Array]`), at most 60 characters. */
@@ -81,4 +82,20 @@ export function validatePackOptions(options: unknown): PackOptions {
   }
   if (o.onProgress !== undefined && typeof o.onProgress !== 'function') invalid('a function', 'onProgress', o.onProgress);
   return o as unknown as PackOptions;
+}
+
+/**
+ * Checks the options of `derive()` that it uses itself, as validatePackOptions does for pack(): the source dataset
+ * and output, the passes (at least one), the flags and the progress callback.
+ * @throws ShardkitError INVALID_ARG naming the option.
+ */
+export function validateDeriveOptions(options: unknown): DeriveOptions {
+  if (!isPlainObject(options)) invalid('an object { dataset, out, passes, ... }', 'derive options', options);
+  const o = options as Record<string, unknown>;
+  if (typeof o.dataset !== 'string' || o.dataset === '') invalid('a dataset directory or URL', 'dataset', o.dataset);
+  if (typeof o.out !== 'string' || o.out === '') invalid('an output directory path', 'out', o.out);
+  if (expectPasses(o.passes).length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'derive needs at least one --pass');
+  for (const name of ['resume', 'force']) expectOptionalBoolean(o, name);
+  if (o.onProgress !== undefined && typeof o.onProgress !== 'function') invalid('a function', 'onProgress', o.onProgress);
+  return o as unknown as DeriveOptions;
 }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../formats/errors.js';
 import { openDataset } from '../../src/read/dataset.js';
+import { derive, type DeriveOptions } from '../../src/pack/derive.js';
 import { pack, type PackOptions } from '../../src/pack/pack.js';
 import { parsePassSpec } from '../../src/passes/parse-pass-spec.js';
 import { customPass } from '../../src/passes/pass.js';
@@ -59,5 +60,27 @@ describe('pack options', () => {
     const ds = await openDataset(out);
     expect(new TextDecoder().decode((await ds.get('b')).members.up)).toBe('B');
     await ds.close();
+  });
+
+  it("derive's options too: INVALID_ARG naming the option, before the source is opened", async () => {
+    const src = source();
+    const ds = path.join(tmpDir(), 'ds');
+    await pack({ source: src, out: ds });
+    const out = path.join(tmpDir(), 'v');
+    const pass = customPass('same', (s) => s);
+    const cases: [string, unknown, string][] = [
+      ['no options', undefined, 'Expected an object { dataset, out, passes, ... } for derive options but received undefined of type undefined'],
+      ['no passes', { dataset: ds, out }, 'Expected an array of passes for passes but received undefined of type undefined'],
+      ['no pass', { dataset: ds, out, passes: [] }, 'derive needs at least one --pass'],
+      ['a spec string', { dataset: ds, out, passes: ['resize=8x8'] }, 'Expected a pass object { name, params, run } for passes[0] but received "resize=8x8" of type string; make one from a spec with parsePassSpec("resize=8x8", { cwd })'],
+      ['no dataset', { out, passes: [pass] }, 'Expected a dataset directory or URL for dataset but received undefined of type undefined'],
+      ['no out', { dataset: ds, passes: [pass] }, 'Expected an output directory path for out but received undefined of type undefined'],
+      ['a string force', { dataset: ds, out, passes: [pass], force: 'yes' }, 'Expected boolean for force but received yes of type string'],
+    ];
+    for (const [label, options, message] of cases) {
+      await expect(derive(options as DeriveOptions), label).rejects.toMatchObject({ name: 'ShardkitError', code: ErrorCodes.INVALID_ARG, message });
+      expect(fs.existsSync(out), label).toBe(false);
+    }
+    expect((await derive({ dataset: ds, out, passes: [pass] })).manifest.totals.samples).toBe(2);
   });
 });
