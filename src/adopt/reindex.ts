@@ -16,6 +16,7 @@ import { ADOPTED_EXTRA_KEY, MANIFEST_FILE, parseManifest, type Manifest } from '
 import { compareKeys } from '../../formats/key-order.js';
 import { expectLocalPath } from '../io/location.js';
 import { INDEX_FILE } from '../pack/dataset-writer.js';
+import { refuseInterruptedPack } from './reindex-checks.js';
 import { scanTarShards, type ScanProgress } from './scan-tar.js';
 import { writeDatasetFiles } from './write-dataset-files.js';
 import { DEFAULT_MAX_MEMBER_BYTES } from '../read/dataset-options.js';
@@ -42,6 +43,7 @@ export async function reindexDataset(dir: string, options: ReindexOptions = {}):
   }
   expectLocalPath("reindex's dataset", dir);
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) throw new ShardkitError(ErrorCodes.NOT_A_DATASET, `${dir} is not a directory`, { file: dir });
+  refuseInterruptedPack(dir);
   const { manifest: old, problem } = readOldManifest(dir);
   if (old?.layout === 'packed') throw packedRefused(dir);
   const shardFiles = old !== undefined ? old.shards.map((s) => s.file) : findWriterShards(dir);

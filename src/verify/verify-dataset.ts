@@ -14,7 +14,7 @@ import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors
 import { Codec, type IndexEntry } from '../../formats/index-entry.js';
 import { FINGERPRINT_BYTES, HEADER_BYTES, decodeIndexHeader, decodeShardTable, indexRemedy, type IndexHeader, type ShardRecord } from '../../formats/index-layout.js';
 import { lz4DecompressMember } from '../../formats/lz4.js';
-import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
+import { MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
 import { checkPackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
 import { memberPath } from '../../formats/sample.js';
 import { LZ4_NAME_SUFFIX } from '../../formats/sample-layout.js';
@@ -23,9 +23,10 @@ import { TarScanner } from '../../formats/tar-scan.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { HttpClient, type HttpClientOptions } from '../io/http-client.js';
 import { isRemote, redactLocation, resolveLocation } from '../io/location.js';
-import { openByteSource, readAll } from '../io/open-source.js';
+import { openByteSource } from '../io/open-source.js';
 import { normalizedName } from '../adopt/member-rules.js';
 import { checkExtraFiles } from './check-files.js';
+import { readManifest } from './read-manifest.js';
 import { PageReader, checkIndex, overlappingSpans, type SpanTable } from './check-index.js';
 
 export const VERIFY_CHUNK_BYTES = 8 << 20;
@@ -89,7 +90,7 @@ export async function verifyDataset(location: string, options: VerifyOptions = {
 }
 
 /** How verify opens the dataset's files: with the dataset's HTTP client when it is remote. */
-interface Opener {
+export interface Opener {
   client?: HttpClient;
 }
 
@@ -170,26 +171,6 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
   }
   report.ok = report.problems.length === 0 && report.damagedCount === 0;
   return report;
-}
-
-async function readManifest(location: string, opener: Opener): Promise<Manifest> {
-  const file = resolveLocation(location, MANIFEST_FILE);
-  let bytes: Uint8Array;
-  try {
-    bytes = await readAll(file, opener);
-  } catch (err) {
-    if (isShardkitError(err, ErrorCodes.SHARD_MISSING)) {
-      throw new ShardkitError(ErrorCodes.NOT_A_DATASET, `${redactLocation(location)} is not a shardkit dataset (no ${MANIFEST_FILE}); if its shards are intact tar shards, \`shardkit reindex\` rebuilds it`, { file: redactLocation(location), cause: err });
-    }
-    throw err;
-  }
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch (cause) {
-    throw new ShardkitError(ErrorCodes.BAD_MANIFEST, `${redactLocation(file)}: not UTF-8 text`, { file: redactLocation(file), cause });
-  }
-  return parseManifest(text, redactLocation(file));
 }
 
 interface OpenedIndex {

@@ -7,6 +7,7 @@ import { lz4CompressMember } from '../../formats/lz4.js';
 import { reindexDataset } from '../../src/adopt/reindex.js';
 import { DatasetWriter, INDEX_FILE } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
+import { verifyDataset } from '../../src/verify/verify-dataset.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const enc = new TextEncoder();
@@ -103,5 +104,29 @@ describe('reindexDataset', () => {
 
   it('says there is nothing to reindex in a directory without shards', async () => {
     await expect(reindexDataset(tmpDir())).rejects.toMatchObject({ code: ErrorCodes.NOT_A_DATASET });
+  });
+
+  it('refuses an interrupted pack (journal, no manifest): pack --resume finishes it, and verify says so', async () => {
+    const dir = tmpDir();
+    const w = new DatasetWriter({ dir, compress: 'lz4', shardBytes: 24 * 1024, pageSize: 1024 });
+    for (let i = 0; i < 60; i++) w.add(sampleOf(i));
+    w.abort();
+    expect(fs.existsSync(path.join(dir, '.shardkit-work', 'journal.jsonl'))).toBe(true);
+    expect(fs.readdirSync(dir).filter((n) => n.endsWith('.tar')).length).toBeGreaterThan(0);
+    const before = fs.readdirSync(dir).sort();
+    await expect(reindexDataset(dir)).rejects.toMatchObject({
+      code: ErrorCodes.OUTPUT_EXISTS,
+      message: expect.stringMatching(/interrupted pack .*shardkit pack --resume.*remove \.shardkit-work\//),
+    });
+    // nothing written: no manifest for partial data, the journal still there for --resume
+    expect(fs.readdirSync(dir).sort()).toEqual(before);
+    const verified = verifyDataset(dir);
+    await expect(verified).rejects.toMatchObject({ code: ErrorCodes.NOT_A_DATASET, message: expect.stringContaining('finish it with `shardkit pack --resume`') });
+    await expect(verified).rejects.not.toMatchObject({ message: expect.stringContaining('reindex') });
+    // once the work directory is removed on purpose, what the pack wrote can be indexed
+    fs.rmSync(path.join(dir, '.shardkit-work'), { recursive: true });
+    await expect(verifyDataset(dir)).rejects.toMatchObject({ message: expect.stringContaining('`shardkit reindex` rebuilds it') });
+    const r = await reindexDataset(dir);
+    expect(r.manifest.totals.samples).toBeGreaterThan(0);
   });
 });
