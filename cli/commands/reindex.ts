@@ -12,10 +12,13 @@ export function registerReindex(program: Command): void {
       runAction(async (dir: string, opts: { json?: boolean }) => {
         const r = await reindexDataset(dir);
         const m = r.manifest;
-        if (opts.json) return printJson({ samples: m.totals.samples, shards: m.shards.length, compress: m.compress, keptManifestFields: r.keptManifestFields, manifestProblem: r.manifestProblem ?? null });
+        if (opts.json) {
+          return printJson({ samples: m.totals.samples, shards: m.shards.length, compress: m.compress, keptManifestFields: r.keptManifestFields, shardsChecked: r.shardsChecked, manifestProblem: r.manifestProblem ?? null });
+        }
         const kept = r.keptManifestFields
-          ? 'passes, files, skipped and extra kept from the old manifest'
-          : `old manifest unusable (${r.manifestProblem}): passes, files, skipped and extra are lost; compress inferred as ${m.compress}`;
+          ? 'shards checked against the old manifest; passes, files, skipped and extra kept from it'
+          : `old manifest unusable (${r.manifestProblem}): passes, files, skipped and extra are lost; compress inferred as ${m.compress}; ` +
+            'nothing to check the shards against, so their bytes are indexed as they are (verify cannot tell damage in them from data)';
         process.stdout.write(`${dir}: reindexed ${m.totals.samples} samples in ${m.shards.length} shards; ${kept}\n`);
       }),
     );

@@ -5,7 +5,9 @@
  * Shards: those the manifest lists when it parses, else the files named like the writer names shards
  * (`<prefix>NNNNNN.tar`) in byte order. From a manifest that parses, passes, files, skipped and extra are kept
  * (the shards cannot tell them); without one they are lost and `compress` is inferred from the members. The
- * packed layout keeps no metadata in its shards and cannot be reindexed.
+ * packed layout keeps no metadata in its shards and cannot be reindexed. With the old manifest, a shard whose size or
+ * whole-file CRC32C differs from what it recorded is refused (SHARD_MISMATCH, CHECKSUM): that is damage to restore,
+ * not an index to rebuild. Without one, nothing tells damaged bytes from data, and the shards are indexed as they are.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -16,7 +18,7 @@ import { ADOPTED_EXTRA_KEY, MANIFEST_FILE, parseManifest, type Manifest } from '
 import { compareKeys } from '../../formats/key-order.js';
 import { expectLocalPath } from '../io/location.js';
 import { INDEX_FILE } from '../pack/dataset-writer.js';
-import { refuseInterruptedPack } from './reindex-checks.js';
+import { checkShardChecksums, checkShardSizes, refuseInterruptedPack } from './reindex-checks.js';
 import { scanTarShards, type ScanProgress } from './scan-tar.js';
 import { writeDatasetFiles } from './write-dataset-files.js';
 import { DEFAULT_MAX_MEMBER_BYTES } from '../read/dataset-options.js';
@@ -33,6 +35,11 @@ export interface ReindexResult {
   manifest: Manifest;
   /** Whether passes, files, skipped and extra came from the old manifest. */
   keptManifestFields: boolean;
+  /**
+   * Whether each shard's size and whole-file CRC32C were checked against the old manifest (a shard that differs is
+   * refused). Without a usable old manifest there is nothing to check against: the shards are indexed as they are.
+   */
+  shardsChecked: boolean;
   /** Why the old manifest could not be used (when it could not). */
   manifestProblem: string | undefined;
 }
@@ -46,6 +53,9 @@ export async function reindexDataset(dir: string, options: ReindexOptions = {}):
   refuseInterruptedPack(dir);
   const { manifest: old, problem } = readOldManifest(dir);
   if (old?.layout === 'packed') throw packedRefused(dir);
+  // reindex rebuilds a lost or damaged index; shards that changed since the manifest recorded them are damage, which
+  // a new index and manifest would record as the data (verify would then pass and readers return the bad bytes)
+  if (old !== undefined) checkShardSizes(dir, old);
   const shardFiles = old !== undefined ? old.shards.map((s) => s.file) : findWriterShards(dir);
   const adopted = old !== undefined && typeof old.extra[ADOPTED_EXTRA_KEY] === 'object';
   const pageSize = choosePageSize(dir, old);
@@ -61,6 +71,7 @@ export async function reindexDataset(dir: string, options: ReindexOptions = {}):
     },
   };
   return scanTarShards(dir, shardFiles, rules, options.onProgress, ({ sorter, shards, compressedMembers }) => {
+    if (old !== undefined) checkShardChecksums(old, shards);
     const manifest = writeDatasetFiles({
       dir,
       shards,
@@ -77,7 +88,7 @@ export async function reindexDataset(dir: string, options: ReindexOptions = {}):
       ...(old?.part === undefined ? {} : { part: old.part }),
       duplicates: adopted ? 'skip' : 'fail',
     });
-    return { manifest, keptManifestFields: old !== undefined, manifestProblem: problem };
+    return { manifest, keptManifestFields: old !== undefined, shardsChecked: old !== undefined, manifestProblem: problem };
   });
 }
 

@@ -27,6 +27,7 @@ import { openByteSource } from '../io/open-source.js';
 import { normalizedName } from '../adopt/member-rules.js';
 import { checkExtraFiles } from './check-files.js';
 import { readManifest } from './read-manifest.js';
+import { adviseAroundDamagedShards } from './shard-remedy.js';
 import { PageReader, checkIndex, overlappingSpans, type SpanTable } from './check-index.js';
 
 export const VERIFY_CHUNK_BYTES = 8 << 20;
@@ -169,6 +170,7 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
   } finally {
     await opened?.source.close();
   }
+  adviseAroundDamagedShards(report, manifest);
   report.ok = report.problems.length === 0 && report.damagedCount === 0;
   return report;
 }

@@ -102,6 +102,48 @@ describe('reindexDataset', () => {
     await expect(reindexDataset(dir)).rejects.toMatchObject({ code: ErrorCodes.SHARD_MISSING });
   });
 
+  it('refuses shards whose bytes differ from what the old manifest recorded, and writes nothing', async () => {
+    const dir = tmpDir();
+    await writeDataset(dir, 'none', true);
+    const shard = path.join(dir, 'shard-000001.tar');
+    const good = fs.readFileSync(shard);
+    const ds = await openDataset(dir);
+    let target: { offset: number } | undefined;
+    for await (const e of ds.entries()) if (ds.shards[e.shard]?.file === 'shard-000001.tar') target ??= e;
+    await ds.close();
+    fs.writeFileSync(path.join(dir, INDEX_FILE), 'garbage'); // the damaged index reindex is for
+    const index = read(dir, INDEX_FILE);
+    const manifest = read(dir, 'manifest.json');
+    const damaged = Buffer.from(good);
+    damaged[target!.offset] ^= 0x01; // a member's first data byte: the tar headers still scan
+    fs.writeFileSync(shard, damaged);
+    await expect(reindexDataset(dir)).rejects.toMatchObject({
+      code: ErrorCodes.CHECKSUM,
+      file: 'shard-000001.tar',
+      message: expect.stringMatching(/^shard-000001\.tar: whole-file CRC32C is [0-9a-f]{8}, the manifest says [0-9a-f]{8}.*restore shard-000001\.tar from a copy, or move manifest\.json away/),
+    });
+    expect(read(dir, INDEX_FILE).equals(index)).toBe(true);
+    expect(read(dir, 'manifest.json').equals(manifest)).toBe(true);
+    // a shard cut short (or grown) is refused before it is read
+    fs.writeFileSync(shard, good.subarray(0, good.length - 1024));
+    await expect(reindexDataset(dir)).rejects.toMatchObject({ code: ErrorCodes.SHARD_MISMATCH, message: expect.stringMatching(/^shard-000001\.tar is \d+ bytes, the manifest says \d+; restore/) });
+    expect(read(dir, 'manifest.json').equals(manifest)).toBe(true);
+    // restored from a copy, it reindexes and says the shards were checked
+    fs.writeFileSync(shard, good);
+    const r = await reindexDataset(dir);
+    expect(r.shardsChecked).toBe(true);
+    expect(read(dir, 'manifest.json').equals(manifest)).toBe(true);
+  });
+
+  it('without the old manifest, has nothing to check the shards against and says so', async () => {
+    const dir = tmpDir();
+    await writeDataset(dir, 'lz4');
+    fs.rmSync(path.join(dir, 'manifest.json'));
+    const r = await reindexDataset(dir);
+    expect(r.shardsChecked).toBe(false);
+    expect(r.keptManifestFields).toBe(false);
+  });
+
   it('says there is nothing to reindex in a directory without shards', async () => {
     await expect(reindexDataset(tmpDir())).rejects.toMatchObject({ code: ErrorCodes.NOT_A_DATASET });
   });

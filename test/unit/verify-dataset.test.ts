@@ -211,6 +211,22 @@ describe('verifyDataset on damaged tar datasets', () => {
     expect(m.problems.some((p) => /index file is missing/.test(p.what))).toBe(true);
   });
 
+  it('advises reindex for a damaged index only while the shards are intact (reindex refuses damaged shards)', async () => {
+    const dir = copyDir(clean);
+    flip(path.join(dir, INDEX_FILE), 1024 + 40); // inside page 1
+    const intact = await verifyDataset(dir);
+    expect(intact.problems.some((p) => p.file === INDEX_FILE && p.what.endsWith('; run `shardkit reindex`'))).toBe(true);
+    const shard = fs.readdirSync(dir).filter((f) => f.endsWith('.tar')).sort()[1] as string;
+    flip(path.join(dir, shard), 700);
+    const damaged = await verifyDataset(dir);
+    expect(damaged.problems.some((p) => p.file === shard && /whole-file CRC32C/.test(p.what))).toBe(true);
+    const advice = damaged.problems.filter((p) => p.file === INDEX_FILE && /reindex/.test(p.what));
+    expect(advice.length).toBeGreaterThan(0);
+    expect(advice.some((p) => /page 1/.test(p.what))).toBe(true);
+    for (const p of advice) expect(p.what).toContain(`; restore ${shard} from a copy first, then run \`shardkit reindex\``);
+    expect(damaged.problems.some((p) => p.what.endsWith('; run `shardkit reindex`'))).toBe(false);
+  });
+
   it('is not a dataset without a manifest', async () => {
     await expect(verifyDataset(tmpDir())).rejects.toMatchObject({ code: ErrorCodes.NOT_A_DATASET });
   });
