@@ -13,13 +13,24 @@ export function registerReindex(program: Command): void {
         const r = await reindexDataset(dir);
         const m = r.manifest;
         if (opts.json) {
-          return printJson({ samples: m.totals.samples, shards: m.shards.length, compress: m.compress, keptManifestFields: r.keptManifestFields, shardsChecked: r.shardsChecked, manifestProblem: r.manifestProblem ?? null });
+          return printJson({
+            samples: m.totals.samples,
+            shards: m.shards.length,
+            compress: m.compress,
+            part: m.part ?? null,
+            keptManifestFields: r.keptManifestFields,
+            shardsChecked: r.shardsChecked,
+            manifestProblem: r.manifestProblem ?? null,
+            partFromShardNames: r.partFromShardNames,
+            partProblem: r.partProblem ?? null,
+          });
         }
         const kept = r.keptManifestFields
           ? 'shards checked against the old manifest; passes, files, skipped and extra kept from it'
           : `old manifest unusable (${r.manifestProblem}): passes, files, skipped and extra are lost; compress inferred as ${m.compress}; ` +
             'nothing to check the shards against, so their bytes are indexed as they are (verify cannot tell damage in them from data)';
-        process.stdout.write(`${dir}: reindexed ${m.totals.samples} samples in ${m.shards.length} shards; ${kept}\n`);
+        const part = r.partFromShardNames && m.part !== undefined ? `; part ${m.part.index}/${m.part.count} (from the shard names)` : r.partProblem === undefined ? '' : `; ${r.partProblem}`;
+        process.stdout.write(`${dir}: reindexed ${m.totals.samples} samples in ${m.shards.length} shards; ${kept}${part}\n`);
       }),
     );
 }

@@ -9,8 +9,9 @@ import path from 'node:path';
 import { crc32cHex } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
-import { MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
+import { MANIFEST_FILE, type Manifest, type ManifestPart } from '../../formats/manifest.js';
 import { WORK_DIR, journalPath } from '../pack/journal.js';
+import { partShardPrefix } from '../pack/partition.js';
 
 /**
  * An interrupted pack (its journal in the work directory, no manifest) is finished by `pack --resume`; a manifest
@@ -56,4 +57,37 @@ export function checkShardChecksums(old: Manifest, scanned: readonly ShardRecord
       { file: record.file },
     );
   }
+}
+
+const PART_SHARD = /^part-(\d+)-of-(\d+)-shard-\d{6}\.tar$/;
+
+export interface PartFromNames {
+  /** The part every shard name says the dataset is. */
+  part?: ManifestPart;
+  /** What the names said that could not be kept (shown in the summary), when they do not agree on one part. */
+  note?: string;
+}
+
+/**
+ * With no manifest to say so, which part of a partitioned pack the shards are: `pack --part I/N` (and `derive` of a
+ * part) name every shard `part-I-of-N-shard-NNNNNN.tar`, I 0-based and zero-padded to the width of N-1, as
+ * {@link partShardPrefix} makes it. Every name must carry that one prefix; shards of several parts (a merged
+ * dataset) are a whole dataset; other mixes are recorded as one too, and the note says what was not kept.
+ */
+export function partFromShardNames(files: readonly string[]): PartFromNames {
+  const parsed = files.map((f) => {
+    const m = PART_SHARD.exec(f);
+    if (m === null) return undefined;
+    const part = { index: Number(m[1]), count: Number(m[2]) };
+    const valid = Number.isSafeInteger(part.count) && part.count >= 1 && part.index < part.count && f.startsWith(partShardPrefix(part));
+    return valid ? part : undefined;
+  });
+  const parts = parsed.filter((p): p is ManifestPart => p !== undefined);
+  if (parts.length === 0 && !files.some((f) => f.startsWith('part-'))) return {};
+  const distinct = [...new Set(parts.map((p) => `${p.index}/${p.count}`))];
+  if (parts.length === files.length && distinct.length === 1) return { part: parts[0] as ManifestPart };
+  if (parts.length === files.length && new Set(parts.map((p) => p.count)).size === 1) return {}; // a merge of parts
+  const odd = files.filter((_, i) => parsed[i] === undefined);
+  const why = odd.length > 0 ? `${odd.length} of ${files.length} shard names (${odd[0]}) are not part-I-of-N-shard-NNNNNN.tar` : `the shard names mix parts ${distinct.slice(0, 4).join(', ')}`;
+  return { note: `part unknown: ${why}; recorded as a whole dataset (merge takes it only with other whole datasets)` };
 }

@@ -18,7 +18,7 @@ import { ADOPTED_EXTRA_KEY, MANIFEST_FILE, parseManifest, type Manifest } from '
 import { compareKeys } from '../../formats/key-order.js';
 import { expectLocalPath } from '../io/location.js';
 import { INDEX_FILE } from '../pack/dataset-writer.js';
-import { checkShardChecksums, checkShardSizes, refuseInterruptedPack } from './reindex-checks.js';
+import { checkShardChecksums, checkShardSizes, partFromShardNames, refuseInterruptedPack } from './reindex-checks.js';
 import { scanTarShards, type ScanProgress } from './scan-tar.js';
 import { writeDatasetFiles } from './write-dataset-files.js';
 import { DEFAULT_MAX_MEMBER_BYTES } from '../read/dataset-options.js';
@@ -42,6 +42,10 @@ export interface ReindexResult {
   shardsChecked: boolean;
   /** Why the old manifest could not be used (when it could not). */
   manifestProblem: string | undefined;
+  /** Without the old manifest: the part was recognized from the shard names (`part-I-of-N-shard-*`). */
+  partFromShardNames: boolean;
+  /** Without the old manifest: shard names that look like parts but do not agree on one (no part recorded). */
+  partProblem: string | undefined;
 }
 
 export async function reindexDataset(dir: string, options: ReindexOptions = {}): Promise<ReindexResult> {
@@ -57,6 +61,9 @@ export async function reindexDataset(dir: string, options: ReindexOptions = {}):
   // a new index and manifest would record as the data (verify would then pass and readers return the bad bytes)
   if (old !== undefined) checkShardSizes(dir, old);
   const shardFiles = old !== undefined ? old.shards.map((s) => s.file) : findWriterShards(dir);
+  // a part of a partitioned pack stays one: merge needs to know which (from the manifest, else the shard names)
+  const fromNames = old === undefined ? partFromShardNames(shardFiles) : {};
+  const part = old !== undefined ? old.part : fromNames.part;
   const adopted = old !== undefined && typeof old.extra[ADOPTED_EXTRA_KEY] === 'object';
   const pageSize = choosePageSize(dir, old);
   const skipped: { path: string; reason: string }[] = [];
@@ -84,11 +91,17 @@ export async function reindexDataset(dir: string, options: ReindexOptions = {}):
       // an adopted dataset's skips are found again by the scan; a packed one's came from its inputs
       skipped: adopted ? skipped : (old?.skipped ?? []),
       extra: old?.extra ?? {},
-      // a part of a partitioned pack stays one: merge needs to know which
-      ...(old?.part === undefined ? {} : { part: old.part }),
+      ...(part === undefined ? {} : { part }),
       duplicates: adopted ? 'skip' : 'fail',
     });
-    return { manifest, keptManifestFields: old !== undefined, shardsChecked: old !== undefined, manifestProblem: problem };
+    return {
+      manifest,
+      keptManifestFields: old !== undefined,
+      shardsChecked: old !== undefined,
+      manifestProblem: problem,
+      partFromShardNames: fromNames.part !== undefined,
+      partProblem: fromNames.note,
+    };
   });
 }
 

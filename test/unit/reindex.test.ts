@@ -5,6 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../formats/errors.js';
 import { lz4CompressMember } from '../../formats/lz4.js';
 import { reindexDataset } from '../../src/adopt/reindex.js';
+import { partFromShardNames } from '../../src/adopt/reindex-checks.js';
+import { mergeParts } from '../../src/pack/merge.js';
+import { partOfKey, partShardPrefix } from '../../src/pack/partition.js';
 import { DatasetWriter, INDEX_FILE } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
@@ -142,6 +145,50 @@ describe('reindexDataset', () => {
     const r = await reindexDataset(dir);
     expect(r.shardsChecked).toBe(false);
     expect(r.keptManifestFields).toBe(false);
+  });
+
+  it('a part stays one without its manifest: the part comes from the shard names, and the parts merge', async () => {
+    const parts = [0, 1].map((index) => {
+      const dir = tmpDir();
+      const part = { index, count: 2 };
+      const w = new DatasetWriter({ dir, compress: 'lz4', shardBytes: 24 * 1024, part, shardPrefix: partShardPrefix(part) });
+      return { dir, w };
+    });
+    for (let i = 0; i < 120; i++) parts[partOfKey(sampleOf(i).key, 2)]!.w.add(sampleOf(i));
+    for (const p of parts) await p.w.finish();
+    const p1 = parts[1]!.dir;
+    expect(fs.readdirSync(p1).filter((f) => f.endsWith('.tar')).every((f) => f.startsWith('part-1-of-2-shard-'))).toBe(true);
+    fs.rmSync(path.join(p1, 'manifest.json'));
+    fs.rmSync(path.join(p1, INDEX_FILE));
+    const r = await reindexDataset(p1);
+    expect(r.manifest.part).toEqual({ index: 1, count: 2 });
+    expect(r.partFromShardNames).toBe(true);
+    expect(r.partProblem).toBeUndefined();
+    const merged = await mergeParts([p1, parts[0]!.dir], path.join(tmpDir(), 'merged'));
+    expect(merged.manifest.totals.samples).toBe(120);
+  });
+
+  it('reads a part from shard names only when every name carries one part-I-of-N- prefix as pack writes it', () => {
+    const names = (prefix: string, n = 3) => Array.from({ length: n }, (_, i) => `${prefix}${String(i).padStart(6, '0')}.tar`);
+    expect(partFromShardNames(names('part-1-of-2-shard-'))).toEqual({ part: { index: 1, count: 2 } });
+    expect(partFromShardNames(names('part-0-of-1-shard-'))).toEqual({ part: { index: 0, count: 1 } });
+    // 0-based, padded to the width of N-1, as pack names them
+    expect(partFromShardNames(names(partShardPrefix({ index: 3, count: 12 })))).toEqual({ part: { index: 3, count: 12 } });
+    expect(partFromShardNames(names('shard-'))).toEqual({});
+    // a merge of parts is a whole dataset
+    expect(partFromShardNames([...names('part-0-of-2-shard-', 1), ...names('part-1-of-2-shard-', 1)])).toEqual({});
+    // names that do not agree on one part: no part, and the note says what was not kept
+    const odd = [
+      [...names('part-1-of-2-shard-', 2), 'shard-000007.tar'],
+      names('part-3-of-12-shard-'), // not padded as pack pads it
+      names('part-2-of-2-shard-'), // index out of range
+      [...names('part-0-of-2-shard-', 1), ...names('part-0-of-3-shard-', 1)],
+    ];
+    for (const files of odd) {
+      const r = partFromShardNames(files);
+      expect(r.part).toBeUndefined();
+      expect(r.note).toMatch(/^part unknown: .*recorded as a whole dataset/);
+    }
   });
 
   it('says there is nothing to reindex in a directory without shards', async () => {
