@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
-import { MANIFEST_FILE, type Manifest, type ManifestPart } from '../../formats/manifest.js';
+import type { Manifest, ManifestPart } from '../../formats/manifest.js';
 import { openDataset, type Dataset } from '../read/dataset.js';
 import { commitDataset } from './commit.js';
 import { EntrySorter } from './entry-runs.js';
@@ -15,6 +15,7 @@ import { expectLocalPath } from '../io/location.js';
 import { pathOverlap } from './paths.js';
 import { fsCall } from './fs-errors.js';
 import { WORK_DIR } from './journal.js';
+import { prepareDirectory } from './output-dir.js';
 import { inKeyOrder } from './skipped.js';
 
 export interface MergeResult {
@@ -35,17 +36,15 @@ export async function mergeParts(parts: string[], out: string, options: { force?
       throw new ShardkitError(ErrorCodes.INVALID_ARG, `--out ${out} is part ${p} or inside it; merge into another directory`, { file: out });
     }
   }
-  if (fs.existsSync(path.join(out, MANIFEST_FILE)) && !options.force) {
-    throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${out} already holds a dataset; use --force to replace it`, { file: out });
-  }
   const datasets: Dataset[] = [];
   try {
     for (const p of parts) datasets.push(await openDataset(p));
     checkParts(datasets);
     const first = (datasets[0] as Dataset).manifest;
     for (const ds of datasets.slice(1)) checkCompatible(first, ds);
-    fsCall('create', out, () => fs.mkdirSync(path.join(out, WORK_DIR), { recursive: true }));
-    fs.rmSync(path.join(out, MANIFEST_FILE), { force: true });
+    // pack's rules for its output: a dataset there is replaced only with --force (its manifest first, then the files
+    // it owns), an interrupted pack is left to --resume, and a non-empty directory without a dataset is refused
+    prepareDirectory(out, path.join(out, WORK_DIR), false, options.force === true, {});
     const shards: ShardRecord[] = [];
     const sorter = new EntrySorter(path.join(out, WORK_DIR));
     let linked = 0;
@@ -126,9 +125,12 @@ function checkCompatible(a: Manifest, ds: Dataset): void {
   differs('pass output', a.extra, b.extra);
 }
 
-/** Hard link (no data copied); across file systems, a copy. Returns true when linked. */
+/**
+ * Hard link (no data copied); across file systems, a copy. Returns true when linked. A file already at `to` is a
+ * shard an interrupted merge linked there (prepareDirectory refused any directory shardkit did not write).
+ */
 function linkOrCopy(from: string, to: string): boolean {
-  fs.rmSync(to, { force: true });
+  fsCall('remove', to, () => fs.rmSync(to, { force: true }));
   try {
     fs.linkSync(from, to);
     return true;

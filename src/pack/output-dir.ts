@@ -1,7 +1,7 @@
 /**
- * The output directory of a DatasetWriter: what it may hold, what --force clears from it (the files a dataset
- * there owns, and shard-like names; nothing else of the user's), and which shards of an interrupted write a
- * resume keeps.
+ * The output directory of a DatasetWriter (pack, derive) and of merge: what it may hold, what --force clears from it
+ * (the files a dataset there owns, its pack-report.json, and shard-like names; nothing else of the user's), and
+ * which shards of an interrupted write a resume keeps.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -48,12 +48,13 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
     const owned = ownedFiles(dir);
     rm(path.join(dir, MANIFEST_FILE));
     for (const name of list(dir)) {
-      if (name === WORK_DIR || owned.has(name) || SHARD_FILE_NAME.test(name)) rm(path.join(dir, name));
+      // pack-report.json describes the dataset replaced: left behind, it would describe this one wrongly (merge writes none)
+      if (name === WORK_DIR || name === PACK_REPORT_FILE || owned.has(name) || SHARD_FILE_NAME.test(name)) rm(path.join(dir, name));
     }
   } else if (hasManifest) {
     throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} already holds a finished dataset; use --force to replace it`, { file: dir });
   } else if (journal !== undefined && !resume) {
-    throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} holds an interrupted pack; use --resume to finish it or --force to start over`, { file: dir });
+    throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} holds an interrupted pack or derive; finish it with that command's --resume, or use --force to start over`, { file: dir });
   }
   fsCall('create', workDir, () => fs.mkdirSync(workDir, { recursive: true }));
   for (const name of list(dir)) if (name.endsWith('.tmp')) rm(path.join(dir, name));

@@ -1,5 +1,5 @@
 /**
- * Where pack and merge write, against what they read and what is already there: nothing of the user's is deleted,
+ * Where pack, merge and index write, against what they read and what is already there: nothing of the user's is deleted,
  * packed into itself, or left out because of where the output lies.
  */
 import fs from 'node:fs';
@@ -65,6 +65,53 @@ describe('merge --out', () => {
     }
     expect(fs.readdirSync(parts[1] as string).sort()).toEqual(before);
     expect(shardkit(['verify', parts[1] as string]).status).toBe(0);
+  });
+
+  function packParts(src: string): string[] {
+    const root = tmpDir();
+    return [0, 1].map((i) => {
+      const dir = path.join(root, `p${i}`);
+      expect(shardkit(['pack', src, '--out', dir, '--part', `${i}/2`]).status).toBe(0);
+      return dir;
+    });
+  }
+
+  it('refuses a non-empty directory that holds no dataset (the source tree too), --force or not, and overwrites nothing there', () => {
+    const src = tree(path.join(tmpDir(), 'src'), SOURCE);
+    const parts = packParts(src);
+    const mine = { 'notes.txt': 'my notes', 'index.skidx': 'MY OWN INDEX', 'part-0-of-2-shard-000000.tar': 'MY OWN TAR' };
+    const out = tree(path.join(tmpDir(), 'mine'), mine);
+    for (const target of [out, src]) {
+      const before = [...fs.readdirSync(target)].sort();
+      for (const force of [[], ['--force']]) {
+        const r = shardkit(['merge', ...parts, '--out', target, ...force]);
+        expect(r.status, `${target} ${force.join(' ')}`).toBe(2);
+        expect(r.stderr).toMatch(/^shardkit: SHARDKIT_ERR_OUTPUT_EXISTS: .* is not empty and holds no shardkit dataset/);
+      }
+      expect(fs.readdirSync(target).sort()).toEqual(before);
+    }
+    for (const [name, text] of Object.entries(mine)) expect(fs.readFileSync(path.join(out, name), 'utf8')).toBe(text);
+  });
+
+  it('--force over a dataset replaces it whole: its shards and pack-report.json go, other files of the user stay', () => {
+    const src = tree(path.join(tmpDir(), 'src'), SOURCE);
+    const parts = packParts(src);
+    const out = path.join(tmpDir(), 'old');
+    expect(shardkit(['pack', src, '--out', out, '--shard', '2KiB']).status).toBe(0);
+    fs.writeFileSync(path.join(out, 'notes.txt'), 'mine');
+    expect(fs.readdirSync(out).filter((f) => /^shard-\d{6}\.tar$/.test(f)).length).toBeGreaterThan(1);
+    const refused = shardkit(['merge', ...parts, '--out', out]);
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toMatch(/already holds a finished dataset; use --force/);
+    const r = shardkit(['merge', ...parts, '--out', out, '--force']);
+    expect(r.status, r.stderr).toBe(0);
+    const merged = fs.readdirSync(out).sort();
+    expect(merged).toEqual(['index.skidx', 'manifest.json', 'notes.txt', ...fs.readdirSync(parts[0] as string).filter((f) => f.endsWith('.tar')), ...fs.readdirSync(parts[1] as string).filter((f) => f.endsWith('.tar'))].sort());
+    expect(shardkit(['verify', out]).status).toBe(0);
+    // a later reindex without the manifest sees the merged shards alone
+    fs.rmSync(path.join(out, 'manifest.json'));
+    expect(shardkit(['reindex', out]).status).toBe(0);
+    expect(shardkit(['ls', out]).stdout).toBe('a/1\na/2\nb/3\n');
   });
 });
 
