@@ -21,7 +21,7 @@ export function refuseInterruptedPack(dir: string): void {
   if (fs.existsSync(path.join(dir, MANIFEST_FILE)) || !fs.existsSync(journalPath(dir))) return;
   throw new ShardkitError(
     ErrorCodes.OUTPUT_EXISTS,
-    `${dir} holds an interrupted pack (${WORK_DIR}/ with its journal, no ${MANIFEST_FILE}): finish it with \`shardkit pack --resume\` (same source and options), or remove ${WORK_DIR}/ to index only the shards it wrote`,
+    `${dir} holds an interrupted pack (${WORK_DIR}/ with its journal, no ${MANIFEST_FILE}): finish it with \`shardkit pack --resume\` (or \`derive --resume\`, with the same source and options), or remove ${WORK_DIR}/ to index only the shards it wrote`,
     { file: dir },
   );
 }

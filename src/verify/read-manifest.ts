@@ -16,7 +16,7 @@ export async function readManifest(location: string, opener: Opener): Promise<Ma
     if (isShardkitError(err, ErrorCodes.SHARD_MISSING)) {
       // reindex would make an interrupted pack's partial data look finished (and refuses to): --resume finishes it
       const why = !isRemote(location) && fs.existsSync(journalPath(location))
-        ? `an unfinished pack has none: finish it with \`shardkit pack --resume\` (its ${WORK_DIR}/ journal is there)`
+        ? `an unfinished pack has none: finish it with \`shardkit pack --resume\` (or \`derive --resume\`; its ${WORK_DIR}/ journal is there)`
         : `if its shards are intact tar shards, \`shardkit reindex\` rebuilds it; an unfinished pack has none: finish it with --resume`;
       throw new ShardkitError(ErrorCodes.NOT_A_DATASET, `${redactLocation(location)} is not a shardkit dataset (no ${MANIFEST_FILE}); ${why}`, { file: redactLocation(location), cause: err });
     }
