@@ -11,7 +11,7 @@ export function registerIndex(program: Command): void {
     .requiredOption('--out <dir>', 'dataset directory: gets the index, the manifest and a link to each tar')
     .option('--symlink', 'always reference tars by symbolic link (default: hard link when on the same filesystem)')
     .option('--page-size <bytes>', 'index page size, a power of two from 1024 to 65536', '4096')
-    .option('--force', 'replace the index and manifest of a dataset already in --out')
+    .option('--force', 'replace the index and manifest of a dataset index made in --out (no tar is deleted)')
     .option('--json', 'print the summary as JSON')
     .action(
       runAction(async (tars: string[], opts: { out: string; symlink?: boolean; pageSize: string; force?: boolean; json?: boolean }) => {

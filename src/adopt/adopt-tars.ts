@@ -14,6 +14,7 @@ import { ADOPTED_EXTRA_KEY, MANIFEST_FILE, type Manifest } from '../../formats/m
 import { INDEX_FILE } from '../pack/dataset-writer.js';
 import { expectLocalPath } from '../io/location.js';
 import { fsCall, ioError } from '../pack/fs-errors.js';
+import { prepareAdoptOutput } from './adopt-output.js';
 import { ADOPT_WORK_DIR, scanTarShards, type ScanProgress } from './scan-tar.js';
 import { writeDatasetFiles } from './write-dataset-files.js';
 import { DEFAULT_MAX_MEMBER_BYTES } from '../read/dataset-options.js';
@@ -26,7 +27,7 @@ export interface AdoptOptions {
   out: string;
   /** Index page size (default 4096). */
   pageSize?: number;
-  /** Replace a dataset already in `out`. */
+  /** Replace the index and manifest of a dataset `index` made in `out` (its tars are kept). */
   force?: boolean;
   /** How tars outside `out` are referenced: 'auto' (hard link, else symlink; default), 'symlink'. */
   link?: 'auto' | 'symlink';
@@ -63,10 +64,7 @@ export async function adoptTars(tars: readonly string[], options: AdoptOptions):
     return { input: t, real: fs.realpathSync(t), st };
   });
   const out = path.resolve(options.out);
-  fsCall('create', out, () => fs.mkdirSync(out, { recursive: true }));
-  if (fs.existsSync(path.join(out, MANIFEST_FILE)) && options.force !== true) {
-    throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${out} already holds a dataset; use --force to replace its index and manifest`, { file: out });
-  }
+  prepareAdoptOutput(out, inputs, options.force === true);
   const outReal = fs.realpathSync(out);
   const used = new Set<string>([MANIFEST_FILE, INDEX_FILE, ADOPT_WORK_DIR]);
   const placed: AdoptedShard[] = inputs.map(({ input, real, st }) => place(input, real, st, out, outReal, used, options.link ?? 'auto'));

@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../formats/errors.js';
 import { adoptTars } from '../../src/adopt/adopt-tars.js';
 import { reindexDataset } from '../../src/adopt/reindex.js';
+import { DatasetWriter } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
 import { hasTool, run } from '../helpers/tools.js';
@@ -179,6 +180,61 @@ with tarfile.open(sys.argv[1], 'w', format=tarfile.PAX_FORMAT) as t:
     const r2 = await adoptTars([path.join(inPlace, 'p.tar')], { out: inPlace });
     expect(r2.shards[0]!.how).toBe('in-place');
     expect((await verifyDataset(inPlace)).ok).toBe(true);
+  });
+
+  it('--out: refuses a non-empty directory that holds no dataset, --force or not, and overwrites nothing there', async () => {
+    const t = path.join(tmpDir(), 't.tar');
+    await tarStreamTar(t, [{ name: 'a/1.txt', body: Buffer.from('1') }]);
+    const out = tmpDir();
+    fs.writeFileSync(path.join(out, 'index.skidx'), 'MY OWN INDEX');
+    fs.writeFileSync(path.join(out, 'notes.txt'), 'my notes');
+    for (const force of [false, true]) {
+      await expect(adoptTars([t], { out, force })).rejects.toMatchObject({ code: ErrorCodes.OUTPUT_EXISTS, message: expect.stringMatching(/is not empty and holds no shardkit dataset \(index\.skidx, notes\.txt\)/) });
+    }
+    expect(fs.readdirSync(out).sort()).toEqual(['index.skidx', 'notes.txt']);
+    expect(fs.readFileSync(path.join(out, 'index.skidx'), 'utf8')).toBe('MY OWN INDEX');
+  });
+
+  it('--out the directory of its own tars: indexes them in place, deletes none, and --force re-indexes', async () => {
+    const dir = tmpDir();
+    const tars = ['s-0.tar', 's-1.tar'].map((n) => path.join(dir, n));
+    await tarStreamTar(tars[0]!, [{ name: 'a/1.txt', body: Buffer.from('one') }]);
+    await tarStreamTar(tars[1]!, [{ name: 'b/2.txt', body: Buffer.from('two') }]);
+    const bytes = tars.map((t) => fs.readFileSync(t));
+    const r = await adoptTars(tars, { out: dir });
+    expect(r.shards.map((x) => x.how)).toEqual(['in-place', 'in-place']);
+    expect(fs.readdirSync(dir).sort()).toEqual(['index.skidx', 'manifest.json', 's-0.tar', 's-1.tar']);
+    // a third tar added: --force replaces the index and manifest, the tars stay as they were
+    const third = path.join(dir, 's-2.tar');
+    await tarStreamTar(third, [{ name: 'c/3.txt', body: Buffer.from('three') }]);
+    await expect(adoptTars([...tars, third], { out: dir })).rejects.toMatchObject({ code: ErrorCodes.OUTPUT_EXISTS });
+    await adoptTars([...tars, third], { out: dir, force: true });
+    expect(tars.map((t) => fs.readFileSync(t))).toEqual(bytes);
+    expect([...(await samplesOf(dir)).keys()]).toEqual(['a/1', 'b/2', 'c/3']);
+    expect((await verifyDataset(dir)).ok).toBe(true);
+    // without a manifest, a file that is not one of the tars to index makes the directory someone else's
+    fs.rmSync(path.join(dir, 'manifest.json'));
+    fs.writeFileSync(path.join(dir, 'README'), 'mine');
+    await expect(adoptTars(tars, { out: dir })).rejects.toMatchObject({ code: ErrorCodes.OUTPUT_EXISTS, message: expect.stringContaining('s-2.tar') });
+    fs.rmSync(path.join(dir, 'README'));
+    fs.rmSync(third);
+    // what an interrupted index leaves (its index file, its work directory) does not
+    fs.mkdirSync(path.join(dir, '.shardkit-index-work'));
+    await adoptTars(tars, { out: dir });
+    expect([...(await samplesOf(dir)).keys()]).toEqual(['a/1', 'b/2']);
+  });
+
+  it('--force does not replace a dataset that pack wrote (its shards would stay), and leaves it whole', async () => {
+    const t = path.join(tmpDir(), 't.tar');
+    await tarStreamTar(t, [{ name: 'a/1.txt', body: Buffer.from('1') }]);
+    const out = tmpDir();
+    const w = new DatasetWriter({ dir: out });
+    w.add({ key: 'k/1', members: { txt: Buffer.from('packed') } });
+    await w.finish();
+    const before = fs.readdirSync(out).sort();
+    await expect(adoptTars([t], { out, force: true })).rejects.toMatchObject({ code: ErrorCodes.OUTPUT_EXISTS, message: expect.stringMatching(/pack, merge or derive wrote/) });
+    expect(fs.readdirSync(out).sort()).toEqual(before);
+    expect((await verifyDataset(out)).ok).toBe(true);
   });
 
   it('fails with clear codes on a damaged header, a truncated tar, and bad arguments', async () => {
