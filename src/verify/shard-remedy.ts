@@ -4,15 +4,13 @@
  * problems then say to restore the shards first.
  */
 import { indexRemedy } from '../../formats/index-layout.js';
-import type { Manifest } from '../../formats/manifest.js';
 import type { VerifyReport } from './verify-dataset.js';
 
-export function adviseAroundDamagedShards(report: VerifyReport, manifest: Manifest): void {
-  const shardNames = new Set(manifest.shards.map((s) => s.file));
-  const damaged = [...new Set(report.problems.filter((p) => shardNames.has(p.file)).map((p) => p.file))];
-  if (damaged.length === 0) return;
+/** `changed`: the shards whose bytes differ from what the manifest recorded (what reindex compares), or are missing. */
+export function adviseAroundDamagedShards(report: VerifyReport, changed: readonly string[]): void {
+  if (changed.length === 0) return;
   const reindex = `; ${indexRemedy('tar')}`;
-  const names = damaged.slice(0, 3).join(', ') + (damaged.length > 3 ? ` and ${damaged.length - 3} more shards` : '');
+  const names = changed.slice(0, 3).join(', ') + (changed.length > 3 ? ` and ${changed.length - 3} more shards` : '');
   for (const p of report.problems) {
     if (p.what.endsWith(reindex)) {
       p.what = `${p.what.slice(0, -reindex.length)}; restore ${names} from a copy first, then run \`shardkit reindex\` (it refuses shards that differ from the manifest)`;

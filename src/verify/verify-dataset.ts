@@ -153,10 +153,13 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
       }
     }
     const total = quick ? shards.length : shards.reduce((n, s) => n + s.bytes, 0);
+    // shards whose bytes are not what the manifest recorded (missing, unreadable, another size or CRC32C)
+    const changedShards = new Set<string>();
+    const changed = (file: string): void => void changedShards.add(file);
     let done = 0;
     for (const [i, record] of shards.entries()) {
       const manifestShard = manifest.shards[i];
-      const ctx: ShardContext = { location, opener, manifest, record, problem, damage, spans, pages, skip, positions: byShard?.[i] ?? new Uint32Array(0) };
+      const ctx: ShardContext = { location, opener, manifest, record, manifestShard, changed, problem, damage, spans, pages, skip, positions: byShard?.[i] ?? new Uint32Array(0) };
       if (manifestShard !== undefined && manifestShard.file !== record.file) problem(record.file, `the manifest names this shard ${manifestShard.file}`);
       const checked = quick ? await quickShard(ctx) : await fullShard(ctx, (n) => onProgress?.({ phase: 'shards', done: done + n, total }));
       done += quick ? 1 : record.bytes;
@@ -167,10 +170,10 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
       }
       report.checked.memberBytes += ctx.memberBytes ?? 0;
     }
+    adviseAroundDamagedShards(report, [...changedShards]);
   } finally {
     await opened?.source.close();
   }
-  adviseAroundDamagedShards(report, manifest);
   report.ok = report.problems.length === 0 && report.damagedCount === 0;
   return report;
 }
@@ -226,6 +229,9 @@ interface ShardContext {
   opener: Opener;
   manifest: Manifest;
   record: ShardRecord;
+  /** What the manifest recorded for this shard, and where to note that its bytes differ from it. */
+  manifestShard: Manifest['shards'][number] | undefined;
+  changed: (file: string) => void;
   positions: Uint32Array;
   spans: SpanTable | undefined;
   pages: PageReader | undefined;
@@ -239,6 +245,7 @@ async function openShard(ctx: ShardContext): Promise<{ source: ByteSource; size:
   const { record } = ctx;
   const unreadable = (err: unknown): undefined => {
     if (!isShardkitError(err)) throw err;
+    ctx.changed(record.file);
     ctx.problem(record.file, err.code === ErrorCodes.SHARD_MISSING ? `missing: its ${record.samples} samples cannot be read` : err.message);
     return undefined;
   };
@@ -257,6 +264,7 @@ async function openShard(ctx: ShardContext): Promise<{ source: ByteSource; size:
     return unreadable(err);
   }
   if (size !== record.bytes) ctx.problem(record.file, `is ${size} bytes, the index says ${record.bytes}${size < record.bytes ? ' (truncated)' : ''}`);
+  if (ctx.manifestShard !== undefined && size !== ctx.manifestShard.bytes) ctx.changed(record.file);
   return { source, size };
 }
 
@@ -419,6 +427,7 @@ async function fullShard(ctx: ShardContext, onBytes: (n: number) => void): Promi
   }
   ctx.memberBytes = memberBytes;
   checkHead(ctx, head, size);
+  if (ctx.manifestShard !== undefined && crc32cHex(crc) !== ctx.manifestShard.crc32c) ctx.changed(record.file);
   if (size === record.bytes && (crc >>> 0) !== record.crc32c) {
     ctx.problem(record.file, `whole-file CRC32C is ${crc32cHex(crc)}, the index says ${crc32cHex(record.crc32c)}${scanError === undefined ? '' : `; ${scanError.message}`}`);
   }
