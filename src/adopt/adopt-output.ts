@@ -14,6 +14,7 @@ import { ADOPTED_EXTRA_KEY, MANIFEST_FILE } from '../../formats/manifest.js';
 import { INDEX_FILE } from '../pack/commit.js';
 import { fsCall } from '../pack/fs-errors.js';
 import { ADOPT_WORK_DIR } from './scan-tar.js';
+import { LOCK_FILE } from '../pack/write-lock.js';
 
 export interface AdoptInput {
   real: string;
@@ -35,7 +36,7 @@ export function prepareAdoptOutput(out: string, inputs: readonly AdoptInput[], f
     }
     return;
   }
-  const others = fsCall('list', out, () => fs.readdirSync(out)).filter((name) => !writtenByIndex(out, name, inputs));
+  const others = fsCall('list', out, () => fs.readdirSync(out)).filter((name) => name !== LOCK_FILE && !writtenByIndex(out, name, inputs));
   if (others.length > 0) {
     const shown = others.slice(0, 3).join(', ') + (others.length > 3 ? ` and ${others.length - 3} more` : '');
     throw new ShardkitError(

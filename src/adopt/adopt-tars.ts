@@ -14,10 +14,11 @@ import { ADOPTED_EXTRA_KEY, MANIFEST_FILE, type Manifest } from '../../formats/m
 import { INDEX_FILE } from '../pack/dataset-writer.js';
 import { expectLocalPath } from '../io/location.js';
 import { fsCall, ioError } from '../pack/fs-errors.js';
-import { prepareAdoptOutput } from './adopt-output.js';
+import { prepareAdoptOutput, type AdoptInput } from './adopt-output.js';
 import { ADOPT_WORK_DIR, scanTarShards, type ScanProgress } from './scan-tar.js';
 import { writeDatasetFiles } from './write-dataset-files.js';
 import { DEFAULT_MAX_MEMBER_BYTES } from '../read/dataset-options.js';
+import { WriteLock } from '../pack/write-lock.js';
 
 /** Work directory for the external sort, removed when done. */
 export { ADOPT_WORK_DIR };
@@ -64,6 +65,15 @@ export async function adoptTars(tars: readonly string[], options: AdoptOptions):
     return { input: t, real: fs.realpathSync(t), st };
   });
   const out = path.resolve(options.out);
+  const lock = WriteLock.acquire(out, 'index'); // one writer at a time in `out`: two index runs broke each other's
+  try {
+    return await adoptInto(out, inputs, pageSize, options);
+  } finally {
+    lock.release();
+  }
+}
+
+async function adoptInto(out: string, inputs: Array<AdoptInput & { input: string }>, pageSize: number, options: AdoptOptions): Promise<AdoptResult> {
   prepareAdoptOutput(out, inputs, options.force === true);
   const outReal = fs.realpathSync(out);
   const used = new Set<string>([MANIFEST_FILE, INDEX_FILE, ADOPT_WORK_DIR]);

@@ -22,6 +22,7 @@ import { checkShardChecksums, checkShardSizes, partFromShardNames, refuseInterru
 import { scanTarShards, type ScanProgress } from './scan-tar.js';
 import { writeDatasetFiles } from './write-dataset-files.js';
 import { DEFAULT_MAX_MEMBER_BYTES } from '../read/dataset-options.js';
+import { WriteLock } from '../pack/write-lock.js';
 
 /** Shard files as the writer names them. */
 export const WRITER_TAR_SHARD = /^[A-Za-z0-9._-]*\d{6}\.tar$/;
@@ -54,6 +55,15 @@ export async function reindexDataset(dir: string, options: ReindexOptions = {}):
   }
   expectLocalPath("reindex's dataset", dir);
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) throw new ShardkitError(ErrorCodes.NOT_A_DATASET, `${dir} is not a directory`, { file: dir });
+  const lock = WriteLock.acquire(dir, 'reindex'); // not while a pack, merge or another reindex writes there
+  try {
+    return await reindexLocked(dir, options);
+  } finally {
+    lock.release();
+  }
+}
+
+async function reindexLocked(dir: string, options: ReindexOptions): Promise<ReindexResult> {
   refuseInterruptedPack(dir);
   const { manifest: old, problem } = readOldManifest(dir);
   if (old?.layout === 'packed') throw packedRefused(dir);

@@ -23,6 +23,7 @@ import { fsCall } from './fs-errors.js';
 import { commitDataset, INDEX_FILE } from './commit.js';
 import { JournalWriter, WORK_DIR } from './journal.js';
 import { prepareDirectory, reservedNameUse } from './output-dir.js';
+import { WriteLock } from './write-lock.js';
 import { ShardFile } from './shard-file.js';
 import { inKeyOrder, type SkippedInput } from './skipped.js';
 
@@ -68,6 +69,8 @@ export interface DatasetWriterOptions {
   force?: boolean;
   /** fsync shards and index before the manifest is written (survives power loss, costs time). */
   sync?: boolean;
+  /** What the directory's lock names as its writer (`pack`, `derive`), for the message another writer gets. */
+  command?: string;
   /** Index entries held in memory before spilling a sorted run (bounds memory). */
   runEntries?: number;
   /**
@@ -109,6 +112,8 @@ export class DatasetWriter {
   private readonly sync: boolean;
   private readonly part: ManifestPart | undefined;
   private readonly workDir: string;
+  /** This writer's hold on its directory, from the constructor until finish() or abort(). */
+  private readonly lock: WriteLock;
   private readonly journal: JournalWriter;
   private readonly sorter: EntrySorter;
   /** The index, built as entries arrive while they arrive in key order (a fresh write only); see addLive. */
@@ -156,7 +161,14 @@ export class DatasetWriter {
       ...(options.preparedDigest === undefined ? {} : { prepared: options.preparedDigest }),
       ...(options.sourceDigest === undefined ? {} : { source: options.sourceDigest }),
     };
-    const resumed = prepareDirectory(this.dir, this.workDir, options.resume === true, options.force === true, decisive);
+    this.lock = WriteLock.acquire(this.dir, o.command);
+    let resumed: ReturnType<typeof prepareDirectory>;
+    try {
+      resumed = prepareDirectory(this.dir, this.workDir, options.resume === true, options.force === true, decisive, this.lock);
+    } catch (err) {
+      this.lock.release();
+      throw err;
+    }
     let runs = 0;
     let checkpoint: IndexCheckpoint | undefined;
     this.cursor = 0;
@@ -303,6 +315,14 @@ export class DatasetWriter {
     // the index built as the entries came, when they came in order; else one from the sorted runs
     const live = this.live;
     this.live = undefined;
+    try {
+      return this.commit(live);
+    } finally {
+      this.lock.release();
+    }
+  }
+
+  private commit(live: IndexFileWriter | undefined): Manifest {
     const manifest = commitDataset({
       dir: this.dir,
       entries: live ?? this.sorter.sorted(),
@@ -331,6 +351,7 @@ export class DatasetWriter {
     // the live index stays, with the checkpoints a resume continues from
     this.live?.close();
     this.live = undefined;
+    this.lock.release();
   }
 
   /**
@@ -406,6 +427,7 @@ interface ValidOptions {
   sync: boolean;
   runEntries: number;
   part: ManifestPart | undefined;
+  command: string;
 }
 
 function validateOptions(o: DatasetWriterOptions): ValidOptions {
@@ -431,7 +453,7 @@ function validateOptions(o: DatasetWriterOptions): ValidOptions {
   if (part !== undefined && !(Number.isSafeInteger(part.count) && part.count >= 1 && Number.isSafeInteger(part.index) && part.index >= 0 && part.index < part.count)) {
     bad('part', '{ index, count } with 0 <= index < count', part);
   }
-  return { dir: o.dir, layout, compress, shardBytes, pageSize, shardPrefix, passes: o.passes ?? [], sync: o.sync ?? false, runEntries, part };
+  return { dir: o.dir, layout, compress, shardBytes, pageSize, shardPrefix, passes: o.passes ?? [], sync: o.sync ?? false, runEntries, part, command: o.command ?? 'pack' };
 }
 
 function removeStaleRuns(workDir: string, keep: number): void {

@@ -86,6 +86,7 @@ export async function derive(given: DeriveOptions): Promise<DeriveResult> {
       // a variant of one part of a partitioned pack is that part of the variant: merge takes the derived parts
       ...(part === undefined ? {} : { part, shardPrefix: partShardPrefix(part) }),
       resume: options.resume ?? false,
+      command: 'derive',
       force: options.force ?? false,
       ...preparedOption(options.passes),
       // the source's index CRC32C and size: a resume over another source would mix two datasets' samples

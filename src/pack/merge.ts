@@ -16,6 +16,7 @@ import { pathOverlap } from './paths.js';
 import { fsCall } from './fs-errors.js';
 import { WORK_DIR } from './journal.js';
 import { prepareDirectory } from './output-dir.js';
+import { WriteLock } from './write-lock.js';
 import { inKeyOrder } from './skipped.js';
 
 export interface MergeResult {
@@ -37,6 +38,7 @@ export async function mergeParts(parts: string[], out: string, options: { force?
     }
   }
   const datasets: Dataset[] = [];
+  let lock: WriteLock | undefined; // one writer at a time in `out` (two merges there broke each other's dataset)
   try {
     for (const p of parts) datasets.push(await openDataset(p));
     checkParts(datasets);
@@ -44,7 +46,8 @@ export async function mergeParts(parts: string[], out: string, options: { force?
     for (const ds of datasets.slice(1)) checkCompatible(first, ds);
     // pack's rules for its output: a dataset there is replaced only with --force (its manifest first, then the files
     // it owns), an interrupted pack is left to --resume, and a non-empty directory without a dataset is refused
-    prepareDirectory(out, path.join(out, WORK_DIR), false, options.force === true, {});
+    lock = WriteLock.acquire(out, 'merge');
+    prepareDirectory(out, path.join(out, WORK_DIR), false, options.force === true, {}, lock);
     const shards: ShardRecord[] = [];
     const sorter = new EntrySorter(path.join(out, WORK_DIR));
     let linked = 0;
@@ -79,6 +82,7 @@ export async function mergeParts(parts: string[], out: string, options: { force?
     fs.rmSync(path.join(out, WORK_DIR), { recursive: true, force: true });
     return { manifest, linked, copied };
   } finally {
+    lock?.release();
     for (const ds of datasets) await ds.close();
   }
 }

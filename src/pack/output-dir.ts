@@ -11,6 +11,7 @@ import { INDEX_FILE } from './commit.js';
 import { fsCall } from './fs-errors.js';
 import { WORK_DIR, readJournal, type JournalShard } from './journal.js';
 import { PACK_REPORT_FILE } from './pack-report.js';
+import { LOCK_FILE, type WriteLock } from './write-lock.js';
 
 /** A shard file of any writer (any prefix, either layout), or its temporary name: what --force clears from an output. */
 const SHARD_FILE_NAME = /^[A-Za-z0-9._-]*\d{6}\.(tar|pack)(\.tmp)?$/;
@@ -22,6 +23,7 @@ const SHARD_FILE_NAME = /^[A-Za-z0-9._-]*\d{6}\.(tar|pack)(\.tmp)?$/;
  */
 export function reservedNameUse(name: string): string | undefined {
   if (name === MANIFEST_FILE) return 'its manifest';
+  if (name === LOCK_FILE) return "its writer's lock";
   if (name === INDEX_FILE) return 'its index';
   if (name === PACK_REPORT_FILE) return "pack's report";
   if (SHARD_FILE_NAME.test(name)) return 'shard files';
@@ -30,18 +32,27 @@ export function reservedNameUse(name: string): string | undefined {
 }
 
 /**
- * Makes `dir` ready: refuses to overwrite a dataset or an interrupted write unless told to, and on resume
- * returns the journal lines whose shards are intact.
+ * Makes `dir` ready for the writer holding `lock` (see write-lock.ts): refuses to overwrite a dataset or an
+ * interrupted write unless told to, and on resume returns the journal lines whose shards are intact.
  */
-export function prepareDirectory(dir: string, workDir: string, resume: boolean, force: boolean, options: Record<string, unknown>): JournalShard[] | undefined {
-  fsCall('create', dir, () => fs.mkdirSync(dir, { recursive: true }));
-  const hasManifest = fs.existsSync(path.join(dir, MANIFEST_FILE));
-  const journal = fs.existsSync(workDir) ? readJournal(dir) : undefined;
+export function prepareDirectory(dir: string, workDir: string, resume: boolean, force: boolean, options: Record<string, unknown>, lock: WriteLock): JournalShard[] | undefined {
   const rm = (p: string): void => fsCall('remove', p, () => fs.rmSync(p, { recursive: true, force: true }));
-  const list = (d: string): string[] => fsCall('list', d, () => fs.readdirSync(d));
-  // the clean-up below deletes files by name: only in a directory that shardkit wrote, --force or not
+  const list = (d: string): string[] => fsCall('list', d, () => fs.readdirSync(d).filter((name) => name !== LOCK_FILE));
+  const hasManifest = fs.existsSync(path.join(dir, MANIFEST_FILE));
+  // a finished dataset next to a work directory: a write was killed after its commit, before it cleared up (no one
+  // else writes here: the lock)
+  if (hasManifest && fs.existsSync(workDir)) rm(workDir);
+  const journal = fs.existsSync(workDir) ? readJournal(dir) : undefined;
+  // the clean-up below deletes files by name: only in a directory that shardkit wrote, --force or not (a dead
+  // writer's lock says it wrote here: a --force killed while it cleared the dataset before leaves neither)
   if (!hasManifest && !fs.existsSync(workDir) && list(dir).length > 0) {
-    throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} is not empty and holds no shardkit dataset; write to a new or empty directory`, { file: dir });
+    if (!lock.tookOver) {
+      throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} is not empty and holds no shardkit dataset; write to a new or empty directory`, { file: dir });
+    }
+    if (!force) {
+      lock.abandon(); // the dead writer's mark stays for the --force this asks for
+      throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} holds what a killed shardkit write left (no manifest, no journal); use --force to clear it and write anew`, { file: dir });
+    }
   }
   if (force) {
     // the manifest goes first, so the directory never looks like a dataset with half its files gone

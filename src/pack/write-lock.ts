@@ -1,0 +1,145 @@
+/**
+ * One writer at a time per output directory. pack, derive, merge and index write fixed names there (temporaries,
+ * the work directory, the manifest): two at once, say a retried job next to the first, left a manifest that did not
+ * match its index after one of them exited 0.
+ *
+ * The lock is a file created with O_EXCL holding the owner's pid and host. A lock whose owner is gone (a pack killed
+ * with SIGKILL, on this host) is stale and taken over; one held by a live process, or by another host (no way to
+ * know whether it lives), is refused with the owner named, and the file to delete if the owner is known gone.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { fsCall } from './fs-errors.js';
+
+export const LOCK_FILE = '.shardkit-lock';
+
+interface LockOwner {
+  pid: number;
+  host: string;
+  /** What holds it: `pack`, `merge`, ... */
+  command: string;
+  started: string;
+  /** Left by abandon(): stale whoever wrote it (the writer gave up, even if its process lives on). */
+  abandoned?: boolean;
+}
+
+export class WriteLock {
+  private released = false;
+
+  /**
+   * @param tookOver the lock was a dead writer's: the directory may hold what that writer left half done (a --force
+   *   killed while it cleared the old dataset), which only shardkit wrote
+   */
+  private constructor(
+    readonly file: string,
+    readonly tookOver: boolean,
+  ) {}
+
+  /**
+   * Takes the lock of `dir` for `command`, or throws OUTPUT_EXISTS naming the writer that holds it.
+   * @throws ShardkitError OUTPUT_EXISTS when another live process (or a process on another host) holds it.
+   */
+  static acquire(dir: string, command: string): WriteLock {
+    fsCall('create', dir, () => fs.mkdirSync(dir, { recursive: true }));
+    const file = path.join(dir, LOCK_FILE);
+    const owner: LockOwner = { pid: process.pid, host: os.hostname(), command, started: new Date().toISOString() };
+    let tookOver = false;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if (tryCreate(file, owner)) return new WriteLock(file, tookOver);
+      const holder = readOwner(file);
+      if (holder === undefined) {
+        // released meanwhile (try again), or empty: its writer was killed between create and write, unless that
+        // happens right now (a lock younger than a second is left to its writer)
+        if (ageMs(file) < 1000) continue;
+      } else if (holder.abandoned !== true && (holder.host !== owner.host || isAlive(holder.pid))) {
+        const who = `${holder.command} (pid ${holder.pid} on ${holder.host}, since ${holder.started})`;
+        throw new ShardkitError(
+          ErrorCodes.OUTPUT_EXISTS,
+          `${dir} is being written by another shardkit ${who}; wait for it, or delete ${file} if that process is gone`,
+          { file: dir },
+        );
+      }
+      // its owner died (SIGKILL, a crash) without releasing it, or never wrote it
+      fsCall('remove', file, () => fs.rmSync(file, { force: true }));
+      tookOver = true;
+    }
+    throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir}: another shardkit took its lock (${file}) at the same moment; try again`, { file: dir });
+  }
+
+  /**
+   * Lets go without removing the file, as a killed writer would: for a directory that still holds what a killed
+   * write left, which the next writer must learn (it takes the lock over as stale, see tookOver). release() is then
+   * a no-op.
+   */
+  abandon(): void {
+    if (this.released) return;
+    this.released = true;
+    try {
+      const owner = readOwner(this.file);
+      if (owner !== undefined) fs.writeFileSync(this.file, `${JSON.stringify({ ...owner, abandoned: true })}\n`);
+    } catch {
+      // the mark stays as it was: stale once this process ends
+    }
+  }
+
+  /** Gives the lock up (idempotent). */
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    try {
+      fs.rmSync(this.file, { force: true });
+    } catch {
+      // the directory went away: nothing left to unlock
+    }
+  }
+}
+
+/** Creates the lock file with O_EXCL; false when it exists. */
+function tryCreate(file: string, owner: LockOwner): boolean {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'wx');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    return fsCall('create', file, () => {
+      throw err;
+    });
+  }
+  try {
+    fs.writeSync(fd, `${JSON.stringify(owner)}\n`);
+  } finally {
+    fs.closeSync(fd);
+  }
+  return true;
+}
+
+function readOwner(file: string): LockOwner | undefined {
+  try {
+    const o = JSON.parse(fs.readFileSync(file, 'utf8')) as Partial<LockOwner>;
+    if (typeof o.pid !== 'number' || typeof o.host !== 'string') return undefined;
+    return { pid: o.pid, host: o.host, command: String(o.command ?? 'writer'), started: String(o.started ?? '?'), abandoned: o.abandoned === true };
+  } catch {
+    // gone, or written half (its writer was killed between create and write): a lock nobody holds
+    return undefined;
+  }
+}
+
+/** How long ago the file was last written; Infinity when it is gone. */
+function ageMs(file: string): number {
+  try {
+    return Date.now() - fs.statSync(file).mtimeMs;
+  } catch {
+    return Infinity;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'; // alive, someone else's
+  }
+}
