@@ -1,53 +1,26 @@
 /** HttpSource and HttpClient against servers that misbehave on cue: retries, timeouts, odd replies, close(). */
-import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { HttpClient } from '../../src/io/http-client.js';
 import { HttpSource } from '../../src/io/http-source.js';
 import { IoStats } from '../../src/io/io-stats.js';
 import { readAll } from '../../src/io/open-source.js';
 import { startFlakyServer } from '../helpers/flaky-server.js';
+import { httpFiles, rejection, SHARD_BYTES } from '../helpers/http-files.js';
 
-const SHARD_BYTES = 1_000_003;
-let root: string;
-let shard: Buffer;
-
-beforeAll(() => {
-  root = fs.mkdtempSync(path.join(os.tmpdir(), 'shardkit-http-'));
-  shard = randomBytes(SHARD_BYTES);
-  fs.writeFileSync(path.join(root, 'shard.bin'), shard);
-  fs.writeFileSync(path.join(root, 'empty.bin'), '');
-  fs.writeFileSync(path.join(root, 'manifest.json'), '{"version":1}');
-  for (let i = 0; i < 8; i++) fs.writeFileSync(path.join(root, `part-${i}.bin`), Buffer.alloc(1000, i));
-});
-
-afterAll(() => {
-  fs.rmSync(root, { recursive: true, force: true });
-});
-
-async function rejection(promise: Promise<unknown>, code: string): Promise<ShardkitError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ShardkitError);
-  expect((err as ShardkitError).code, (err as Error).message).toBe(code);
-  return err as ShardkitError;
-}
+const files = httpFiles();
 
 const fastRetry = { retries: 2, backoffMs: 1, maxBackoffMs: 5 };
 
 describe('HttpSource against a scripted flaky server', () => {
   it('503, 503, then success: retried and returns the right bytes', async () => {
-    const server = await startFlakyServer(root, ['503', '503']);
+    const server = await startFlakyServer(files.root, ['503', '503']);
     const stats = new IoStats();
     const src = new HttpSource(`${server.url}/shard.bin`, { stats, retries: 4, backoffMs: 1 });
-    expect(Buffer.from(await src.read(500, 1000)).equals(shard.subarray(500, 1500))).toBe(true);
+    expect(Buffer.from(await src.read(500, 1000)).equals(files.shard.subarray(500, 1500))).toBe(true);
     expect(server.requests).toBe(3);
     expect(stats).toMatchObject({ httpRequests: 3, retries: 2, reads: 1, bytesRead: 1000 });
     await src.close();
@@ -55,17 +28,17 @@ describe('HttpSource against a scripted flaky server', () => {
   });
 
   it('a reset connection and a cut-off body are retried', async () => {
-    const server = await startFlakyServer(root, ['reset', 'shortBody']);
+    const server = await startFlakyServer(files.root, ['reset', 'shortBody']);
     const stats = new IoStats();
     const src = new HttpSource(`${server.url}/shard.bin`, { stats, retries: 2, backoffMs: 1 });
-    expect(Buffer.from(await src.read(0, 100_000)).equals(shard.subarray(0, 100_000))).toBe(true);
+    expect(Buffer.from(await src.read(0, 100_000)).equals(files.shard.subarray(0, 100_000))).toBe(true);
     expect(stats.retries).toBe(2);
     await src.close();
     await server.stop();
   });
 
   it('backs off exponentially: three 503s with backoffMs 50 wait at least 25 + 50 + 100 ms', async () => {
-    const server = await startFlakyServer(root, ['503', '503', '503']);
+    const server = await startFlakyServer(files.root, ['503', '503', '503']);
     const src = new HttpSource(`${server.url}/shard.bin`, { retries: 3, backoffMs: 50 });
     const started = performance.now();
     await src.read(0, 10);
@@ -76,11 +49,11 @@ describe('HttpSource against a scripted flaky server', () => {
 
   it('one odd reply (416, or an empty 200) fails its read but does not replace the size the manifest gave', async () => {
     for (const fault of ['416', 'empty200'] as const) {
-      const server = await startFlakyServer(root, [fault]);
+      const server = await startFlakyServer(files.root, [fault]);
       const src = new HttpSource(`${server.url}/shard.bin`, { size: SHARD_BYTES, sizeMismatchCode: ErrorCodes.SHARD_MISMATCH, retries: 0 });
       await rejection(src.read(20_000, 100), ErrorCodes.TRUNCATED);
       // the file is whole again: reads within it succeed, before and after the offset the odd reply spoke of
-      for (const at of [20_000, 100, 900_000]) expect(Buffer.from(await src.read(at, 100)).equals(shard.subarray(at, at + 100)), `${fault} ${at}`).toBe(true);
+      for (const at of [20_000, 100, 900_000]) expect(Buffer.from(await src.read(at, 100)).equals(files.shard.subarray(at, at + 100)), `${fault} ${at}`).toBe(true);
       expect(await src.size()).toBe(SHARD_BYTES);
       await src.close();
       await server.stop();
@@ -92,13 +65,13 @@ describe('HttpSource against a scripted flaky server', () => {
     let next = 0;
     const server = http.createServer((_req, res) => {
       const etag = tags[next++];
-      res.writeHead(206, { 'content-range': `bytes 0-9/${SHARD_BYTES}`, 'content-length': '10', ...(etag === undefined ? {} : { etag }) }).end(shard.subarray(0, 10));
+      res.writeHead(206, { 'content-range': `bytes 0-9/${SHARD_BYTES}`, 'content-length': '10', ...(etag === undefined ? {} : { etag }) }).end(files.shard.subarray(0, 10));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as net.AddressInfo).port;
     try {
       const src = new HttpSource(`http://127.0.0.1:${port}/shard.bin`, { retries: 0, sizeMismatchCode: ErrorCodes.INDEX_MISMATCH });
-      for (let i = 0; i < 4; i++) expect(Buffer.from(await src.read(0, 10)).equals(shard.subarray(0, 10)), `reply ${i}`).toBe(true);
+      for (let i = 0; i < 4; i++) expect(Buffer.from(await src.read(0, 10)).equals(files.shard.subarray(0, 10)), `reply ${i}`).toBe(true);
       await rejection(src.read(0, 10), ErrorCodes.INDEX_MISMATCH);
       await src.close();
     } finally {
@@ -108,7 +81,7 @@ describe('HttpSource against a scripted flaky server', () => {
   });
 
   it('close() ends requests still queued for a socket: none reaches the server after it', async () => {
-    const server = await startFlakyServer(root, [], { delayMs: 300 });
+    const server = await startFlakyServer(files.root, [], { delayMs: 300 });
     const client = new HttpClient({ maxSockets: 2 });
     const sources = Array.from({ length: 8 }, (_, i) => new HttpSource(`${server.url}/part-${i}.bin`, { client, size: 1000 }));
     const reads = sources.map((src) => src.read(0, 10).then(() => 'ok', (e: unknown) => (e as ShardkitError).code));
@@ -122,7 +95,7 @@ describe('HttpSource against a scripted flaky server', () => {
   });
 
   it("the client's close() (a dataset's) ends a retry backoff at once: the read fails CLOSED, not 10 s later", async () => {
-    const server = await startFlakyServer(root, ['503']);
+    const server = await startFlakyServer(files.root, ['503']);
     const client = new HttpClient({ retries: 2, backoffMs: 10_000, maxBackoffMs: 10_000 });
     const src = new HttpSource(`${server.url}/shard.bin`, { client });
     const read = src.read(0, 10).then(() => 'ok', (e: unknown) => (e as ShardkitError).code);
@@ -137,7 +110,7 @@ describe('HttpSource against a scripted flaky server', () => {
   });
 
   it('a server that never answers times out after timeoutMs, is retried, then fails with HTTP', async () => {
-    const server = await startFlakyServer(root, ['hang', 'hang']);
+    const server = await startFlakyServer(files.root, ['hang', 'hang']);
     const stats = new IoStats();
     const src = new HttpSource(`${server.url}/shard.bin`, { stats, retries: 1, timeoutMs: 150, backoffMs: 1 });
     const started = performance.now();
@@ -150,9 +123,9 @@ describe('HttpSource against a scripted flaky server', () => {
   });
 
   it('a body that stalls halfway times out and the retry succeeds', async () => {
-    const server = await startFlakyServer(root, ['stallBody']);
+    const server = await startFlakyServer(files.root, ['stallBody']);
     const src = new HttpSource(`${server.url}/shard.bin`, { retries: 1, timeoutMs: 150, backoffMs: 1 });
-    expect(Buffer.from(await src.read(10, 200_000)).equals(shard.subarray(10, 200_010))).toBe(true);
+    expect(Buffer.from(await src.read(10, 200_000)).equals(files.shard.subarray(10, 200_010))).toBe(true);
     expect(server.requests).toBe(2);
     await src.close();
     await server.stop();
@@ -174,7 +147,7 @@ describe('HttpSource against a scripted flaky server', () => {
   });
 
   it('odd answers to a range: a Content-Length beyond it fails at once, a 416 inside the file is HTTP, "Identity" is no encoding (ranges and whole files)', async () => {
-    const body = shard.subarray(0, 100);
+    const body = files.shard.subarray(0, 100);
     const answers: Array<(res: http.ServerResponse) => void> = [
       // a Content-Length far beyond the range: fails when the head arrives, not after timeoutMs per attempt
       (res) => {
@@ -211,12 +184,12 @@ describe('HttpSource against a scripted flaky server', () => {
   });
 
   it('close() lets reads in flight finish, then refuses new ones with CLOSED', async () => {
-    const server = await startFlakyServer(root, []);
+    const server = await startFlakyServer(files.root, []);
     const src = new HttpSource(`${server.url}/shard.bin`, { backoffMs: 1 });
     const reads = Array.from({ length: 6 }, (_, i) => src.read(i * 100_000, 100_000));
     await src.close();
     const results = await Promise.all(reads);
-    results.forEach((bytes, i) => expect(Buffer.from(bytes).equals(shard.subarray(i * 100_000, (i + 1) * 100_000))).toBe(true));
+    results.forEach((bytes, i) => expect(Buffer.from(bytes).equals(files.shard.subarray(i * 100_000, (i + 1) * 100_000))).toBe(true));
     await rejection(src.read(0, 1), ErrorCodes.CLOSED);
     await rejection(src.size(), ErrorCodes.CLOSED);
     await server.stop();
@@ -232,9 +205,9 @@ describe('HttpSource against a scripted flaky server', () => {
 
   it('readAll reads local files and reports a missing one as SHARD_MISSING', async () => {
     const stats = new IoStats();
-    expect(Buffer.from(await readAll(path.join(root, 'manifest.json'), { stats })).toString()).toBe('{"version":1}');
+    expect(Buffer.from(await readAll(path.join(files.root, 'manifest.json'), { stats })).toString()).toBe('{"version":1}');
     expect(stats).toMatchObject({ opens: 1, closes: 1, stats: 1, reads: 1 });
-    await rejection(readAll(path.join(root, 'nothing.json')), ErrorCodes.SHARD_MISSING);
-    await rejection(readAll(path.join(root, 'shard.bin'), { maxBytes: 1000 }), ErrorCodes.TOO_LARGE);
+    await rejection(readAll(path.join(files.root, 'nothing.json')), ErrorCodes.SHARD_MISSING);
+    await rejection(readAll(path.join(files.root, 'shard.bin'), { maxBytes: 1000 }), ErrorCodes.TOO_LARGE);
   });
 });

@@ -1,12 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
-import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { ErrorCodes } from '../../formats/errors.js';
 import { FileSource } from '../../src/io/file-source.js';
 import { HttpClient } from '../../src/io/http-client.js';
 import { HttpSource } from '../../src/io/http-source.js';
@@ -14,35 +10,11 @@ import { IoStats } from '../../src/io/io-stats.js';
 import { resolveLocation } from '../../src/io/location.js';
 import { isRemote, openByteSource, openByteSourceSync, readAll } from '../../src/io/open-source.js';
 import { startFlakyServer } from '../helpers/flaky-server.js';
+import { httpFiles, rejection, SHARD_BYTES } from '../helpers/http-files.js';
 import { nginxSkipReason, startNginx } from '../helpers/nginx.js';
 import type { NginxServer } from '../helpers/nginx.js';
 
-const SHARD_BYTES = 1_000_003;
-let root: string;
-let shard: Buffer;
-
-beforeAll(() => {
-  root = fs.mkdtempSync(path.join(os.tmpdir(), 'shardkit-http-'));
-  shard = randomBytes(SHARD_BYTES);
-  fs.writeFileSync(path.join(root, 'shard.bin'), shard);
-  fs.writeFileSync(path.join(root, 'empty.bin'), '');
-  fs.writeFileSync(path.join(root, 'manifest.json'), '{"version":1}');
-  for (let i = 0; i < 8; i++) fs.writeFileSync(path.join(root, `part-${i}.bin`), Buffer.alloc(1000, i));
-});
-
-afterAll(() => {
-  fs.rmSync(root, { recursive: true, force: true });
-});
-
-async function rejection(promise: Promise<unknown>, code: string): Promise<ShardkitError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ShardkitError);
-  expect((err as ShardkitError).code, (err as Error).message).toBe(code);
-  return err as ShardkitError;
-}
+const files = httpFiles();
 
 const fastRetry = { retries: 2, backoffMs: 1, maxBackoffMs: 5 };
 
@@ -52,7 +24,7 @@ describe.skipIf(nginxSkipReason !== undefined)(`HttpSource against nginx${nginxS
   let stats: IoStats;
 
   beforeAll(async () => {
-    nginx = await startNginx(root, { tls: true });
+    nginx = await startNginx(files.root, { tls: true });
   });
 
   afterAll(async () => {
@@ -75,7 +47,7 @@ describe.skipIf(nginxSkipReason !== undefined)(`HttpSource against nginx${nginxS
     const results = await Promise.all(ranges.map(([o, l]) => src.read(o, l)));
     results.forEach((bytes, i) => {
       const [o, l] = ranges[i] ?? [0, 0];
-      expect(Buffer.from(bytes).equals(shard.subarray(o, o + l)), `range ${o}+${l}`).toBe(true);
+      expect(Buffer.from(bytes).equals(files.shard.subarray(o, o + l)), `range ${o}+${l}`).toBe(true);
     });
     expect(stats.httpRequests).toBe(ranges.length);
     expect(stats.reads).toBe(ranges.length);
@@ -188,7 +160,7 @@ describe.skipIf(nginxSkipReason !== undefined)(`HttpSource against nginx${nginxS
 
   it('a file replaced at the same size mid-read is SHARD_MISMATCH by its new ETag, not bytes of two versions', async () => {
     freshClient();
-    const file = path.join(root, 'swap.bin');
+    const file = path.join(files.root, 'swap.bin');
     fs.writeFileSync(file, Buffer.alloc(50_000, 1));
     const src = new HttpSource(`${nginx.url}/swap.bin`, { client, size: 50_000, sizeMismatchCode: ErrorCodes.SHARD_MISMATCH });
     expect(Buffer.from(await src.read(0, 10)).equals(Buffer.alloc(10, 1))).toBe(true);
@@ -206,7 +178,7 @@ describe.skipIf(nginxSkipReason !== undefined)(`HttpSource against nginx${nginxS
     freshClient();
     const dataset = `${nginx.url}/?X-Amz-Credential=a%2Fb&X-Amz-Signature=0123abcd`;
     const src = new HttpSource(resolveLocation(dataset, 'shard.bin'), { client });
-    expect(Buffer.from(await src.read(1000, 100)).equals(shard.subarray(1000, 1100))).toBe(true);
+    expect(Buffer.from(await src.read(1000, 100)).equals(files.shard.subarray(1000, 1100))).toBe(true);
     expect((await nginx.accessLog()).at(-1)?.uri).toBe('/shard.bin?X-Amz-Credential=a%2Fb&X-Amz-Signature=0123abcd');
     expect(src.name).toBe(`${nginx.url}/shard.bin?...`);
     const manifest = await readAll(resolveLocation(dataset, 'manifest.json'), { client });
@@ -229,7 +201,7 @@ describe.skipIf(nginxSkipReason !== undefined)(`HttpSource against nginx${nginxS
     freshClient({ ca: nginx.ca ?? '', maxSockets: 1 });
     const src = new HttpSource(`${httpsUrl}/shard.bin`, { client });
     for (let i = 0; i < 5; i++) {
-      expect(Buffer.from(await src.read(i * 7919, 5000)).equals(shard.subarray(i * 7919, i * 7919 + 5000))).toBe(true);
+      expect(Buffer.from(await src.read(i * 7919, 5000)).equals(files.shard.subarray(i * 7919, i * 7919 + 5000))).toBe(true);
     }
     expect(await src.size()).toBe(SHARD_BYTES);
     expect(client.counters.connections).toBe(1);
@@ -243,10 +215,10 @@ describe.skipIf(nginxSkipReason !== undefined)(`HttpSource against nginx${nginxS
   it('openByteSource picks HttpSource for URLs and FileSource for paths', async () => {
     const remote = await openByteSource(`${nginx.url}/shard.bin`, fastRetry);
     expect(remote).toBeInstanceOf(HttpSource);
-    expect(Buffer.from(await remote.read(7, 3)).equals(shard.subarray(7, 10))).toBe(true);
+    expect(Buffer.from(await remote.read(7, 3)).equals(files.shard.subarray(7, 10))).toBe(true);
     await remote.close();
     await rejection(remote.read(0, 1), ErrorCodes.CLOSED);
-    const local = openByteSourceSync(path.join(root, 'shard.bin'));
+    const local = openByteSourceSync(path.join(files.root, 'shard.bin'));
     expect(local).toBeInstanceOf(FileSource);
     expect(await local.size()).toBe(SHARD_BYTES);
     await local.close();
