@@ -6,7 +6,7 @@ import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { openDataset } from '../../src/read/dataset.js';
 import { makeBinTree as makeTree } from '../helpers/bin-tree.js';
-import { ROOT, readTree, shardkit, shardkitAsync } from '../helpers/cli.js';
+import { ROOT, killAfterJournalLines, readTree, shardkit } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const IMAGES = path.join(ROOT, 'fixtures/images');
@@ -185,22 +185,7 @@ describe('shardkit derive', () => {
     const whole = path.join(root, 'whole');
     expect(shardkit(args(whole)).status).toBe(0);
     const kill = async (out: string): Promise<void> => {
-      const child = shardkitAsync(args(out));
-      const journal = path.join(out, '.shardkit-work', 'journal.jsonl');
-      await new Promise<void>((resolve, reject) => {
-        const timer = setInterval(() => {
-          if (fs.existsSync(journal) && fs.readFileSync(journal, 'utf8').split('\n').length > 4) {
-            clearInterval(timer);
-            child.kill('SIGKILL');
-            resolve();
-          }
-        }, 5);
-        child.on('exit', () => {
-          clearInterval(timer);
-          reject(new Error('derive finished before it could be killed'));
-        });
-      });
-      await new Promise((r) => child.on('exit', r));
+      await killAfterJournalLines(args(out), out, 4);
       expect(fs.existsSync(path.join(out, 'manifest.json'))).toBe(false);
     };
     const out = path.join(root, 'out');

@@ -8,7 +8,7 @@ import { openDataset } from '../../src/read/dataset.js';
 import { pack } from '../../src/pack/pack.js';
 import { decodeNpy } from '../../src/passes/npy.js';
 import { imageConcurrency } from '../../src/passes/image-concurrency.js';
-import { ROOT, readTree, shardkit, shardkitAsync } from '../helpers/cli.js';
+import { ROOT, killAfterJournalLines, readTree, shardkit } from '../helpers/cli.js';
 import { makeBinTree as makeTree } from '../helpers/bin-tree.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -286,22 +286,7 @@ describe('shardkit pack', () => {
     const full = path.join(tmpDir(), 'full');
     expect(shardkit(['pack', src, '--out', full, '--shard', '256KB']).status).toBe(0);
     const out = path.join(tmpDir(), 'killed');
-    const child = shardkitAsync(['pack', src, '--out', out, '--shard', '256KB', '--concurrency', '1']);
-    const journal = path.join(out, '.shardkit-work', 'journal.jsonl');
-    await new Promise<void>((resolve, reject) => {
-      const timer = setInterval(() => {
-        if (fs.existsSync(journal) && fs.readFileSync(journal, 'utf8').split('\n').length > 6) {
-          clearInterval(timer);
-          child.kill('SIGKILL');
-          resolve();
-        }
-      }, 5);
-      child.on('exit', () => {
-        clearInterval(timer);
-        reject(new Error('pack finished before it could be killed'));
-      });
-    });
-    await new Promise((r) => child.on('exit', r));
+    await killAfterJournalLines(['pack', src, '--out', out, '--shard', '256KB', '--concurrency', '1'], out, 6);
     expect(fs.existsSync(path.join(out, 'manifest.json'))).toBe(false);
     const refused = shardkit(['pack', src, '--out', out, '--shard', '256KB']);
     expect(refused.status).toBe(2);

@@ -25,6 +25,29 @@ export function shardkitAsync(args: string[]) {
   return spawn(process.execPath, [CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
+/**
+ * Runs the CLI with `args` and SIGKILLs it once the resume journal in `out` has more than `lines` lines (shards
+ * finished); rejects when the command ends first. Resolves once the process is gone.
+ */
+export async function killAfterJournalLines(args: string[], out: string, lines: number): Promise<void> {
+  const child = shardkitAsync(args);
+  const journal = path.join(out, '.shardkit-work', 'journal.jsonl');
+  await new Promise<void>((resolve, reject) => {
+    const timer = setInterval(() => {
+      if (fs.existsSync(journal) && fs.readFileSync(journal, 'utf8').split('\n').length > lines) {
+        clearInterval(timer);
+        child.kill('SIGKILL');
+        resolve();
+      }
+    }, 5);
+    child.on('exit', () => {
+      clearInterval(timer);
+      reject(new Error(`${args[0]} finished before it could be killed`));
+    });
+  });
+  await new Promise((r) => child.on('exit', r));
+}
+
 /** Every file under dir (relative paths) except those named in `except`, with their bytes. */
 export function readTree(dir: string, except: string[] = []): Map<string, Buffer> {
   const out = new Map<string, Buffer>();

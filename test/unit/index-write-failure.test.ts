@@ -31,6 +31,15 @@ function diskFullOnIndexWrite(): { arm: () => void } {
   return { arm: () => (armed = true) };
 }
 
+/** The dataset written without a failure, to compare with. */
+async function writeWhole(): Promise<string> {
+  const dir = tmpDir();
+  const w = new DatasetWriter({ dir, ...OPTS });
+  for (let i = 0; i < N; i++) w.add(sample(i));
+  await w.finish();
+  return dir;
+}
+
 function sameTree(a: string, b: string): void {
   const names = fs.readdirSync(a).sort();
   expect(fs.readdirSync(b).sort()).toEqual(names);
@@ -43,10 +52,7 @@ afterEach(() => {
 
 describe('a full disk while the index is written', () => {
   it('in the middle of the write (a page of the live index): the error is thrown, and --resume continues', async () => {
-    const whole = tmpDir();
-    const w = new DatasetWriter({ dir: whole, ...OPTS });
-    for (let i = 0; i < N; i++) w.add(sample(i));
-    await w.finish();
+    const whole = await writeWhole();
 
     const dir = tmpDir();
     const disk = diskFullOnIndexWrite();
@@ -73,10 +79,7 @@ describe('a full disk while the index is written', () => {
   });
 
   it('at the end (shard table, header): the error is thrown, and --resume finishes', async () => {
-    const whole = tmpDir();
-    const w = new DatasetWriter({ dir: whole, ...OPTS });
-    for (let i = 0; i < N; i++) w.add(sample(i));
-    await w.finish();
+    const whole = await writeWhole();
 
     const dir = tmpDir();
     const disk = diskFullOnIndexWrite();
