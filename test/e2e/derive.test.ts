@@ -5,21 +5,12 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { openDataset } from '../../src/read/dataset.js';
-import { makeBinTree as makeTree } from '../helpers/bin-tree.js';
+import { makeBinTree as makeTree, sampleOf } from '../helpers/bin-tree.js';
 import { ROOT, killAfterJournalLines, readTree, shardkit } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const IMAGES = path.join(ROOT, 'fixtures/images');
 const GOOD = ['--exclude', 'broken/**'];
-
-async function sampleOf(dir: string, key: string) {
-  const ds = await openDataset(dir);
-  try {
-    return await ds.get(key);
-  } finally {
-    await ds.close();
-  }
-}
 
 describe('shardkit derive', () => {
   it('derives a variant dataset from an existing one', async () => {

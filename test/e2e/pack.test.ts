@@ -9,22 +9,13 @@ import { pack } from '../../src/pack/pack.js';
 import { decodeNpy } from '../../src/passes/npy.js';
 import { imageConcurrency } from '../../src/passes/image-concurrency.js';
 import { ROOT, killAfterJournalLines, readTree, shardkit } from '../helpers/cli.js';
-import { makeBinTree as makeTree } from '../helpers/bin-tree.js';
+import { makeBinTree as makeTree, sampleOf } from '../helpers/bin-tree.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const IMAGES = path.join(ROOT, 'fixtures/images');
 /** npm install builds the native addon where a compiler is found; the pack summary says whether it was used. */
 const ADDON_BUILT = fs.existsSync(path.join(ROOT, 'src/native/build/Release/shardkit.node'));
 const GOOD = ['--exclude', 'broken/**'];
-
-async function sampleOf(dir: string, key: string) {
-  const ds = await openDataset(dir);
-  try {
-    return await ds.get(key);
-  } finally {
-    await ds.close();
-  }
-}
 
 describe('shardkit pack', () => {
   it('packs a tree with the default output and recreates it with tar -xf', async () => {
