@@ -13,6 +13,9 @@ import { WORK_DIR, readJournal, type JournalShard } from './journal.js';
 import { PACK_REPORT_FILE } from './pack-report.js';
 import { LOCK_FILE, type WriteLock } from './write-lock.js';
 
+/** Where --force moves the manifest of the dataset it replaces until that dataset's files are gone. */
+const REPLACED_MANIFEST = '.shardkit-replaced-manifest.json';
+
 /** A shard file of any writer (any prefix, either layout), or its temporary name: what --force clears from an output. */
 const SHARD_FILE_NAME = /^[A-Za-z0-9._-]*\d{6}\.(tar|pack)(\.tmp)?$/;
 
@@ -24,6 +27,7 @@ const SHARD_FILE_NAME = /^[A-Za-z0-9._-]*\d{6}\.(tar|pack)(\.tmp)?$/;
 export function reservedNameUse(name: string): string | undefined {
   if (name === MANIFEST_FILE) return 'its manifest';
   if (name === LOCK_FILE) return "its writer's lock";
+  if (name === REPLACED_MANIFEST) return 'the manifest a --force replaces';
   if (name === INDEX_FILE) return 'its index';
   if (name === PACK_REPORT_FILE) return "pack's report";
   if (SHARD_FILE_NAME.test(name)) return 'shard files';
@@ -44,8 +48,9 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
   if (hasManifest && fs.existsSync(workDir)) rm(workDir);
   const journal = fs.existsSync(workDir) ? readJournal(dir) : undefined;
   // the clean-up below deletes files by name: only in a directory that shardkit wrote, --force or not (a dead
-  // writer's lock says it wrote here: a --force killed while it cleared the dataset before leaves neither)
-  if (!hasManifest && !fs.existsSync(workDir) && list(dir).length > 0) {
+  // writer's lock says it wrote here, and so does the manifest a --force killed while it cleared the dataset before
+  // had moved aside)
+  if (!hasManifest && !fs.existsSync(workDir) && !fs.existsSync(path.join(dir, REPLACED_MANIFEST)) && list(dir).length > 0) {
     if (!lock.tookOver) {
       throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} is not empty and holds no shardkit dataset; write to a new or empty directory`, { file: dir });
     }
@@ -54,14 +59,19 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
       throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} holds what a killed shardkit write left (no manifest, no journal); use --force to clear it and write anew`, { file: dir });
     }
   }
+  const replaced = path.join(dir, REPLACED_MANIFEST);
   if (force) {
-    // the manifest goes first, so the directory never looks like a dataset with half its files gone
-    const owned = ownedFiles(dir);
-    rm(path.join(dir, MANIFEST_FILE));
+    // the manifest goes first, so the directory never looks like a dataset with half its files gone; moved aside, not
+    // deleted, it still says which files that dataset owns to a --force run again after this one was killed
+    if (hasManifest) fsCall('rename', replaced, () => fs.renameSync(path.join(dir, MANIFEST_FILE), replaced));
+    const owned = ownedFiles(replaced);
     for (const name of list(dir)) {
       // pack-report.json describes the dataset replaced: left behind, it would describe this one wrongly (merge writes none)
       if (name === WORK_DIR || name === PACK_REPORT_FILE || owned.has(name) || SHARD_FILE_NAME.test(name)) rm(path.join(dir, name));
     }
+    rm(replaced);
+  } else if (fs.existsSync(replaced)) {
+    throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} holds part of a dataset a killed --force was replacing; use --force to finish clearing it`, { file: dir });
   } else if (hasManifest) {
     throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} already holds a finished dataset; use --force to replace it`, { file: dir });
   } else if (journal !== undefined && !resume) {
@@ -99,10 +109,10 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
   return intact;
 }
 
-/** Files an existing manifest says belong to its dataset. */
-function ownedFiles(dir: string): Set<string> {
+/** Files the manifest at `manifestPath` says belong to its dataset (the index alone when there is none). */
+function ownedFiles(manifestPath: string): Set<string> {
   try {
-    const m = JSON.parse(fs.readFileSync(path.join(dir, MANIFEST_FILE), 'utf8')) as Partial<Manifest>;
+    const m = JSON.parse(fs.readFileSync(manifestPath, 'utf8')) as Partial<Manifest>;
     return new Set([INDEX_FILE, ...(m.shards ?? []).map((s) => s.file), ...(m.files ?? [])].filter((f) => typeof f === 'string' && !f.includes('/')));
   } catch {
     return new Set([INDEX_FILE]);

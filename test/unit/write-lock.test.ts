@@ -98,4 +98,18 @@ describe('WriteLock', () => {
     expect(() => new DatasetWriter({ dir })).toThrow(expect.objectContaining({ message: expect.stringContaining('already holds a finished dataset') }));
     expect(fs.existsSync(path.join(dir, '.shardkit-work'))).toBe(false);
   });
+
+  it('--force killed after it moved the old manifest aside: the next --force still knows and clears its files', async () => {
+    const dir = tmpDir();
+    const w = new DatasetWriter({ dir });
+    w.add({ key: 'a', members: { txt: new TextEncoder().encode('a') } });
+    w.addFile('classes.txt', new TextEncoder().encode('cat\n'));
+    await w.finish();
+    fs.writeFileSync(path.join(dir, 'notes.txt'), "the user's");
+    // what a --force killed right after moving the manifest aside leaves
+    fs.renameSync(path.join(dir, 'manifest.json'), path.join(dir, '.shardkit-replaced-manifest.json'));
+    expect(() => new DatasetWriter({ dir })).toThrow(expect.objectContaining({ code: ErrorCodes.OUTPUT_EXISTS, message: expect.stringContaining('holds part of a dataset a killed --force was replacing') }));
+    new DatasetWriter({ dir, force: true }).abort();
+    expect(fs.readdirSync(dir).sort()).toEqual(['.shardkit-work', 'notes.txt']);
+  });
 });
