@@ -15,6 +15,7 @@ import { INDEX_FILE } from '../pack/commit.js';
 import { fsCall } from '../pack/fs-errors.js';
 import { ADOPT_WORK_DIR } from './scan-tar.js';
 import { LOCK_FILE } from '../pack/write-lock.js';
+import { REPLACED_MANIFEST } from '../pack/output-dir.js';
 
 export interface AdoptInput {
   real: string;
@@ -24,9 +25,11 @@ export interface AdoptInput {
 /** Creates `out` when missing, or checks that `index` may write there (see above). */
 export function prepareAdoptOutput(out: string, inputs: readonly AdoptInput[], force: boolean): void {
   fsCall('create', out, () => fs.mkdirSync(out, { recursive: true }));
-  const manifestFile = path.join(out, MANIFEST_FILE);
+  // a dataset there, or one a killed `index --force` was replacing (its manifest moved aside until the new one is in)
+  const replaced = path.join(out, REPLACED_MANIFEST);
+  const manifestFile = fs.existsSync(replaced) && !fs.existsSync(path.join(out, MANIFEST_FILE)) ? replaced : path.join(out, MANIFEST_FILE);
   if (fs.existsSync(manifestFile)) {
-    if (!force) throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${out} already holds a dataset; use --force to replace its index and manifest`, { file: out });
+    if (!force) throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${out} already holds a dataset${manifestFile === replaced ? ' (a killed index --force was replacing it)' : ''}; use --force to replace its index and manifest`, { file: out });
     if (!madeByIndex(manifestFile)) {
       throw new ShardkitError(
         ErrorCodes.OUTPUT_EXISTS,

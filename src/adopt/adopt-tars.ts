@@ -19,6 +19,7 @@ import { ADOPT_WORK_DIR, scanTarShards, type ScanProgress } from './scan-tar.js'
 import { writeDatasetFiles } from './write-dataset-files.js';
 import { DEFAULT_MAX_MEMBER_BYTES } from '../read/dataset-options.js';
 import { WriteLock } from '../pack/write-lock.js';
+import { REPLACED_MANIFEST } from '../pack/output-dir.js';
 
 /** Work directory for the external sort, removed when done. */
 export { ADOPT_WORK_DIR };
@@ -83,8 +84,11 @@ async function adoptInto(out: string, inputs: Array<AdoptInput & { input: string
   const rules = { style: 'webdataset' as const, lz4: 'no' as const, maxKeyBytes: maxKeyBytes(pageSize), maxMemberBytes: DEFAULT_MAX_MEMBER_BYTES };
   return scanTarShards(out, placed.map((p) => p.file), { ...rules, onSkip: (where, reason) => skipped.push({ path: where, reason }) }, options.onProgress, ({ sorter, shards }) => {
     // with --force, the dataset there stays usable until every tar has been scanned; its manifest goes before the
-    // new index, so an interruption from here leaves no manifest rather than one that names another index
-    fsCall('remove', path.join(out, MANIFEST_FILE), () => fs.rmSync(path.join(out, MANIFEST_FILE), { force: true }));
+    // new index, so an interruption from here leaves no manifest rather than one that names another index. Moved
+    // aside, not deleted: it tells a rerun that index wrote the files there (its links), until the new one is in
+    const oldManifest = path.join(out, MANIFEST_FILE);
+    const replaced = path.join(out, REPLACED_MANIFEST);
+    if (fs.existsSync(oldManifest)) fsCall('rename', replaced, () => fs.renameSync(oldManifest, replaced));
     const manifest = writeDatasetFiles({
       dir: out,
       shards,
@@ -98,6 +102,7 @@ async function adoptInto(out: string, inputs: Array<AdoptInput & { input: string
       extra: { [ADOPTED_EXTRA_KEY]: { rules: 1, inputs: placed.map((p) => p.file) } },
       duplicates: 'skip',
     });
+    fsCall('remove', replaced, () => fs.rmSync(replaced, { force: true }));
     return { manifest, shards: placed };
   });
 }

@@ -14,7 +14,7 @@ import { PACK_REPORT_FILE } from './pack-report.js';
 import { LOCK_FILE, type WriteLock } from './write-lock.js';
 
 /** Where --force moves the manifest of the dataset it replaces until that dataset's files are gone. */
-const REPLACED_MANIFEST = '.shardkit-replaced-manifest.json';
+export const REPLACED_MANIFEST = '.shardkit-replaced-manifest.json';
 
 /** A shard file of any writer (any prefix, either layout), or its temporary name: what --force clears from an output. */
 const SHARD_FILE_NAME = /^[A-Za-z0-9._-]*\d{6}\.(tar|pack)(\.tmp)?$/;

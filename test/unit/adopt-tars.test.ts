@@ -224,6 +224,25 @@ with tarfile.open(sys.argv[1], 'w', format=tarfile.PAX_FORMAT) as t:
     expect([...(await samplesOf(dir)).keys()]).toEqual(['a/1', 'b/2']);
   });
 
+  it('--force killed between moving the old manifest aside and committing: the next index is refused, --force finishes', async () => {
+    const src = tmpDir();
+    const old = ['o-0.tar', 'o-1.tar'].map((n) => path.join(src, n));
+    await tarStreamTar(old[0]!, [{ name: 'a/1.txt', body: Buffer.from('one') }]);
+    await tarStreamTar(old[1]!, [{ name: 'b/2.txt', body: Buffer.from('two') }]);
+    const fresh = path.join(src, 'n-0.tar');
+    await tarStreamTar(fresh, [{ name: 'c/3.txt', body: Buffer.from('three') }]);
+    const out = tmpDir();
+    await adoptTars(old, { out });
+    // the state such a kill leaves: no manifest (moved aside), the old links, maybe part of a new index
+    fs.renameSync(path.join(out, 'manifest.json'), path.join(out, '.shardkit-replaced-manifest.json'));
+    fs.rmSync(path.join(out, 'index.skidx'));
+    await expect(adoptTars([fresh], { out })).rejects.toMatchObject({ code: ErrorCodes.OUTPUT_EXISTS, message: expect.stringContaining('a killed index --force was replacing it') });
+    await adoptTars([fresh], { out, force: true });
+    expect(fs.existsSync(path.join(out, '.shardkit-replaced-manifest.json'))).toBe(false);
+    expect([...(await samplesOf(out)).keys()]).toEqual(['c/3']);
+    expect((await verifyDataset(out)).ok).toBe(true);
+  });
+
   it('--force does not replace a dataset that pack wrote (its shards would stay), and leaves it whole', async () => {
     const t = path.join(tmpDir(), 't.tar');
     await tarStreamTar(t, [{ name: 'a/1.txt', body: Buffer.from('1') }]);
