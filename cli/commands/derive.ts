@@ -58,7 +58,7 @@ export function registerDerive(program: Command): void {
         const summary = { out: flags.out, samples: m.totals.samples, shards: m.shards.length, resumedSamples: r.resumedSamples, skipped: m.skipped, passes: m.passes.map((p) => p.name), passStats: r.passStats };
         if (flags.json) printJson(summary);
         else if (!flags.quiet) {
-          const parts = [`derived ${summary.samples} samples into ${summary.shards} shards at ${summary.out} (passes: ${summary.passes.join(', ')})`];
+          const parts = [`derived ${summary.samples} sample${summary.samples === 1 ? '' : 's'} into ${summary.shards} shard${summary.shards === 1 ? '' : 's'} at ${summary.out} (passes: ${summary.passes.join(', ')})`];
           if (r.resumedSamples > 0) parts.push(`${r.resumedSamples} resumed`);
           if (m.skipped.length > 0) parts.push(`${m.skipped.length} skipped (listed below and in the manifest)`);
           parts.push(...passStatsNotes(r.passStats));
