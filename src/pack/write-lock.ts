@@ -52,7 +52,8 @@ export class WriteLock {
       if (holder === undefined) {
         // released meanwhile (try again), or empty: its writer was killed between create and write, unless that
         // happens right now (a lock younger than a second is left to its writer)
-        if (ageMs(file) < 1000) continue;
+        const age = ageMs(file);
+        if (age === Infinity || age < 1000) continue;
       } else if (holder.abandoned !== true && (holder.host !== owner.host || isAlive(holder.pid))) {
         const who = `${holder.command} (pid ${holder.pid} on ${holder.host}, since ${holder.started})`;
         throw new ShardkitError(
