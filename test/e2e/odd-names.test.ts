@@ -14,6 +14,20 @@ import { tmpDir } from '../helpers/tmp.js';
 
 const BOM = '\uFEFF';
 const byUtf8 = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
+const manifestOf = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
+
+/**
+ * Packs `src` as `n` parts with `flags` and merges them: each skipped input is listed by one part only, and the
+ * merged manifest lists them all, as the one-machine pack's `skipped` does.
+ */
+function expectPartsListSkipsOnce(src: string, root: string, n: number, flags: string[], skipped: { path: string; reason: string }[]): void {
+  const parts = Array.from({ length: n }, (_, i) => path.join(root, `part${i}`));
+  parts.forEach((p, i) => expect(shardkit(['pack', src, '--out', p, '--part', `${i}/${n}`, ...flags]).status).toBe(0));
+  expect(parts.flatMap((p) => manifestOf(p).skipped.map((s: { path: string }) => s.path)).sort()).toEqual(skipped.map((s) => s.path).sort());
+  const merged = path.join(root, 'merged');
+  expect(shardkit(['merge', ...parts, '--out', merged]).status).toBe(0);
+  expect(manifestOf(merged).skipped).toEqual(skipped);
+}
 
 describe('a key that starts with U+FEFF', () => {
   it('round-trips through the index: listed, found and ordered as written', async () => {
@@ -122,19 +136,12 @@ describe('a file name that is not UTF-8', () => {
     expect(line).toMatch(/packed 3 samples .*; 3 skipped \(listed below and in the manifest\)/);
     // one line per skip, path and reason, in key order; the summary names bad bytes as the manifest does
     expect(listed.map((l) => l.replace(/: SHARDKIT_ERR_INPUT: .*/, ''))).toEqual(['  skipped b\\xff.txt', '  skipped c.txt', '  skipped d\\xfe']);
-    const manifestOf = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
     const skipped = manifestOf(one).skipped as { path: string; reason: string }[];
     expect(skipped.map((s) => s.path)).toEqual(['b\\xff.txt', 'c.txt', 'd\\xfe']);
     expect(skipped[0]!.reason).toMatch(/not valid UTF-8/);
     expect(shardkit(['ls', one]).stdout).toBe('a\ne\nf\n');
 
-    const parts = [0, 1].map((i) => path.join(root, `part${i}`));
-    parts.forEach((p, i) => expect(shardkit(['pack', src, '--out', p, '--part', `${i}/2`, '--pass-module', mod, '--on-error', 'skip']).status).toBe(0));
-    // each refused name is listed by one part only
-    expect(parts.flatMap((p) => manifestOf(p).skipped.map((s: { path: string }) => s.path)).sort()).toEqual(['b\\xff.txt', 'c.txt', 'd\\xfe']);
-    const merged = path.join(root, 'merged');
-    expect(shardkit(['merge', ...parts, '--out', merged]).status).toBe(0);
-    expect(manifestOf(merged).skipped).toEqual(skipped);
+    expectPartsListSkipsOnce(src, root, 2, ['--pass-module', mod, '--on-error', 'skip'], skipped);
   });
 });
 
@@ -149,7 +156,6 @@ describe('a file name that ends with its first dot', () => {
       fs.mkdirSync(path.dirname(path.join(src, rel)), { recursive: true });
       fs.writeFileSync(path.join(src, rel), body);
     }
-    const manifestOf = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
 
     const dotFailed = path.join(root, 'dot-failed');
     const failedDot = shardkit(['pack', src, '--out', dotFailed]);
@@ -173,13 +179,7 @@ describe('a file name that ends with its first dot', () => {
     expect(summary.stdout).toMatch(/packed 7 samples .*; 3 skipped \(listed below and in the manifest\)/);
     expect(shardkit(['ls', one]).stdout).toBe('a\nd/k\ne\nf/g\nh\ni\nj\n');
 
-    const parts = [0, 1, 2].map((i) => path.join(root, `part${i}`));
-    parts.forEach((p, i) => expect(shardkit(['pack', src, '--out', p, '--part', `${i}/3`, ...flags]).status).toBe(0));
-    // each refused name is listed by one part only
-    expect(parts.flatMap((p) => manifestOf(p).skipped.map((s: { path: string }) => s.path)).sort()).toEqual(skipped.map((s) => s.path).sort());
-    const merged = path.join(root, 'merged');
-    expect(shardkit(['merge', ...parts, '--out', merged]).status).toBe(0);
-    expect(manifestOf(merged).skipped).toEqual(skipped);
+    expectPartsListSkipsOnce(src, root, 3, flags, skipped);
 
     // killed after a few shards (one sample each), resumed: the same bytes as a pack that ran through (one sample
     // at a time: the pass does not meet h before the samples ahead of it are written)
@@ -210,7 +210,6 @@ describe('a hidden file under --include-hidden', () => {
       fs.mkdirSync(path.dirname(path.join(src, rel)), { recursive: true });
       fs.writeFileSync(path.join(src, rel), body);
     }
-    const manifestOf = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
 
     const failedDir = path.join(root, 'failed');
     const failed = shardkit(['pack', src, '--out', failedDir, '--include-hidden']);
@@ -231,12 +230,7 @@ describe('a hidden file under --include-hidden', () => {
     ]);
     expect(shardkit(['ls', one]).stdout).toBe('.cache/x\na\nd/k\ne\n');
 
-    const parts = [0, 1, 2].map((i) => path.join(root, `part${i}`));
-    parts.forEach((p, i) => expect(shardkit(['pack', src, '--out', p, '--part', `${i}/3`, ...flags]).status).toBe(0));
-    expect(parts.flatMap((p) => manifestOf(p).skipped.map((s: { path: string }) => s.path)).sort()).toEqual(skipped.map((s) => s.path).sort());
-    const merged = path.join(root, 'merged');
-    expect(shardkit(['merge', ...parts, '--out', merged]).status).toBe(0);
-    expect(manifestOf(merged).skipped).toEqual(skipped);
+    expectPartsListSkipsOnce(src, root, 3, flags, skipped);
 
     // without --include-hidden, hidden names are skipped and counted, not listed
     const plain = path.join(root, 'plain');
