@@ -13,6 +13,7 @@ import { parseCsvLabelTable, parseJsonLabelTable } from '../../src/passes/label-
 import { parsePassSpec } from '../../src/passes/parse-pass-spec.js';
 import { customPass, type Pass, type PassContext } from '../../src/passes/pass.js';
 import { IMAGE_FIXTURES, loadImageFixtures, type FixtureSample } from '../helpers/fixture-samples.js';
+import { errorOf } from '../helpers/error-of.js';
 import { makeTempDir, removeTree } from '../helpers/source-tree.js';
 
 let fixtures: Map<string, FixtureSample>;
@@ -49,15 +50,6 @@ function member(sample: Sample, ext: string): Uint8Array {
 
 const meta = (bytes: Uint8Array) => sharp(bytes).metadata();
 const text = (bytes: Uint8Array | undefined) => new TextDecoder().decode(bytes);
-
-async function errorOf(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a rejection');
-}
 
 describe('resize', () => {
   it.each([

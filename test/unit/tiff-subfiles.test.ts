@@ -4,18 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { ErrorCodes, isShardkitError } from '../../formats/errors.js';
 import { parsePassSpec } from '../../src/passes/parse-pass-spec.js';
 import { isOneTiffImage, tiffReducedFlags } from '../../src/passes/tiff-subfiles.js';
+import { errorOf } from '../helpers/error-of.js';
 import { makeTiff, type TiffImage } from '../helpers/tiff.js';
 
 const spec = (text: string) => parsePassSpec(text, { cwd: process.cwd() });
-
-async function errorOf(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a rejection');
-}
 
 describe('image passes on multi-IFD TIFFs', () => {
   it('take a TIFF whose other IFDs are reduced-resolution versions (thumbnail, pyramid) as its first image, and refuse other multi-image TIFFs', async () => {
