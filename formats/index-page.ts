@@ -74,8 +74,8 @@ export interface LeafPage {
   rows: Float64Array;
   memberRows: Float64Array;
   exts: string[];
-  /** Key to index in `keys`, built by a reader on its first key lookup in this leaf (undefined until then). */
-  keyIndex: Map<string, number> | undefined;
+  /** A hash table of `keys` for exact lookups, built by a reader on its first key lookup in this leaf (undefined until then). */
+  keyTable: Int32Array | undefined;
 }
 
 /**
@@ -254,7 +254,7 @@ function decodeLeaf(r: ByteReader, pageNo: number, next: number, count: number, 
 /** A leaf as decodePage returns it: entry objects kept from decoding (keepEntries), or made on first use. */
 class DecodedLeaf implements LeafPage {
   readonly type = 'leaf';
-  keyIndex: Map<string, number> | undefined = undefined;
+  keyTable: Int32Array | undefined = undefined;
 
   constructor(
     readonly pageNo: number,
