@@ -41,8 +41,9 @@ export interface NativeAddon {
   /** True when crc32c uses the SSE4.2 instruction. */
   readonly hardwareCrc32c: boolean;
   /**
-   * Reads a source file for pack as GNU tar does (open, fstat, read, fstat, close) in one call, into
-   * `target[offset, offset + room)`: returns its size, or -(size + 1) without reading when it does not fit.
+   * Reads a source file for pack in one call (open, read, fstat, close; a second fstat as GNU tar makes for a file
+   * changed in the last second: see read-file.c), into `target[offset, offset + room)`: returns its size, or
+   * -(size + 1) when it does not fit (the room's bytes may have been written then; nothing outside it is).
    * Throws an Error with the errno name as `code` and `syscall`, or ERR_SHARDKIT_NATIVE_NOT_FILE (no longer a
    * regular file) or ERR_SHARDKIT_NATIVE_CHANGED (size, mtime or ctime changed while it was read).
    */
