@@ -4,7 +4,7 @@
  * among them, load first: ~40 ms. An entry that loaded them after starting the threads measured no faster.) The
  * pack takes the threads over; when it does not get that far (bad arguments, --help), they end with the process.
  */
-import { INITIAL_READ_THREADS, prestartReaders } from '../src/pack/reader-start.js';
+import { initialReadThreads, prestartReaders } from '../src/pack/reader-start.js';
 
 /** The readers `shardkit pack` will want, from its arguments; undefined for another command or a value to refuse. */
 export function readersWanted(args: readonly string[]): number | undefined {
@@ -16,7 +16,7 @@ export function readersWanted(args: readonly string[]): number | undefined {
     if (a === '--read-threads') value = args[i + 1];
     else if (a.startsWith('--read-threads=')) value = a.slice('--read-threads='.length);
   }
-  if (value === null) return INITIAL_READ_THREADS;
+  if (value === null) return initialReadThreads();
   if (value === undefined) return undefined;
   // what commander and the pack will check; a value they refuse starts nothing
   return /^\d{1,2}$/.test(value) ? Number(value) : undefined;

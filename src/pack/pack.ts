@@ -17,7 +17,7 @@ import { DatasetWriter, type WriterStats } from './dataset-writer.js';
 import { RunGrouper, walkSamples } from './group-samples.js';
 import { batchSamples, sampleError, type SampleInputError } from './source-batches.js';
 import { openSourceBatches, type ReaderThreads, type SourceBatches } from './source-threads.js';
-import { DEFAULT_READ_THREADS, INITIAL_READ_THREADS, workerAvailable } from './reader-start.js';
+import { DEFAULT_READ_THREADS, initialReadThreads, workerAvailable } from './reader-start.js';
 import { memberPath, splitKey } from '../../formats/sample.js';
 import { nativeAvailable, useNativeCrc32c } from '../native/native.js';
 import { runPipeline, settle, settleEncoded, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
@@ -75,9 +75,8 @@ export interface PackOptions {
   /**
    * Worker threads that read the source ahead of the writer, taking groups of samples in turn (more keep more reads
    * in flight on a cold or remote disk); 0 reads in the calling thread. By default, where the compiled worker script
-   * is present (shardkit running from its build): {@link INITIAL_READ_THREADS}, and up to
-   * {@link DEFAULT_READ_THREADS} once the reads are seen coming from storage or waiting on it (from the page cache a
-   * second reader only takes CPU from the writer); else 0.
+   * is present (shardkit running from its build): {@link initialReadThreads} (two on two cores or more), and up
+   * to {@link DEFAULT_READ_THREADS} once the reads are seen coming from storage or waiting on it; else 0.
    */
   readThreads?: number;
   onProgress?: (p: PackProgress) => void;
@@ -142,7 +141,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     // name anywhere in the tree)
     ...(isInside(realOut, realSource) ? { excludePaths: [path.relative(realSource, realOut).split(path.sep).join('/')] } : {}),
   };
-  const readThreads: ReaderThreads = options.readThreads ?? (workerAvailable() ? { auto: true, initial: INITIAL_READ_THREADS, max: DEFAULT_READ_THREADS } : 0);
+  const readThreads: ReaderThreads = options.readThreads ?? (workerAvailable() ? { auto: true, initial: initialReadThreads(), max: DEFAULT_READ_THREADS } : 0);
   if (typeof readThreads === 'number' && (!Number.isSafeInteger(readThreads) || readThreads < 0 || readThreads > 64)) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected an integer between 0 and 64 for readThreads but received ${readThreads}`);
   }

@@ -7,11 +7,11 @@
  * consumer hands back for reuse; credits bound the batches in flight, and tasks-ahead the work handed out, so
  * memory stays at a few batches per reader whatever the dataset size.
  *
- * How many readers: a fixed number, or `auto`: one to start with, and a second once the reads are seen coming from
- * storage (the process's block reads) or waiting (far more wall time than thread CPU time) for GROW_WINDOWS
- * windows of reading in a row. From the page cache one reader keeps up with the writer, and a second only takes
- * CPU from it on a small machine (measured 10-14 % slower on 2 cores, 100k small files); from a disk two keep two
- * reads in flight (measured 1.35x faster than one).
+ * How many readers: a fixed number, or `auto`: `initial` to start with (reader-start.ts: two on two cores or more),
+ * and more up to `max` once the reads are seen coming from storage (the process's block reads) or waiting (far more
+ * wall time than thread CPU time) for GROW_WINDOWS windows of reading in a row. From the page cache one reader is
+ * the critical path and two took 0.96x its time on 2 cores (100k small files; an earlier build, with more work on
+ * the main thread, measured two 10-14 % slower); from a disk two keep two reads in flight (1.35x faster than one).
  */
 import type { Worker } from 'node:worker_threads';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';

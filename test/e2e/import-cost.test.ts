@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { straceAvailable } from '../../src/bench/strace.js';
+import { initialReadThreads } from '../../src/pack/reader-start.js';
 import { CLI, ROOT } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -58,7 +59,7 @@ describe('import cost', () => {
     // each on a line of its own
     const r = spawnSync('strace', ['-f', '-qq', '-z', '-e', 'trace=openat', '-e', 'signal=none', process.execPath, CLI, 'pack', src, '--out', out, '--json'], { encoding: 'utf8', timeout: 60_000 });
     expect(r.status, r.stderr).toBe(0);
-    expect((JSON.parse(r.stdout) as { readThreads: number }).readThreads).toBe(1);
+    expect((JSON.parse(r.stdout) as { readThreads: number }).readThreads).toBe(initialReadThreads());
     const opened = [...r.stderr.matchAll(/openat\([^,]+, "([^"]+)"/g)].map((m) => path.relative(ROOT, m[1] as string));
     expect(opened.length).toBeGreaterThan(10);
     const dist = opened.filter((p) => p.startsWith(`dist${path.sep}`));

@@ -6,6 +6,7 @@ import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { openDataset } from '../../src/read/dataset.js';
 import { pack } from '../../src/pack/pack.js';
+import { initialReadThreads } from '../../src/pack/reader-start.js';
 import { decodeNpy } from '../../src/passes/npy.js';
 import { imageConcurrency } from '../../src/passes/image-concurrency.js';
 import { ROOT, killAfterJournalLines, readTree, shardkit } from '../helpers/cli.js';
@@ -221,8 +222,9 @@ describe('shardkit pack', () => {
     fs.writeFileSync(path.join(deep, 'k.bin'), 'k');
     // the reader threads read with the native addon when it is built (a task's uncompressed samples in one call);
     // SHARDKIT_NATIVE=0 reads with Node's fs and lays samples out in JavaScript
-    // 'auto': no --read-threads, so one reader, and a second only for reads seen coming from storage (not here:
-    // the tree was just written) or not measured (LZ4 and no addon read in JavaScript)
+    // 'auto': no --read-threads, so initialReadThreads() (two on two cores or more), and a second on one core only
+    // for reads seen coming from storage (not here: the tree was just written) or not measured (LZ4 and no addon
+    // read in JavaScript)
     const cases = [['none', '2', '1', 'tar'], ['lz4', '3', '1', 'tar'], ['none', '2', '0', 'tar'], ['none', '1', '0', 'packed'], ['none', '2', '1', 'packed'], ['none', 'auto', '1', 'tar'], ['lz4', 'auto', '0', 'packed']] as const;
     for (const [compress, threads, native, layout] of cases) {
       const a = path.join(tmpDir(), 'a');
@@ -233,7 +235,7 @@ describe('shardkit pack', () => {
       // the bundled CLI finds the addon wherever it was built (ADDON_BUILT: see the top of this file)
       expect((JSON.parse(r.stdout) as { native: boolean }).native).toBe(native === '1' && ADDON_BUILT);
       if (threads !== 'auto') expect(readers).toBe(Number(threads));
-      else if (compress === 'none' && native === '1') expect(readers).toBe(1);
+      else if (compress === 'none' && native === '1') expect(readers).toBe(initialReadThreads());
       else expect([1, 2]).toContain(readers);
       expect((JSON.parse(r.stdout) as { skipped: unknown[] }).skipped, r.stdout).toHaveLength(2);
       await pack({ source: src, out: b, shardBytes: 1 << 20, compress, layout, readThreads: 0, onError: 'skip' });
