@@ -88,7 +88,7 @@ const result = {
   files,
   repeat: R,
   layout: values.layout,
-  readThreads: values['read-threads'] ?? 'default (1, and 2 when reads come from storage)',
+  readThreads: values['read-threads'] ?? 'default (2 on two cores or more; else 1, and 2 when reads come from storage)',
   tar: values['tar-sort'] ? 'tar --sort=name -cf' : 'tar -cf',
   cache: values.cold ? 'cold (drop_caches before every run)' : 'warm',
   tarSeconds: stat(runs.tar.map((x) => x.secs)),
