@@ -41,19 +41,20 @@ export interface NativeAddon {
   /** True when crc32c uses the SSE4.2 instruction. */
   readonly hardwareCrc32c: boolean;
   /**
-   * Reads a source file for pack in one call (open, read, fstat, close; a second fstat as GNU tar makes for a file
-   * changed in the last second: see read-file.c), into `target[offset, offset + room)`: returns its size, or
-   * -(size + 1) when it does not fit (the room's bytes may have been written then; nothing outside it is).
+   * Reads a source file for pack as GNU tar does (open, fstat, read, fstat, close) in one call, into
+   * `target[offset, offset + room)`: returns its size, or -(size + 1) without reading when it does not fit.
    * Throws an Error with the errno name as `code` and `syscall`, or ERR_SHARDKIT_NATIVE_NOT_FILE (no longer a
    * regular file) or ERR_SHARDKIT_NATIVE_CHANGED (size, mtime or ctime changed while it was read).
    */
   readFile(path: string, target: Uint8Array, offset: number, room: number): number;
   /**
    * Reads a run of samples for pack and lays them out as shard bytes, in one call: per member in order, the file
-   * `root` + the next NUL-terminated name in `names` (read as readFile does; `root` is UTF-8 ending in a separator),
+   * `root` + the next NUL-terminated name in `names` (read as readFile does, or with one fstat when it last changed
+   * seconds before on a local file system: see read-file.c; `root` is UTF-8 ending in a separator),
    * preceded by a ustar header made from `template` and that name and followed by padding to 512 bytes (tar), or
    * alone (`template` null: packed). `counts` holds the members per sample. `io` carries the cursor in and out and
-   * the results: see {@link ReadSamplesIo}. Stops when every sample is done or one cannot be (rolled back, with the reason).
+   * the results: see {@link ReadSamplesIo}. Stops when every sample is done or one cannot be (rolled back, with the
+   * reason; target's bytes past the rolled-back position may have been written).
    */
   readSamples(root: Uint8Array, names: Uint8Array, counts: Uint32Array, template: Uint8Array | null, target: Uint8Array, io: Float64Array): void;
   /**

@@ -68,8 +68,8 @@ function nativeReadFile(): NativeReadFile | undefined {
 }
 
 /**
- * The same checks in C (src/native/read-file.c), with one fstat for a file that last changed over a second before
- * its read. A file larger than the free view is read again once `place` has found room for it.
+ * The same protocol in C (src/native): open, fstat, read, fstat, close, with the same checks. A file larger than
+ * the free view is read again once `place` has found room for it.
  */
 function readNative(readFile: NativeReadFile, file: WalkEntry, place: (size: number) => Uint8Array, free: Uint8Array): Uint8Array {
   const call = (target: Uint8Array): number => {

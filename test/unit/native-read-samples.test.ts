@@ -3,9 +3,11 @@
  * The bytes must be exactly encodeSample's (tar and packed), a stop must roll its sample back at a sample boundary,
  * and every reason to stop (no room, a name that needs pax, a file that cannot be read) must say which member.
  */
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { crc32c } from '../../formats/checksum.js';
@@ -20,6 +22,15 @@ import { tmpDir } from '../helpers/tmp.js';
 interface Spec {
   key: string;
   members: { ext: string; bytes: Buffer }[];
+}
+
+/** A tmpfs on most Linux machines: a second file system for the one-fstat tests. */
+const SHM = '/dev/shm';
+
+/** Whether read-file.c trusts the ctime of files in `dir` (ext2/3/4, xfs, btrfs, tmpfs: see ctime_trusted). */
+function trustedFs(dir: string): boolean {
+  const type = spawnSync('stat', ['-f', '-c', '%t', dir], { encoding: 'utf8' });
+  return type.status === 0 && ['ef53', '58465342', '9123683e', '1021994'].includes(type.stdout.trim());
 }
 
 /** readSamples' root for files under `dir`: the directory and a separator. */
@@ -200,6 +211,74 @@ describe.skipIf(!nativeAvailable())('native readSamples', () => {
     io[IO.END] = 4096;
     readSamples(rootOf(dir), Buffer.from('a/x.bin\0gone/y.bin\0'), Uint32Array.of(1, 1), null, new Uint8Array(4096), io);
     expect([io[IO.STATUS], io[IO.SAMPLE], io[IO.ERRNO], io[IO.SYSCALL]]).toEqual([STATUS.ERRNO, 1, 2 /* ENOENT */, 1 /* open */]);
+  });
+
+  it('reads files that last changed seconds before (one fstat on a local file system) as it reads fresh ones', async () => {
+    // sizes around the first read (128 KiB) of a file in a trusted directory, and a file larger than it
+    const sizes = [0, 1, 4095, (128 << 10) - 1, 128 << 10, (128 << 10) + 1, (1 << 20) + 4097];
+    const dirs = [tmpDir(), ...(trustedFs(SHM) ? [fs.mkdtempSync(path.join(SHM, 'shardkit-test-'))] : [])];
+    const specs = dirs.map((dir) => {
+      const samples: Spec[] = sizes.map((size, i) => ({ key: `s${i}`, members: [{ ext: 'bin', bytes: randomBytes(size) }] }));
+      return { samples, ...inputs(dir, samples) };
+    });
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    try {
+      for (const { samples, root, names, counts, io } of specs) {
+        for (const layout of ['tar', 'packed'] as const) {
+          const want = expected(samples, layout);
+          // all the room needed, then less: the last sample does not fit and is rolled back
+          for (const room of [want.length, want.length - 1]) {
+            const target = new Uint8Array(room + 9).fill(0xa5);
+            io.fill(0);
+            io[IO.POS] = 0;
+            io[IO.END] = room;
+            readSamples(root, names, counts, template(layout), target, io);
+            const done = room === want.length ? samples.length : samples.length - 1;
+            expect(io[IO.SAMPLE]).toBe(done);
+            expect(io[IO.STATUS]).toBe(room === want.length ? STATUS.DONE : STATUS.ROOM);
+            const laid = expected(samples.slice(0, done), layout);
+            expect(io[IO.POS]).toBe(laid.length);
+            expect(Buffer.from(target.subarray(0, laid.length)).equals(laid)).toBe(true);
+            expect(target.subarray(room).every((b) => b === 0xa5)).toBe(true); // nothing past the room
+            samples.slice(0, done).forEach((sample, f) => expect(io[IO.RESULTS + 2 * f + 1]).toBe(crc32c(sample.members[0]!.bytes)));
+          }
+        }
+      }
+    } finally {
+      for (const dir of dirs.slice(1)) fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.runIf(spawnSync('sh', ['-c', 'command -v strace']).status === 0)('makes one fstat a file that last changed seconds before on a local file system, two (as GNU tar) a fresh one', async () => {
+    const dirs = [tmpDir(), ...(trustedFs(SHM) ? [fs.mkdtempSync(path.join(SHM, 'shardkit-test-'))] : [])];
+    const native = fileURLToPath(new URL('../../dist/src/native/native.js', import.meta.url));
+    // a child reads the samples through readSamples; strace counts its fstat-like calls
+    const fstats = (root: Buffer, keys: string[]): number => {
+      const script = `import { nativeAddon } from ${JSON.stringify(native)};
+        const keys = ${JSON.stringify(keys)};
+        const io = new Float64Array(16 + 2 * keys.length); io[4] = 1 << 22;
+        nativeAddon().readSamples(Buffer.from(${JSON.stringify(root.toString())}), Buffer.from(keys.map((k) => k + '.bin\\0').join('')),
+          new Uint32Array(keys.length).fill(1), null, new Uint8Array(1 << 22), io);
+        if (io[6] !== 0 || io[0] !== keys.length) process.exit(3);`;
+      const out = spawnSync('strace', ['-f', '-c', '-e', 'trace=fstat,newfstatat,statx', process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8' });
+      expect(out.status, out.stderr).toBe(0);
+      return [...out.stderr.matchAll(/^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)(?:\s+\d+)?\s+(?:fstat|newfstatat|statx)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+    };
+    try {
+      const keys = (prefix: string) => Array.from({ length: 200 }, (_, i) => `${prefix}${i}`);
+      for (const dir of dirs) for (const key of keys('old')) fs.writeFileSync(path.join(dir, `${key}.bin`), randomBytes(3000));
+      await new Promise((resolve) => setTimeout(resolve, 2100));
+      for (const dir of dirs) {
+        for (const key of keys('new')) fs.writeFileSync(path.join(dir, `${key}.bin`), randomBytes(3000));
+        const root = rootOf(dir);
+        const none = fstats(root, []);
+        // one fstat of the directory, then one or two per file
+        expect(fstats(root, keys('old')) - none, dir).toBe(1 + (trustedFs(dir) ? 200 : 400));
+        expect(fstats(root, keys('new')) - none, dir).toBe(1 + 400);
+      }
+    } finally {
+      for (const dir of dirs.slice(1)) fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses a root with a NUL or of 4096 bytes, and stops at a path of 4096 bytes or more (ENAMETOOLONG, open)', () => {
