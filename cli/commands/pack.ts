@@ -59,7 +59,7 @@ export function registerPack(program: Command): void {
     .option('--pass <spec>', 'preprocessing pass, repeatable, run in order: resize=WxH[:fit], normalize[=M:S], format=jpeg|webp[:q]|png, tag=dirname|FILE.csv|FILE.json', collect, [])
     .option('--pass-module <file>', 'ES module whose default export is a pass function (repeatable, runs in command-line order)', collect, [])
     .option('--concurrency <n>', 'samples in flight (default: 2 x cores)')
-    .option('--read-threads <n>', 'threads reading the source ahead of the writer; more keep more reads in flight on slow disks (default: 1, and 2 once reads wait on the disk; 0: none)')
+    .option('--read-threads <n>', 'threads reading the source ahead of the writer; more keep more reads in flight on slow disks (default: 2 on two cores or more, else 1 and 2 once reads wait on the disk; 0: none)')
     .option('--on-error <mode>', 'fail (stop at the first bad input) or skip (leave it out, list it)', 'fail')
     .option('--resume', 'finish an interrupted pack of the same source and options')
     .option('--force', 'replace a dataset or an interrupted pack in the output directory')
