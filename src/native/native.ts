@@ -50,7 +50,7 @@ export interface NativeAddon {
   /**
    * Reads a run of samples for pack and lays them out as shard bytes, in one call: per member in order, the file
    * `root` + the next NUL-terminated name in `names` (read as readFile does, or with one fstat when it last changed
-   * seconds before on a local file system: see read-file.c; `root` is UTF-8 ending in a separator),
+   * seconds before on a local file system: see source-file.c; `root` is UTF-8 ending in a separator),
    * preceded by a ustar header made from `template` and that name and followed by padding to 512 bytes (tar), or
    * alone (`template` null: packed). `counts` holds the members per sample. `io` carries the cursor in and out and
    * the results: see {@link ReadSamplesIo}. Stops when every sample is done or one cannot be (rolled back, with the

@@ -27,7 +27,7 @@ interface Spec {
 /** A tmpfs on most Linux machines: a second file system for the one-fstat tests. */
 const SHM = '/dev/shm';
 
-/** Whether read-file.c trusts the ctime of files in `dir` (ext2/3/4, xfs, btrfs, tmpfs: see ctime_trusted). */
+/** Whether source-file.c trusts the ctime of files in `dir` (ext2/3/4, xfs, btrfs, tmpfs: see ctime_trusted). */
 function trustedFs(dir: string): boolean {
   const type = spawnSync('stat', ['-f', '-c', '%t', dir], { encoding: 'utf8' });
   return type.status === 0 && ['ef53', '58465342', '9123683e', '1021994'].includes(type.stdout.trim());
