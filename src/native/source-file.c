@@ -73,7 +73,6 @@ static int ctime_trusted(long f_type) {
   }
 }
 
-
 /* The directory to open `*path` in, advancing `*path` to the name in it; AT_FDCWD (path unchanged) when none. */
 int sk_dir_of(sk_dir_cache *c, const char **path, size_t path_len) {
   const char *slash = *path + path_len;
