@@ -1,8 +1,11 @@
 /*
- * CRC32C (Castagnoli) for the native addon: SSE4.2 with three interleaved streams where the CPU has it, a
- * slicing-by-8 table otherwise; equal to formats/checksum.ts crc32c (see crc32c.h).
+ * CRC32C (Castagnoli) for the native addon, by the fastest kernel the CPU has: carry-less multiply folding of 512-bit
+ * or 256-bit vectors (crc32c-fold.c) for the bulk of long inputs, the SSE4.2 crc32 instruction with three interleaved
+ * streams, or a slicing-by-8 table; all equal to formats/checksum.ts crc32c (see crc32c.h).
  */
 #include "crc32c.h"
+
+#include "crc32c-fold.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -36,7 +39,10 @@ typedef struct {
 
 static crc_shift_table shift_long;
 static crc_shift_table shift_short;
-static int use_hardware_crc;
+/* The kernels, slowest first; `best_kernel` is the fastest this CPU and OS support (chosen once, in crc_init). */
+enum { K_TABLE, K_SSE42, K_FOLD256, K_FOLD512, K_COUNT };
+static const char *const kernel_names[K_COUNT] = {"table", "sse4.2", "vpclmulqdq-256", "vpclmulqdq-512"};
+static int best_kernel = K_TABLE;
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
 static uint32_t crc_zero_bytes(uint32_t state, size_t zeros) {
@@ -76,7 +82,14 @@ static void crc_init(void) {
   make_shift_table(&shift_short, SHORT_LANE_BYTES);
 #ifdef SK_X86_CRC
   __builtin_cpu_init();
-  use_hardware_crc = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+  if (__builtin_cpu_supports("sse4.2")) best_kernel = K_SSE42;
+#endif
+#ifdef SK_CRC_FOLD
+  sk_crc_fold_init();
+  /* __builtin_cpu_supports also checks that the OS saves the vector registers (XCR0) */
+  if (best_kernel == K_SSE42 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("vpclmulqdq")) {
+    best_kernel = __builtin_cpu_supports("avx512f") ? K_FOLD512 : K_FOLD256;
+  }
 #endif
 }
 
@@ -186,24 +199,41 @@ __attribute__((target("sse4.2"))) static uint32_t crc_copy_raw_hardware(uint32_t
 }
 #endif
 
-uint32_t sk_crc32c(uint32_t seed, const uint8_t *p, size_t n) {
-  uint32_t state = ~seed;
-#ifdef SK_X86_CRC
-  if (use_hardware_crc) return ~crc_raw_hardware(state, p, n);
+/* The raw CRC of p[0, n) from `state` by `kernel` (at most best_kernel), copying to d in the same pass unless NULL. */
+static uint32_t crc_raw(int kernel, uint32_t state, const uint8_t *p, uint8_t *d, size_t n) {
+#ifdef SK_CRC_FOLD
+  if (kernel >= K_FOLD256) {
+    size_t done = kernel == K_FOLD512 ? sk_crc_fold512(&state, p, d, n) : sk_crc_fold256(&state, p, d, n);
+    p += done;
+    n -= done;
+    if (d != NULL) d += done;
+  }
 #endif
-  return ~crc_raw_table(state, p, n);
+#ifdef SK_X86_CRC
+  if (kernel >= K_SSE42) return d != NULL ? crc_copy_raw_hardware(state, p, d, n) : crc_raw_hardware(state, p, n);
+#endif
+  if (d != NULL) memcpy(d, p, n);
+  return crc_raw_table(state, p, n);
 }
+
+uint32_t sk_crc32c(uint32_t seed, const uint8_t *p, size_t n) { return ~crc_raw(best_kernel, ~seed, p, NULL, n); }
 
 uint32_t sk_crc32c_copy(uint32_t seed, const uint8_t *src, uint8_t *dst, size_t n) {
-#ifdef SK_X86_CRC
-  if (use_hardware_crc) return ~crc_copy_raw_hardware(~seed, src, dst, n);
-#endif
-  memcpy(dst, src, n);
-  return ~crc_raw_table(~seed, dst, n);
+  return ~crc_raw(best_kernel, ~seed, src, dst, n);
 }
 
-uint32_t sk_crc32c_portable(uint32_t seed, const uint8_t *p, size_t n) { return ~crc_raw_table(~seed, p, n); }
+int sk_crc32c_with(const char *kernel, uint32_t seed, const uint8_t *src, uint8_t *dst, size_t n, uint32_t *crc) {
+  for (int k = 0; k <= best_kernel; k++) {
+    if (strcmp(kernel, kernel_names[k]) == 0) {
+      *crc = ~crc_raw(k, ~seed, src, dst, n);
+      return 1;
+    }
+  }
+  return 0;
+}
 
-int sk_crc32c_hardware(void) { return use_hardware_crc; }
+int sk_crc32c_hardware(void) { return best_kernel >= K_SSE42; }
+
+const char *sk_crc32c_kernel(int k) { return k >= 0 && k <= best_kernel ? kernel_names[k] : NULL; }
 
 void sk_crc32c_init(void) { pthread_once(&crc_once, crc_init); }

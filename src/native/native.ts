@@ -36,9 +36,14 @@ export interface NativeAddon {
   copyMany(map: NativeMap, target: Uint8Array, spec: Float64Array, count: number): void;
   /** CRC32C of `bytes` continuing from `seed` (0 to start): the same value as formats/checksum.ts crc32c. */
   crc32c(bytes: Uint8Array, seed?: number): number;
-  /** The same through the portable table code, whatever the CPU (for tests). */
-  crc32cPortable(bytes: Uint8Array, seed?: number): number;
-  /** True when crc32c uses the SSE4.2 instruction. */
+  /**
+   * The same by one kernel of crc32cKernels, copying `bytes` into `copyTarget` (at least as long) in the same pass
+   * when given: for tests of every kernel this CPU has.
+   */
+  crc32cWith(kernel: string, bytes: Uint8Array, seed?: number, copyTarget?: Uint8Array): number;
+  /** The CRC32C kernels this CPU has, slowest first ("table", "sse4.2", "vpclmulqdq-256", "vpclmulqdq-512"); crc32c uses the last. */
+  readonly crc32cKernels: readonly string[];
+  /** True when crc32c runs on CRC instructions (SSE4.2 or carry-less multiply), false on the table. */
   readonly hardwareCrc32c: boolean;
   /**
    * Reads a source file for pack as GNU tar does (open, fstat, read, fstat, close) in one call, into
@@ -122,7 +127,7 @@ function load(): { addon: NativeAddon | undefined; error: unknown } {
   try {
     const raw = createRequire(import.meta.url)(file) as RawAddon;
     // all or nothing: a module whose parameter block failed to initialise is not used (pread then)
-    if (typeof raw.copyWithParams === 'function' && typeof raw.copyMany === 'function' && typeof raw.crc32c === 'function' && raw.copyParams instanceof Float64Array && raw.copyParams.length === PARAMS) {
+    if (typeof raw.copyWithParams === 'function' && typeof raw.copyMany === 'function' && typeof raw.crc32c === 'function' && Array.isArray(raw.crc32cKernels) && raw.copyParams instanceof Float64Array && raw.copyParams.length === PARAMS) {
       return (loaded = { addon: wrap(raw), error: undefined });
     }
     return (loaded = { addon: undefined, error: new Error(`${file}: incomplete native addon (no parameter block)`) });
@@ -167,7 +172,7 @@ function wrap(raw: RawAddon): NativeAddon {
     copyWithParams(map, target);
     return params[5];
   }
-  return { map: raw.map, unmap: raw.unmap, copy, copyMany: raw.copyMany, crc32c: raw.crc32c, crc32cPortable: raw.crc32cPortable, hardwareCrc32c: raw.hardwareCrc32c, readFile: raw.readFile, readSamples: raw.readSamples, listDirectory: raw.listDirectory, threadCpuMs: raw.threadCpuMs };
+  return { map: raw.map, unmap: raw.unmap, copy, copyMany: raw.copyMany, crc32c: raw.crc32c, crc32cWith: raw.crc32cWith, crc32cKernels: raw.crc32cKernels, hardwareCrc32c: raw.hardwareCrc32c, readFile: raw.readFile, readSamples: raw.readSamples, listDirectory: raw.listDirectory, threadCpuMs: raw.threadCpuMs };
 }
 
 /** SHARDKIT_NATIVE=0 (or "false", "off") turns the addon off for the whole process: useful for tests and benchmarks. */

@@ -11,8 +11,11 @@
  *   copyMany(handle, target, spec, n) n such copies from one map into one target in one call, each a row of six
  *                                     numbers in the Float64Array spec (its CRC32C written to the row's last)
  *   crc32c(bytes[, seed])             CRC32C (Castagnoli), equal to formats/checksum.ts crc32c
- *   crc32cPortable(bytes[, seed])     the same through the table fallback (for tests on SSE4.2 machines)
- *   hardwareCrc32c                    true when crc32c runs on SSE4.2
+ *   crc32cWith(kernel, bytes[, seed[, copyTarget]])
+ *                                     the same by one named kernel of crc32cKernels, copying bytes into copyTarget in
+ *                                     the same pass when given (for tests: every kernel this CPU has)
+ *   crc32cKernels                     the CRC32C kernels this CPU has, slowest first; crc32c uses the last
+ *   hardwareCrc32c                    true when crc32c runs on CRC instructions (SSE4.2 or carry-less multiply)
  *   readFile(path, target, offset, room)
  *                                     pack's source read in one call (read-file.c)
  *
@@ -404,26 +407,53 @@ static int init_params(napi_env env, napi_value exports) {
   return napi_set_named_property(env, exports, "copyParams", array) == napi_ok;
 }
 
-/* crc32c(bytes[, seed]), or the table path with data = "portable" */
+/* crc32c(bytes[, seed]), or with data = "with": crc32cWith(kernel, bytes[, seed[, copyTarget]]) */
 static napi_value js_crc32c(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  uint8_t *data;
-  size_t length;
+  size_t argc = 4;
+  napi_value argv[4];
+  void *with = NULL;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, &with));
+  size_t first = with != NULL ? 1 : 0;
+  char kernel[32] = "";
+  if (with != NULL && (argc < 1 || napi_get_value_string_utf8(env, argv[0], kernel, sizeof kernel, NULL) != napi_ok)) {
+    return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: crc32cWith needs a kernel name");
+  }
+  uint8_t *data, *target = NULL;
+  size_t length, target_length = 0;
   uint32_t seed = 0;
-  void *portable = NULL;
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, &portable));
-  if (argc < 1) return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: crc32c needs a Uint8Array");
-  if (get_bytes(env, argv[0], &data, &length) == NULL) return NULL;
-  if (argc > 1) {
+  if (argc <= first) return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: crc32c needs a Uint8Array");
+  if (get_bytes(env, argv[first], &data, &length) == NULL) return NULL;
+  if (argc > first + 1) {
     napi_valuetype type;
-    CHECK(napi_typeof(env, argv[1], &type));
-    if (type != napi_undefined) CHECK(napi_get_value_uint32(env, argv[1], &seed));
+    CHECK(napi_typeof(env, argv[first + 1], &type));
+    if (type != napi_undefined) CHECK(napi_get_value_uint32(env, argv[first + 1], &seed));
+  }
+  if (with != NULL && argc > first + 2) {
+    if (get_bytes(env, argv[first + 2], &target, &target_length) == NULL) return NULL;
+    if (target_length < length) return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: copy target too short");
+  }
+  uint32_t crc = 0;
+  if (with == NULL) {
+    crc = sk_crc32c(seed, data, length);
+  } else if (!sk_crc32c_with(kernel, seed, data, target, length, &crc)) {
+    return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: no such CRC32C kernel on this CPU");
   }
   napi_value result;
-  uint32_t crc = portable != NULL ? sk_crc32c_portable(seed, data, length) : sk_crc32c(seed, data, length);
   CHECK(napi_create_uint32(env, crc, &result));
   return result;
+}
+
+/* crc32cKernels: the names of the kernels this CPU has, slowest first */
+static napi_value crc32c_kernels(napi_env env) {
+  napi_value list, name;
+  if (napi_create_array(env, &list) != napi_ok) return NULL;
+  for (uint32_t k = 0; sk_crc32c_kernel((int)k) != NULL; k++) {
+    if (napi_create_string_utf8(env, sk_crc32c_kernel((int)k), NAPI_AUTO_LENGTH, &name) != napi_ok ||
+        napi_set_element(env, list, k, name) != napi_ok) {
+      return NULL;
+    }
+  }
+  return list;
 }
 
 /* read-file.c */
@@ -442,7 +472,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"copyWithParams", NULL, js_copy_with_params, NULL, NULL, NULL, napi_enumerable, NULL},
       {"copyMany", NULL, js_copy_many, NULL, NULL, NULL, napi_enumerable, NULL},
       {"crc32c", NULL, js_crc32c, NULL, NULL, NULL, napi_enumerable, NULL},
-      {"crc32cPortable", NULL, js_crc32c, NULL, NULL, NULL, napi_enumerable, (void *)"portable"},
+      {"crc32cWith", NULL, js_crc32c, NULL, NULL, NULL, napi_enumerable, (void *)"with"},
       {"readFile", NULL, sk_read_file, NULL, NULL, NULL, napi_enumerable, NULL},
       {"readSamples", NULL, sk_read_samples, NULL, NULL, NULL, napi_enumerable, NULL},
       {"listDirectory", NULL, sk_list_directory, NULL, NULL, NULL, napi_enumerable, NULL},
@@ -451,6 +481,8 @@ static napi_value init(napi_env env, napi_value exports) {
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
   if (napi_get_boolean(env, sk_crc32c_hardware(), &hardware) != napi_ok) return NULL;
   if (napi_set_named_property(env, exports, "hardwareCrc32c", hardware) != napi_ok) return NULL;
+  napi_value kernels = crc32c_kernels(env);
+  if (kernels == NULL || napi_set_named_property(env, exports, "crc32cKernels", kernels) != napi_ok) return NULL;
   if (!init_params(env, exports)) return NULL;
   return exports;
 }

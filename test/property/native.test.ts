@@ -17,26 +17,40 @@ import { tmpDir } from '../helpers/tmp.js';
 const POOL = randomBytes(128 * 1024);
 
 describe.skipIf(!nativeAvailable())('native addon (property)', () => {
-  it('crc32c equals formats/checksum.ts for random lengths 0..100k, seeds and alignments, hardware and table paths', () => {
+  it('crc32c equals formats/checksum.ts for random lengths 0..100k, seeds and alignments, by every kernel this CPU has', () => {
     const addon = nativeAddon()!;
+    const kernels = addon.crc32cKernels;
+    expect(kernels[0]).toBe('table');
+    if (addon.hardwareCrc32c) expect(kernels).toContain('sse4.2');
+    // lengths near the folding kernels' group sizes (128 and 256 bytes) and the crc32 lanes' (768 and 12288)
+    const edges = [0, 1, 7, 8, 127, 128, 129, 255, 256, 257, 383, 384, 511, 512, 513, 767, 768, 769, 12_287, 12_288, 12_289];
     fc.assert(
       fc.property(
-        fc.integer({ min: 0, max: 100_000 }),
+        fc.oneof(fc.integer({ min: 0, max: 100_000 }), fc.constantFrom(...edges)),
         fc.integer({ min: 0, max: 2 ** 32 - 1 }),
         fc.integer({ min: 0, max: 15 }),
         fc.integer({ min: 0, max: 12_000 }),
-        (length, seed, align, start) => {
+        fc.integer({ min: 0, max: 63 }),
+        (length, seed, align, start, targetAt) => {
           // `align` moves the view's start off an 8-byte boundary; `start` varies the bytes
           const from = (start & ~15) + align;
           const bytes = new Uint8Array(POOL.buffer, POOL.byteOffset + from, length);
           const want = crc32c(bytes, seed);
           expect(addon.crc32c(bytes, seed)).toBe(want);
-          expect(addon.crc32cPortable(bytes, seed)).toBe(want);
           if (seed === 0) expect(addon.crc32c(bytes)).toBe(want);
+          for (const kernel of kernels) {
+            expect(addon.crc32cWith(kernel, bytes, seed)).toBe(want);
+            // the copy in the same pass: every byte, at any target alignment, and not one past the end
+            const target = new Uint8Array(targetAt + length + 1).fill(0xaa);
+            expect(addon.crc32cWith(kernel, bytes, seed, target.subarray(targetAt, targetAt + length))).toBe(want);
+            expect(Buffer.from(target.buffer, targetAt, length).equals(bytes)).toBe(true);
+            expect(target[targetAt + length]).toBe(0xaa);
+          }
         },
       ),
       { numRuns: 300 },
     );
+    expect(() => addon.crc32cWith('no-such-kernel', POOL)).toThrow(expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_ARG' }));
   });
 
   it('crc32c continues across chunks exactly like one call', () => {
