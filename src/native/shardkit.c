@@ -214,25 +214,6 @@ static napi_value js_unmap(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* Bytes at the start of a copy whose cache lines are requested before it begins (see prefetch_span). */
-#define PREFETCH_MAX_BYTES (16 * 1024)
-
-/*
- * Requests every cache line of src[0, n) (the first PREFETCH_MAX_BYTES) before the copy reads them. A sample read at
- * random from a mapped shard is in no CPU cache; the hardware prefetcher needs a few misses to find the stream and
- * stops at each 4 KiB page, so a copy of a few KiB waited on its lines a few at a time. Requested up front they are
- * fetched in parallel: getSync of 1-10 KiB samples took 0.92x the time, atSync 0.93x, the loader 0.88x (medians of
- * 8-12 alternated processes, 20,000 samples in random order). A prefetch never faults (a line of the mapping past
- * the file's end is not fetched), and each line it asks for lies inside the span's pages, so inside the mapping.
- */
-static inline void prefetch_span(const uint8_t *src, size_t n) {
-  if (n > PREFETCH_MAX_BYTES) n = PREFETCH_MAX_BYTES;
-  const uint8_t *end = src + n;
-  for (const uint8_t *line = (const uint8_t *)((uintptr_t)src & ~(uintptr_t)63); line < end; line += 64) {
-    __builtin_prefetch(line, 0, 3);
-  }
-}
-
 /*
  * The copy behind copyWithParams, from arguments parsed but not yet checked against the map and the target.
  * Returns 1, or 0 with a JavaScript exception pending.
@@ -271,7 +252,6 @@ static int copy_checked(napi_env env, shard_map *m, int64_t offset, int64_t leng
     current_guard = &guard;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     const uint8_t *src = m->base + offset;
-    prefetch_span(src, (size_t)length);
     if (crc_length < 0) {
       memcpy(dst, src, (size_t)length);
     } else {
