@@ -16,6 +16,8 @@ const GOALS = {
   'getSync (native off) vs lmdb get': '(pread path)',
   'getViewSync vs lmdb get': '> 1',
   'getViewSync vs lmdb getBinaryFast': '(view vs view)',
+  'owned-copy floor vs readFileSync': '(the most any copying read can reach)',
+  'getSync / owned-copy floor': '(1.0 = getSync costs no more than its copy)',
   'loader vs fs.promises.readFile': '>= 3',
   'atSync / loader (loader time as a share of sync)': '>= 0.83 (within 20 %)',
   'atSync / loader view': '>= 0.83',
@@ -27,7 +29,7 @@ export function renderMarkdown(report) {
   const lines = [];
   lines.push(`## Read benchmark: ${n} samples, ${(data.bytes / 2 ** 20).toFixed(0)} MiB, ${data.shards} shards, warm cache, random order`);
   lines.push('');
-  lines.push(`Load average while running: ${machine.loadAverage.map((l) => l.toFixed(1)).join(', ')} on ${machine.cpus} cores. Native addon: ${settings.native ? 'on (memory-mapped shards, hardware CRC32C)' : 'off (pread)'}. Each method in a fresh process: ${settings.warmupEpochs ?? 1} warm-up epoch(s), then the median of ${settings.epochsTimed ?? 3}.`);
+  lines.push(`Load average while running: ${machine.loadAverage.map((l) => l.toFixed(1)).join(', ')} on ${machine.cpus} cores. Native addon: ${settings.native ? `on (memory-mapped shards, CRC32C by ${settings.crc32cKernel ?? 'the CPU'})` : 'off (pread)'}. Each method in a fresh process: ${settings.warmupEpochs ?? 1} warm-up epoch(s), then the median of ${settings.epochsTimed ?? 3}.`);
   lines.push('');
   lines.push('| method | median wall ms / epoch | wall us / sample | CPU us / sample | wall runs (ms) |');
   lines.push('|---|---:|---:|---:|---|');

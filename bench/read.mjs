@@ -16,7 +16,9 @@
  *
  * Sizes are log-uniform between min-kb and max-kb (most samples small, as in real sets). Goals (issue 4):
  * sync path >= 3x readFileSync and faster than lmdb get(); loader >= 3x fs.promises.readFile at the same
- * concurrency and within 20 % of the sync path; ~1 syscall per sample; files opened per epoch = shards.
+ * concurrency and within 20 % of the sync path; ~1 syscall per sample; files opened per epoch = shards. The row
+ * "owned-copy floor" times getSync's copy alone (arena buffer, native copy with CRC32C; no lookup, no sample): no
+ * copying read can beat it, so "owned-copy floor vs readFileSync" bounds what getSync and atSync can reach here.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -28,6 +30,8 @@ import { open as openLmdb } from 'lmdb';
 import { DatasetWriter } from '../dist/src/pack/dataset-writer.js';
 import { openDataset } from '../dist/src/read/dataset.js';
 import { IoStats } from '../dist/src/io/io-stats.js';
+import { nativeAddon } from '../dist/src/native/native.js';
+import { ReadArena } from '../dist/src/read/read-arena.js';
 import { median } from '../dist/src/bench/report-stats.js';
 import { renderMarkdown } from './read-report.mjs';
 
@@ -153,6 +157,8 @@ function methods(ctx) {
     'shardkit atViewSync': epochOf((i) => ds.atViewSync(i).members.bin),
     'shardkit atViewSync verify off': epochOf((i) => dsNoVerify.atViewSync(i).members.bin),
     'shardkit atViewSync native off': epochOf((i) => dsPortable.atViewSync(i).members.bin),
+    // the floor of any copying read here: what getSync's copy alone costs (below)
+    ...(ctx.floor === undefined ? {} : { 'owned-copy floor': epochOf(ctx.floor.read) }),
     'lmdb getBinaryFast (view)': epochOf((i) => db.getBinaryFast(keys[i])),
     'lmdb get': epochOf((i) => db.get(keys[i])),
     'raw fs.promises.readFile': async () => {
@@ -233,6 +239,7 @@ async function closeContext(ctx) {
   await ctx.dsNoVerify.close();
   await ctx.dsPortable.close();
   ctx.db.close();
+  ctx.floor?.close();
 }
 
 async function context(opts, dir, io) {
@@ -244,7 +251,46 @@ async function context(opts, dir, io) {
   const db = openLmdb({ path: path.join(dir, 'lmdb'), encoding: 'binary', compression: false, readOnly: true });
   const dsNoVerify = await openDataset(path.join(dir, 'ds'), { checkShards: 'size', verify: false });
   const dsPortable = await openDataset(path.join(dir, 'ds'), { checkShards: 'size', native: false });
-  return { opts, keys, files, order: permutation(n, 7), ds, dsNoVerify, dsPortable, db, io };
+  return { opts, keys, files, order: permutation(n, 7), ds, dsNoVerify, dsPortable, db, io, floor: await ownedCopyFloor(ds, dir) };
+}
+
+/**
+ * The "owned-copy floor": sample i's member bytes copied out of the mapped shard with CRC32C, by the native copy
+ * getSync makes, into a buffer from the read arena getSync uses; no index lookup, no decoding, no sample object. No
+ * copying read can beat it, so readFileSync / floor is the most a copying getSync or atSync can reach here, and
+ * floor / getSync shows how close getSync comes. Undefined without the native addon.
+ */
+async function ownedCopyFloor(ds, dir) {
+  const addon = nativeAddon();
+  if (addon === undefined || !ds.native) return undefined;
+  const shard = [];
+  const offset = [];
+  const length = [];
+  const own = await openDataset(path.join(dir, 'ds'), { checkShards: 'size' }); // leaves ds's page cache and counters alone
+  for await (const e of own.entries()) {
+    const m = e.members[0];
+    shard.push(e.shard);
+    offset.push(e.offset + m.offset);
+    length.push(m.storedSize);
+  }
+  await own.close();
+  const maps = ds.shards.map((s) => {
+    const fd = fs.openSync(path.join(dir, 'ds', s.file), 'r');
+    try {
+      return addon.map(fd, fs.fstatSync(fd).size, true);
+    } finally {
+      fs.closeSync(fd);
+    }
+  });
+  const arena = new ReadArena();
+  return {
+    read: (i) => {
+      const bytes = arena.take(length[i]);
+      addon.copy(maps[shard[i]], offset[i], length[i], bytes, 0, 0, length[i]);
+      return bytes;
+    },
+    close: () => maps.forEach((m) => addon.unmap(m)),
+  };
 }
 
 function strace(opts, dir, method) {
@@ -335,6 +381,8 @@ async function main() {
     'getSync (native off) vs lmdb get': ['lmdb get', 'shardkit getSync native off'],
     'getViewSync vs lmdb get': ['lmdb get', 'shardkit getViewSync'],
     'getViewSync vs lmdb getBinaryFast': ['lmdb getBinaryFast (view)', 'shardkit getViewSync'],
+    'owned-copy floor vs readFileSync': ['raw readFileSync', 'owned-copy floor'],
+    'getSync / owned-copy floor': ['owned-copy floor', 'shardkit getSync'],
     'loader vs fs.promises.readFile': ['raw fs.promises.readFile', 'shardkit loader'],
     'atSync / loader (loader time as a share of sync)': ['shardkit atSync', 'shardkit loader'],
     'atSync / loader view': ['shardkit atSync', 'shardkit loader view'],
@@ -368,7 +416,7 @@ async function main() {
   const report = {
     machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, node: process.version, platform: `${os.platform()} ${os.release()}`, loadAverage: os.loadavg() },
     data: { samples: n, bytes: totalBytes, meanBytes: Math.round(totalBytes / n), sizes: `log-uniform ${opts.minKb}-${opts.maxKb} KiB`, shards: shardCount, generateSeconds: Math.round(genSeconds) },
-    settings: { runs: opts.runs, warmupEpochs: opts.warmup, epochsTimed: EPOCHS_PER_PROCESS, concurrency: opts.concurrency, batchSize: opts.batch, verify: true, order: 'random', cache: 'warm', native: ctx.ds.native },
+    settings: { runs: opts.runs, warmupEpochs: opts.warmup, epochsTimed: EPOCHS_PER_PROCESS, concurrency: opts.concurrency, batchSize: opts.batch, verify: true, order: 'random', cache: 'warm', native: ctx.ds.native, crc32cKernel: nativeAddon()?.crc32cKernels.at(-1) },
     medianMs: med,
     medianCpuMs: cpuMed,
     perSampleUs: Object.fromEntries(Object.keys(med).map((k) => [k, perSampleUs(k)])),
