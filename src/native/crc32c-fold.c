@@ -79,9 +79,10 @@ SK_FOLD_TARGET_256 static inline __m256i fold256(__m256i v, fold_pair k) {
   return _mm256_xor_si256(_mm256_clmulepi64_epi128(v, c, 0x00), _mm256_clmulepi64_epi128(v, c, 0x11));
 }
 
-SK_FOLD_TARGET_256 static inline __m256i load256(const uint8_t *p, uint8_t *d, const int copy) {
-  __m256i v = _mm256_loadu_si256((const __m256i *)p);
-  if (copy) _mm256_storeu_si256((__m256i *)d, v);
+/* The 32 bytes at p + at, stored to d + at too when copying (d is NULL otherwise: no address is formed from it) */
+SK_FOLD_TARGET_256 static inline __m256i load256(const uint8_t *p, uint8_t *d, size_t at, const int copy) {
+  __m256i v = _mm256_loadu_si256((const __m256i *)(p + at));
+  if (copy) _mm256_storeu_si256((__m256i *)(d + at), v);
   return v;
 }
 
@@ -89,16 +90,14 @@ SK_FOLD_TARGET_256 __attribute__((always_inline)) static inline size_t fold256_b
                                                                                   uint8_t *d, const int copy,
                                                                                   size_t n) {
   size_t groups = n / 128;
-  __m256i x0 = load256(p, d, copy), x1 = load256(p + 32, d + 32, copy), x2 = load256(p + 64, d + 64, copy),
-          x3 = load256(p + 96, d + 96, copy);
+  __m256i x0 = load256(p, d, 0, copy), x1 = load256(p, d, 32, copy), x2 = load256(p, d, 64, copy),
+          x3 = load256(p, d, 96, copy);
   x0 = _mm256_xor_si256(x0, _mm256_set_epi32(0, 0, 0, 0, 0, 0, 0, (int)*state));
-  for (size_t g = 1; g < groups; g++) {
-    const uint8_t *q = p + 128 * g;
-    uint8_t *e = copy ? d + 128 * g : d;
-    x0 = _mm256_xor_si256(fold256(x0, k128), load256(q, e, copy));
-    x1 = _mm256_xor_si256(fold256(x1, k128), load256(q + 32, e + 32, copy));
-    x2 = _mm256_xor_si256(fold256(x2, k128), load256(q + 64, e + 64, copy));
-    x3 = _mm256_xor_si256(fold256(x3, k128), load256(q + 96, e + 96, copy));
+  for (size_t at = 128; at < groups * 128; at += 128) {
+    x0 = _mm256_xor_si256(fold256(x0, k128), load256(p, d, at, copy));
+    x1 = _mm256_xor_si256(fold256(x1, k128), load256(p, d, at + 32, copy));
+    x2 = _mm256_xor_si256(fold256(x2, k128), load256(p, d, at + 64, copy));
+    x3 = _mm256_xor_si256(fold256(x3, k128), load256(p, d, at + 96, copy));
   }
   /* the last group's eight lanes, at 0, 16, ..., 112: each moved forward onto the last */
   __m256i y = _mm256_xor_si256(_mm256_xor_si256(fold256(x0, k16[5]), fold256(x1, k16[3])),
@@ -126,26 +125,25 @@ SK_FOLD_TARGET static inline __m512i fold512_xor(__m512i v, __m512i c, __m512i w
                                    0x96);
 }
 
-SK_FOLD_TARGET static inline __m512i load512(const uint8_t *p, uint8_t *d, const int copy) {
-  __m512i v = _mm512_loadu_si512(p);
-  if (copy) _mm512_storeu_si512(d, v);
+/* The 64 bytes at p + at, stored to d + at too when copying (as load256) */
+SK_FOLD_TARGET static inline __m512i load512(const uint8_t *p, uint8_t *d, size_t at, const int copy) {
+  __m512i v = _mm512_loadu_si512(p + at);
+  if (copy) _mm512_storeu_si512(d + at, v);
   return v;
 }
 
 SK_FOLD_TARGET __attribute__((always_inline)) static inline size_t fold512_body(uint32_t *state, const uint8_t *p,
                                                                               uint8_t *d, const int copy, size_t n) {
   size_t groups = n / 256;
-  __m512i x0 = load512(p, d, copy), x1 = load512(p + 64, d + 64, copy), x2 = load512(p + 128, d + 128, copy),
-          x3 = load512(p + 192, d + 192, copy);
+  __m512i x0 = load512(p, d, 0, copy), x1 = load512(p, d, 64, copy), x2 = load512(p, d, 128, copy),
+          x3 = load512(p, d, 192, copy);
   x0 = _mm512_xor_si512(x0, _mm512_castsi128_si512(_mm_cvtsi32_si128((int)*state)));
   const __m512i c = _mm512_broadcast_i32x4(_mm_set_epi64x((long long)k256.hi, (long long)k256.lo));
-  for (size_t g = 1; g < groups; g++) {
-    const uint8_t *q = p + 256 * g;
-    uint8_t *e = copy ? d + 256 * g : d;
-    x0 = fold512_xor(x0, c, load512(q, e, copy));
-    x1 = fold512_xor(x1, c, load512(q + 64, e + 64, copy));
-    x2 = fold512_xor(x2, c, load512(q + 128, e + 128, copy));
-    x3 = fold512_xor(x3, c, load512(q + 192, e + 192, copy));
+  for (size_t at = 256; at < groups * 256; at += 256) {
+    x0 = fold512_xor(x0, c, load512(p, d, at, copy));
+    x1 = fold512_xor(x1, c, load512(p, d, at + 64, copy));
+    x2 = fold512_xor(x2, c, load512(p, d, at + 128, copy));
+    x3 = fold512_xor(x3, c, load512(p, d, at + 192, copy));
   }
   /* the last group's sixteen lanes: x0-x2 moved forward onto x3 (192 bytes on), then its four lanes onto the last */
   __m512i y = _mm512_xor_si512(_mm512_xor_si512(fold512(x0, k192), fold512(x1, k128)),
