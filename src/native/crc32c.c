@@ -64,10 +64,12 @@ static void make_shift_table(crc_shift_table *t, size_t zeros) {
   }
 }
 
+#ifdef SK_X86_CRC
 static inline uint32_t crc_shift(const crc_shift_table *t, uint32_t state) {
   return t->byte[0][state & 0xff] ^ t->byte[1][(state >> 8) & 0xff] ^ t->byte[2][(state >> 16) & 0xff] ^
          t->byte[3][state >> 24];
 }
+#endif
 
 static void crc_init(void) {
   for (uint32_t n = 0; n < 256; n++) {
@@ -87,7 +89,8 @@ static void crc_init(void) {
 #ifdef SK_CRC_FOLD
   sk_crc_fold_init();
   /* __builtin_cpu_supports also checks that the OS saves the vector registers (XCR0) */
-  if (best_kernel == K_SSE42 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("vpclmulqdq")) {
+  if (best_kernel == K_SSE42 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul") &&
+      __builtin_cpu_supports("vpclmulqdq")) {
     best_kernel = __builtin_cpu_supports("avx512f") ? K_FOLD512 : K_FOLD256;
   }
 #endif
@@ -203,13 +206,14 @@ __attribute__((target("sse4.2"))) static uint32_t crc_copy_raw_hardware(uint32_t
 #define PREFETCH_MAX_BYTES (16 * 1024)
 
 /*
- * The copy by the crc32 instruction alone (CPUs without the folding kernels) first requests every cache line of its
- * first PREFETCH_MAX_BYTES. A sample read at random from a mapped shard is in no CPU cache; the hardware prefetcher
- * needs a few misses to find the stream and stops at each 4 KiB page, and that loop's 8-byte loads keep few lines in
- * flight, so it waited on its lines a few at a time. With the prefetch, getSync of 1-10 KiB samples took 0.92x the
- * time, atSync 0.93x, the loader 0.88x (8-12 alternated processes, 20,000 samples in random order). The folding
- * kernels' 64-byte loads keep enough lines in flight: without the prefetch they took 0.84-1.01x the time at 1-100 KiB
- * and 0.97-0.98x at 1-10 KiB, so they go without. A prefetch never faults.
+ * A copy by the crc32 instruction or the table (CPUs without the folding kernels) first requests every cache line of
+ * its first PREFETCH_MAX_BYTES. A sample read at random from a mapped shard is in no CPU cache; the hardware
+ * prefetcher needs a few misses to find the stream and stops at each 4 KiB page, and the crc32 loop's 8-byte loads
+ * keep few lines in flight, so it waited on its lines a few at a time. With the prefetch, getSync of 1-10 KiB samples
+ * took 0.92x the time, atSync 0.93x, the loader 0.88x (8-12 alternated processes, 20,000 samples in random order).
+ * The folding kernels' 64-byte loads keep enough lines in flight: without the prefetch they took 0.84-1.01x the time
+ * at 1-100 KiB and 0.97-0.98x at 1-10 KiB, so they go without, as do copies without a checksum (memcpy: 1.05-1.08x
+ * the time with it, in C). A prefetch never faults.
  */
 static inline void prefetch_lines(const uint8_t *p, size_t n) {
   const uint8_t *end = p + (n < PREFETCH_MAX_BYTES ? n : PREFETCH_MAX_BYTES);
@@ -228,14 +232,11 @@ static uint32_t crc_raw(int kernel, uint32_t state, const uint8_t *p, uint8_t *d
     if (d != NULL) d += done;
   }
 #endif
+  if (d != NULL && kernel <= K_SSE42) prefetch_lines(p, n);
 #ifdef SK_X86_CRC
-  if (kernel >= K_SSE42) {
-    if (d == NULL) return crc_raw_hardware(state, p, n);
-    if (kernel == K_SSE42) prefetch_lines(p, n);
-    return crc_copy_raw_hardware(state, p, d, n);
-  }
+  if (kernel >= K_SSE42) return d != NULL ? crc_copy_raw_hardware(state, p, d, n) : crc_raw_hardware(state, p, n);
 #endif
-  if (d != NULL) memcpy(d, p, n);
+  if (d != NULL && n > 0) memcpy(d, p, n);
   return crc_raw_table(state, p, n);
 }
 

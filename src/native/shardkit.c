@@ -395,7 +395,9 @@ static napi_value js_crc32c(napi_env env, napi_callback_info info) {
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, &with));
   size_t first = with != NULL ? 1 : 0;
   char kernel[32] = "";
-  if (with != NULL && (argc < 1 || napi_get_value_string_utf8(env, argv[0], kernel, sizeof kernel, NULL) != napi_ok)) {
+  size_t kernel_length = 0;
+  if (with != NULL && (argc < 1 || napi_get_value_string_utf8(env, argv[0], kernel, sizeof kernel, &kernel_length) != napi_ok ||
+                       strlen(kernel) != kernel_length)) {
     return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: crc32cWith needs a kernel name");
   }
   uint8_t *data, *target = NULL;
@@ -408,9 +410,14 @@ static napi_value js_crc32c(napi_env env, napi_callback_info info) {
     CHECK(napi_typeof(env, argv[first + 1], &type));
     if (type != napi_undefined) CHECK(napi_get_value_uint32(env, argv[first + 1], &seed));
   }
-  if (with != NULL && argc > first + 2) {
+  napi_valuetype target_type = napi_undefined;
+  if (with != NULL && argc > first + 2) CHECK(napi_typeof(env, argv[first + 2], &target_type));
+  if (target_type != napi_undefined && target_type != napi_null) {
     if (get_bytes(env, argv[first + 2], &target, &target_length) == NULL) return NULL;
     if (target_length < length) return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: copy target too short");
+    if (length > 0 && target < data + length && data < target + length) {
+      return throw_code(env, "ERR_SHARDKIT_NATIVE_ARG", "shardkit native: copy target overlaps the bytes");
+    }
   }
   uint32_t crc = 0;
   if (with == NULL) {

@@ -50,7 +50,15 @@ describe.skipIf(!nativeAvailable())('native addon (property)', () => {
       ),
       { numRuns: 300 },
     );
-    expect(() => addon.crc32cWith('no-such-kernel', POOL)).toThrow(expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_ARG' }));
+    const refused = expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_ARG' });
+    expect(() => addon.crc32cWith('no-such-kernel', POOL)).toThrow(refused);
+    expect(() => addon.crc32cWith('table\0junk', POOL)).toThrow(refused);
+    const bytes = POOL.subarray(0, 1000);
+    expect(addon.crc32cWith('table', bytes, 7, undefined)).toBe(crc32c(bytes, 7));
+    // a target overlapping the bytes would checksum what the copy already overwrote
+    expect(() => addon.crc32cWith('table', bytes, 0, POOL.subarray(999, 1999))).toThrow(refused);
+    expect(() => addon.crc32cWith('table', POOL.subarray(64, 1064), 0, POOL.subarray(0, 1000))).toThrow(refused);
+    expect(() => addon.crc32cWith('table', bytes, 0, new Uint8Array(999))).toThrow(refused);
   });
 
   it('crc32c continues across chunks exactly like one call', () => {
