@@ -1,7 +1,8 @@
 /*
  * CRC32C (Castagnoli) for the native addon, by the fastest kernel the CPU has: carry-less multiply folding of 512-bit
- * or 256-bit vectors (crc32c-fold.c) for the bulk of long inputs, the SSE4.2 crc32 instruction with three interleaved
- * streams, or a slicing-by-8 table; all equal to formats/checksum.ts crc32c (see crc32c.h).
+ * or 256-bit vectors (crc32c-fold.c) for the bulk of long inputs, the CPU's CRC32C instruction (SSE4.2 on x86-64,
+ * the CRC extension on ARMv8) with three interleaved streams, or a slicing-by-8 table; all equal to
+ * formats/checksum.ts crc32c (see crc32c.h).
  */
 #include "crc32c.h"
 
@@ -10,9 +11,30 @@
 #include <pthread.h>
 #include <string.h>
 
+/* The CRC32C instruction: 8 bytes or 1 byte into a 32-bit state kept in a 64-bit variable. */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <nmmintrin.h>
-#define SK_X86_CRC 1
+#define SK_HW_CRC 1
+#define SK_HW_NAME "sse4.2"
+#define SK_HW_TARGET __attribute__((target("sse4.2")))
+#define HW_CRC8(s, byte) _mm_crc32_u8((uint32_t)(s), (byte))
+#define HW_CRC64(s, word) _mm_crc32_u64((s), (word))
+#elif defined(__aarch64__) && (defined(__clang__) || __GNUC__ >= 9)
+/* the compilers' own builtins: arm_acle.h declares its CRC intrinsics only under -march=...+crc in some versions */
+#if defined(__linux__)
+#include <sys/auxv.h>
+#endif
+#define SK_HW_CRC 1
+#define SK_HW_NAME "armv8-crc"
+#ifdef __clang__
+#define SK_HW_TARGET __attribute__((target("crc")))
+#define HW_CRC8(s, byte) __builtin_arm_crc32cb((uint32_t)(s), (byte))
+#define HW_CRC64(s, word) __builtin_arm_crc32cd((uint32_t)(s), (word))
+#else
+#define SK_HW_TARGET __attribute__((target("+crc")))
+#define HW_CRC8(s, byte) __builtin_aarch64_crc32cb((uint32_t)(s), (byte))
+#define HW_CRC64(s, word) __builtin_aarch64_crc32cx((uint32_t)(s), (word))
+#endif
 #endif
 
 /* ---------------------------------------------------------------------------------------------------------------
@@ -26,7 +48,7 @@
 static uint32_t crc_table[8][256];
 
 /*
- * Three-way interleaving: the SSE4.2 crc32 instruction has a latency of 3 cycles and a throughput of 1, so three
+ * Three-way interleaving: the CRC32C instruction has a latency of 3 cycles and a throughput of 1, so three
  * independent streams over three adjacent lanes run ~3x faster than one. The lane results are joined by shifting a
  * CRC state past LANE zero bytes, a linear map over GF(2) kept as four 256-entry tables (one per state byte).
  */
@@ -40,8 +62,11 @@ typedef struct {
 static crc_shift_table shift_long;
 static crc_shift_table shift_short;
 /* The kernels, slowest first; `best_kernel` is the fastest this CPU and OS support (chosen once, in crc_init). */
-enum { K_TABLE, K_SSE42, K_FOLD256, K_FOLD512, K_COUNT };
-static const char *const kernel_names[K_COUNT] = {"table", "sse4.2", "vpclmulqdq-256", "vpclmulqdq-512"};
+enum { K_TABLE, K_INSN, K_FOLD256, K_FOLD512, K_COUNT };
+#ifndef SK_HW_NAME
+#define SK_HW_NAME "none"
+#endif
+static const char *const kernel_names[K_COUNT] = {"table", SK_HW_NAME, "vpclmulqdq-256", "vpclmulqdq-512"};
 static int best_kernel = K_TABLE;
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
@@ -64,7 +89,7 @@ static void make_shift_table(crc_shift_table *t, size_t zeros) {
   }
 }
 
-#ifdef SK_X86_CRC
+#ifdef SK_HW_CRC
 static inline uint32_t crc_shift(const crc_shift_table *t, uint32_t state) {
   return t->byte[0][state & 0xff] ^ t->byte[1][(state >> 8) & 0xff] ^ t->byte[2][(state >> 16) & 0xff] ^
          t->byte[3][state >> 24];
@@ -82,14 +107,18 @@ static void crc_init(void) {
   }
   make_shift_table(&shift_long, LONG_LANE_BYTES);
   make_shift_table(&shift_short, SHORT_LANE_BYTES);
-#ifdef SK_X86_CRC
+#if defined(SK_HW_CRC) && defined(__x86_64__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("sse4.2")) best_kernel = K_SSE42;
+  if (__builtin_cpu_supports("sse4.2")) best_kernel = K_INSN;
+#elif defined(SK_HW_CRC) && defined(__APPLE__)
+  best_kernel = K_INSN; /* every Apple ARM CPU has the CRC extension */
+#elif defined(SK_HW_CRC) && defined(__linux__) && defined(HWCAP_CRC32)
+  if (getauxval(AT_HWCAP) & HWCAP_CRC32) best_kernel = K_INSN;
 #endif
 #ifdef SK_CRC_FOLD
   sk_crc_fold_init();
   /* __builtin_cpu_supports also checks that the OS saves the vector registers (XCR0) */
-  if (best_kernel == K_SSE42 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul") &&
+  if (best_kernel == K_INSN && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul") &&
       __builtin_cpu_supports("vpclmulqdq")) {
     best_kernel = __builtin_cpu_supports("avx512f") ? K_FOLD512 : K_FOLD256;
   }
@@ -121,14 +150,14 @@ static uint32_t crc_raw_table(uint32_t state, const uint8_t *p, size_t n) {
   return state;
 }
 
-#ifdef SK_X86_CRC
+#ifdef SK_HW_CRC
 /*
- * The hardware CRC, optionally copying src to dst in the same pass (`copy` is a constant at every call site, so the
+ * The CRC32C instruction, optionally copying src to dst in the same pass (`copy` is a constant at every call site, so the
  * compiler emits two loops, one with stores and one without). In the copy, every word is loaded once, stored and
  * folded into the CRC from the register: a copy out of the page cache is bound by loads that miss the CPU caches,
  * so the checksum rides along almost free, where copy-then-checksum reads the bytes twice.
  */
-#define SK_ALWAYS_INLINE __attribute__((target("sse4.2"), always_inline)) static inline
+#define SK_ALWAYS_INLINE SK_HW_TARGET __attribute__((always_inline)) static inline
 
 SK_ALWAYS_INLINE uint64_t crc_lanes3(uint64_t state, const uint8_t *p, uint8_t *d, const int copy, size_t lane,
                                      const crc_shift_table *shift) {
@@ -145,9 +174,9 @@ SK_ALWAYS_INLINE uint64_t crc_lanes3(uint64_t state, const uint8_t *p, uint8_t *
       memcpy(d + 2 * lane, &wc, 8);
       d += 8;
     }
-    a = _mm_crc32_u64(a, wa);
-    b = _mm_crc32_u64(b, wb);
-    c = _mm_crc32_u64(c, wc);
+    a = HW_CRC64(a, wa);
+    b = HW_CRC64(b, wb);
+    c = HW_CRC64(c, wc);
     p += 8;
   }
   uint32_t joined = crc_shift(shift, (uint32_t)a) ^ (uint32_t)b;
@@ -158,7 +187,7 @@ SK_ALWAYS_INLINE uint32_t crc_hardware(uint32_t state32, const uint8_t *p, uint8
   uint64_t state = state32;
   while (n > 0 && ((uintptr_t)p & 7) != 0) {
     if (copy) *d++ = *p;
-    state = _mm_crc32_u8((uint32_t)state, *p++);
+    state = HW_CRC8(state, *p++);
     n--;
   }
   while (n >= 3 * LONG_LANE_BYTES) {
@@ -180,24 +209,23 @@ SK_ALWAYS_INLINE uint32_t crc_hardware(uint32_t state32, const uint8_t *p, uint8
       memcpy(d, &word, 8);
       d += 8;
     }
-    state = _mm_crc32_u64(state, word);
+    state = HW_CRC64(state, word);
     p += 8;
     n -= 8;
   }
   while (n > 0) {
     if (copy) *d++ = *p;
-    state = _mm_crc32_u8((uint32_t)state, *p++);
+    state = HW_CRC8(state, *p++);
     n--;
   }
   return (uint32_t)state;
 }
 
-__attribute__((target("sse4.2"))) static uint32_t crc_raw_hardware(uint32_t state, const uint8_t *p, size_t n) {
+SK_HW_TARGET static uint32_t crc_raw_hardware(uint32_t state, const uint8_t *p, size_t n) {
   return crc_hardware(state, p, NULL, 0, n);
 }
 
-__attribute__((target("sse4.2"))) static uint32_t crc_copy_raw_hardware(uint32_t state, const uint8_t *p, uint8_t *d,
-                                                                       size_t n) {
+SK_HW_TARGET static uint32_t crc_copy_raw_hardware(uint32_t state, const uint8_t *p, uint8_t *d, size_t n) {
   return crc_hardware(state, p, d, 1, n);
 }
 #endif
@@ -232,9 +260,9 @@ static uint32_t crc_raw(int kernel, uint32_t state, const uint8_t *p, uint8_t *d
     if (d != NULL) d += done;
   }
 #endif
-  if (d != NULL && kernel <= K_SSE42) prefetch_lines(p, n);
-#ifdef SK_X86_CRC
-  if (kernel >= K_SSE42) return d != NULL ? crc_copy_raw_hardware(state, p, d, n) : crc_raw_hardware(state, p, n);
+  if (d != NULL && kernel <= K_INSN) prefetch_lines(p, n);
+#ifdef SK_HW_CRC
+  if (kernel >= K_INSN) return d != NULL ? crc_copy_raw_hardware(state, p, d, n) : crc_raw_hardware(state, p, n);
 #endif
   if (d != NULL && n > 0) memcpy(d, p, n);
   return crc_raw_table(state, p, n);
@@ -256,7 +284,7 @@ int sk_crc32c_with(const char *kernel, uint32_t seed, const uint8_t *src, uint8_
   return 0;
 }
 
-int sk_crc32c_hardware(void) { return best_kernel >= K_SSE42; }
+int sk_crc32c_hardware(void) { return best_kernel >= K_INSN; }
 
 const char *sk_crc32c_kernel(int k) { return k >= 0 && k <= best_kernel ? kernel_names[k] : NULL; }
 

@@ -41,9 +41,9 @@ export interface NativeAddon {
    * when given: for tests of every kernel this CPU has.
    */
   crc32cWith(kernel: string, bytes: Uint8Array, seed?: number, copyTarget?: Uint8Array): number;
-  /** The CRC32C kernels this CPU has, slowest first ("table", "sse4.2", "vpclmulqdq-256", "vpclmulqdq-512"); crc32c uses the last. */
+  /** The CRC32C kernels this CPU has, slowest first ("table", "sse4.2" or "armv8-crc", "vpclmulqdq-256", "vpclmulqdq-512"); crc32c uses the last. */
   readonly crc32cKernels: readonly string[];
-  /** True when crc32c runs on CRC instructions (SSE4.2 or carry-less multiply), false on the table. */
+  /** True when crc32c runs on CRC instructions (SSE4.2, ARMv8 CRC or carry-less multiply), false on the table. */
   readonly hardwareCrc32c: boolean;
   /**
    * Reads a source file for pack as GNU tar does (open, fstat, read, fstat, close) in one call, into

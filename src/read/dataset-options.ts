@@ -41,7 +41,7 @@ export interface OpenDatasetOptions {
    * Use shardkit's optional native addon when it is built (default true; see `nativeAvailable()`): the
    * synchronous reads of local shards (getSync, atSync, the view twins, and the loader's reads up to
    * syncReadMaxBytes) copy out of a read-only memory map of each shard instead of calling pread, and CRC32C runs on
-   * SSE4.2. Results and errors are the same either way. `false`, or SHARDKIT_NATIVE=0 in the environment, keeps
+   * the CPU's instructions, fused with the copy. Results and errors are the same either way. `false`, or SHARDKIT_NATIVE=0 in the environment, keeps
    * the portable path.
    */
   native?: boolean;
