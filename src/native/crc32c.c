@@ -239,7 +239,7 @@ SK_HW_TARGET static uint32_t crc_copy_raw_hardware(uint32_t state, const uint8_t
  * prefetcher needs a few misses to find the stream and stops at each 4 KiB page, and the crc32 loop's 8-byte loads
  * keep few lines in flight, so it waited on its lines a few at a time. With the prefetch, getSync of 1-10 KiB samples
  * took 0.92x the time, atSync 0.93x, the loader 0.88x (8-12 alternated processes, 20,000 samples in random order).
- * The folding kernels' 64-byte loads keep enough lines in flight: without the prefetch they took 0.84-1.01x the time
+ * The folding kernels' 64-byte loads keep enough lines in flight: without the prefetch they took 0.84-1.02x the time
  * at 1-100 KiB and 0.97-0.98x at 1-10 KiB, so they go without, as do copies without a checksum (memcpy: 1.05-1.08x
  * the time with it, in C). A prefetch never faults.
  */
