@@ -110,47 +110,54 @@ export class DatasetWriter {
       this.lock.release();
       throw err;
     }
-    let runs = 0;
-    let checkpoint: IndexCheckpoint | undefined;
-    this.cursor = 0;
-    if (resumed !== undefined) {
-      for (const line of resumed) {
-        this.shards.push(line.shard);
-        this.skipped.push(...line.skipped);
-        this.stats.samples += line.shard.samples;
-        this.stats.members += line.members;
-        this.stats.originalBytes += line.originalBytes;
-        this.stats.storedBytes += line.storedBytes;
-        runs = line.runs;
-        checkpoint = line.index;
-        this.cursor = line.cursor;
-        if (line.last !== undefined) {
-          this.lastKey = line.last.key;
-          this.lastAt = line.last.at;
+    // from here the directory is shardkit's and may hold what this open began: a failure leaves it as a killed
+    // writer would (abandon), so the next writer, this process too, takes the lock over and finds its state
+    try {
+      let runs = 0;
+      let checkpoint: IndexCheckpoint | undefined;
+      this.cursor = 0;
+      if (resumed !== undefined) {
+        for (const line of resumed) {
+          this.shards.push(line.shard);
+          this.skipped.push(...line.skipped);
+          this.stats.samples += line.shard.samples;
+          this.stats.members += line.members;
+          this.stats.originalBytes += line.originalBytes;
+          this.stats.storedBytes += line.storedBytes;
+          runs = line.runs;
+          checkpoint = line.index;
+          this.cursor = line.cursor;
+          if (line.last !== undefined) {
+            this.lastKey = line.last.key;
+            this.lastAt = line.last.at;
+          }
         }
+        this.stats.shards = this.shards.length;
+        this.journaled = { originalBytes: this.stats.originalBytes, storedBytes: this.stats.storedBytes, members: this.stats.members };
+        this.skippedJournaled = this.skipped.length;
+        removeStaleRuns(this.workDir, runs);
+        this.journal.rewrite({ options: decisive, shards: resumed });
+      } else {
+        this.journal.begin(decisive);
       }
-      this.stats.shards = this.shards.length;
-      this.journaled = { originalBytes: this.stats.originalBytes, storedBytes: this.stats.storedBytes, members: this.stats.members };
-      this.skippedJournaled = this.skipped.length;
-      removeStaleRuns(this.workDir, runs);
-      this.journal.rewrite({ options: decisive, shards: resumed });
-    } else {
-      this.journal.begin(decisive);
-    }
-    this.resumedCursor = this.cursor;
-    this.resumedLast = this.lastRecord();
-    this.sorter = new EntrySorter(this.workDir, runs, o.runEntries);
-    // the live index continues from its checkpoint, or starts afresh with the write; once dropped, it stays dropped
-    const liveFile = { tmpPath: path.join(this.workDir, LIVE_INDEX_FILE) };
-    if (checkpoint !== undefined) {
-      // killed after the finished index was renamed into place but before the manifest: that file is the live index
-      // at its last checkpoint plus the end a resume rewrites anyway (header, shard table), so it goes back to work
-      const finished = path.join(this.dir, INDEX_FILE);
-      if (!fs.existsSync(liveFile.tmpPath) && fs.existsSync(finished)) fsCall('rename', finished, () => fs.renameSync(finished, liveFile.tmpPath));
-      if (!fs.existsSync(liveFile.tmpPath)) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${this.dir}: the index of the interrupted pack is missing; start over with --force`, { file: this.dir });
-      this.live = new IndexFileWriter(path.join(this.dir, INDEX_FILE), this.layout, this.pageSize, { ...liveFile, resume: checkpoint });
-    } else if ((resumed === undefined || resumed.length === 0) && options.liveIndex !== false) {
-      this.live = new IndexFileWriter(path.join(this.dir, INDEX_FILE), this.layout, this.pageSize, liveFile);
+      this.resumedCursor = this.cursor;
+      this.resumedLast = this.lastRecord();
+      this.sorter = new EntrySorter(this.workDir, runs, o.runEntries);
+      // the live index continues from its checkpoint, or starts afresh with the write; once dropped, it stays dropped
+      const liveFile = { tmpPath: path.join(this.workDir, LIVE_INDEX_FILE) };
+      if (checkpoint !== undefined) {
+        // killed after the finished index was renamed into place but before the manifest: that file is the live index
+        // at its last checkpoint plus the end a resume rewrites anyway (header, shard table), so it goes back to work
+        const finished = path.join(this.dir, INDEX_FILE);
+        if (!fs.existsSync(liveFile.tmpPath) && fs.existsSync(finished)) fsCall('rename', finished, () => fs.renameSync(finished, liveFile.tmpPath));
+        if (!fs.existsSync(liveFile.tmpPath)) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${this.dir}: the index of the interrupted pack is missing; start over with --force`, { file: this.dir });
+        this.live = new IndexFileWriter(path.join(this.dir, INDEX_FILE), this.layout, this.pageSize, { ...liveFile, resume: checkpoint });
+      } else if ((resumed === undefined || resumed.length === 0) && options.liveIndex !== false) {
+        this.live = new IndexFileWriter(path.join(this.dir, INDEX_FILE), this.layout, this.pageSize, liveFile);
+      }
+    } catch (err) {
+      this.lock.abandon();
+      throw err;
     }
   }
 

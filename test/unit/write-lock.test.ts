@@ -43,6 +43,22 @@ describe('WriteLock', () => {
     expect(() => WriteLock.acquire(dir, 'pack')).toThrow(expect.objectContaining({ message: expect.stringContaining(`delete ${file} if that process is gone`) }));
   });
 
+  it('a writer that fails to open after taking the lock lets go of it, as a killed one: the same process can try again', async () => {
+    const dir = tmpDir();
+    const first = new DatasetWriter({ dir, shardBytes: 4096 });
+    for (let i = 0; i < 8; i++) first.add({ key: `k${i}`, members: { bin: new Uint8Array(3000) } });
+    first.abort();
+    // a resume that fails after its directory checks: a directory where it removes stale run files
+    const blocker = path.join(dir, '.shardkit-work', 'run-999999.bin');
+    fs.mkdirSync(blocker);
+    expect(() => new DatasetWriter({ dir, resume: true, shardBytes: 4096 })).toThrow(expect.objectContaining({ message: expect.stringContaining("run-999999.bin") }));
+    fs.rmdirSync(blocker);
+    const again = new DatasetWriter({ dir, resume: true, shardBytes: 4096 });
+    again.add({ key: 'k8', members: { bin: new Uint8Array(3000) } });
+    expect((await again.finish()).totals.samples).toBe(8); // k0-k6 in finished shards (k7's was open at the abort), and k8
+    expect(fs.readdirSync(dir)).not.toContain(LOCK_FILE);
+  });
+
   it('keeps a second writer out of a directory being written: pack, derive, merge, index and reindex take it', async () => {
     const enc = new TextEncoder();
     const dir = tmpDir();
