@@ -7,6 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { transformSync } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { straceAvailable } from '../../src/bench/strace.js';
 import { initialReadThreads } from '../../src/pack/reader-start.js';
@@ -47,6 +48,15 @@ describe('import cost', () => {
     const missing = spawnSync(process.execPath, [CLI, 'pack', path.join(ROOT, 'no-such-dir'), '--read-threads', '3'], { encoding: 'utf8', timeout: 20_000 });
     expect([missing.status, missing.signal]).toEqual([2, null]);
     expect(missing.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INVALID_ARG: source .*no-such-dir is not a directory/);
+  });
+
+  it('the reader thread module has no top-level await: Node 20 crashed (SIGTRAP) ending a worker that was still evaluating one', () => {
+    // esbuild refuses top-level await in CommonJS output: a deterministic check of what the exit above hits by chance
+    // (1 exit in ~400 under load before the fix, nodejs/node#43182)
+    const worker = fs.readFileSync(path.join(ROOT, 'dist', 'bin', 'source-worker.js'), 'utf8');
+    expect(worker).toContain('parentPort');
+    expect(() => transformSync(worker, { format: 'cjs', loader: 'js' })).not.toThrow();
+    expect(() => transformSync(`${worker}\nawait 0;\n`, { format: 'cjs', loader: 'js' })).toThrow(/[Tt]op-level await/);
   });
 
   // strace is installed by .ci/run; where it cannot trace (no ptrace in a container), skipped like the bench's check
