@@ -152,8 +152,8 @@ static uint32_t crc_raw_table(uint32_t state, const uint8_t *p, size_t n) {
 
 #ifdef SK_HW_CRC
 /*
- * The CRC32C instruction, optionally copying src to dst in the same pass (`copy` is a constant at every call site, so the
- * compiler emits two loops, one with stores and one without). In the copy, every word is loaded once, stored and
+ * The CRC32C instruction, optionally copying src to dst in the same pass (`copy` is a constant at every call site, so
+ * the compiler emits two loops, one with stores and one without). In the copy, every word is loaded once, stored and
  * folded into the CRC from the register: a copy out of the page cache is bound by loads that miss the CPU caches,
  * so the checksum rides along almost free, where copy-then-checksum reads the bytes twice.
  */
