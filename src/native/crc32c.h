@@ -15,9 +15,9 @@ uint32_t sk_crc32c(uint32_t seed, const uint8_t *p, size_t n);
 /* memcpy(dst, src, n) returning sk_crc32c(seed, src, n), in one pass where the CPU allows. */
 uint32_t sk_crc32c_copy(uint32_t seed, const uint8_t *src, uint8_t *dst, size_t n);
 /*
- * For tests: the name of kernel k, slowest first ("table", "sse4.2" or "armv8-crc", "vpclmulqdq-256", "vpclmulqdq-512"), or NULL
- * past the fastest this CPU supports (which sk_crc32c uses); and the CRC by the kernel of that name, copying src to
- * dst in the same pass unless dst is NULL. Returns 0 for a kernel this CPU lacks.
+ * For tests: the name of kernel k, slowest first ("table", "sse4.2" or "armv8-crc", "vpclmulqdq-256",
+ * "vpclmulqdq-512"), or NULL past the fastest this CPU supports (which sk_crc32c uses); and the CRC by the kernel of
+ * that name, copying src to dst in the same pass unless dst is NULL. Returns 0 for a kernel this CPU lacks.
  */
 const char *sk_crc32c_kernel(int k);
 int sk_crc32c_with(const char *kernel, uint32_t seed, const uint8_t *src, uint8_t *dst, size_t n, uint32_t *crc);

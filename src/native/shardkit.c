@@ -15,7 +15,7 @@
  *                                     the same by one named kernel of crc32cKernels, copying bytes into copyTarget in
  *                                     the same pass when given (for tests: every kernel this CPU has)
  *   crc32cKernels                     the CRC32C kernels this CPU has, slowest first; crc32c uses the last
- *   hardwareCrc32c                    true when crc32c runs on CRC instructions (SSE4.2, ARMv8 CRC, carry-less multiply)
+ *   hardwareCrc32c                    true when crc32c runs on CRC instructions (SSE4.2, ARMv8, carry-less multiply)
  *   readFile(path, target, offset, room)
  *                                     pack's source read in one call (read-file.c)
  *
