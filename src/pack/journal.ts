@@ -69,6 +69,22 @@ export function readJournal(outDir: string): JournalState | undefined {
   return { options: begin.options, shards: parsed.slice(1).filter((l): l is JournalShard => l.type === 'shard') };
 }
 
+/**
+ * For the error that a directory has no manifest: when an interrupted pack or derive left its journal there, how far
+ * it got and how to finish it ("an interrupted pack left 35743 samples in 6 finished shards: ..."); else undefined.
+ */
+export function unfinishedWriteAdvice(outDir: string): string | undefined {
+  let state: JournalState | undefined;
+  try {
+    state = readJournal(outDir);
+  } catch {
+    return `an interrupted pack left a damaged journal in ${WORK_DIR}/: start over with \`--force\``;
+  }
+  if (state === undefined) return undefined;
+  const samples = state.shards.reduce((n, line) => n + line.shard.samples, 0);
+  return `an interrupted pack left ${samples} samples in ${state.shards.length} finished shards: finish it with \`shardkit pack --resume\` (or \`derive --resume\`; its ${WORK_DIR}/ journal is there)`;
+}
+
 export class JournalWriter {
   private readonly file: string;
 

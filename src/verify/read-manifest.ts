@@ -1,10 +1,9 @@
 /** verify's first step: the manifest, or why there is none (an interrupted pack is finished by --resume, not reindex). */
-import fs from 'node:fs';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
 import { isRemote, redactLocation, resolveLocation } from '../io/location.js';
 import { readAll } from '../io/open-source.js';
-import { WORK_DIR, journalPath } from '../pack/journal.js';
+import { unfinishedWriteAdvice } from '../pack/journal.js';
 import type { Opener } from './verify-dataset.js';
 
 export async function readManifest(location: string, opener: Opener): Promise<Manifest> {
@@ -15,9 +14,9 @@ export async function readManifest(location: string, opener: Opener): Promise<Ma
   } catch (err) {
     if (isShardkitError(err, ErrorCodes.SHARD_MISSING)) {
       // reindex would make an interrupted pack's partial data look finished (and refuses to): --resume finishes it
-      const why = !isRemote(location) && fs.existsSync(journalPath(location))
-        ? `an unfinished pack has none: finish it with \`shardkit pack --resume\` (or \`derive --resume\`; its ${WORK_DIR}/ journal is there)`
-        : `if its shards are intact tar shards, \`shardkit reindex\` rebuilds it; an unfinished pack has none: finish it with --resume`;
+      const why =
+        (isRemote(location) ? undefined : unfinishedWriteAdvice(location)) ??
+        `if its shards are intact tar shards, \`shardkit reindex\` rebuilds it; an unfinished pack has none: finish it with --resume`;
       throw new ShardkitError(ErrorCodes.NOT_A_DATASET, `${redactLocation(location)} is not a shardkit dataset (no ${MANIFEST_FILE}); ${why}`, { file: redactLocation(location), cause: err });
     }
     throw err;

@@ -345,6 +345,13 @@ describe('DatasetWriter', () => {
     for (const s of m.shards) expect(fs.statSync(path.join(dir, s.file)).size).toBe(s.bytes);
   });
 
+  it('a directory with only a damaged journal is named as such when opened, not as a dataset to resume', async () => {
+    const dir = tmpDir();
+    fs.mkdirSync(path.join(dir, '.shardkit-work'));
+    fs.writeFileSync(path.join(dir, '.shardkit-work', 'journal.jsonl'), 'not a journal\n');
+    await expect(openDataset(dir)).rejects.toMatchObject({ code: ErrorCodes.NOT_A_DATASET, message: expect.stringContaining('an interrupted pack left a damaged journal in .shardkit-work/: start over with `--force`') });
+  });
+
   it('resumes after the last finished shard with byte-identical output', async () => {
     const full = tmpDir();
     await writeDataset(full, 400);
@@ -353,9 +360,16 @@ describe('DatasetWriter', () => {
     for (let i = 0; i < 250; i++) w.add(sample(i, 100 + (i % 50) * 40));
     w.abort(); // as if killed: finished shards and the journal stay, no manifest
     expect(fs.existsSync(path.join(dir, 'manifest.json'))).toBe(false);
-    await expect(openDataset(dir)).rejects.toMatchObject({ code: ErrorCodes.NOT_A_DATASET });
+    // the error says how far the pack got, from its journal: the samples of its finished shards
+    const finished = fs.readdirSync(dir).filter((n) => n.endsWith('.tar'));
+    expect(finished.length).toBeGreaterThan(1);
+    await expect(openDataset(dir)).rejects.toMatchObject({
+      code: ErrorCodes.NOT_A_DATASET,
+      message: expect.stringMatching(new RegExp(`an interrupted pack left (\\d+) samples in ${finished.length} finished shards: finish it with \`shardkit pack --resume\``)),
+    });
     expect(() => new DatasetWriter({ dir, shardBytes: 64 * 1024 })).toThrow(expect.objectContaining({ code: ErrorCodes.OUTPUT_EXISTS }));
     const r = new DatasetWriter({ dir, shardBytes: 64 * 1024, resume: true });
+    await expect(openDataset(dir)).rejects.toMatchObject({ message: expect.stringContaining(`left ${r.resumedCursor} samples in ${finished.length} finished shards`) });
     expect(r.resumedCursor).toBeGreaterThan(0);
     expect(r.resumedCursor).toBeLessThan(250);
     for (let i = r.resumedCursor; i < 400; i++) r.add(sample(i, 100 + (i % 50) * 40));
