@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
+import { resolveLocation } from '../io/location.js';
 import { fsCall } from './fs-errors.js';
 import type { IndexCheckpoint } from './index-file.js';
 
@@ -70,19 +71,23 @@ export function readJournal(outDir: string): JournalState | undefined {
 }
 
 /**
- * For the error that a directory has no manifest: when an interrupted pack or derive left its journal there, how far
- * it got and how to finish it ("an interrupted pack left 35743 samples in 6 finished shards: ..."); else undefined.
+ * For the error that a local dataset location (a path or a file:// URL) has no manifest: when an interrupted pack or
+ * derive left its journal there, how far it got and how to finish it ("an interrupted pack left 35743 samples in 6
+ * finished shards: ..."); else undefined.
  */
-export function unfinishedWriteAdvice(outDir: string): string | undefined {
-  let state: JournalState | undefined;
+export function unfinishedWriteAdvice(location: string): string | undefined {
+  const dir = path.dirname(resolveLocation(location, JOURNAL_FILE));
   try {
-    state = readJournal(outDir);
+    const state = readJournal(dir);
+    if (state === undefined) return undefined;
+    const samples = state.shards.reduce((n, line) => n + line.shard.samples, 0);
+    if (!Number.isSafeInteger(samples)) throw new Error('a shard line without its sample count');
+    // derive records the source dataset it read (a resume checks it); pack does not
+    const command = state.options.source === undefined ? 'pack' : 'derive';
+    return `an interrupted ${command} left ${samples} samples in ${state.shards.length} finished shards: finish it with \`shardkit ${command} --resume\` (its ${WORK_DIR}/ journal is there)`;
   } catch {
-    return `an interrupted pack left a damaged journal in ${WORK_DIR}/: start over with \`--force\``;
+    return `an interrupted write left a damaged journal in ${WORK_DIR}/: start over with \`--force\``;
   }
-  if (state === undefined) return undefined;
-  const samples = state.shards.reduce((n, line) => n + line.shard.samples, 0);
-  return `an interrupted pack left ${samples} samples in ${state.shards.length} finished shards: finish it with \`shardkit pack --resume\` (or \`derive --resume\`; its ${WORK_DIR}/ journal is there)`;
 }
 
 export class JournalWriter {

@@ -46,7 +46,8 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
   // a finished dataset next to a work directory: a write was killed after its commit, before it cleared up (no one
   // else writes here: the lock)
   if (hasManifest && fs.existsSync(workDir)) rm(workDir);
-  const journal = fs.existsSync(workDir) ? readJournal(dir) : undefined;
+  // --force starts over whatever the journal holds, a damaged one too: only a run without it reads the journal
+  const journal = fs.existsSync(workDir) && !force ? readJournal(dir) : undefined;
   // the clean-up below deletes files by name: only in a directory that shardkit wrote, --force or not (a dead
   // writer's lock says it wrote here, and so does the manifest a --force killed while it cleared the dataset before
   // had moved aside)

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it, vi } from 'vitest';
 import { ErrorCodes } from '../../formats/errors.js';
 import { reindexDataset } from '../../src/adopt/reindex.js';
@@ -345,11 +346,26 @@ describe('DatasetWriter', () => {
     for (const s of m.shards) expect(fs.statSync(path.join(dir, s.file)).size).toBe(s.bytes);
   });
 
-  it('a directory with only a damaged journal is named as such when opened, not as a dataset to resume', async () => {
+  it('a damaged journal is named as such when opened, and --force starts over from it', async () => {
+    const damaged = 'an interrupted write left a damaged journal in .shardkit-work/: start over with `--force`';
+    for (const journal of ['not a journal\n', '{"type":"begin","options":{}}\n{"type":"shard"}\n']) {
+      const dir = tmpDir();
+      fs.mkdirSync(path.join(dir, '.shardkit-work'));
+      fs.writeFileSync(path.join(dir, '.shardkit-work', 'journal.jsonl'), journal);
+      await expect(openDataset(dir)).rejects.toMatchObject({ code: ErrorCodes.NOT_A_DATASET, message: expect.stringContaining(damaged) });
+      await expect(openDataset(pathToFileURL(dir).href)).rejects.toMatchObject({ message: expect.stringContaining(damaged) });
+      const w = new DatasetWriter({ dir, force: true });
+      w.add(sample(0, 10));
+      expect((await w.finish()).totals.samples).toBe(1);
+    }
+  });
+
+  it('an interrupted derive is named as one, with its own --resume', async () => {
     const dir = tmpDir();
-    fs.mkdirSync(path.join(dir, '.shardkit-work'));
-    fs.writeFileSync(path.join(dir, '.shardkit-work', 'journal.jsonl'), 'not a journal\n');
-    await expect(openDataset(dir)).rejects.toMatchObject({ code: ErrorCodes.NOT_A_DATASET, message: expect.stringContaining('an interrupted pack left a damaged journal in .shardkit-work/: start over with `--force`') });
+    const w = new DatasetWriter({ dir, shardBytes: 4096, sourceDigest: 'source-index-digest' });
+    for (let i = 0; i < 6; i++) w.add(sample(i, 3000));
+    w.abort();
+    await expect(openDataset(dir)).rejects.toMatchObject({ message: expect.stringMatching(/an interrupted derive left 5 samples in 5 finished shards: finish it with `shardkit derive --resume`/) });
   });
 
   it('resumes after the last finished shard with byte-identical output', async () => {
