@@ -48,11 +48,11 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
   if (hasManifest && fs.existsSync(workDir)) rm(workDir);
   // --force starts over whatever the journal holds, a damaged one too: only a run without it reads the journal
   const journal = fs.existsSync(workDir) && !force ? readJournal(dir) : undefined;
-  // the clean-up below deletes files by name: only in a directory that shardkit wrote, --force or not (a dead
+  // the clean-up below deletes files by name: only in a directory that shardkit wrote, --force or not (a dead shard
   // writer's lock says it wrote here, and so does the manifest a --force killed while it cleared the dataset before
   // had moved aside)
   if (!hasManifest && !fs.existsSync(workDir) && !fs.existsSync(path.join(dir, REPLACED_MANIFEST)) && list(dir).length > 0) {
-    if (!lock.tookOver) {
+    if (!lock.tookOverFromShardWriter) {
       throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} is not empty and holds no shardkit dataset; write to a new or empty directory`, { file: dir });
     }
     if (!force) {

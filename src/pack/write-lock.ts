@@ -15,6 +15,13 @@ import { fsCall } from './fs-errors.js';
 
 export const LOCK_FILE = '.shardkit-lock';
 
+/**
+ * Commands that take the lock in a directory of files they did not write: `index` adopts the user's own tars in
+ * place, `reindex` rebuilds the index next to existing shards. A lock they left says nothing about who wrote the
+ * files there (see WriteLock.tookOverFromShardWriter).
+ */
+const IN_PLACE_COMMANDS = new Set(['index', 'reindex']);
+
 interface LockOwner {
   pid: number;
   host: string;
@@ -29,13 +36,23 @@ export class WriteLock {
   private released = false;
 
   /**
-   * @param tookOver the lock was a dead writer's: the directory may hold what that writer left half done (a --force
-   *   killed while it cleared the old dataset), which only shardkit wrote
+   * @param tookOver the lock was a dead writer's: the directory may hold what that writer left half done
+   * @param tookOverFrom that writer's command, when its lock said
    */
   private constructor(
     readonly file: string,
     readonly tookOver: boolean,
+    private readonly tookOverFrom: string | undefined,
   ) {}
+
+  /**
+   * The lock was left by a dead writer of shards (pack, derive, merge: a --force killed while it cleared the old
+   * dataset, say), so the shard-like files here are shardkit's. Not so for a lock of `index` or `reindex`, which
+   * work among the user's own tars (a Ctrl-C of `index` run in place left one), nor for an empty lock.
+   */
+  get tookOverFromShardWriter(): boolean {
+    return this.tookOver && this.tookOverFrom !== undefined && !IN_PLACE_COMMANDS.has(this.tookOverFrom);
+  }
 
   /**
    * Takes the lock of `dir` for `command`, or throws OUTPUT_EXISTS naming the writer that holds it.
@@ -46,8 +63,9 @@ export class WriteLock {
     const file = path.join(dir, LOCK_FILE);
     const owner: LockOwner = { pid: process.pid, host: os.hostname(), command, started: new Date().toISOString() };
     let tookOver = false;
+    let tookOverFrom: string | undefined;
     for (let attempt = 0; attempt < 2; attempt++) {
-      if (tryCreate(file, owner)) return new WriteLock(file, tookOver);
+      if (tryCreate(file, owner)) return new WriteLock(file, tookOver, tookOverFrom);
       const holder = readOwner(file);
       if (holder === undefined) {
         // released meanwhile (try again), or empty: its writer was killed between create and write, unless that
@@ -65,6 +83,7 @@ export class WriteLock {
       // its owner died (SIGKILL, a crash) without releasing it, or never wrote it
       fsCall('remove', file, () => fs.rmSync(file, { force: true }));
       tookOver = true;
+      tookOverFrom = holder?.command;
     }
     throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir}: another shardkit took its lock (${file}) at the same moment; try again`, { file: dir });
   }

@@ -102,6 +102,15 @@ describe('WriteLock', () => {
     fs.writeFileSync(path.join(user, 'shard-000003.tar'), 'theirs');
     expect(() => new DatasetWriter({ dir: user, force: true })).toThrow(expect.objectContaining({ message: expect.stringContaining('is not empty and holds no shardkit dataset') }));
     expect(fs.readdirSync(user)).toEqual(['shard-000003.tar']);
+    // nor where the dead writer was `index` or `reindex`, which work among the user's own tars: an `index` run in
+    // place and stopped with Ctrl-C left its lock next to them
+    for (const command of ['index', 'reindex']) {
+      const tars = tmpDir();
+      fs.writeFileSync(path.join(tars, 'clip-000000.tar'), 'theirs');
+      fs.writeFileSync(path.join(tars, LOCK_FILE), `${JSON.stringify({ pid: Number(dead.stdout), host: os.hostname(), command, started: '2026-01-01T00:00:00.000Z' })}\n`);
+      expect(() => new DatasetWriter({ dir: tars, force: true })).toThrow(expect.objectContaining({ message: expect.stringContaining('is not empty and holds no shardkit dataset') }));
+      expect(fs.readdirSync(tars).sort()).toEqual(['clip-000000.tar']);
+    }
   });
 
   it('clears the work directory a write killed after its commit left next to the finished dataset', async () => {
