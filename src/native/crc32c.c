@@ -284,8 +284,6 @@ int sk_crc32c_with(const char *kernel, uint32_t seed, const uint8_t *src, uint8_
   return 0;
 }
 
-int sk_crc32c_hardware(void) { return best_kernel >= K_INSN; }
-
 const char *sk_crc32c_kernel(int k) { return k >= 0 && k <= best_kernel ? kernel_names[k] : NULL; }
 
 void sk_crc32c_init(void) { pthread_once(&crc_once, crc_init); }

@@ -9,8 +9,6 @@
 #include <stdint.h>
 
 void sk_crc32c_init(void);
-/* 1 when sk_crc32c runs on CRC instructions (SSE4.2, ARMv8 CRC or carry-less multiply), 0 on the table. */
-int sk_crc32c_hardware(void);
 uint32_t sk_crc32c(uint32_t seed, const uint8_t *p, size_t n);
 /* memcpy(dst, src, n) returning sk_crc32c(seed, src, n), in one pass where the CPU allows. */
 uint32_t sk_crc32c_copy(uint32_t seed, const uint8_t *src, uint8_t *dst, size_t n);

@@ -41,10 +41,11 @@ export interface NativeAddon {
    * when given: for tests of every kernel this CPU has.
    */
   crc32cWith(kernel: string, bytes: Uint8Array, seed?: number, copyTarget?: Uint8Array): number;
-  /** The CRC32C kernels this CPU has, slowest first ("table", "sse4.2" or "armv8-crc", "vpclmulqdq-256", "vpclmulqdq-512"); crc32c uses the last. */
+  /**
+   * The CRC32C kernels this CPU has, slowest first ("table", "sse4.2" or "armv8-crc", "vpclmulqdq-256",
+   * "vpclmulqdq-512"); crc32c uses the last, so more than one means it runs on CRC instructions.
+   */
   readonly crc32cKernels: readonly string[];
-  /** True when crc32c runs on CRC instructions (SSE4.2, ARMv8 CRC or carry-less multiply), false on the table. */
-  readonly hardwareCrc32c: boolean;
   /**
    * Reads a source file for pack as GNU tar does (open, fstat, read, fstat, close) in one call, into
    * `target[offset, offset + room)`: returns its size, or -(size + 1) without reading when it does not fit.
@@ -172,7 +173,7 @@ function wrap(raw: RawAddon): NativeAddon {
     copyWithParams(map, target);
     return params[5];
   }
-  return { map: raw.map, unmap: raw.unmap, copy, copyMany: raw.copyMany, crc32c: raw.crc32c, crc32cWith: raw.crc32cWith, crc32cKernels: raw.crc32cKernels, hardwareCrc32c: raw.hardwareCrc32c, readFile: raw.readFile, readSamples: raw.readSamples, listDirectory: raw.listDirectory, threadCpuMs: raw.threadCpuMs };
+  return { map: raw.map, unmap: raw.unmap, copy, copyMany: raw.copyMany, crc32c: raw.crc32c, crc32cWith: raw.crc32cWith, crc32cKernels: raw.crc32cKernels, readFile: raw.readFile, readSamples: raw.readSamples, listDirectory: raw.listDirectory, threadCpuMs: raw.threadCpuMs };
 }
 
 /** SHARDKIT_NATIVE=0 (or "false", "off") turns the addon off for the whole process: useful for tests and benchmarks. */

@@ -14,8 +14,8 @@
  *   crc32cWith(kernel, bytes[, seed[, copyTarget]])
  *                                     the same by one named kernel of crc32cKernels, copying bytes into copyTarget in
  *                                     the same pass when given (for tests: every kernel this CPU has)
- *   crc32cKernels                     the CRC32C kernels this CPU has, slowest first; crc32c uses the last
- *   hardwareCrc32c                    true when crc32c runs on CRC instructions (SSE4.2, ARMv8, carry-less multiply)
+ *   crc32cKernels                     the CRC32C kernels this CPU has, slowest first; crc32c uses the last (the
+ *                                     first is the table: more than one means CRC instructions)
  *   readFile(path, target, offset, room)
  *                                     pack's source read in one call (read-file.c)
  *
@@ -452,7 +452,6 @@ napi_value sk_list_directory(napi_env env, napi_callback_info info);
 
 static napi_value init(napi_env env, napi_value exports) {
   sk_crc32c_init();
-  napi_value hardware;
   napi_property_descriptor props[] = {
       {"map", NULL, js_map, NULL, NULL, NULL, napi_enumerable, NULL},
       {"unmap", NULL, js_unmap, NULL, NULL, NULL, napi_enumerable, NULL},
@@ -466,8 +465,6 @@ static napi_value init(napi_env env, napi_value exports) {
       {"threadCpuMs", NULL, sk_thread_cpu_ms, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
-  if (napi_get_boolean(env, sk_crc32c_hardware(), &hardware) != napi_ok) return NULL;
-  if (napi_set_named_property(env, exports, "hardwareCrc32c", hardware) != napi_ok) return NULL;
   napi_value kernels = crc32c_kernels(env);
   if (kernels == NULL || napi_set_named_property(env, exports, "crc32cKernels", kernels) != napi_ok) return NULL;
   if (!init_params(env, exports)) return NULL;
