@@ -48,18 +48,23 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
   if (hasManifest && fs.existsSync(workDir)) rm(workDir);
   // --force starts over whatever the journal holds, a damaged one too: only a run without it reads the journal
   const journal = fs.existsSync(workDir) && !force ? readJournal(dir) : undefined;
-  // the clean-up below deletes files by name: only in a directory that shardkit wrote, --force or not (a dead shard
-  // writer's lock says it wrote here, and so does the manifest a --force killed while it cleared the dataset before
-  // had moved aside)
+  // the clean-up below deletes files by name: only in a directory that shardkit wrote, --force or not (a dead
+  // writer's claimed lock says it wrote here, and so does the manifest a --force killed while it cleared the dataset
+  // before had moved aside)
   if (!hasManifest && !fs.existsSync(workDir) && !fs.existsSync(path.join(dir, REPLACED_MANIFEST)) && list(dir).length > 0) {
-    if (!lock.tookOverFromShardWriter) {
+    if (!lock.tookOverClaimed) {
       throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} is not empty and holds no shardkit dataset; write to a new or empty directory`, { file: dir });
     }
     if (!force) {
-      lock.abandon(); // the dead writer's mark stays for the --force this asks for
+      // the dead writer's claim passes to this lock, left as its own mark for the --force this asks for
+      lock.claim();
+      lock.abandon();
       throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} holds what a killed shardkit write left (no manifest, no journal); use --force to clear it and write anew`, { file: dir });
     }
   }
+  // from here the directory is shardkit's (empty, a dataset, an interrupted write, a dead writer's claimed one): a
+  // --force killed while it clears it, or a write killed later, leaves this claim for the next writer
+  lock.claim();
   const replaced = path.join(dir, REPLACED_MANIFEST);
   if (force) {
     // the manifest goes first, so the directory never looks like a dataset with half its files gone; moved aside, not

@@ -15,13 +15,6 @@ import { fsCall } from './fs-errors.js';
 
 export const LOCK_FILE = '.shardkit-lock';
 
-/**
- * Commands that take the lock in a directory of files they did not write: `index` adopts the user's own tars in
- * place, `reindex` rebuilds the index next to existing shards. A lock they left says nothing about who wrote the
- * files there (see WriteLock.tookOverFromShardWriter).
- */
-const IN_PLACE_COMMANDS = new Set(['index', 'reindex']);
-
 interface LockOwner {
   pid: number;
   host: string;
@@ -30,29 +23,28 @@ interface LockOwner {
   started: string;
   /** Left by abandon(): stale whoever wrote it (the writer gave up, even if its process lives on). */
   abandoned?: boolean;
+  /**
+   * 1 once its writer found the directory to be shardkit's to write (see claim()), 0 before: only a claimed lock of
+   * a dead writer says that the shard-like files next to it are shardkit's. `index` and `reindex`, which work among
+   * the user's own files, never claim; locks of earlier versions have no claim.
+   */
+  claimed?: 0 | 1;
 }
 
 export class WriteLock {
   private released = false;
 
   /**
-   * @param tookOver the lock was a dead writer's: the directory may hold what that writer left half done
-   * @param tookOverFrom that writer's command, when its lock said
+   * @param owner what the lock file says, rewritten by claim()
+   * @param tookOverClaimed the lock was a dead writer's claimed one: the directory holds what that writer left half
+   *   done (a --force killed while it cleared the old dataset), which only shardkit wrote. Not so for a dead
+   *   writer's unclaimed lock: killed while it checked a directory, or an `index` run in place among the user's tars.
    */
   private constructor(
     readonly file: string,
-    readonly tookOver: boolean,
-    private readonly tookOverFrom: string | undefined,
+    private readonly owner: LockOwner,
+    readonly tookOverClaimed: boolean,
   ) {}
-
-  /**
-   * The lock was left by a dead writer of shards (pack, derive, merge: a --force killed while it cleared the old
-   * dataset, say), so the shard-like files here are shardkit's. Not so for a lock of `index` or `reindex`, which
-   * work among the user's own tars (a Ctrl-C of `index` run in place left one), nor for an empty lock.
-   */
-  get tookOverFromShardWriter(): boolean {
-    return this.tookOver && this.tookOverFrom !== undefined && !IN_PLACE_COMMANDS.has(this.tookOverFrom);
-  }
 
   /**
    * Takes the lock of `dir` for `command`, or throws OUTPUT_EXISTS naming the writer that holds it.
@@ -61,11 +53,10 @@ export class WriteLock {
   static acquire(dir: string, command: string): WriteLock {
     fsCall('create', dir, () => fs.mkdirSync(dir, { recursive: true }));
     const file = path.join(dir, LOCK_FILE);
-    const owner: LockOwner = { pid: process.pid, host: os.hostname(), command, started: new Date().toISOString() };
-    let tookOver = false;
-    let tookOverFrom: string | undefined;
+    const owner: LockOwner = { pid: process.pid, host: os.hostname(), command, started: new Date().toISOString(), claimed: 0 };
+    let tookOverClaimed = false;
     for (let attempt = 0; attempt < 2; attempt++) {
-      if (tryCreate(file, owner)) return new WriteLock(file, tookOver, tookOverFrom);
+      if (tryCreate(file, owner)) return new WriteLock(file, owner, tookOverClaimed);
       const holder = readOwner(file);
       if (holder === undefined) {
         // released meanwhile (try again), or empty: its writer was killed between create and write, unless that
@@ -82,16 +73,31 @@ export class WriteLock {
       }
       // its owner died (SIGKILL, a crash) without releasing it, or never wrote it
       fsCall('remove', file, () => fs.rmSync(file, { force: true }));
-      tookOver = true;
-      tookOverFrom = holder?.command;
+      tookOverClaimed = holder?.claimed === 1;
     }
     throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir}: another shardkit took its lock (${file}) at the same moment; try again`, { file: dir });
   }
 
   /**
+   * Marks the lock claimed: its writer found the directory to be shardkit's to write, and may now leave files there
+   * that a --force after its death must clear (see tookOverClaimed). The same number of bytes rewritten in place: a
+   * reader sees the lock whole, claimed or not.
+   */
+  claim(): void {
+    if (this.released || this.owner.claimed === 1) return;
+    this.owner.claimed = 1;
+    const fd = fsCall('write', this.file, () => fs.openSync(this.file, 'r+'));
+    try {
+      fsCall('write', this.file, () => fs.writeSync(fd, `${JSON.stringify(this.owner)}\n`, 0));
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+
+  /**
    * Lets go without removing the file, as a killed writer would: for a directory that still holds what a killed
-   * write left, which the next writer must learn (it takes the lock over as stale, see tookOver). release() is then
-   * a no-op.
+   * write left, which the next writer must learn (it takes the lock over as stale, see tookOverClaimed). release() is
+   * then a no-op.
    */
   abandon(): void {
     if (this.released) return;
@@ -139,7 +145,7 @@ function readOwner(file: string): LockOwner | undefined {
   try {
     const o = JSON.parse(fs.readFileSync(file, 'utf8')) as Partial<LockOwner>;
     if (typeof o.pid !== 'number' || typeof o.host !== 'string') return undefined;
-    return { pid: o.pid, host: o.host, command: String(o.command ?? 'writer'), started: String(o.started ?? '?'), abandoned: o.abandoned === true };
+    return { pid: o.pid, host: o.host, command: String(o.command ?? 'writer'), started: String(o.started ?? '?'), abandoned: o.abandoned === true, claimed: o.claimed === 1 ? 1 : 0 };
   } catch {
     // gone, or written half (its writer was killed between create and write): a lock nobody holds
     return undefined;

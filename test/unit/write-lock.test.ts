@@ -12,9 +12,21 @@ import { mergeParts } from '../../src/pack/merge.js';
 import { LOCK_FILE, WriteLock } from '../../src/pack/write-lock.js';
 import { tmpDir } from '../helpers/tmp.js';
 
-const owner = (pid: number, host = os.hostname()): string => `${JSON.stringify({ pid, host, command: 'pack', started: '2026-01-01T00:00:00.000Z' })}\n`;
+const owner = (pid: number, host = os.hostname(), extra: Record<string, unknown> = {}): string => `${JSON.stringify({ pid, host, command: 'pack', started: '2026-01-01T00:00:00.000Z', ...extra })}\n`;
 
 describe('WriteLock', () => {
+  it("claims its directory only once the directory checks passed, and an index's lock never", async () => {
+    const claimOf = (dir: string): unknown => (JSON.parse(fs.readFileSync(path.join(dir, LOCK_FILE), 'utf8')) as { claimed?: number }).claimed;
+    const bare = tmpDir();
+    const lock = WriteLock.acquire(bare, 'index');
+    expect(claimOf(bare)).toBe(0);
+    lock.release();
+    const dir = tmpDir();
+    const w = new DatasetWriter({ dir });
+    expect(claimOf(dir)).toBe(1);
+    await w.finish();
+  });
+
   it('is held by one writer at a time, and free again once released', () => {
     const dir = tmpDir();
     const lock = WriteLock.acquire(dir, 'pack');
@@ -89,8 +101,8 @@ describe('WriteLock', () => {
   it('--force clears what a killed --force left (its lock, no manifest, no journal); without it, says so', () => {
     const dir = tmpDir();
     const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
-    // a --force killed after it removed the manifest, before the rest of the old dataset
-    fs.writeFileSync(path.join(dir, LOCK_FILE), owner(Number(dead.stdout)));
+    // a --force killed after it removed the manifest, before the rest of the old dataset: it had claimed the directory
+    fs.writeFileSync(path.join(dir, LOCK_FILE), owner(Number(dead.stdout), os.hostname(), { claimed: 1 }));
     fs.writeFileSync(path.join(dir, 'shard-000003.tar'), 'old shard');
     fs.writeFileSync(path.join(dir, 'pack-report.json'), '{}');
     fs.writeFileSync(path.join(dir, 'notes.txt'), "the user's");
@@ -102,12 +114,13 @@ describe('WriteLock', () => {
     fs.writeFileSync(path.join(user, 'shard-000003.tar'), 'theirs');
     expect(() => new DatasetWriter({ dir: user, force: true })).toThrow(expect.objectContaining({ message: expect.stringContaining('is not empty and holds no shardkit dataset') }));
     expect(fs.readdirSync(user)).toEqual(['shard-000003.tar']);
-    // nor where the dead writer was `index` or `reindex`, which work among the user's own tars: an `index` run in
-    // place and stopped with Ctrl-C left its lock next to them
-    for (const command of ['index', 'reindex']) {
+    // nor where the dead writer had not claimed the directory: an `index` or `reindex` (they work among the user's own
+    // tars: an `index` run in place and stopped with Ctrl-C left its lock next to them, claimed or not), a pack killed
+    // while it checked the directory, or a lock of an earlier version
+    for (const lock of [{ command: 'index', claimed: 0 }, { command: 'reindex' }, { command: 'pack', claimed: 0 }, { command: 'pack' }]) {
       const tars = tmpDir();
       fs.writeFileSync(path.join(tars, 'clip-000000.tar'), 'theirs');
-      fs.writeFileSync(path.join(tars, LOCK_FILE), `${JSON.stringify({ pid: Number(dead.stdout), host: os.hostname(), command, started: '2026-01-01T00:00:00.000Z' })}\n`);
+      fs.writeFileSync(path.join(tars, LOCK_FILE), owner(Number(dead.stdout), os.hostname(), lock));
       expect(() => new DatasetWriter({ dir: tars, force: true })).toThrow(expect.objectContaining({ message: expect.stringContaining('is not empty and holds no shardkit dataset') }));
       expect(fs.readdirSync(tars).sort()).toEqual(['clip-000000.tar']);
     }
