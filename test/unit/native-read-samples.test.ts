@@ -250,7 +250,7 @@ describe.skipIf(!nativeAvailable())('native readSamples', () => {
     }
   });
 
-  it.runIf(straceAvailable())('makes one fstat a file that last changed seconds before on a local file system, two (as GNU tar) a fresh one', async () => {
+  it.runIf(straceAvailable())('makes one fstat a file that last changed seconds before on a local file system, two (as GNU tar) one not settled', async () => {
     const dirs = [tmpDir(), ...(trustedFs(SHM) ? [fs.mkdtempSync(path.join(SHM, 'shardkit-test-'))] : [])];
     const native = fileURLToPath(new URL('../../dist/src/native/native.js', import.meta.url));
     // a child reads the samples through readSamples; strace counts its fstat-like calls
@@ -271,7 +271,15 @@ describe.skipIf(!nativeAvailable())('native readSamples', () => {
       for (const dir of dirs) for (const key of keys('old')) fs.writeFileSync(path.join(dir, `${key}.bin`), randomBytes(3000));
       await new Promise((resolve) => setTimeout(resolve, 2100));
       for (const dir of dirs) {
-        for (const key of keys('new')) fs.writeFileSync(path.join(dir, `${key}.bin`), randomBytes(3000));
+        // "Fresh" must not depend on how soon the read follows the write (a busy machine can take seconds): a
+        // file whose mtime lies a day ahead is never settled, however long the read waits. The old files only
+        // grow more settled with any delay.
+        const ahead = new Date(Date.now() + 86_400_000);
+        for (const key of keys('new')) {
+          const file = path.join(dir, `${key}.bin`);
+          fs.writeFileSync(file, randomBytes(3000));
+          fs.utimesSync(file, ahead, ahead);
+        }
         const root = rootOf(dir);
         const none = fstats(root, []);
         // one fstat of the directory, then one or two per file
