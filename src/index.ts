@@ -20,6 +20,7 @@ export { nativeAvailable } from './native/native.js';
 // writing
 export { DatasetWriter, type DatasetWriterOptions, type WriterStats } from './pack/dataset-writer.js';
 export { pack, defaultOutDir, type PackOptions, type PackResult, type PackProgress } from './pack/pack.js';
+export { append, type AppendOptions, type AppendResult } from './pack/append.js';
 export { derive, type DeriveOptions, type DeriveResult } from './pack/derive.js';
 export { mergeParts, type MergeResult } from './pack/merge.js';
 export { parsePart, partOfKey, type PartSpec } from './pack/partition.js';
