@@ -5,6 +5,7 @@
  */
 import type { IndexEntry } from '../../formats/index-entry.js';
 import { compareKeys } from '../../formats/key-order.js';
+import type { IndexReader } from '../read/index-reader.js';
 import type { IndexFileWriter } from './index-file.js';
 
 export interface MergeCounts {
@@ -15,44 +16,93 @@ export interface MergeCounts {
   duplicates: string[];
 }
 
+/** An index's entries in key order, one leaf page's worth at a time (no promise per entry). */
+export async function* leafEntries(index: IndexReader): AsyncGenerator<readonly IndexEntry[]> {
+  if (index.size === 0) return;
+  let leaf = (await index.leafAt(0)).leaf;
+  for (let seen = leaf.entries.length; ; seen += leaf.entries.length) {
+    yield leaf.entries;
+    if (seen >= index.size) return;
+    leaf = await index.nextLeaf(leaf);
+  }
+}
+
+/** A cursor over batches of entries. */
+class Cursor {
+  private batch: readonly IndexEntry[] = [];
+  private at = 0;
+  done = false;
+
+  constructor(private readonly batches: AsyncIterator<readonly IndexEntry[]>) {}
+
+  /** The current entry, loading the next batch when this one is used up; undefined at the end. */
+  async peek(): Promise<IndexEntry | undefined> {
+    while (this.at >= this.batch.length) {
+      const next = await this.batches.next();
+      if (next.done === true) {
+        this.done = true;
+        return undefined;
+      }
+      this.batch = next.value;
+      this.at = 0;
+    }
+    return this.batch[this.at];
+  }
+
+  /** Entries from the current one on that sort before `key` (all when undefined), within the current batch. */
+  takeBefore(key: string | undefined): readonly IndexEntry[] {
+    const from = this.at;
+    let to = from;
+    if (key === undefined) to = this.batch.length;
+    else while (to < this.batch.length && compareKeys((this.batch[to] as IndexEntry).key, key) < 0) to++;
+    this.at = to;
+    return this.batch.slice(from, to);
+  }
+
+  skip(): void {
+    this.at++;
+  }
+}
+
 /**
- * Feeds `out` the union of `old` and `added` (each in strictly increasing key order) in key order, `added`'s shard
- * numbers moved up by `shardBase`. With `stopAtDuplicate`, returns at the first duplicate (out is then incomplete).
+ * Feeds `out` the union of `old` and `added` (batches of entries, each stream in strictly increasing key order) in
+ * key order, `added`'s shard numbers moved up by `shardBase`. With `stopAtDuplicate`, returns at the first
+ * duplicate (out is then incomplete).
  */
 export async function mergeEntries(
-  old: AsyncIterable<IndexEntry>,
-  added: AsyncIterable<IndexEntry>,
+  old: AsyncIterable<readonly IndexEntry[]>,
+  added: AsyncIterable<readonly IndexEntry[]>,
   shardBase: number,
   out: IndexFileWriter,
   stopAtDuplicate: boolean,
 ): Promise<MergeCounts> {
   const counts: MergeCounts = { old: 0, added: 0, duplicates: [] };
-  const a = old[Symbol.asyncIterator]();
-  const b = added[Symbol.asyncIterator]();
-  let x = await a.next();
-  let y = await b.next();
-  const moved = (e: IndexEntry): IndexEntry => ({ key: e.key, shard: e.shard + shardBase, offset: e.offset, length: e.length, members: e.members });
-  while (!x.done || !y.done) {
-    const c = x.done ? 1 : y.done ? -1 : compareKeys(x.value.key, y.value.key);
-    if (c === 0) {
-      counts.duplicates.push(y.value.key);
-      if (stopAtDuplicate) break;
-      out.add(x.value);
-      counts.old++;
-      counts.added++;
-      x = await a.next();
-      y = await b.next();
-    } else if (c < 0) {
-      out.add(x.value as IndexEntry);
-      counts.old++;
-      x = await a.next();
-    } else {
-      out.add(moved(y.value as IndexEntry));
-      counts.added++;
-      y = await b.next();
+  const a = new Cursor(old[Symbol.asyncIterator]());
+  const b = new Cursor(added[Symbol.asyncIterator]());
+  for (;;) {
+    const x = await a.peek();
+    const y = await b.peek();
+    if (x === undefined && y === undefined) break;
+    if (y === undefined || (x !== undefined && compareKeys(x.key, y.key) < 0)) {
+      // the old entries before the next new key go as they are, a leaf's run at a time
+      const run = a.takeBefore(y?.key);
+      for (const e of run) out.add(e);
+      counts.old += run.length;
+      continue;
     }
+    if (x !== undefined && x.key === y.key) {
+      counts.duplicates.push(y.key);
+      if (stopAtDuplicate) break;
+      out.add(x);
+      a.skip();
+      b.skip();
+      counts.old++;
+      counts.added++;
+      continue;
+    }
+    out.add({ key: y.key, shard: y.shard + shardBase, offset: y.offset, length: y.length, members: y.members });
+    b.skip();
+    counts.added++;
   }
-  await a.return?.();
-  await b.return?.();
   return counts;
 }
