@@ -28,6 +28,12 @@ export { walkSamples, walkSource, type WalkOptions, type WalkStats, type SourceS
 export { parseSize, formatSize } from './pack/size-arg.js';
 export * from './passes/index.js';
 
+// mixtures of datasets
+export { openMixture, Mixture, type MixtureSource, type MixtureOptions } from './read/mixture.js';
+export { MixtureLoader, type MixtureLoaderOptions, type MixtureSample, type DecodedMixtureSample, type MixtureLoaderStats } from './read/mixture-loader.js';
+export { mergeMixtureStates, type MixtureState } from './read/mixture-state.js';
+export { mixtureCounts } from './read/mixture-counts.js';
+
 // loader ordering
 export { planEpoch, mergeRankStates, rankCounts } from './read/epoch-plan.js';
 export { shuffles, SHUFFLE_NAMES, type ShuffleName } from './read/shuffle/index.js';
