@@ -72,6 +72,9 @@ export class MixtureLoader<S = MixtureSample> implements AsyncIterableIterator<S
   private finished = false;
   private fillScheduled = false;
   private delivery: Promise<unknown> = Promise.resolve();
+  /** Remote lookups run one batch after another, sorted by position, so each index page is fetched once (as Loader). */
+  private locateTail: Promise<unknown> = Promise.resolve();
+  private readonly readLimit: ReturnType<typeof pLimit>;
 
   /** @internal Use `mixture.loader(options)`. */
   constructor(
@@ -109,6 +112,7 @@ export class MixtureLoader<S = MixtureSample> implements AsyncIterableIterator<S
     this.length = this.plan.length;
     this.batches = this.plan.batches;
     const readLimit = pLimit(this.opts.concurrency);
+    this.readLimit = readLimit;
     this.decodeLimit = pLimit(this.opts.decodeConcurrency);
     this.readOptions = sources.map((ds) => ({
       gapBytes: this.opts.coalesceGapBytes,
@@ -242,8 +246,10 @@ export class MixtureLoader<S = MixtureSample> implements AsyncIterableIterator<S
         });
       };
       if (ds.remote) {
+        const located = this.locateTail.then(() => this.locateAsync(ds, wanted));
+        this.locateTail = located.catch(() => undefined);
         waits.push(
-          this.locateAsync(ds, wanted).then(async (refs) => {
+          located.then(async (refs) => {
             const read = readBatch(ds, refs, this.readOptions[s] as BatchReadOptions);
             this.counted(read.reads, read.bytes);
             place(await read.samples);
@@ -272,12 +278,15 @@ export class MixtureLoader<S = MixtureSample> implements AsyncIterableIterator<S
   }
 
   private async locateAsync(ds: Dataset, positions: readonly number[]): Promise<RecordRef[]> {
-    const refs: RecordRef[] = [];
-    for (const position of positions) {
+    const refs = new Array<RecordRef>(positions.length);
+    const byPosition = positions.map((_, i) => i).sort((a, b) => (positions[a] as number) - (positions[b] as number));
+    for (const i of byPosition) {
       if (this.finished) throw closedError();
-      const hit = await ds.index.leafOf(position);
+      const position = positions[i] as number;
+      // an index page not yet cached is an http request of its own, counted in `concurrency`
+      const hit = await this.readLimit(() => ds.index.leafOf(position));
       ds.checkRecord(hit.leaf, position - hit.base);
-      refs.push(recordRef(hit.leaf, position - hit.base));
+      refs[i] = recordRef(hit.leaf, position - hit.base);
     }
     return refs;
   }
