@@ -34,6 +34,12 @@ export { MixtureLoader, type MixtureLoaderOptions, type MixtureSample, type Deco
 export { mergeMixtureStates, type MixtureState } from './read/mixture-state.js';
 export { mixtureCounts } from './read/mixture-counts.js';
 
+// continual learning: exemplar selection and buffers, rehearsal
+export { openRehearsal, Rehearsal, type RehearsalOptions } from './read/rehearsal.js';
+export { updateExemplarBuffer, type ExemplarBufferOptions, type ExemplarBufferResult, type ExemplarPolicy, type ExemplarRecord } from './pack/exemplar-buffer.js';
+export { parseSelection, type Selection } from './pack/select.js';
+export { taskShards } from './read/dataset-subset.js';
+
 // loader ordering
 export { planEpoch, mergeRankStates, rankCounts } from './read/epoch-plan.js';
 export { shuffles, SHUFFLE_NAMES, type ShuffleName } from './read/shuffle/index.js';

@@ -15,7 +15,7 @@ import { decodeImage, type DecodedImage } from './decode-image.js';
 import { planEpoch, type EpochPlan, type Partition } from './epoch-plan.js';
 import { resolveLoaderOptions, type LoaderOptions, type ResolvedLoaderOptions } from './loader-options.js';
 import { planMixtureEpoch, type MixtureEpoch } from './mixture-plan.js';
-import { expectMixtureState, MIXTURE_STATE_FORMAT, MIXTURE_STATE_VERSION, type MixtureSourceIdentity, type MixtureState } from './mixture-state.js';
+import { expectMixtureState, MIXTURE_STATE_FORMAT, MIXTURE_STATE_VERSION, type MixtureSourceIdentity, type MixtureState, type RehearsalLayout } from './mixture-state.js';
 import { recordRef, type RecordRef } from './record-ref.js';
 import type { Seed } from './shuffle/index.js';
 
@@ -47,6 +47,15 @@ export interface MixtureLoaderStats {
   stalls: number;
 }
 
+/** A source as the loader reads it: a dataset, or the part of it at `positions` (ascending key-order positions). */
+export interface MixtureInput {
+  ds: Dataset;
+  positions?: Uint32Array;
+}
+
+/** Lays out one epoch: the source and source-relative index of each of its samples (see mixture-plan.ts). */
+export type ArrangeEpoch = (sizes: readonly number[], counts: readonly number[], seed: Seed, epoch: number) => MixtureEpoch;
+
 interface Pending<S> {
   count: number;
   bytes: number;
@@ -76,12 +85,20 @@ export class MixtureLoader<S = MixtureSample> implements AsyncIterableIterator<S
   private locateTail: Promise<unknown> = Promise.resolve();
   private readonly readLimit: ReturnType<typeof pLimit>;
 
+  private readonly sources: readonly Dataset[];
+  private readonly subsets: readonly (Uint32Array | undefined)[];
+
   /** @internal Use `mixture.loader(options)`. */
   constructor(
-    private readonly sources: readonly Dataset[],
+    inputs: readonly MixtureInput[],
     private readonly identities: readonly MixtureSourceIdentity[],
     options: MixtureLoaderOptions,
+    arrange: ArrangeEpoch = planMixtureEpoch,
+    private readonly rehearsal?: RehearsalLayout,
   ) {
+    const sources = inputs.map((x) => x.ds);
+    this.sources = sources;
+    this.subsets = inputs.map((x) => x.positions);
     const o = options as MixtureLoaderOptions & { shuffle?: unknown; view?: unknown; windowShards?: unknown };
     for (const name of ['shuffle', 'windowShards', 'view'] as const) {
       if (o[name] !== undefined) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${name} does not apply to a mixture, whose order is its own seeded mix of the sources; leave it out`);
@@ -101,10 +118,10 @@ export class MixtureLoader<S = MixtureSample> implements AsyncIterableIterator<S
       ...(options.worldSize === undefined ? {} : { worldSize: options.worldSize }),
       ...(options.partition === undefined ? {} : { partition: options.partition }),
       ...(options.dropLast === undefined ? {} : { dropLast: options.dropLast }),
-      ...(options.resumeFrom === undefined ? {} : { resumeFrom: expectMixtureState(options.resumeFrom, identities) }),
+      ...(options.resumeFrom === undefined ? {} : { resumeFrom: expectMixtureState(options.resumeFrom, identities, 'resumeFrom', rehearsal) }),
     });
-    this.epochTable = planMixtureEpoch(
-      sources.map((ds) => ds.size),
+    this.epochTable = arrange(
+      identities.map((s) => s.samples),
       identities.map((s) => s.count),
       seed,
       epoch,
@@ -123,6 +140,7 @@ export class MixtureLoader<S = MixtureSample> implements AsyncIterableIterator<S
       limit: <T>(fn: () => Promise<T>): Promise<T> => readLimit((): Promise<T> => (this.finished ? Promise.reject(closedError()) : fn())),
     }));
     const stored = sources.reduce((n, ds, i) => n + (ds.size === 0 ? 0 : (ds.manifest.totals.storedBytes / ds.size) * (identities[i] as MixtureSourceIdentity).count), 0);
+    if (total !== this.epochTable.source.length) throw new Error(`mixture epoch of ${this.epochTable.source.length} samples, expected ${total}`);
     this.bytesPerSample = total === 0 ? 0 : stored / total;
     this.counters = { batches: 0, samples: 0, perSource: sources.map(() => 0), reads: 0, bytesRead: 0, prefetchedBytes: 0, peakPrefetchedBytes: 0, stalls: 0 };
   }
@@ -148,17 +166,26 @@ export class MixtureLoader<S = MixtureSample> implements AsyncIterableIterator<S
 
   /** Where this rank stands, as plain JSON: pass it as `resumeFrom` (same mixture and options) to continue exactly. */
   state(): MixtureState {
-    return { format: MIXTURE_STATE_FORMAT, version: MIXTURE_STATE_VERSION, sources: this.identities.map((s) => ({ ...s })), progress: this.plan.state(this.counters.samples) };
+    return {
+      format: MIXTURE_STATE_FORMAT,
+      version: MIXTURE_STATE_VERSION,
+      sources: this.identities.map((s) => ({ ...s })),
+      ...(this.rehearsal === undefined ? {} : { rehearsal: { ...this.rehearsal } }),
+      progress: this.plan.state(this.counters.samples),
+    };
   }
 
   stats(): MixtureLoaderStats {
     return { ...this.counters, perSource: [...this.counters.perSource] };
   }
 
-  /** The source and position of this rank's i-th sample (0 <= i < length). */
+  /** The source and position (key order, in the source's dataset) of this rank's i-th sample (0 <= i < length). */
   sampleAt(i: number): { source: number; position: number } {
     const v = this.plan.at(i);
-    return { source: this.epochTable.source[v] as number, position: this.epochTable.position[v] as number };
+    const source = this.epochTable.source[v] as number;
+    const index = this.epochTable.position[v] as number;
+    const subset = this.subsets[source];
+    return { source, position: subset === undefined ? index : (subset[index] as number) };
   }
 
   private async deliver(): Promise<IteratorResult<S[], undefined>> {

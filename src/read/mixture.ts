@@ -48,7 +48,7 @@ export class Mixture {
   loader(options?: MixtureLoaderOptions & { decode?: 'none' }): MixtureLoader<MixtureSample>;
   loader(options: MixtureLoaderOptions): MixtureLoader<DecodedMixtureSample>;
   loader(options: MixtureLoaderOptions = {}): MixtureLoader<MixtureSample> | MixtureLoader<DecodedMixtureSample> {
-    return new MixtureLoader(this.datasets, this.identities, options);
+    return new MixtureLoader(this.datasets.map((ds) => ({ ds })), this.identities, options);
   }
 
   /** Closes the datasets openMixture opened (not those it was given open). */
