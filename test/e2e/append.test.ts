@@ -54,6 +54,8 @@ describe('shardkit append', () => {
     expect(s).toMatchObject({ appended: 140, samples: 220, index: 'index-1.skidx', appends: 1, duplicates: ['cat/0038', 'cat/0039'], oldEntriesRead: 80 });
     const v = shardkit(['verify', ds]);
     expect(v.status, v.stdout + v.stderr).toBe(0);
+    expect(shardkit(['info', ds]).stdout).toMatch(/^appends +1 \(140 samples\)$/m);
+    expect(JSON.parse(shardkit(['info', ds, '--json']).stdout).appends).toEqual([140]);
     const d = await openDataset(ds);
     expect(d.manifest.extra.classes).toEqual(['cat', 'dog', 'ant', 'eel']);
     expect(new TextDecoder().decode((await d.get('eel/0001')).members.cls)).toBe('3');
