@@ -242,14 +242,16 @@ async function commitAppend(dir: string, ds: Dataset, stage: StagePaths, target:
  */
 async function finishCommitted(dir: string, manifest: Manifest, stage: StagePaths, target: AppendTarget, oldEntriesRead: number, resumedSamples = 0): Promise<Omit<AppendResult, 'seconds'>> {
   settleKept(stage);
-  const stagedManifest = parseManifest(fsCall('read', stage.added, () => fs.readFileSync(path.join(stage.added, MANIFEST_FILE), 'utf8')), path.join(stage.added, MANIFEST_FILE));
-  for (const name of stagedManifest.files) writeAtomically(path.join(dir, name), fsCall('read', name, () => fs.readFileSync(path.join(stage.added, name))));
+  const stagedFile = path.join(stage.added, MANIFEST_FILE);
+  // gone only when a kill cut the stage's removal, the last step, short: the files were copied before it began
+  const stagedManifest = fs.existsSync(stagedFile) ? parseManifest(fsCall('read', stagedFile, () => fs.readFileSync(stagedFile, 'utf8')), stagedFile) : undefined;
+  for (const name of stagedManifest?.files ?? []) writeAtomically(path.join(dir, name), fsCall('read', name, () => fs.readFileSync(path.join(stage.added, name))));
   for (const name of fs.readdirSync(dir)) {
     if (INDEX_FILE_NAME.test(name) && name !== target.indexFile && name !== target.previousIndex) fsCall('remove', name, () => fs.rmSync(path.join(dir, name), { force: true }));
   }
   removeStage(stage);
   const record = manifest.appends?.[target.append - 1];
-  const skipped = stagedManifest.skipped;
+  const skipped = stagedManifest?.skipped ?? [];
   const duplicates = skipped.filter((s) => s.reason.startsWith(ErrorCodes.DUPLICATE_KEY)).map((s) => splitKey(s.path).key);
   return { dataset: dir, manifest, samples: record?.samples ?? 0, shards: record?.shards ?? [target.firstShard, target.firstShard], skipped, duplicates, resumedSamples, oldEntriesRead };
 }
