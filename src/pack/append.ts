@@ -15,7 +15,7 @@ import { splitKey } from '../../formats/sample.js';
 import type { Pass } from '../passes/pass.js';
 import { expectLocalPath } from '../io/location.js';
 import { openDataset, type Dataset } from '../read/dataset.js';
-import { leafEntries, mergeEntries, type MergeCounts } from './append-merge.js';
+import { leafEntries, leafEntriesOfFile, mergeEntries, type MergeCounts } from './append-merge.js';
 import { readTarget, removeStage, stagePaths, writeTarget, type AppendTarget, type StagePaths } from './append-stage.js';
 import { appendPasses, checkAppendable } from './append-checks.js';
 import { restageWithout } from './append-restage.js';
@@ -173,7 +173,7 @@ async function mergeIndex(dir: string, ds: Dataset, stage: StagePaths, target: A
     const index = new IndexFileWriter(path.join(dir, target.indexFile), ds.manifest.layout, ds.manifest.index.pageSize, { tmpPath: path.join(stage.root, `${target.indexFile}.tmp`) });
     let counts: MergeCounts;
     try {
-      counts = await mergeEntries(leafEntries(ds.index), leafEntries(staged.index), target.firstShard, index, target.onError === 'fail');
+      counts = await mergeEntries(leafEntriesOfFile(path.join(dir, ds.manifest.index.file), ds.index.header), leafEntries(staged.index), target.firstShard, index, target.onError === 'fail');
     } catch (err) {
       index.abort();
       await staged.close();

@@ -181,6 +181,24 @@ describe('append', () => {
     expect(fs.readdirSync(empty)).toEqual([]);
   });
 
+  it('fails on a damaged page of the old index (CORRUPT_INDEX) and leaves the dataset as it was', async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 300; i++) files[`k/${String(i).padStart(4, '0')}.txt`] = String(i);
+    const out = await packed(files, { pageSize: 1024 });
+    const index = path.join(out, 'index.skidx');
+    const opened = await openDataset(out);
+    const leaf = opened.index.header.firstLeaf;
+    expect(opened.index.header.pageCount).toBeGreaterThan(4);
+    await opened.close();
+    const bytes = fs.readFileSync(index);
+    bytes[leaf * 1024 + 20] = (bytes[leaf * 1024 + 20] as number) ^ 0xff; // a record of the first leaf
+    fs.writeFileSync(index, bytes);
+    const before = snapshot(out);
+    await expect(append({ dataset: out, source: await tree({ 'k/x.txt': 'x' }), readThreads: 0 })).rejects.toMatchObject({ code: ErrorCodes.CORRUPT_INDEX });
+    expect(Object.keys(snapshot(out)).filter((f) => !f.startsWith('.shardkit-append'))).toEqual(Object.keys(before));
+    for (const [f, b] of Object.entries(before)) expect(snapshot(out)[f], f).toBe(b);
+  });
+
   it('appends to a merged dataset, whose shards carry part names', async () => {
     const src = await tree({ 'a/1.txt': 'a1', 'b/2.txt': 'b2', 'c/3.txt': 'c3' });
     const parts = [0, 1].map((index) => path.join(tmpDir(), `p${index}`));
