@@ -20,12 +20,25 @@ export { nativeAvailable } from './native/native.js';
 // writing
 export { DatasetWriter, type DatasetWriterOptions, type WriterStats } from './pack/dataset-writer.js';
 export { pack, defaultOutDir, type PackOptions, type PackResult, type PackProgress } from './pack/pack.js';
+export { append, type AppendOptions, type AppendResult } from './pack/append.js';
 export { derive, type DeriveOptions, type DeriveResult } from './pack/derive.js';
 export { mergeParts, type MergeResult } from './pack/merge.js';
 export { parsePart, partOfKey, type PartSpec } from './pack/partition.js';
 export { walkSamples, walkSource, type WalkOptions, type WalkStats, type SourceSample } from './pack/walk.js';
 export { parseSize, formatSize } from './pack/size-arg.js';
 export * from './passes/index.js';
+
+// mixtures of datasets
+export { openMixture, Mixture, type MixtureSource, type MixtureOptions } from './read/mixture.js';
+export { MixtureLoader, type MixtureLoaderOptions, type MixtureSample, type DecodedMixtureSample, type MixtureLoaderStats } from './read/mixture-loader.js';
+export { mergeMixtureStates, type MixtureState } from './read/mixture-state.js';
+export { mixtureCounts } from './read/mixture-counts.js';
+
+// continual learning: exemplar selection and buffers, rehearsal
+export { openRehearsal, Rehearsal, type RehearsalOptions } from './read/rehearsal.js';
+export { updateExemplarBuffer, type ExemplarBufferOptions, type ExemplarBufferResult, type ExemplarPolicy, type ExemplarRecord } from './pack/exemplar-buffer.js';
+export { parseSelection, type Selection } from './pack/select.js';
+export { taskShards } from './read/dataset-subset.js';
 
 // loader ordering
 export { planEpoch, mergeRankStates, rankCounts } from './read/epoch-plan.js';

@@ -29,6 +29,7 @@ export function registerInfo(program: Command): void {
             ['overhead', info.overhead === null ? 'n/a (no member bytes)' : `${percent(info.overhead)} (shards + index vs member bytes)`],
             ['passes', info.passes.length === 0 ? 'none' : info.passes.map((p) => `${p.name}${Object.keys(p.params).length ? ` ${JSON.stringify(p.params)}` : ''}`).join(', ')],
             ['skipped', String(info.skipped)],
+            ...(info.appends.length === 0 ? [] : [['appends', `${info.appends.length} (${info.appends.join(' + ')} samples)`]]),
             ['written by', info.tool],
           ];
           process.stdout.write(`${table(rows)}\n`);

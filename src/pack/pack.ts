@@ -80,6 +80,10 @@ export interface PackOptions {
    */
   readThreads?: number;
   onProgress?: (p: PackProgress) => void;
+  /** @internal The number in the first shard's name (see DatasetWriterOptions.firstShard); `append` sets it. */
+  firstShard?: number;
+  /** @internal What the output directory's lock names as its writer (default `pack`). */
+  command?: string;
 }
 
 export interface PackResult {
@@ -158,6 +162,8 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),
     ...(options.part === undefined ? {} : { shardPrefix: partShardPrefix(options.part), part: options.part }),
     passes: passes.map((p) => ({ name: p.name, params: p.params })),
+    ...(options.firstShard === undefined ? {} : { firstShard: options.firstShard }),
+    ...(options.command === undefined ? {} : { command: options.command }),
     resume: options.resume ?? false,
     // a resume skips as many samples as the interrupted walk had let through: the same filters must choose them
     resumeOptions: { include: options.include ?? [], exclude: options.exclude ?? [], includeHidden: walkOptions.includeHidden, followSymlinks: walkOptions.followSymlinks },
