@@ -26,6 +26,8 @@ import { resolveLoaderOptions, type LoaderOptions, type ResolvedLoaderOptions } 
 import { expectLoaderState, LOADER_STATE_FORMAT, LOADER_STATE_VERSION, type DatasetIdentity, type LoaderState } from './loader-state.js';
 import { recordRef, type RecordRef } from './record-ref.js';
 import { SlabPool } from './slab-pool.js';
+import { DEFAULT_MAX_WASTE } from './window-plan.js';
+import { readWindowBatch, SpanWindow, type WindowBatchOptions } from './window-read.js';
 
 /** Counters of what a loader did; plain numbers. */
 export interface LoaderStats {
@@ -90,6 +92,9 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
   private readonly plan: EpochPlan;
   private readonly identity: DatasetIdentity;
   private readonly batchOptions: BatchReadOptions;
+  /** Remote datasets: the rank's next samples, so a read fetches each byte about once (see window-plan.ts). */
+  private readonly window: SpanWindow | undefined;
+  private readonly windowOptions: WindowBatchOptions;
   /** Reads in flight (http requests and index page lookups, thread-pool reads) stay under `concurrency`. */
   private readonly readLimit: ReturnType<typeof pLimit>;
   private readonly decodeLimit: ReturnType<typeof pLimit>;
@@ -153,6 +158,12 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
       limit: (fn) => this.whileOpen(this.readLimit, fn),
     };
     this.bytesPerSample = ds.size === 0 ? 0 : ds.manifest.totals.storedBytes / ds.size;
+    this.windowOptions = { ...this.batchOptions, maxWaste: DEFAULT_MAX_WASTE };
+    // The window holds at most its samples' bytes: as many samples as `prefetch` holds at the shards' mean bytes
+    // per sample (tar headers and padding included), and at least one batch.
+    const shardBytesPerSample = ds.size === 0 ? 1 : Math.max(1, ds.shards.reduce((n, s) => n + s.bytes, 0) / ds.size);
+    const plan = this.plan;
+    this.window = ds.remote ? new SpanWindow((i) => plan.at(i), plan.length, Math.max(this.opts.batchSize, Math.floor(this.opts.prefetch / shardBytesPerSample))) : undefined;
   }
 
   [Symbol.asyncIterator](): this {
@@ -273,7 +284,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
           (refs) => {
             this.locating--;
             if (this.finished) throw closedError(); // located after return(): nothing of it is read
-            const samples = this.fetch(pending, refs);
+            const samples = this.fetch(pending, refs, first);
             this.scheduleFill(); // the size is known now: read-ahead may go on
             return samples;
           },
@@ -283,7 +294,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
           },
         );
       } else {
-        const result = this.fetch(pending, this.locateSync(first, count));
+        const result = this.fetch(pending, this.locateSync(first, count), first);
         pending.ready = Array.isArray(result); // read synchronously: ready now, not a microtask later
         promise = Array.isArray(result) ? Promise.resolve(result) : result;
       }
@@ -333,7 +344,8 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     return recordRef(leaf, slot);
   }
 
-  private fetch(pending: PendingBatch<S>, refs: RecordRef[]): S[] | Promise<S[]> {
+  private fetch(pending: PendingBatch<S>, refs: RecordRef[], first: number): S[] | Promise<S[]> {
+    if (this.window !== undefined) return this.fetchWindow(pending, refs, first, this.window);
     const read = readBatch(this.ds, refs, this.batchOptions);
     pending.slab = read.slab;
     this.setBytes(pending, read.bytes);
@@ -343,6 +355,19 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     const isImage = this.opts.isImage;
     if (isImage === undefined) return read.samples as S[] | Promise<S[]>;
     return Promise.resolve(read.samples).then((samples) => this.decodeImages(samples, isImage) as Promise<S[]>);
+  }
+
+  /** A remote batch: spans held for it are taken, its reads keep spans of later batches (counted as prefetched). */
+  private fetchWindow(pending: PendingBatch<S>, refs: RecordRef[], first: number, window: SpanWindow): Promise<S[]> {
+    const read = readWindowBatch(this.ds, refs, first, (i) => this.plan.at(i), window, this.windowOptions);
+    this.setBytes(pending, read.bytes - read.held + read.taken);
+    if (!this.finished) this.addPrefetched(read.held - read.taken);
+    this.counters.reads += read.reads;
+    this.counters.bytesRead += read.bytes;
+    this.counters.fetchedSamples += refs.length;
+    const isImage = this.opts.isImage;
+    if (isImage === undefined) return read.samples as Promise<S[]>;
+    return read.samples.then((samples) => this.decodeImages(samples, isImage) as Promise<S[]>);
   }
 
   private decodeImages(samples: Sample[], isImage: (ext: string) => boolean): Promise<DecodedSample[]> {
