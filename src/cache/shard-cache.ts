@@ -31,6 +31,11 @@ export interface CacheOptions {
   dir: string;
   /** Most bytes the directory holds (all datasets, downloads in progress included). */
   maxBytes: number;
+  /**
+   * 'clairvoyant' (default): a loader prefetches the shards its order reads next and eviction keeps the shards it
+   * needs soonest (Belady's MIN). 'lru': no prefetch, least recently used out first (for comparison).
+   */
+  policy?: 'clairvoyant' | 'lru';
   /** Told what the cache did that a user may want to know (it never prints). */
   onEvent?: (event: CacheEvent) => void;
 }
@@ -83,6 +88,8 @@ export class ShardCache {
   /** Shards not to try again before this time (another process fetches them, or no room). */
   private readonly retryAt = new Map<number, number>();
   private readonly said = new Set<string>();
+  /** Downloads of this process that hold reserved room (settled either way). */
+  private readonly downloading = new Set<Promise<unknown>>();
   private closed = false;
 
   private constructor(
@@ -132,6 +139,14 @@ export class ShardCache {
     return this.acquire(shard, true).then(() => undefined);
   }
 
+  get policy(): 'clairvoyant' | 'lru' {
+    return this.options.policy ?? 'clairvoyant';
+  }
+
+  get maxBytes(): number {
+    return this.options.maxBytes;
+  }
+
   /** Whether the shard's copy is ready or on its way in this process. */
   has(shard: number): boolean {
     return this.ready.has(shard) || this.inflight.has(shard);
@@ -176,16 +191,23 @@ export class ShardCache {
       const again = await this.openVerified(shard, copy);
       if (again !== undefined) return again;
       const part = path.join(this.dir, partName(path.basename(copy)));
-      if (!(await this.reserve(shard, part))) {
-        this.retryAt.set(shard, Date.now() + RECHECK_MS);
+      if (!(await this.reserveWaiting(shard, part, prefetch))) {
+        // a read finds no room only when every copy is needed as soon: do not scan again for each of its reads.
+        // A prefetch that finds none is simply early; the read that needs the shard asks again.
+        if (!prefetch) this.retryAt.set(shard, Date.now() + RECHECK_MS);
         return this.bypass(shard, 'no room: every cached shard is needed sooner than this one (or is being fetched)');
       }
+      const downloaded = this.download(shard, record, part, prefetch);
+      const settled = downloaded.catch(() => undefined);
+      this.downloading.add(settled);
       try {
-        await this.download(shard, record, part, prefetch);
+        await downloaded;
         fs.renameSync(part, copy);
       } catch (err) {
         fs.rmSync(part, { force: true });
         throw err;
+      } finally {
+        this.downloading.delete(settled);
       }
       return await this.openVerified(shard, copy, true);
     } finally {
@@ -228,6 +250,20 @@ export class ShardCache {
     const ready = { source };
     this.ready.set(shard, ready);
     return ready;
+  }
+
+  /**
+   * {@link reserve}; for a read, when this process's own downloads hold the room, waits for them and tries again
+   * (they become copies that can be evicted) rather than reading the shard remotely.
+   */
+  private async reserveWaiting(shard: number, part: string, prefetch: boolean): Promise<boolean> {
+    for (let attempt = 0; ; attempt++) {
+      if (await this.reserve(shard, part)) return true;
+      // only downloads past their reservation hold room; waiting on another read that waits too would deadlock
+      const others = [...this.downloading];
+      if (prefetch || others.length === 0 || attempt >= 8) return false;
+      await Promise.race(others);
+    }
   }
 
   /**

@@ -53,7 +53,8 @@ export function checkOpenOptions(o: OpenDatasetOptions): void {
   if (o.cache !== undefined) {
     const c = o.cache as unknown;
     if (typeof c !== 'object' || c === null) throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected an object { dir, maxBytes } for cache but received ${JSON.stringify(c)}`);
-    const { dir, maxBytes, onEvent } = c as Record<string, unknown>;
+    const { dir, maxBytes, onEvent, policy } = c as Record<string, unknown>;
+    if (policy !== undefined && policy !== 'clairvoyant' && policy !== 'lru') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected "clairvoyant" or "lru" for cache.policy but received ${JSON.stringify(policy)}`);
     if (typeof dir !== 'string' || dir === '') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a directory path for cache.dir but received ${JSON.stringify(dir)}`);
     expectIntegerInRange('cache.maxBytes', maxBytes, 1, Number.MAX_SAFE_INTEGER);
     if (onEvent !== undefined && typeof onEvent !== 'function') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a function for cache.onEvent but received ${typeof onEvent}`);
