@@ -7,6 +7,7 @@ import type { Sample } from '../../formats/sample.js';
 import type { CacheEvent } from '../../src/cache/shard-cache.js';
 import { openDataset, type Dataset } from '../../src/read/dataset.js';
 import type { Loader } from '../../src/read/loader.js';
+import { shardkit, shardkitAsync } from '../helpers/cli.js';
 import { startFlakyServer } from '../helpers/flaky-server.js';
 import { sameBytes, writeLoaderDataset } from '../helpers/loader-dataset.js';
 import { nginxSkipReason, startNginx, type AccessLogEntry, type NginxServer } from '../helpers/nginx.js';
@@ -227,4 +228,51 @@ describe.skipIf(nginxSkipReason !== undefined)('node-local shard cache (real ngi
       // LRU's figures depend on timing (file mtimes): bench/cache.mjs compares them; here they only bound the dir.
     });
   }
+
+  it('CLI: get and extract take --cache-dir/--cache-size; a second run sends no shard request; one flag alone is a usage error', async () => {
+    const dir = tmpDir();
+    const url = `${server.url}/ds`;
+    const cacheFlags = ['--cache-dir', dir, '--cache-size', '64MiB'];
+    const out = path.join(tmpDir(), 'x');
+    const first = shardkit(['extract', url, out, ...cacheFlags]);
+    expect(first.status, first.stderr).toBe(0);
+    expect(copies(dir).length).toBe(local.shards.length);
+    const before = (await server.accessLog()).length;
+    const got = shardkit(['get', url, 's/000042', '--ext', 'bin', ...cacheFlags]);
+    expect(got.status, got.stderr).toBe(0);
+    expect(Buffer.from(got.stdout, 'latin1').length).toBeGreaterThan(0);
+    expect(shardLog((await server.accessLog()).slice(before))).toEqual([]);
+    const half = shardkit(['info', url, '--cache-dir', dir]);
+    expect(half.status).toBe(2);
+    expect(half.stderr).toMatch(/--cache-dir and --cache-size go together/);
+    const tiny = shardkit(['extract', url, path.join(tmpDir(), 'y'), '--cache-dir', tmpDir(), '--cache-size', '1KB']);
+    expect(tiny.status, tiny.stderr).toBe(0);
+    expect(tiny.stderr.match(/note: cache: .*larger than the cache/g)).toHaveLength(1);
+  });
+
+  it('two processes on one cache dir: each shard is downloaded whole at most once, and both read every sample right', async () => {
+    const dir = tmpDir();
+    const url = `${server.url}/ds`;
+    const before = (await server.accessLog()).length;
+    const outs = [path.join(tmpDir(), 'a'), path.join(tmpDir(), 'b')];
+    const runs = outs.map((out) => {
+      const child = shardkitAsync(['extract', url, out, '--cache-dir', dir, '--cache-size', '64MiB']);
+      let stderr = '';
+      child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
+      return new Promise<{ code: number | null; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stderr })));
+    });
+    for (const r of await Promise.all(runs)) expect(r.code, r.stderr).toBe(0);
+    const log = shardLog((await server.accessLog()).slice(before));
+    for (const shard of local.shards) {
+      const whole = log.filter((e) => e.uri.endsWith(`/${shard.file}`) && e.range === `bytes=0-${shard.bytes - 1}`);
+      expect(whole.length).toBeLessThanOrEqual(1);
+    }
+    expect(copies(dir).length).toBe(local.shards.length);
+    for (const out of outs) {
+      for (const key of ['s/000000', 's/000613', `s/${String(N - 1).padStart(6, '0')}`]) {
+        const want = (await local.get(key)).members.bin as Uint8Array;
+        expect(sameBytes(fs.readFileSync(path.join(out, `${key}.bin`)), want)).toBe(true);
+      }
+    }
+  });
 });
