@@ -44,7 +44,7 @@ export function collect(value: string, previous: string[] = []): string[] {
 
 /** `--cache-dir DIR --cache-size SIZE`, for commands that read a dataset: openDataset's node-local shard cache. */
 export const CACHE_DIR_FLAGS = '--cache-dir <dir>';
-export const CACHE_DIR_HELP = 'node-local cache of whole shards for an http(s) dataset (/dev/shm, a local SSD); shared by the processes that use it';
+export const CACHE_DIR_HELP = 'node-local cache of whole shards for a dataset on slow storage (http(s), a network file system); shared by the processes that use it';
 export const CACHE_SIZE_FLAGS = '--cache-size <size>';
 export const CACHE_SIZE_HELP = 'most bytes --cache-dir may hold, downloads included (e.g. 50GiB); required with --cache-dir';
 

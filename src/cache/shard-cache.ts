@@ -1,5 +1,5 @@
 /**
- * A node-local cache of whole shards for datasets on slow storage (http(s) URLs).
+ * A node-local cache of whole shards for datasets on slow storage (http(s) URLs, paths on network file systems).
  *
  * Whole shards, not blocks: the index records each shard's size and CRC32C, so a whole copy is verified by the
  * manifest itself before anything is served from it; a shard is fetched with one request per 8 MiB (on nginx over

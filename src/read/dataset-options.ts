@@ -47,7 +47,9 @@ export interface OpenDatasetOptions {
    */
   native?: boolean;
   /**
-   * A node-local cache of whole shards for http(s) datasets: `{ dir, maxBytes }`. Shards are copied into `dir`,
+   * A node-local cache of whole shards for datasets on slow storage (http(s), or a path on a network file system):
+   * `{ dir, maxBytes }`. Such a dataset is read asynchronously only (getSync and the other sync twins refuse it).
+   * Shards are copied into `dir`,
    * verified against the index (size and CRC32C) before anything is served from them, then read locally. Processes
    * of a node that use the same `dir` share it (each shard fetched once). A loader prefetches the shards its order
    * needs next and evicts the one needed furthest in the future. See src/cache/shard-cache.ts.

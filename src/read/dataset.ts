@@ -4,6 +4,7 @@
  * through a bounded page cache; a sample costs one positional read of its span. Each shard is opened at most once
  * while in use, under a bounded handle budget (LRU).
  */
+import path from 'node:path';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
 import { indexRemedy, type ShardRecord } from '../../formats/index-layout.js';
@@ -82,7 +83,9 @@ export class Dataset {
     this.index = index;
     this.io = io;
     this.client = client;
-    this.isRemote = isRemote(location);
+    // A local dataset read through a cache (a network file system) is read as a remote one: asynchronously, by the
+    // cache's copies, with the loader's remote defaults (deep read-ahead, windowed reads).
+    this.isRemote = isRemote(location) || options.cache !== undefined;
     this.verify = options.verify ?? true;
     // With a cache, every shard fetched is checked whole (CRC32C) before use: the 4 KiB fingerprint read is not sent.
     this.checkShards = options.cache !== undefined ? 'size' : (options.checkShards ?? 'fingerprint');
@@ -102,13 +105,10 @@ export class Dataset {
       openSync: (loc) => FileSource.openSync(loc, sourceOptions),
       onOpen: (source, loc) => this.checkShard(source, loc),
     });
-    if (options.cache !== undefined && !this.isRemote) {
-      throw new ShardkitError(ErrorCodes.INVALID_ARG, `the shard cache is for http(s) datasets; ${location} is local: read it directly, or copy it to local disk`);
-    }
     this.cache =
       options.cache === undefined
         ? undefined
-        : ShardCache.open(options.cache, location, manifest.index.crc32c, index.shards, (shard, offset, length) => this.pool.use(this.shardLocations[shard] as string, (src) => src.read(offset, length)));
+        : ShardCache.open(options.cache, isRemote(location) ? location : path.resolve(location), manifest.index.crc32c, index.shards, (shard, offset, length) => this.pool.use(this.shardLocations[shard] as string, (src) => src.read(offset, length)));
   }
 
   /** Bytes of a shard: from the cache when there is one, else from the shard's source. */
@@ -354,7 +354,7 @@ export class Dataset {
     if (!recordFits(leaf, slot, this.index.shards, this.maxMemberBytes)) this.checkEntry(leaf.entries[slot] as IndexEntry);
   }
 
-  /** True when the dataset is behind an http(s) URL (no synchronous reads). */
+  /** True when the dataset is behind an http(s) URL, or read through a shard cache (no synchronous reads). */
   get remote(): boolean {
     return this.isRemote;
   }
@@ -381,7 +381,7 @@ export class Dataset {
    */
   async readShardRange(shard: number, offset: number, length: number, target?: Uint8Array, targetOffset = 0): Promise<Uint8Array> {
     const loc = this.shardLocations[shard] as string;
-    if (isRemote(loc)) return this.readShardBytes(shard, offset, length);
+    if (isRemote(loc) || this.cache !== undefined) return this.readShardBytes(shard, offset, length);
     const source = (await this.pool.acquireWhenFree(loc)) as FileSource; // held across the await: within maxOpenShards
     try {
       const buffer = target ?? this.arena.take(length);
@@ -443,6 +443,7 @@ export class Dataset {
   /** The synchronous twins read local files only; over http they would block on the network. */
   private assertLocal(method: string): void {
     this.assertOpen();
+    if (this.cache !== undefined) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${method} does not read through the shard cache ${this.cache.dir}: use the async API (get, at, loader)`);
     if (this.remote) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${method} needs a local dataset; ${redactLocation(this.location)} is remote: use the async API`);
   }
 
