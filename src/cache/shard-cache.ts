@@ -59,7 +59,7 @@ export interface CacheStats {
   prefetchedBytes: number;
   /** Reads that found their shard's prefetch still in flight and waited for it. */
   prefetchStalls: number;
-  /** Reads sent to the remote because the shard could not be cached (see the bypass event). */
+  /** Reads sent to the remote: the shard could not be cached (see the bypass event), or the plan reads too little of it to fetch it whole. */
   bypassReads: number;
   /** Copies removed to make room. */
   evictions: number;
@@ -82,6 +82,8 @@ export class ShardCache {
   readonly stats: CacheStats = { hits: 0, misses: 0, remoteBytes: 0, prefetchedBytes: 0, prefetchStalls: 0, bypassReads: 0, evictions: 0 };
   /** When the current plan reads shard s next (smaller is sooner; Infinity: not planned). Set by the loader. */
   nextUse: ((shard: number) => number) | undefined;
+  /** Whether fetching shard s whole pays now (else its reads go remote); set by the loader. Undefined: always. */
+  admit: ((shard: number) => boolean) | undefined;
   private readonly root: string;
   private readonly ready = new Map<number, Ready>();
   private readonly inflight = new Map<number, { promise: Promise<Ready | undefined>; prefetch: boolean }>();
@@ -173,6 +175,7 @@ export class ShardCache {
     const found = await this.openVerified(shard, copy);
     if (found !== undefined) return found;
     if (record.bytes > this.options.maxBytes) return this.bypass(shard, `shards larger than the cache's ${this.options.maxBytes} bytes are read with range reads`);
+    if (this.admit !== undefined && !this.admit(shard)) return undefined; // the plan reads too little of it to fetch it whole
     const lock = `${copy}.lock`;
     let locked: boolean;
     try {

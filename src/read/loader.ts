@@ -189,8 +189,9 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
       // keep their room; fetched ahead: at most half the cache, the rest holds what is being read and kept for later.
       const largest = Math.max(0, ...shardBytes);
       const inFlight = Math.max(largest, Math.min(this.opts.prefetch, ds.cache.maxBytes / 4));
-      this.cachePlan = new CachePlan(ds.cache, shardBytes, starts, [plan, next], inFlight, Math.max(largest, ds.cache.maxBytes / 2));
+      this.cachePlan = new CachePlan(ds.cache, shardBytes, ds.shards.map((s) => s.samples), starts, [plan, next], inFlight, Math.max(largest, ds.cache.maxBytes / 2));
       ds.cache.nextUse = this.cachePlan.nextUse;
+      ds.cache.admit = this.cachePlan.admit;
     }
   }
 
@@ -450,7 +451,10 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
   private finish(): void {
     if (this.finished) return;
     this.finished = true;
-    if (this.ds.cache !== undefined && this.ds.cache.nextUse === this.cachePlan?.nextUse) this.ds.cache.nextUse = undefined;
+    if (this.ds.cache !== undefined && this.ds.cache.nextUse === this.cachePlan?.nextUse) {
+      this.ds.cache.nextUse = undefined;
+      this.ds.cache.admit = undefined;
+    }
     // Batches still queued are dropped; their slabs too (reads may still be writing into them).
     this.queue.length = 0;
     this.counters.prefetchedBytes = 0;

@@ -54,4 +54,16 @@ describe('shard cache over a local path', () => {
     await expect(openDataset(src, { cache: { dir: tmpDir(), maxBytes: 0 } })).rejects.toMatchObject({ code: ErrorCodes.INVALID_ARG, message: expect.stringContaining('cache.maxBytes') });
     await expect(openDataset(src, { cache: { dir: tmpDir(), maxBytes: 1, policy: 'fifo' as never } })).rejects.toMatchObject({ code: ErrorCodes.INVALID_ARG, message: expect.stringContaining('cache.policy') });
   });
+
+  it('a full shuffle with half the dataset cached reads ranges instead of fetching a whole shard per sample', async () => {
+    // before admission control: 4x (clairvoyant) to 31x (LRU) the dataset per epoch (bench/cache.mjs)
+    const dir = tmpDir();
+    const ds = await openDataset(src, { cache: { dir, maxBytes: Math.floor(datasetBytes / 2) } });
+    for (const epoch of [0, 1]) {
+      const loader = ds.loader({ batchSize: 16, shuffle: 'full', seed: 9, epoch });
+      expect((await collect(loader)).length).toBe(600);
+      expect(loader.stats().cache?.remoteBytes).toBeLessThanOrEqual(datasetBytes);
+    }
+    await ds.close();
+  });
 });
