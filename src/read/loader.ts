@@ -28,7 +28,7 @@ import { resolveLoaderOptions, type LoaderOptions, type ResolvedLoaderOptions } 
 import { expectLoaderState, LOADER_STATE_FORMAT, LOADER_STATE_VERSION, type DatasetIdentity, type LoaderState } from './loader-state.js';
 import { recordRef, type RecordRef } from './record-ref.js';
 import { SlabPool } from './slab-pool.js';
-import { DEFAULT_MAX_WASTE } from './window-plan.js';
+import { DEFAULT_MAX_WASTE, FULL_SHUFFLE_MAX_WASTE } from './window-plan.js';
 import { readWindowBatch, SpanWindow, type WindowBatchOptions } from './window-read.js';
 
 /** Counters of what a loader did; plain numbers. */
@@ -171,7 +171,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
       limit: (fn) => this.whileOpen(this.readLimit, fn),
     };
     this.bytesPerSample = ds.size === 0 ? 0 : ds.manifest.totals.storedBytes / ds.size;
-    this.windowOptions = { ...this.batchOptions, maxWaste: DEFAULT_MAX_WASTE };
+    this.windowOptions = { ...this.batchOptions, maxWaste: options.shuffle === 'full' ? FULL_SHUFFLE_MAX_WASTE : DEFAULT_MAX_WASTE };
     // The window holds at most its samples' bytes: as many samples as `prefetch` holds at the shards' mean bytes
     // per sample (tar headers and padding included), and at least one batch.
     const shardBytesPerSample = ds.size === 0 ? 1 : Math.max(1, ds.shards.reduce((n, s) => n + s.bytes, 0) / ds.size);
