@@ -275,4 +275,36 @@ describe.skipIf(nginxSkipReason !== undefined)('node-local shard cache (real ngi
       }
     }
   });
+
+  it('a dataset rewritten at the same URL gets a cache of its own; a shard replaced under its manifest is never cached', async () => {
+    const dir = tmpDir();
+    const cache = { dir, maxBytes: 4 * datasetBytes };
+    fs.cpSync(path.join(root, 'ds'), path.join(root, 'moving'), { recursive: true });
+    const before = await openDataset(`${server.url}/moving`, { cache });
+    await collect(before.loader({ batchSize: 64 }));
+    await before.close();
+    // rewritten: another dataset (another index) at the same URL
+    fs.rmSync(path.join(root, 'moving'), { recursive: true });
+    fs.cpSync(path.join(root, 'other'), path.join(root, 'moving'), { recursive: true });
+    const after = await openDataset(`${server.url}/moving`, { cache });
+    const otherLocal = await openDataset(path.join(root, 'other'));
+    const got = await collect(after.loader({ batchSize: 64 }));
+    const want = await collect(otherLocal.loader({ batchSize: 64 }));
+    expect(got.map((s) => s.key)).toEqual(want.map((s) => s.key));
+    got.forEach((s, i) => expect(sameBytes(s.members.bin, want[i]?.members.bin)).toBe(true));
+    expect(fs.readdirSync(dir).filter((n) => !n.startsWith('.')).length).toBe(2);
+    await after.close();
+    await otherLocal.close();
+    // a shard replaced at the source with the manifest unchanged (same size, one byte off): fetched, refused, not kept
+    const fresh = tmpDir();
+    const shard = path.join(root, 'moving', otherLocal.shards[0]?.file as string);
+    const bytes = fs.readFileSync(shard);
+    bytes[bytes.length - 700] ^= 0x01;
+    fs.writeFileSync(shard, bytes);
+    const replaced = await openDataset(`${server.url}/moving`, { cache: { dir: fresh, maxBytes: 4 * datasetBytes } });
+    const err = await collect(replaced.loader({ batchSize: 64 })).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: ErrorCodes.SHARD_MISMATCH, message: expect.stringContaining("CRC32C differs from the index's") });
+    await replaced.close();
+    expect(copies(fresh).some((f) => f.includes(encodeURIComponent(otherLocal.shards[0]?.file as string)))).toBe(false);
+  });
 });
