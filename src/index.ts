@@ -59,6 +59,7 @@ export { adoptTars, type AdoptOptions, type AdoptResult } from './adopt/adopt-ta
 
 // loader
 export { Loader, type LoaderStats } from './read/loader.js';
+export type { CacheEvent, CacheOptions, CacheStats } from './cache/shard-cache.js';
 export type { LoaderOptions } from './read/loader-options.js';
 export { mergeLoaderStates, type LoaderState, type DatasetIdentity } from './read/loader-state.js';
 export type { DecodedImage, DecodedSample, DecodeOption, MemberDecoding } from './read/decode-image.js';

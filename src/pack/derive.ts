@@ -4,6 +4,7 @@
  * the new ones, and keeps the source's pass files (classes.txt) and manifest fields unless a new pass writes its
  * own of the same name. Resumable like pack.
  */
+import type { CacheOptions } from '../cache/shard-cache.js';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectLocalPath, isRemote, resolveLocation } from '../io/location.js';
@@ -29,6 +30,8 @@ export interface DeriveOptions {
   dataset: string;
   /** For a source behind an http(s) URL: the HTTP client's options (headers, `sign` for presigned URLs, ...). */
   http?: HttpClientOptions;
+  /** For a dataset behind an http(s) URL: a node-local shard cache (openDataset's `cache`). */
+  cache?: CacheOptions;
   out: string;
   passes: Pass[];
   /**
@@ -81,7 +84,7 @@ export async function derive(given: DeriveOptions): Promise<DeriveResult> {
   checkDeclaredOutputs(options.passes);
   const onError = validateOnError(options.onError ?? 'fail');
   const concurrency = validateConcurrency(options.concurrency ?? imageConcurrency().jobs * 2);
-  const ds = await openDataset(options.dataset, options.http === undefined ? {} : { http: options.http });
+  const ds = await openDataset(options.dataset, { ...(options.http === undefined ? {} : { http: options.http }), ...(options.cache === undefined ? {} : { cache: options.cache }) });
   try {
     // the source's class list and other pass outputs carry over (read now: a missing file fails before any write)
     const files = new Map<string, Uint8Array>();
