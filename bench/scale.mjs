@@ -54,6 +54,11 @@ function rng(seed) {
 }
 
 const peakRssMiB = () => process.resourceUsage().maxRSS / 1024;
+/** CPU ms (all threads) since `from` (a process.cpuUsage()): steadier than wall time on a shared machine. */
+const cpuMs = (from) => {
+  const c = process.cpuUsage(from);
+  return (c.user + c.system) / 1000;
+};
 const dropCaches = () => {
   execFileSync('sync');
   fs.writeFileSync('/proc/sys/vm/drop_caches', '3');
@@ -69,6 +74,7 @@ const children = {
     const { DatasetWriter } = await import('../dist/src/pack/dataset-writer.js');
     const w = new DatasetWriter({ dir, layout: 'packed', force: true });
     const body = new Uint8Array(BODY);
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     for (let i = 0; i < n; i++) {
       body[0] = i & 255;
@@ -78,13 +84,14 @@ const children = {
     const tAdd = performance.now();
     await w.finish();
     const t1 = performance.now();
-    return { ms: t1 - t0, addMs: tAdd - t0, finishMs: t1 - tAdd, peakRssMiB: peakRssMiB() };
+    return { ms: t1 - t0, cpuMs: cpuMs(c0), addMs: tAdd - t0, finishMs: t1 - tAdd, peakRssMiB: peakRssMiB() };
   },
   async lmdb(dir, n) {
     const { open } = await import('lmdb');
     fs.rmSync(dir, { recursive: true, force: true });
     const db = open({ path: dir, encoding: 'binary', compression: false, noSync: true });
     const value = Buffer.alloc(16);
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     for (let start = 0; start < n; start += LMDB_TXN) {
       await db.transaction(() => {
@@ -95,8 +102,9 @@ const children = {
       });
     }
     const ms = performance.now() - t0;
+    const cpu = cpuMs(c0);
     await db.close();
-    return { ms, peakRssMiB: peakRssMiB(), bytes: Number(execFileSync('du', ['-sb', dir]).toString().split('\t')[0]) };
+    return { ms, cpuMs: cpu, peakRssMiB: peakRssMiB(), bytes: Number(execFileSync('du', ['-sb', dir]).toString().split('\t')[0]) };
   },
   async open(dir) {
     const { openDataset } = await import('../dist/src/read/dataset.js');
@@ -153,11 +161,12 @@ const children = {
   async verify(dir) {
     const { verifyDataset } = await import('../dist/src/verify/verify-dataset.js');
     dropCaches();
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     const report = await verifyDataset(dir);
     const ms = performance.now() - t0;
     if (!report.ok) throw new Error(`verify found problems in ${dir}`);
-    return { ms, checked: report.checked };
+    return { ms, cpuMs: cpuMs(c0), checked: report.checked };
   },
 };
 
@@ -227,14 +236,14 @@ async function main() {
     const verifyMBps = verify ? (verify.checked.shardBytes + indexBytes) / 1e6 / (verify.ms / 1000) : undefined;
     const row = {
       samples: n,
-      pack: { samplesPerSec: Math.round(n / (pack.ms / 1000)), seconds: r3(pack.ms / 1000), addSeconds: r3(pack.addMs / 1000), finishSeconds: r3(pack.finishMs / 1000), peakRssMiB: Math.round(pack.peakRssMiB) },
-      ...(lmdb ? { lmdbBulkLoad: { samplesPerSec: Math.round(n / (lmdb.ms / 1000)), seconds: r3(lmdb.ms / 1000), peakRssMiB: Math.round(lmdb.peakRssMiB), bytesPerSample: r3(lmdb.bytes / n) }, packVsLmdbBulkLoad: r3(lmdb.ms / pack.ms) } : {}),
+      pack: { samplesPerSec: Math.round(n / (pack.ms / 1000)), samplesPerCpuSec: Math.round(n / (pack.cpuMs / 1000)), seconds: r3(pack.ms / 1000), addSeconds: r3(pack.addMs / 1000), finishSeconds: r3(pack.finishMs / 1000), peakRssMiB: Math.round(pack.peakRssMiB) },
+      ...(lmdb ? { lmdbBulkLoad: { samplesPerSec: Math.round(n / (lmdb.ms / 1000)), samplesPerCpuSec: Math.round(n / (lmdb.cpuMs / 1000)), seconds: r3(lmdb.ms / 1000), peakRssMiB: Math.round(lmdb.peakRssMiB), bytesPerSample: r3(lmdb.bytes / n) }, packVsLmdbBulkLoad: r3(lmdb.ms / pack.ms), packVsLmdbBulkLoadCpu: r3(lmdb.cpuMs / pack.cpuMs) } : {}),
       indexBytesPerSample: r3(indexBytes / n),
       datasetBytesPerSample: r3(datasetBytes / n),
       openMs: { median: r3(openMs.sort((a, b) => a - b)[opens >> 1]), max: r3(Math.max(...openMs)), opens },
       warmLookups: warm,
       coldLookups: coldRes,
-      verify: verify ? { seconds: r3(verify.ms / 1000), samplesPerSec: Math.round(verify.checked.samples / (verify.ms / 1000)), mbPerSec: r3(verifyMBps), checked: verify.checked } : 'not measured (needs root: the cache must be cold)',
+      verify: verify ? { seconds: r3(verify.ms / 1000), cpuSeconds: r3(verify.cpuMs / 1000), samplesPerSec: Math.round(verify.checked.samples / (verify.ms / 1000)), mbPerSec: r3(verifyMBps), checked: verify.checked } : 'not measured (needs root: the cache must be cold)',
       diskSequential: disk ? { file: path.basename(largest), mbPerSec: r3(disk.mbPerSec), bytes: disk.bytes } : 'dd failed',
       ...(verify && disk ? { verifyVsDisk: r3(verifyMBps / disk.mbPerSec) } : {}),
     };
