@@ -10,7 +10,9 @@
  * fit: 'inside' })`, encode in the input's format (JPEG quality 90, PNG defaults), append the output to one file.
  * It runs `--jobs` images at once (default: the cores, what pack runs), with sharp's own defaults for libvips threads
  * and cache ("sharp defaults") and, as a second side, with pack's settings (one libvips thread per image, no cache:
- * "sharp like pack"). Ratios: standalone time / pack time per alternated run (median, min-max); goal >= 0.9.
+ * "sharp like pack"). Ratios: standalone time / pack time per alternated run (median, min-max); goal >= 0.9. The
+ * same ratios of CPU seconds (all threads, getrusage of the child) say what the work costs when the machine's load
+ * leaves each process only a share of the cores.
  *
  *   npm run build && node bench/passes.mjs [--images 600] [--runs 5] [--jobs N] [--tree DIR] [--json FILE]
  *                                          [--pack-env K=V]... (extra environment for the pack side, e.g.
@@ -60,12 +62,13 @@ const wrapper = `
 import os, resource, subprocess, sys, time
 t = time.monotonic()
 subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
-print(time.monotonic() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(time.monotonic() - t, r.ru_maxrss * 1024, r.ru_utime + r.ru_stime)
 `;
 function timed(cmd, env) {
   execFileSync('sync');
-  const [secs, rss] = execFileSync('/usr/bin/python3', ['-c', wrapper, ...cmd], { env: { ...process.env, ...env } }).toString().trim().split(' ').map(Number);
-  return { secs, rssMiB: rss / 2 ** 20 };
+  const [secs, rss, cpu] = execFileSync('/usr/bin/python3', ['-c', wrapper, ...cmd], { env: { ...process.env, ...env } }).toString().trim().split(' ').map(Number);
+  return { secs, rssMiB: rss / 2 ** 20, cpu };
 }
 
 const tree = imageTree();
@@ -102,10 +105,14 @@ const result = {
   packEnv,
   machine: { cpus: os.cpus().length, loadAverage: os.loadavg().map((x) => Number(x.toFixed(1))) },
   seconds: Object.fromEntries(Object.entries(runs).map(([k, v]) => [k, stat(v.map((x) => x.secs))])),
+  cpuSeconds: Object.fromEntries(Object.entries(runs).map(([k, v]) => [k, stat(v.map((x) => x.cpu))])),
   imagesPerSec: Object.fromEntries(Object.entries(runs).map(([k, v]) => [k, Math.round(tree.count / median(v.map((x) => x.secs)))])),
   peakRssMiB: Object.fromEntries(Object.entries(runs).map(([k, v]) => [k, Math.round(median(v.map((x) => x.rssMiB)))])),
   'pack vs sharp defaults (goal >= 0.9)': stat(runs.pack.map((p, i) => runs['sharp defaults'][i].secs / p.secs)),
   'pack vs sharp like pack': stat(runs.pack.map((p, i) => runs['sharp like pack'][i].secs / p.secs)),
+  // CPU seconds of all threads: what the work costs, whatever share of the cores the machine's load left it
+  'pack vs sharp defaults, CPU': stat(runs.pack.map((p, i) => runs['sharp defaults'][i].cpu / p.cpu)),
+  'pack vs sharp like pack, CPU': stat(runs.pack.map((p, i) => runs['sharp like pack'][i].cpu / p.cpu)),
 };
 const text = JSON.stringify(result, null, 2);
 if (values.json) fs.writeFileSync(values.json, `${text}\n`);
