@@ -13,7 +13,8 @@
  * where a shardkit process spends its time, from timestamps taken inside it (performance.now(), which counts from
  * the process's start): Node start-up until the first line of the script, import, open, first sample or batch, rest
  * of the epoch. Then, in one process per side, --epochs epochs back to back: the first epoch against the median of
- * the later ones (goal: first within 1.3x). --cpu-prof DIR also writes one `node --cpu-prof` profile per shardkit
+ * the later ones (goal: first within 1.3x). Every phase also in CPU ms of the process (process.cpuUsage, all threads),
+ * which the machine's load does not stretch. --cpu-prof DIR also writes one `node --cpu-prof` profile per shardkit
  * side and prints the files that took the most self time.
  *
  *   npm run build && node bench/fresh.mjs [--real A|B | --tree DIR] [--runs 5] [--epochs 4] [--cpu-prof DIR] [--json FILE]
@@ -28,31 +29,41 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 
 const SELF = fileURLToPath(import.meta.url);
+/** CPU ms of this process so far (all threads, user + system): what a phase costs whatever the machine's load. */
+const cpuNow = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
 const SEED = 1;
 const BATCH = 64;
 
 /** Child: one side, from process start. Prints timestamps (ms since the process started) and bytes as JSON. */
 async function child(side, dir, epochs) {
   const t = { scriptStart: performance.now() };
+  const c = { scriptStart: cpuNow() };
+  const mark = (name) => {
+    t[name] = performance.now();
+    c[name] = cpuNow();
+  };
   let bytes = [];
   if (side === 'raw') {
     const files = fs.readFileSync(path.join(dir, 'order-files.txt'), 'utf8').split('\n');
     files.pop();
-    t.opened = performance.now();
+    mark('opened');
     for (let e = 0; e < epochs; e++) {
       let n = 0;
       for (let k = 0; k < files.length; k++) {
         n += fs.readFileSync(files[k]).length;
-        if (e === 0 && k === 0) t.first = performance.now();
+        if (e === 0 && k === 0) mark('first');
       }
       bytes.push(n);
-      t[`epoch${e}`] = performance.now();
+      mark(`epoch${e}`);
     }
   } else {
     const { openDataset, planEpoch } = await import('shardkit');
-    t.imported = performance.now();
+    mark('imported');
     const ds = await openDataset(path.join(dir, 'ds'));
-    t.opened = performance.now();
+    mark('opened');
     const sumMembers = (s) => {
       let n = 0;
       for (const ext in s.members) n += s.members[ext].length;
@@ -65,21 +76,21 @@ async function child(side, dir, epochs) {
         const order = e === 0 ? JSON.parse(fs.readFileSync(path.join(dir, 'order-positions.json'), 'utf8')) : planEpoch({ shardSizes: ds.shards.map((s) => s.samples), seed: SEED, epoch: e, shuffle: 'full' }).order;
         for (let k = 0; k < order.length; k++) {
           n += sumMembers(ds.atSync(order[k]));
-          if (e === 0 && k === 0) t.first = performance.now();
+          if (e === 0 && k === 0) mark('first');
         }
       } else {
         for await (const batch of ds.loader({ batchSize: BATCH, shuffle: 'full', seed: SEED, epoch: e })) {
-          if (e === 0 && t.first === undefined) t.first = performance.now();
+          if (e === 0 && t.first === undefined) mark('first');
           for (const s of batch) n += sumMembers(s);
         }
       }
       bytes.push(n);
-      t[`epoch${e}`] = performance.now();
+      mark(`epoch${e}`);
     }
     await ds.close();
   }
-  t.end = performance.now();
-  process.stdout.write(`${JSON.stringify({ t, bytes })}\n`);
+  mark('end');
+  process.stdout.write(`${JSON.stringify({ t, c, bytes })}\n`);
 }
 
 const median = (xs) => {
@@ -167,11 +178,11 @@ async function main() {
       }
       if (r < 0) continue;
       runs[side].push(ms);
-      if (out) inside[side].push(out.t);
+      if (out) inside[side].push(out);
     }
   }
-  const phases = (side) => {
-    const ts = inside[side];
+  const phases = (side, which = 't') => {
+    const ts = inside[side].map((o) => o[which]);
     const m = (f) => r1(median(ts.map(f)));
     return {
       nodeStartToScriptMs: m((t) => t.scriptStart),
@@ -189,8 +200,10 @@ async function main() {
   const epochRuns = {};
   for (const side of ['raw', 'atSync', 'loader']) {
     const { out } = spawnTimed(sideArgs(side, dir, opts.epochs, ''));
-    const times = out.bytes.map((_, e) => out.t[`epoch${e}`] - (e === 0 ? out.t.opened : out.t[`epoch${e - 1}`]));
-    epochRuns[side] = { epochMs: times.map(r1), firstOverLaterMedian: r1((times[0] / median(times.slice(1))) * 100) / 100 };
+    const span = (x) => out.bytes.map((_, e) => x[`epoch${e}`] - (e === 0 ? x.opened : x[`epoch${e - 1}`]));
+    const times = span(out.t);
+    const cpu = span(out.c);
+    epochRuns[side] = { epochMs: times.map(r1), firstOverLaterMedian: r1((times[0] / median(times.slice(1))) * 100) / 100, epochCpuMs: cpu.map(r1), firstOverLaterMedianCpu: r1((cpu[0] / median(cpu.slice(1))) * 100) / 100 };
   }
 
   let profiles;
@@ -214,8 +227,12 @@ async function main() {
     ratios: {
       'fresh atSync vs fresh raw (goal >= 1.5)': { ofMedians: r1((median(runs.raw) / median(runs.atSync)) * 100) / 100, pairedRuns: stat(paired('atSync')) },
       'fresh loader vs fresh raw (goal >= 1.5)': { ofMedians: r1((median(runs.raw) / median(runs.loader)) * 100) / 100, pairedRuns: stat(paired('loader')) },
+      // CPU of the whole process (start-up included, exit excluded), per alternated run
+      'fresh atSync vs fresh raw, CPU': stat(inside.raw.map((o, i) => o.c.end / inside.atSync[i].c.end)),
+      'fresh loader vs fresh raw, CPU': stat(inside.raw.map((o, i) => o.c.end / inside.loader[i].c.end)),
     },
     phasesMs: { raw: phases('raw'), atSync: phases('atSync'), loader: phases('loader') },
+    phasesCpuMs: { raw: phases('raw', 'c'), atSync: phases('atSync', 'c'), loader: phases('loader', 'c') },
     epochsInOneProcess: epochRuns,
     ...(profiles ? { profiles } : {}),
   };
