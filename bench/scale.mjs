@@ -4,11 +4,12 @@
  * layout, written through DatasetWriter in key order (what a pack's walk gives). For each size n, every step in a
  * fresh process of its own:
  *
+ *   index        the index alone: n sorted entries bulk-loaded into an index file (writeIndexFile), samples/s;
  *   pack         samples/s through DatasetWriter (add + finish: shards, the index built as samples arrive, manifest),
  *                and its peak RSS (getrusage maxRSS of that process);
  *   lmdb-js      bulk load of the same n keys (ordered puts, 100,000 per write transaction; value 16 bytes: what the
  *                index records per sample) in the same run, up to 10^7; peak RSS (LMDB's map pages count in it);
- *   index        bytes per sample (index file / n) and dataset bytes per sample;
+ *   bytes        index bytes per sample (index file / n) and dataset bytes per sample;
  *   open         openDataset in a fresh process, warm page cache: median and max of --opens processes;
  *   lookups      getSync(key) and atSync(position) at seeded random keys / positions, each timed alone (hrtime):
  *                warm (one process, after 2,000 untimed lookups: --lookups timed), and cold (--cold times:
@@ -85,6 +86,18 @@ const children = {
     await w.finish();
     const t1 = performance.now();
     return { ms: t1 - t0, cpuMs: cpuMs(c0), addMs: tAdd - t0, finishMs: t1 - tAdd, peakRssMiB: peakRssMiB() };
+  },
+  /** The index alone: bulk load of n sorted entries into an index file (what pack does next to the shards). */
+  async index(file, n) {
+    const { writeIndexFile } = await import('../dist/src/pack/index-file.js');
+    function* entries() {
+      for (let i = 0; i < n; i++) yield { key: keyOf(i), shard: 0, offset: i * BODY, length: BODY, members: [{ ext: 'bin', offset: 0, size: BODY, storedSize: BODY, codec: 0, crc32c: i >>> 0 }] };
+    }
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    writeIndexFile(file, entries(), [{ file: 's', bytes: n * BODY, samples: n, crc32c: 0, fingerprint: 0 }], 'packed', 4096, false);
+    const ms = performance.now() - t0;
+    return { ms, cpuMs: cpuMs(c0), peakRssMiB: peakRssMiB() };
   },
   async lmdb(dir, n) {
     const { open } = await import('lmdb');
@@ -217,6 +230,9 @@ async function main() {
     const pack = inChild('pack', dir, n);
     const indexBytes = fs.statSync(path.join(dir, 'index.skidx')).size;
     const datasetBytes = dirBytes(dir);
+    process.stderr.write(`n = ${n}: index bulk load alone\n`);
+    const index = inChild('index', path.join(root, `index-${n}.skidx`), n);
+    fs.rmSync(path.join(root, `index-${n}.skidx`), { force: true });
     let lmdb;
     if (!args.includes('--no-lmdb') && n <= LMDB_MAX) {
       process.stderr.write(`n = ${n}: lmdb-js bulk load\n`);
@@ -237,6 +253,8 @@ async function main() {
     const row = {
       samples: n,
       pack: { samplesPerSec: Math.round(n / (pack.ms / 1000)), samplesPerCpuSec: Math.round(n / (pack.cpuMs / 1000)), seconds: r3(pack.ms / 1000), addSeconds: r3(pack.addMs / 1000), finishSeconds: r3(pack.finishMs / 1000), peakRssMiB: Math.round(pack.peakRssMiB) },
+      indexBulkLoad: { samplesPerSec: Math.round(n / (index.ms / 1000)), samplesPerCpuSec: Math.round(n / (index.cpuMs / 1000)), seconds: r3(index.ms / 1000), peakRssMiB: Math.round(index.peakRssMiB) },
+      ...(lmdb ? { indexVsLmdbBulkLoad: r3(lmdb.ms / index.ms), indexVsLmdbBulkLoadCpu: r3(lmdb.cpuMs / index.cpuMs) } : {}),
       ...(lmdb ? { lmdbBulkLoad: { samplesPerSec: Math.round(n / (lmdb.ms / 1000)), samplesPerCpuSec: Math.round(n / (lmdb.cpuMs / 1000)), seconds: r3(lmdb.ms / 1000), peakRssMiB: Math.round(lmdb.peakRssMiB), bytesPerSample: r3(lmdb.bytes / n) }, packVsLmdbBulkLoad: r3(lmdb.ms / pack.ms), packVsLmdbBulkLoadCpu: r3(lmdb.cpuMs / pack.cpuMs) } : {}),
       indexBytesPerSample: r3(indexBytes / n),
       datasetBytesPerSample: r3(datasetBytes / n),
