@@ -12,7 +12,8 @@
  *   bytes        index bytes per sample (index file / n) and dataset bytes per sample;
  *   open         openDataset in a fresh process, warm page cache: median and max of --opens processes;
  *   lookups      getSync(key) and atSync(position) at seeded random keys / positions, each timed alone (hrtime):
- *                warm (one process, after 2,000 untimed lookups: --lookups timed), and cold (--cold times:
+ *                warm (one process, after 2,000 untimed lookups: --lookups timed; with the default in-process page
+ *                cache of 64 MiB, and again with one 4x the index file so it holds every decoded page), and cold (--cold times:
  *                drop_caches, then a fresh openDataset and one lookup; open and lookup timed apart). p50 and p99;
  *   verify       verifyDataset on a cold page cache (every member's CRC32C checked), bytes/s of shards + index,
  *                against the disk's sequential read rate: `dd iflag=direct bs=4M` of the largest shard file.
@@ -21,7 +22,7 @@
  * shared: read ratios and how each figure grows with n, not absolute times.
  *
  *   npm run build && node bench/scale.mjs [--min 1e6] [--max 1e7] [--dir DIR] [--lookups 20000] [--cold 30]
- *                                         [--opens 5] [--no-lmdb] [--keep] [--json FILE]
+ *                                         [--opens 5] [--no-lmdb] [--no-verify] [--keep] [--json FILE]
  *
  * Goals: index build >= 2x lmdb-js bulk load at 10^7; peak RSS while packing < 400 MB at 10^8; open < 20 ms at 10^8;
  * verify >= 0.8x the disk's sequential read rate. For reference: Megatron-Energon users report indexing 244M
@@ -127,9 +128,9 @@ const children = {
     await ds.close();
     return { ms };
   },
-  async warm(dir, n, count) {
+  async warm(dir, n, count, pageCacheBytes) {
     const { openDataset } = await import('../dist/src/read/dataset.js');
-    const ds = await openDataset(dir);
+    const ds = await openDataset(dir, pageCacheBytes > 0 ? { pageCacheBytes } : {});
     const r = rng(7);
     const pick = () => Math.floor(r() * n);
     for (let i = 0; i < 2000; i++) ds.getSync(keyOf(pick())), ds.atSync(pick());
@@ -209,8 +210,8 @@ async function main() {
   };
   if (opt('--child')) {
     const [step, ...rest] = args.slice(args.indexOf('--child') + 1);
-    const [dir, n, count] = rest;
-    process.stdout.write(`${JSON.stringify(await children[step](dir, Number(n), Number(count)))}\n`);
+    const [dir, n, count, extra] = rest;
+    process.stdout.write(`${JSON.stringify(await children[step](dir, Number(n), Number(count), Number(extra ?? 0)))}\n`);
     return;
   }
   const min = Number(opt('--min', '1e6'));
@@ -243,9 +244,11 @@ async function main() {
     for (const f of fs.readdirSync(dir)) fs.readFileSync(path.join(dir, f)); // warm page cache
     const openMs = Array.from({ length: opens }, () => inChild('open', dir).ms);
     const warm = inChild('warm', dir, n, lookups);
+    // the same with an in-process page cache that holds the whole index (the default holds 64 MiB)
+    const warmWholeIndex = inChild('warm', dir, n, lookups, 2 ** Math.ceil(Math.log2(indexBytes * 4)));
     const coldRes = canDrop && cold > 0 ? inChild('cold', dir, n, cold) : 'not measured (needs root and /proc/sys/vm/drop_caches)';
     process.stderr.write(`n = ${n}: verify, dd\n`);
-    const verify = canDrop ? inChild('verify', dir) : undefined;
+    const verify = canDrop && !args.includes('--no-verify') ? inChild('verify', dir) : undefined;
     const shards = fs.readdirSync(dir).filter((f) => f.startsWith('shard-')).map((f) => path.join(dir, f));
     const largest = shards.sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0];
     const disk = ddRate(largest);
@@ -260,6 +263,7 @@ async function main() {
       datasetBytesPerSample: r3(datasetBytes / n),
       openMs: { median: r3(openMs.sort((a, b) => a - b)[opens >> 1]), max: r3(Math.max(...openMs)), opens },
       warmLookups: warm,
+      warmLookupsPageCacheHoldingIndex: warmWholeIndex,
       coldLookups: coldRes,
       verify: verify ? { seconds: r3(verify.ms / 1000), cpuSeconds: r3(verify.cpuMs / 1000), samplesPerSec: Math.round(verify.checked.samples / (verify.ms / 1000)), mbPerSec: r3(verifyMBps), checked: verify.checked } : 'not measured (needs root: the cache must be cold)',
       diskSequential: disk ? { file: path.basename(largest), mbPerSec: r3(disk.mbPerSec), bytes: disk.bytes } : 'dd failed',
