@@ -246,7 +246,7 @@ async function main() {
     const warm = inChild('warm', dir, n, lookups);
     // the same with an in-process page cache that holds the whole index (the default holds 64 MiB)
     const warmWholeIndex = inChild('warm', dir, n, lookups, 2 ** Math.ceil(Math.log2(indexBytes * 4)));
-    const coldRes = canDrop && cold > 0 ? inChild('cold', dir, n, cold) : 'not measured (needs root and /proc/sys/vm/drop_caches)';
+    const coldRes = !canDrop ? 'not measured (needs root and /proc/sys/vm/drop_caches)' : cold > 0 ? inChild('cold', dir, n, cold) : 'not measured (--cold 0)';
     process.stderr.write(`n = ${n}: verify, dd\n`);
     const verify = canDrop && !args.includes('--no-verify') ? inChild('verify', dir) : undefined;
     const shards = fs.readdirSync(dir).filter((f) => f.startsWith('shard-')).map((f) => path.join(dir, f));
@@ -265,7 +265,7 @@ async function main() {
       warmLookups: warm,
       warmLookupsPageCacheHoldingIndex: warmWholeIndex,
       coldLookups: coldRes,
-      verify: verify ? { seconds: r3(verify.ms / 1000), cpuSeconds: r3(verify.cpuMs / 1000), samplesPerSec: Math.round(verify.checked.samples / (verify.ms / 1000)), mbPerSec: r3(verifyMBps), checked: verify.checked } : 'not measured (needs root: the cache must be cold)',
+      verify: args.includes('--no-verify') ? 'not measured (--no-verify)' : verify ? { seconds: r3(verify.ms / 1000), cpuSeconds: r3(verify.cpuMs / 1000), samplesPerSec: Math.round(verify.checked.samples / (verify.ms / 1000)), mbPerSec: r3(verifyMBps), checked: verify.checked } : 'not measured (needs root: the cache must be cold)',
       diskSequential: disk ? { file: path.basename(largest), mbPerSec: r3(disk.mbPerSec), bytes: disk.bytes } : 'dd failed',
       ...(verify && disk ? { verifyVsDisk: r3(verifyMBps / disk.mbPerSec) } : {}),
     };
