@@ -10,19 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI, ROOT } from '../helpers/cli.js';
+import { fencedBlocks } from '../helpers/markdown.js';
 import { tmpDir } from '../helpers/tmp.js';
-
-/** The fenced blocks of `lang` in the section of `markdown` that starts at `heading`, in order. */
-export function fencedBlocks(markdown: string, heading: string, lang: string): string[] {
-  const start = markdown.indexOf(`\n${heading}\n`);
-  if (start < 0) throw new Error(`no section ${heading}`);
-  const next = markdown.indexOf('\n## ', start + heading.length + 2);
-  const section = markdown.slice(start, next < 0 ? undefined : next);
-  const blocks: string[] = [];
-  const fence = new RegExp('^```' + lang + '\\n([\\s\\S]*?)^```$', 'gm');
-  for (const m of section.matchAll(fence)) blocks.push(m[1]!);
-  return blocks;
-}
 
 const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
 
