@@ -70,7 +70,7 @@ details { margin: .8rem 0; } details > summary { cursor: pointer; } details > su
 .throttled.unconfirmed { border-color: #b00020; background: #fff4f4; }
 @media (max-width: 960px) { .charts { grid-template-columns: minmax(0, 1fr); } }
 @media (max-width: ${NARROW_PAGE_PX}px) {
-  body { padding: 0 .6rem; } th, td { padding: .2rem .4rem; }
+  body { padding: 0 .6rem; } table { font-size: 13px; } th, td { padding: .2rem .4rem; }
   figure.chart .wide { display: none; } figure.chart .narrow { display: block; }
   .projected, .throttled { padding: .4rem .5rem; }
 }

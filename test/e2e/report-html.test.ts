@@ -86,12 +86,16 @@ const LAYOUT_CHECK = `<script>
     const items = [...svg.querySelectorAll('text')].filter((t) => t.textContent.trim() !== '' && shown(t)).map((t) => ({ text: t.textContent.trim(), r: t.getBoundingClientRect() }));
     texts += items.length;
     for (const { text, r } of items) {
+      // vega shortens a label that exceeds its limit with an ellipsis
+      if (text.endsWith('\u2026')) problems.push(chart + ': "' + text + '" is cut short');
       if (r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5) problems.push(chart + ': "' + text + '" leaves its chart');
     }
     for (let i = 0; i < items.length; i++) for (let j = i + 1; j < items.length; j++) {
       const a = items[i].r, b = items[j].r;
       const w = Math.min(a.right, b.right) - Math.max(a.left, b.left), h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
-      if (w > 1 && h > 1) problems.push(chart + ': "' + items[i].text + '" overlaps "' + items[j].text + '"');
+      // on one line (sharing most of their height), texts need a gap of 2 px to read as two
+      const sameLine = h > 0.5 * Math.min(a.height, b.height);
+      if ((w > 1 && h > 1) || (sameLine && w > -2)) problems.push(chart + ': "' + items[i].text + '" ' + (w > 1 ? 'overlaps' : 'touches') + ' "' + items[j].text + '"');
     }
     const figure = svg.closest('figure').getBoundingClientRect();
     if (box.right > figure.right + 0.5) problems.push(chart + ': the chart is wider than its place');
@@ -157,6 +161,9 @@ describe.skipIf(!available)('report.html in headless Chromium', () => {
     const html = (await renderHtml(fullReport(5, 3))).replace('</style>', 'figure.chart svg { width: 250px !important; max-width: none !important; height: 200px !important; } figure.chart text { font-size: 30px !important; }</style>');
     const check = layoutAt(html, 1400);
     expect(check.problems.some((p) => p.includes('overlaps'))).toBe(true);
+    expect(check.problems.some((p) => p.includes('touches'))).toBe(true);
+    const cut = layoutAt((await renderHtml(fullReport(5, 3))).replace('>LMDB<', '>LMDB\u2026<'), 1400);
+    expect(cut.problems.some((p) => p.endsWith('"LMDB\u2026" is cut short'))).toBe(true);
     expect(check.problems.some((p) => p.includes('leaves its chart'))).toBe(true);
     const wide = layoutAt((await renderHtml(fullReport(5, 3))).replace('</style>', 'body { min-width: 2000px; }</style>'), 1024);
     expect(wide.problems.filter((p) => /^the page is 20\d\d px wide in a 1024 px window$/.test(p))).toHaveLength(1);
