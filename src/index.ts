@@ -23,7 +23,7 @@ export { nativeAvailable } from './native/native.js';
 
 // writing
 export { DatasetWriter, type DatasetWriterOptions, type WriterStats } from './pack/dataset-writer.js';
-export { pack, derive, mergeParts, verifyDataset, extractDataset, reindexDataset, adoptTars, synthDataset, runBench, writeReport } from './on-demand.js';
+export { pack, derive, mergeParts } from './on-demand.js';
 export { defaultOutDir } from './pack/output-dir.js';
 export type { PackOptions, PackResult, PackProgress } from './pack/pack.js';
 export type { DeriveOptions, DeriveResult } from './pack/derive.js';
@@ -38,10 +38,12 @@ export { planEpoch, mergeRankStates, rankCounts } from './read/epoch-plan.js';
 export { shuffles, SHUFFLE_NAMES, type ShuffleName } from './read/shuffle/index.js';
 
 // bench
+export { synthDataset, runBench, writeReport } from './on-demand.js';
 export { BUILTIN_PROFILES, projectEpoch, loadProfiles } from './bench/profiles.js';
 export type { BenchReport } from './bench/report.js';
 
 // integrity and recovery
+export { verifyDataset, extractDataset, reindexDataset, adoptTars } from './on-demand.js';
 export type { VerifyOptions, VerifyReport, DamagedSample } from './verify/verify-dataset.js';
 export type { ExtractOptions, ExtractResult } from './verify/extract.js';
 export type { ReindexOptions, ReindexResult } from './adopt/reindex.js';
