@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { append, type AppendResult } from '../../src/pack/append.js';
+import { append } from '../../src/on-demand.js';
+import type { AppendResult } from '../../src/pack/append.js';
 import { parseSize, formatSize } from '../../src/pack/size-arg.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
 import { collect, parseChoice, parseCount } from '../args.js';

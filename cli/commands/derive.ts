@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { derive } from '../../src/pack/derive.js';
+import { derive } from '../../src/on-demand.js';
 import { parseSize } from '../../src/pack/size-arg.js';
 import { parseSelection } from '../../src/pack/select.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';

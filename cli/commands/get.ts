@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { openDataset } from '../../src/read/dataset.js';
+import { openDataset } from '../../src/on-demand.js';
 import { memberBytes, saveFile } from '../../src/read/inspect.js';
 import { HEADER_FLAGS, HEADER_HELP, MAX_MEMBER_FLAGS, MAX_MEMBER_HELP, collect, httpOption, maxMemberOption, CACHE_DIR_FLAGS, CACHE_DIR_HELP, CACHE_SIZE_FLAGS, CACHE_SIZE_HELP, cacheOption } from '../args.js';
 import { stopBetweenFiles } from '../interrupt.js';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { openDataset } from '../../src/read/dataset.js';
+import { openDataset } from '../../src/on-demand.js';
 import { datasetInfo } from '../../src/read/inspect.js';
 import { formatSize } from '../../src/pack/size-arg.js';
 import { percent, table } from '../format.js';

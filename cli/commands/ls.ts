@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { openDataset } from '../../src/read/dataset.js';
+import { openDataset } from '../../src/on-demand.js';
 import { describeEntry } from '../../src/read/inspect.js';
 import { printableName } from '../format.js';
 import { runAction } from '../run-action.js';

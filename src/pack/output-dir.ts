@@ -14,6 +14,11 @@ import { WORK_DIR, readJournal, type JournalShard } from './journal.js';
 import { PACK_REPORT_FILE } from './pack-report.js';
 import { LOCK_FILE, type WriteLock } from './write-lock.js';
 
+/** pack's default output directory: `<source>.shards`, next to the source. */
+export function defaultOutDir(source: string): string {
+  return `${path.resolve(source).replace(/[\\/]+$/, '')}.shards`;
+}
+
 /** Where --force moves the manifest of the dataset it replaces until that dataset's files are gone. */
 export const REPLACED_MANIFEST = '.shardkit-replaced-manifest.json';
 

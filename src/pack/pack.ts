@@ -8,6 +8,7 @@ import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectLocalPath } from '../io/location.js';
 import { isInside, realPathOf } from './paths.js';
+import { defaultOutDir } from './output-dir.js';
 import type { Layout } from '../../formats/index-layout.js';
 import { Codec } from '../../formats/index-entry.js';
 import type { Manifest } from '../../formats/manifest.js';
@@ -107,9 +108,7 @@ export interface PackResult {
   passStats: Record<string, Record<string, number>>;
 }
 
-export function defaultOutDir(source: string): string {
-  return `${path.resolve(source).replace(/[\\/]+$/, '')}.shards`;
-}
+export { defaultOutDir };
 
 /**
  * Packs a directory of files into a dataset (see PackOptions).
