@@ -16,6 +16,7 @@ import { fsCall } from '../pack/fs-errors.js';
 import { ADOPT_WORK_DIR } from './scan-tar.js';
 import { LOCK_FILE } from '../pack/write-lock.js';
 import { REPLACED_MANIFEST } from '../pack/output-dir.js';
+import { TEMP_PREFIX } from '../pack/replace-file.js';
 
 export interface AdoptInput {
   real: string;
@@ -65,7 +66,8 @@ function madeByIndex(file: string): boolean {
  * and what an interrupted `index` leaves (its work directory, an index file, the temporary names).
  */
 function writtenByIndex(out: string, name: string, inputs: readonly AdoptInput[]): boolean {
-  if (name === ADOPT_WORK_DIR || name === `${INDEX_FILE}.tmp` || name === `${MANIFEST_FILE}.tmp`) return true;
+  // temporaries (a killed run's) are never a tar's name in `out`: see writerName in adopt-tars.ts
+  if (name === ADOPT_WORK_DIR || name.startsWith(TEMP_PREFIX)) return true;
   const file = path.join(out, name);
   let st: fs.Stats;
   try {
