@@ -35,6 +35,9 @@ export interface JournalShard {
    * still has that key there, since it skips `cursor` samples by count.
    */
   last?: { key: string; at: number };
+  /** SHA-256 of the input samples consumed since the previous line, and when their run began (see input-proof.ts). */
+  inputs?: string;
+  since?: number;
   /** Skips recorded since the previous line. */
   skipped: { path: string; reason: string }[];
   originalBytes: number;

@@ -202,6 +202,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
         else if (error !== undefined) writer.refuse(relPath, `${error.code}: ${error.message}`);
       },
       ...(writer.resumedLast === undefined ? {} : { skipCheck: writer.resumedLast }),
+      skipProof: writer.resumedInputs,
       // without passes, the reader thread encodes samples for the writer too
       ...(passes.length === 0 ? { encode: { layout: writer.layout, codec: writer.compress === 'lz4' ? Codec.lz4 : Codec.none, pageSize: writer.pageSize } } : {}),
     },
@@ -249,6 +250,7 @@ async function writeBatches(batches: SourceBatches, writer: DatasetWriter, onErr
     for (const s of batchSamples(batch, true)) {
       if (s.encoded !== undefined) settleEncoded(s.key, s.exts[0] as string, s.encoded, s.keyBytes, s.sourceBytes, writer, onError, counters);
       else settle({ name: memberPath(s.key, s.exts[0] as string), bytes: 0, kind: 'failed', error: sampleError(s.error as SampleInputError) }, writer, onError, counters);
+      writer.inputDigest.note(s.key, s.exts);
     }
     // the writer may still reference the batch's buffers: let go before they go back to the reader
     writer.release();
@@ -269,6 +271,7 @@ async function* pipelineItems(batches: SourceBatches): AsyncGenerator<PipelineIt
     for (const s of batchSamples(batch, false)) {
       yield {
         name: memberPath(s.key, s.exts[0] as string),
+        input: { key: s.key, exts: s.exts },
         load: () => {
           if (s.error !== undefined) throw sampleError(s.error);
           const paths = Object.fromEntries(s.exts.map((ext) => [ext, memberPath(s.key, ext)]));

@@ -4,6 +4,7 @@
  * source-threads.ts runs the reads in threads; with no threads, the same code runs in the calling thread. Reader
  * threads load this module, not the walk's.
  */
+import type { InputRange } from './input-proof.js';
 import { sep } from 'node:path';
 import { ErrorCodes, ShardkitError, isShardkitError, type ErrorCode } from '../../formats/errors.js';
 import type { CodecId, MemberEntry } from '../../formats/index-entry.js';
@@ -30,6 +31,8 @@ export interface SourceBatchOptions extends SourceWalkFilters {
   skip: number;
   /** The last of those written and its position: the walk must still find that key there (else INPUT_CHANGED). */
   skipCheck?: { key: string; at: number };
+  /** What the interrupted pack recorded of the samples it wrote: each is checked as the walk passes it over. */
+  skipProof?: InputRange[];
   /**
    * Encode each sample for the writer too (tar headers, LZ4, member CRCs; see encodeSample), so that work runs on
    * the reader's thread. Without it, batches carry the members' raw bytes (for passes).
