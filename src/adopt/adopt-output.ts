@@ -12,7 +12,7 @@ import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { INDEX_MAGIC } from '../../formats/index-layout.js';
 import { ADOPTED_EXTRA_KEY, MANIFEST_FILE } from '../../formats/manifest.js';
 import { INDEX_FILE } from '../pack/commit.js';
-import { fsCall } from '../pack/fs-errors.js';
+import { fsCall, makeDir } from '../pack/fs-errors.js';
 import { ADOPT_WORK_DIR } from './scan-tar.js';
 import { LOCK_FILE } from '../pack/write-lock.js';
 import { REPLACED_MANIFEST } from '../pack/output-dir.js';
@@ -25,7 +25,7 @@ export interface AdoptInput {
 
 /** Creates `out` when missing, or checks that `index` may write there (see above). */
 export function prepareAdoptOutput(out: string, inputs: readonly AdoptInput[], force: boolean): void {
-  fsCall('create', out, () => fs.mkdirSync(out, { recursive: true }));
+  makeDir(out);
   // a dataset there, or one a killed `index --force` was replacing (its manifest moved aside until the new one is in)
   const replaced = path.join(out, REPLACED_MANIFEST);
   const manifestFile = fs.existsSync(replaced) && !fs.existsSync(path.join(out, MANIFEST_FILE)) ? replaced : path.join(out, MANIFEST_FILE);

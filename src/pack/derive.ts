@@ -4,6 +4,7 @@
  * the new ones, and keeps the source's pass files (classes.txt) and manifest fields unless a new pass writes its
  * own of the same name. Resumable like pack.
  */
+import { withResumeAdvice } from './fs-errors.js';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectLocalPath, isRemote, resolveLocation } from '../io/location.js';
@@ -118,7 +119,7 @@ export async function derive(given: DeriveOptions): Promise<DeriveResult> {
       return { manifest, resumedSamples: resumed, passStats: passStatsOf(options.passes) };
     } catch (err) {
       writer.abort();
-      throw err;
+      throw withResumeAdvice(err);
     }
   } finally {
     await ds.close();

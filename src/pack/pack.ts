@@ -3,6 +3,7 @@
  * walk order whatever the concurrency, so the same input and options give the same bytes; memory stays bounded
  * (two directory listings per level, a window of in-flight samples, the writer's bounded index runs).
  */
+import { withResumeAdvice } from './fs-errors.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
@@ -234,7 +235,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     return result;
   } catch (err) {
     writer.abort();
-    throw err;
+    throw withResumeAdvice(err);
   } finally {
     counting.stop = true;
   }

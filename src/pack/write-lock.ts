@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import { fsCall } from './fs-errors.js';
+import { fsCall, ioError, makeDir } from './fs-errors.js';
 
 export const LOCK_FILE = '.shardkit-lock';
 
@@ -51,7 +51,7 @@ export class WriteLock {
    * @throws ShardkitError OUTPUT_EXISTS when another live process (or a process on another host) holds it.
    */
   static acquire(dir: string, command: string): WriteLock {
-    fsCall('create', dir, () => fs.mkdirSync(dir, { recursive: true }));
+    makeDir(dir);
     const file = path.join(dir, LOCK_FILE);
     const owner: LockOwner = { pid: process.pid, host: os.hostname(), command, started: new Date().toISOString(), claimed: 0 };
     let tookOverClaimed = false;
@@ -135,8 +135,16 @@ function tryCreate(file: string, owner: LockOwner): boolean {
   }
   try {
     fs.writeSync(fd, `${JSON.stringify(owner)}\n`);
-  } finally {
     fs.closeSync(fd);
+  } catch (cause) {
+    // a full disk: no empty lock is left behind to hold up the next writer
+    try {
+      fs.closeSync(fd);
+    } catch {
+      // closed above, or failing too: the write's error is the one to report
+    }
+    fs.rmSync(file, { force: true });
+    throw ioError(cause, 'write', file);
   }
   return true;
 }

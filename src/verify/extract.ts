@@ -18,7 +18,7 @@ import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { MANIFEST_FILE } from '../../formats/manifest.js';
 import { memberPath } from '../../formats/sample.js';
 import { expectLocalPath, isRemote, resolveLocation } from '../io/location.js';
-import { fsCall, ioError } from '../pack/fs-errors.js';
+import { fsCall, ioError, makeDir } from '../pack/fs-errors.js';
 import { pathOverlap, realPathOf } from '../pack/paths.js';
 import { quietly, replaceFile } from '../pack/replace-file.js';
 import { openDataset, type OpenDatasetOptions } from '../read/dataset.js';
@@ -50,7 +50,7 @@ export async function extractDataset(location: string, dir: string, options: Ext
   const range = options.prefix === undefined ? {} : { prefix: options.prefix };
   const created = !fs.existsSync(root);
   try {
-    fsCall('create', root, () => fs.mkdirSync(root, { recursive: true }));
+    makeDir(root);
     // two keys that differ only in case are two files where the file system keeps them apart, one file where not
     const written = new WrittenPaths(fsCall('write', root, () => probeNameFolding(root)));
     // every path is planned from the index before any file is written: a dataset extract refuses (a path outside
