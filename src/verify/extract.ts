@@ -9,6 +9,7 @@
  *   refused), and each file is written to a new temporary (O_NOFOLLOW | O_EXCL) renamed over its name once
  *   complete, so a hard link there is replaced, never written through, and a failed write (no space, EFBIG) leaves
  *   no cut-short file under a member's name.
+ * - one extract at a time per target directory (the write lock pack uses, `.shardkit-lock` there while it runs).
  * A concurrent attacker swapping a directory for a symlink between the check and the open is out of scope: Node
  * has no openat(2).
  */
@@ -23,6 +24,7 @@ import { pathOverlap, realPathOf } from '../pack/paths.js';
 import { quietly, replaceFile } from '../pack/replace-file.js';
 import { openDataset, type OpenDatasetOptions } from '../read/dataset.js';
 import { probeNameFolding, WrittenPaths } from './written-paths.js';
+import { LOCK_FILE, WriteLock } from '../pack/write-lock.js';
 
 export interface ExtractOptions {
   /** Only samples whose key starts with this. */
@@ -49,8 +51,11 @@ export async function extractDataset(location: string, dir: string, options: Ext
   const safeDirs = new Set<string>([root]);
   const range = options.prefix === undefined ? {} : { prefix: options.prefix };
   const created = !fs.existsSync(root);
+  let lock: WriteLock | undefined;
   try {
     makeDir(root);
+    // one writer per target: two extracts into one directory mixed their trees and both reported success
+    lock = WriteLock.acquire(root, 'extract');
     // two keys that differ only in case are two files where the file system keeps them apart, one file where not
     const written = new WrittenPaths(fsCall('write', root, () => probeNameFolding(root)));
     // every path is planned from the index before any file is written: a dataset extract refuses (a path outside
@@ -58,11 +63,13 @@ export async function extractDataset(location: string, dir: string, options: Ext
     try {
       for await (const entry of ds.entries(range)) {
         for (const m of entry.members) {
-          safeTarget(root, memberPath(entry.key, m.ext), entry.key);
+          const target = safeTarget(root, memberPath(entry.key, m.ext), entry.key);
+          if (target === lock.file) throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `refusing to extract ${JSON.stringify(LOCK_FILE)}: extract keeps its lock under that name`, { key: entry.key });
           written.claim(entry.key, m.ext);
         }
       }
     } catch (err) {
+      lock.release();
       if (created) quietly(() => fs.rmdirSync(root));
       throw err;
     }
@@ -79,6 +86,7 @@ export async function extractDataset(location: string, dir: string, options: Ext
       options.onProgress?.({ ...result });
     }
   } finally {
+    lock?.release();
     await ds.close();
   }
   return result;
