@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { derive } from '../../src/pack/derive.js';
 import { parseSize } from '../../src/pack/size-arg.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
-import { HEADER_FLAGS, HEADER_HELP, collect, httpOption, parseChoice, parseCount } from '../args.js';
+import { HEADER_FLAGS, HEADER_HELP, TIMEOUT_FLAGS, TIMEOUT_HELP, collect, httpOption, parseChoice, parseCount } from '../args.js';
 import { passStatsNotes, skippedLines } from '../format.js';
 import { progressBar } from '../progress.js';
 import { printJson, runAction } from '../run-action.js';
@@ -26,8 +26,9 @@ export function registerDerive(program: Command): void {
     .option('--json', 'print a JSON summary')
     .option('--quiet', 'print nothing on success')
     .option(HEADER_FLAGS, HEADER_HELP, collect)
+    .option(TIMEOUT_FLAGS, TIMEOUT_HELP)
     .action(
-      runAction(async (dataset: string, flags: { out: string; shard: string; layout?: string; compress?: string; concurrency?: string; onError: string; resume?: boolean; force?: boolean; json?: boolean; quiet?: boolean; header?: string[] }) => {
+      runAction(async (dataset: string, flags: { out: string; shard: string; layout?: string; compress?: string; concurrency?: string; onError: string; resume?: boolean; force?: boolean; json?: boolean; quiet?: boolean; header?: string[]; timeout?: string }) => {
         const passes = await passesFromArgv(process.argv, process.cwd());
         const layout = flags.layout === undefined ? undefined : parseChoice(flags.layout, '--layout', ['tar', 'packed'] as const);
         const compress = flags.compress === undefined ? undefined : parseChoice(flags.compress, '--compress', ['none', 'lz4'] as const);
@@ -38,7 +39,7 @@ export function registerDerive(program: Command): void {
         try {
           r = await derive({
             dataset,
-            ...httpOption(flags.header),
+            ...httpOption(flags.header, flags.timeout),
             out: flags.out,
             passes,
             shardBytes: parseSize(flags.shard, '--shard', { min: 2048 }),

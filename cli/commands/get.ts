@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { openDataset } from '../../src/read/dataset.js';
 import { memberBytes, saveFile } from '../../src/read/inspect.js';
-import { HEADER_FLAGS, HEADER_HELP, MAX_MEMBER_FLAGS, MAX_MEMBER_HELP, collect, httpOption, maxMemberOption } from '../args.js';
+import { HEADER_FLAGS, HEADER_HELP, TIMEOUT_FLAGS, TIMEOUT_HELP, MAX_MEMBER_FLAGS, MAX_MEMBER_HELP, collect, httpOption, maxMemberOption } from '../args.js';
 import { stopBetweenFiles } from '../interrupt.js';
 import { runAction } from '../run-action.js';
 import { MAX_IO_CALL_BYTES } from '../../src/io/io-options.js';
@@ -16,9 +16,10 @@ export function registerGet(program: Command): void {
     .option('--out <file>', 'write to FILE instead of stdout')
     .option(MAX_MEMBER_FLAGS, MAX_MEMBER_HELP)
     .option(HEADER_FLAGS, HEADER_HELP, collect)
+    .option(TIMEOUT_FLAGS, TIMEOUT_HELP)
     .action(
-      runAction(async (location: string, key: string, opts: { ext?: string; out?: string; header?: string[]; maxMemberBytes?: string }) => {
-        const ds = await openDataset(location, { ...httpOption(opts.header), ...maxMemberOption(opts.maxMemberBytes) });
+      runAction(async (location: string, key: string, opts: { ext?: string; out?: string; header?: string[]; timeout?: string; maxMemberBytes?: string }) => {
+        const ds = await openDataset(location, { ...httpOption(opts.header, opts.timeout), ...maxMemberOption(opts.maxMemberBytes) });
         try {
           const { bytes } = await memberBytes(ds, key, opts.ext);
           if (opts.out !== undefined) {

@@ -3,7 +3,7 @@ import { openDataset } from '../../src/read/dataset.js';
 import { datasetInfo } from '../../src/read/inspect.js';
 import { formatSize } from '../../src/pack/size-arg.js';
 import { percent, table } from '../format.js';
-import { HEADER_FLAGS, HEADER_HELP, collect, httpOption } from '../args.js';
+import { HEADER_FLAGS, HEADER_HELP, TIMEOUT_FLAGS, TIMEOUT_HELP, collect, httpOption } from '../args.js';
 import { printJson, runAction } from '../run-action.js';
 
 export function registerInfo(program: Command): void {
@@ -13,9 +13,10 @@ export function registerInfo(program: Command): void {
     .argument('<dataset>', 'dataset directory or http(s) URL')
     .option('--json', 'print JSON')
     .option(HEADER_FLAGS, HEADER_HELP, collect)
+    .option(TIMEOUT_FLAGS, TIMEOUT_HELP)
     .action(
-      runAction(async (location: string, opts: { json?: boolean; header?: string[] }) => {
-        const ds = await openDataset(location, httpOption(opts.header));
+      runAction(async (location: string, opts: { json?: boolean; header?: string[]; timeout?: string }) => {
+        const ds = await openDataset(location, httpOption(opts.header, opts.timeout));
         try {
           const info = datasetInfo(ds);
           if (opts.json) return printJson(info);

@@ -3,7 +3,7 @@ import { openDataset } from '../../src/read/dataset.js';
 import { describeEntry } from '../../src/read/inspect.js';
 import { printableName } from '../format.js';
 import { runAction } from '../run-action.js';
-import { HEADER_FLAGS, HEADER_HELP, collect, httpOption, parseCount } from '../args.js';
+import { HEADER_FLAGS, HEADER_HELP, TIMEOUT_FLAGS, TIMEOUT_HELP, collect, httpOption, parseCount } from '../args.js';
 
 export function registerLs(program: Command): void {
   program
@@ -15,10 +15,11 @@ export function registerLs(program: Command): void {
     .option('--limit <n>', 'at most N keys')
     .option('--json', 'print JSON lines, one sample per line')
     .option(HEADER_FLAGS, HEADER_HELP, collect)
+    .option(TIMEOUT_FLAGS, TIMEOUT_HELP)
     .action(
-      runAction(async (location: string, opts: { long?: boolean; prefix?: string; limit?: string; json?: boolean; header?: string[] }) => {
+      runAction(async (location: string, opts: { long?: boolean; prefix?: string; limit?: string; json?: boolean; header?: string[]; timeout?: string }) => {
         const limit = opts.limit === undefined ? undefined : parseCount(opts.limit, '--limit');
-        const ds = await openDataset(location, httpOption(opts.header));
+        const ds = await openDataset(location, httpOption(opts.header, opts.timeout));
         try {
           const out: string[] = [];
           const flush = (): void => {

@@ -7,7 +7,7 @@ import path from 'node:path';
 const ADVICE: Record<string, string> = {
   ENOSPC: 'no space left on the device; free space, then run the command again',
   EDQUOT: 'disk quota exceeded; free space or raise the quota, then run the command again',
-  EFBIG: 'the file is larger than this file system allows; write to another file system',
+  EFBIG: 'EFBIG: file too large for the file system or for the file size limit (ulimit -f); write elsewhere or raise the limit',
   EROFS: 'read-only file system; write to a writable directory',
   EACCES: 'permission denied',
   EPERM: 'permission denied',

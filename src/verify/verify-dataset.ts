@@ -9,6 +9,7 @@
  * with its key; damage the index cannot place (a shard's padding or end blocks) is reported against the shard. A
  * shard that cannot be read (EIO, a directory) is a problem of its own, and the shards after it are still checked.
  */
+import { isHttpDeadline } from '../io/http-client.js';
 import { crc32c, crc32cHex } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry } from '../../formats/index-entry.js';
@@ -191,7 +192,7 @@ async function openIndex(location: string, opener: Opener, manifest: Manifest, p
   try {
     source = await openByteSource(resolveLocation(location, name), opener);
   } catch (err) {
-    if (!isShardkitError(err)) throw err;
+    if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
     problem(name, err.code === ErrorCodes.SHARD_MISSING ? `the index file is missing; ${indexRemedy(manifest.layout)}` : err.message);
     return undefined;
   }
@@ -218,7 +219,7 @@ async function openIndex(location: string, opener: Opener, manifest: Manifest, p
     return { source, header, shards };
   } catch (err) {
     await source.close();
-    if (!isShardkitError(err)) throw err;
+    if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
     problem(name, err.message);
     return undefined;
   }
@@ -244,7 +245,7 @@ interface ShardContext {
 async function openShard(ctx: ShardContext): Promise<{ source: ByteSource; size: number } | undefined> {
   const { record } = ctx;
   const unreadable = (err: unknown): undefined => {
-    if (!isShardkitError(err)) throw err;
+    if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
     ctx.changed(record.file);
     ctx.problem(record.file, err.code === ErrorCodes.SHARD_MISSING ? `missing: its ${record.samples} samples cannot be read` : err.message);
     return undefined;
@@ -276,7 +277,7 @@ async function readShard(ctx: ShardContext, source: ByteSource, offset: number, 
   try {
     return await source.read(offset, length);
   } catch (err) {
-    if (!isShardkitError(err)) throw err;
+    if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
     ctx.problem(ctx.record.file, `${err.message}; ${unchecked} not checked`);
     return undefined;
   }
@@ -305,7 +306,7 @@ function checkHead(ctx: ShardContext, head: Uint8Array, size: number): void {
     try {
       checkPackedHeader(head.subarray(0, PACKED_HEADER_BYTES), record.file);
     } catch (err) {
-      if (!isShardkitError(err)) throw err;
+      if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
       ctx.problem(record.file, err.message);
     }
   }
@@ -346,7 +347,7 @@ async function fullShard(ctx: ShardContext, onBytes: (n: number) => void): Promi
       try {
         bytes = m.codec === Codec.lz4 ? lz4DecompressMember(stored, m.size, `${record.file} byte ${at}`) : stored;
       } catch (err) {
-        if (!isShardkitError(err)) throw err;
+        if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
         bad(err.message);
         continue;
       }
@@ -387,7 +388,7 @@ async function fullShard(ctx: ShardContext, onBytes: (n: number) => void): Promi
         try {
           scanner.push(chunk);
         } catch (err) {
-          if (!isShardkitError(err)) throw err;
+          if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
           scanError = { message: err.message, at: scanner.offset - 512, reported: false };
         }
       }
