@@ -2,12 +2,37 @@
  * Reads one sample's source files the way tar does (open, fstat, read, close), and checks that each file is
  * still what the walk saw: a file deleted, grown or rewritten during the pack is an error, not silent bad data.
  */
+import buffer from 'node:buffer';
 import fs from 'node:fs';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { WalkEntry } from './walk.js';
 import { getSystemErrorMap } from 'node:util';
 import { nativeAddon, NativeErrorCodes, ReadSamplesStatus, type NativeAddon } from '../native/native.js';
 import { MAX_IO_CALL_BYTES } from '../io/io-options.js';
+
+/**
+ * The largest source file pack reads (each member sits whole in memory, for passes, LZ4 and its checksum): what
+ * one Uint8Array can hold. A larger file is TOO_LARGE, an input error that `--on-error skip` leaves out, instead of
+ * a RangeError from the allocation. SHARDKIT_TEST_MAX_MEMBER_BYTES lowers it (tests only: a sparse 5 GiB file
+ * would still be read whole to pack it).
+ */
+export const MAX_PACK_MEMBER_BYTES = Math.min(buffer.constants.MAX_LENGTH, 2 ** 32 - 1);
+
+function maxPackMemberBytes(): number {
+  const test = Number(process.env.SHARDKIT_TEST_MAX_MEMBER_BYTES);
+  return Number.isSafeInteger(test) && test > 0 ? Math.min(test, MAX_PACK_MEMBER_BYTES) : MAX_PACK_MEMBER_BYTES;
+}
+
+/** TOO_LARGE for a source file pack cannot hold in memory (see MAX_PACK_MEMBER_BYTES). */
+function checkPackable(file: WalkEntry, size: number): void {
+  const max = maxPackMemberBytes();
+  if (size <= max) return;
+  throw new ShardkitError(
+    ErrorCodes.TOO_LARGE,
+    `${file.absPath} has ${size} bytes, more than pack can hold in memory for one member (${max}); leave it out with --on-error skip or --exclude, or split it`,
+    { file: file.absPath },
+  );
+}
 
 /**
  * open, fstat, read, fstat, close. The file must still match what the walk saw (when the walk stat'ed it) and must
@@ -38,6 +63,7 @@ export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uin
     const before = fs.fstatSync(fd);
     if (!before.isFile()) throw new ShardkitError(ErrorCodes.INPUT_CHANGED, `${file.absPath} is no longer a regular file`, { file: file.absPath });
     if (file.size >= 0 && (before.size !== file.size || before.mtimeMs !== file.mtimeMs)) throw changed(file);
+    checkPackable(file, before.size);
     const bytes = place(before.size);
     let off = 0;
     while (off < before.size) {
@@ -89,6 +115,7 @@ function readNative(readFile: NativeReadFile, file: WalkEntry, place: (size: num
     if (view.buffer !== free.buffer || view.byteOffset !== free.byteOffset) view.set(free.subarray(0, n));
     return view;
   }
+  checkPackable(file, -n - 1);
   const view = place(-n - 1);
   // read again where there is room; a file that changed size in between changed while it was being packed
   if (call(view) !== view.length) throw changed(file);

@@ -28,9 +28,9 @@ export interface PipelineCounters {
 /** What became of one input sample, ready for the writer. */
 export type Processed = { name: string; bytes: number; input?: PipelineItem['input'] } & ({ kind: 'ok'; sample: Sample } | { kind: 'dropped'; pass: string } | { kind: 'failed'; error: ShardkitError });
 
-/** Input errors a user may choose to skip; anything else (a bug, the output disk) always stops. */
+/** Input errors a user may choose to skip (a source file too large to hold included); anything else (a bug, the output disk) always stops. */
 function isInputError(err: unknown): err is ShardkitError {
-  return isShardkitError(err) && (err.code === ErrorCodes.INPUT || err.code === ErrorCodes.INPUT_CHANGED);
+  return isShardkitError(err) && (err.code === ErrorCodes.INPUT || err.code === ErrorCodes.INPUT_CHANGED || err.code === ErrorCodes.TOO_LARGE);
 }
 
 async function processItem(item: PipelineItem, passes: readonly Pass[]): Promise<Processed> {
