@@ -10,6 +10,7 @@
  * shard that cannot be read (EIO, a directory) is a problem of its own, and the shards after it are still checked.
  */
 import { isHttpDeadline } from '../io/http-client.js';
+import { MemberStream, maxGatheredSpanBytes, verifyChunkBytes } from './member-stream.js';
 import { crc32c, crc32cHex } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry } from '../../formats/index-entry.js';
@@ -332,6 +333,11 @@ async function fullShard(ctx: ShardContext, onBytes: (n: number) => void): Promi
     : undefined;
   let next = 0;
   let spanBuf: Uint8Array | undefined;
+  /** A span too long to gather, checked as it streams past (see member-stream.ts). */
+  let streamed: MemberStream | undefined;
+  let streamedEntry: IndexEntry | undefined;
+  const maxGathered = maxGatheredSpanBytes();
+  const chunkBytes = verifyChunkBytes(VERIFY_CHUNK_BYTES);
   let crc = 0;
   let head: Uint8Array = new Uint8Array(0);
   let memberBytes = 0;
@@ -376,7 +382,7 @@ async function fullShard(ctx: ShardContext, onBytes: (n: number) => void): Promi
     let pos = 0;
     while (pos < size) {
       const left = expected.length - next;
-      const chunk = await readShard(ctx, source, pos, Math.min(VERIFY_CHUNK_BYTES, size - pos), `the shard from byte ${pos} on (${left} sample${left === 1 ? '' : 's'}) was`);
+      const chunk = await readShard(ctx, source, pos, Math.min(chunkBytes, size - pos), `the shard from byte ${pos} on (${left} sample${left === 1 ? '' : 's'}) was`);
       if (chunk === undefined) {
         ctx.memberBytes = memberBytes;
         return false;
@@ -398,8 +404,26 @@ async function fullShard(ctx: ShardContext, onBytes: (n: number) => void): Promi
         const off = spans.offset[p] as number;
         const len = spans.span[p] as number;
         if (off >= end && len > 0) break;
-        if (off + len <= end && off >= pos && spanBuf === undefined) {
+        if (off + len <= end && off >= pos && spanBuf === undefined && streamed === undefined) {
           await checkEntry(p, chunk.subarray(off - pos, off - pos + len));
+        } else if (len > maxGathered) {
+          if (streamed === undefined) {
+            streamedEntry = await (pages as PageReader).entry(spans as SpanTable, p);
+            streamed = new MemberStream(streamedEntry, record.file);
+          }
+          const from = Math.max(off, pos);
+          const to = Math.min(off + len, end);
+          streamed.push(chunk.subarray(from - pos, to - pos), from);
+          if (off + len > end) break;
+          // the whole span has been read: every member's tar header has been scanned
+          const entry = streamedEntry as IndexEntry;
+          for (const v of streamed.finish()) {
+            const bad = (what: string): void => ctx.damage({ key: entry.key, shard: record.file, offset: v.at, what: `member "${v.member.ext}": ${what}` });
+            if (scanner !== undefined) checkTarHeader(entry, v.member.ext, v.member.storedSize, v.at, v.member.codec === Codec.lz4, bad);
+            memberBytes += v.member.size;
+            if (v.problem !== undefined) bad(v.problem);
+          }
+          streamed = undefined;
         } else {
           spanBuf ??= new Uint8Array(len);
           const from = Math.max(off, pos);
