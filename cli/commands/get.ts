@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { openDataset } from '../../src/read/dataset.js';
-import { memberBytes, saveFile } from '../../src/read/inspect.js';
+import { writeMember } from '../../src/read/inspect.js';
 import { HEADER_FLAGS, HEADER_HELP, TIMEOUT_FLAGS, TIMEOUT_HELP, MAX_MEMBER_FLAGS, MAX_MEMBER_HELP, collect, httpOption, maxMemberOption } from '../args.js';
 import { stopBetweenFiles } from '../interrupt.js';
 import { runAction } from '../run-action.js';
@@ -21,16 +21,18 @@ export function registerGet(program: Command): void {
       runAction(async (location: string, key: string, opts: { ext?: string; out?: string; header?: string[]; timeout?: string; maxMemberBytes?: string }) => {
         const ds = await openDataset(location, { ...httpOption(opts.header, opts.timeout), ...maxMemberOption(opts.maxMemberBytes) });
         try {
-          const { bytes } = await memberBytes(ds, key, opts.ext);
           if (opts.out !== undefined) {
             stopBetweenFiles();
-            saveFile(opts.out, bytes);
+            await writeMember(ds, key, opts.ext, { file: opts.out });
           } else {
             // in pieces: stdout to a file writes each piece with one fs.write
-            for (let off = 0; off < bytes.length; off += MAX_IO_CALL_BYTES) {
-              const piece = bytes.subarray(off, off + MAX_IO_CALL_BYTES);
-              await new Promise<void>((resolve, reject) => process.stdout.write(piece, (err) => (err ? reject(err) : resolve())));
-            }
+            const write = async (bytes: Uint8Array): Promise<void> => {
+              for (let off = 0; off < bytes.length; off += MAX_IO_CALL_BYTES) {
+                const piece = bytes.subarray(off, off + MAX_IO_CALL_BYTES);
+                await new Promise<void>((resolve, reject) => process.stdout.write(piece, (err) => (err ? reject(err) : resolve())));
+              }
+            };
+            await writeMember(ds, key, opts.ext, { write });
           }
         } finally {
           await ds.close();

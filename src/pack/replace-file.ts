@@ -89,6 +89,40 @@ export function replaceFile(file: string, bytes: Uint8Array, options: ReplaceFil
   }
 }
 
+/**
+ * {@link replaceFile} for bytes that come in pieces: `fill` is given a function that appends a piece; the file is
+ * renamed into place only once `fill` resolves, and removed if it (or a write) fails: a member whose checksum
+ * turns out wrong at its end never lands under its name.
+ */
+export async function replaceFileStreamed(file: string, fill: (write: (piece: Uint8Array) => void) => Promise<void>, options: ReplaceFileOptions = {}): Promise<void> {
+  const tmp = tempPathFor(file);
+  let fd: number;
+  try {
+    fd = fs.openSync(tmp, TEMP_FLAGS, options.createMode ?? 0o666);
+  } catch (cause) {
+    throw ioError(cause, 'create', file);
+  }
+  let open = true;
+  try {
+    if (options.keepMode !== undefined) fs.fchmodSync(fd, options.keepMode);
+    await fill((piece) => {
+      try {
+        writeAll(fd, piece);
+      } catch (cause) {
+        throw ioError(cause, 'write', file);
+      }
+    });
+    open = false;
+    fs.closeSync(fd);
+    fs.renameSync(tmp, file);
+  } catch (cause) {
+    if (open) quietly(() => fs.closeSync(fd));
+    quietly(() => fs.unlinkSync(tmp));
+    if (cause instanceof ShardkitError) throw cause;
+    throw ioError(cause, 'write', file);
+  }
+}
+
 /** Writes all of `bytes` to `fd` at its position, in calls of at most MAX_IO_CALL_BYTES. */
 export function writeAll(fd: number, bytes: Uint8Array): void {
   for (let off = 0; off < bytes.length; ) off += fs.writeSync(fd, bytes, off, Math.min(bytes.length - off, MAX_IO_CALL_BYTES));

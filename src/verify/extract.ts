@@ -21,7 +21,8 @@ import { memberPath } from '../../formats/sample.js';
 import { expectLocalPath, isRemote, resolveLocation } from '../io/location.js';
 import { fsCall, ioError, makeDir } from '../pack/fs-errors.js';
 import { pathOverlap, realPathOf } from '../pack/paths.js';
-import { quietly, replaceFile } from '../pack/replace-file.js';
+import { quietly, replaceFile, replaceFileStreamed } from '../pack/replace-file.js';
+import { shouldStream, streamMember } from '../read/member-stream-read.js';
 import { openDataset, type OpenDatasetOptions } from '../read/dataset.js';
 import { probeNameFolding, WrittenPaths } from './written-paths.js';
 import { LOCK_FILE, WriteLock } from '../pack/write-lock.js';
@@ -74,6 +75,19 @@ export async function extractDataset(location: string, dir: string, options: Ext
       throw err;
     }
     for await (const entry of ds.entries(range)) {
+      if (shouldStream(entry)) {
+        // a sample too large to hold: each member goes to its file as it is read (checked, then renamed into place)
+        for (const m of entry.members) {
+          const target = safeTarget(root, memberPath(entry.key, m.ext), entry.key);
+          ensureDirs(root, path.dirname(target), safeDirs);
+          await replaceFileStreamed(target, (write) => streamMember(ds, entry, m, write), { createMode: 0o644 });
+          result.files++;
+          result.bytes += m.size;
+        }
+        result.samples++;
+        options.onProgress?.({ ...result });
+        continue;
+      }
       const sample = await ds.read(entry);
       for (const [ext, bytes] of Object.entries(sample.members)) {
         const target = safeTarget(root, memberPath(sample.key, ext), sample.key);

@@ -16,6 +16,9 @@ import { pack } from '../../src/pack/pack.js';
 import { customPass } from '../../src/passes/pass.js';
 import { MemberStream } from '../../src/verify/member-stream.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
+import { extractDataset } from '../../src/verify/extract.js';
+import { openDataset } from '../../src/read/dataset.js';
+import { writeMember } from '../../src/read/inspect.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 afterEach(() => {
@@ -110,4 +113,57 @@ describe('pack refuses a member larger than a buffer', () => {
       expect(r.manifest.skipped.map((s) => s.path)).toEqual(['huge.bin']);
     }
   });
+});
+
+describe('get --out and extract stream the members they cannot hold', () => {
+  async function bigDataset(compress: 'none' | 'lz4'): Promise<string> {
+    const dir = path.join(tmpDir(), 'ds');
+    const w = new DatasetWriter({ dir, compress });
+    for (let i = 0; i < 6; i++) w.add({ key: `d/k${i}`, members: { bin: noise(i, 30_000 + i * 5000), txt: Buffer.from(`t${i}`.repeat(200)) } });
+    await w.finish();
+    return dir;
+  }
+  const streamed = (): void => {
+    process.env.SHARDKIT_TEST_MAX_SPAN_BYTES = '4096';
+    process.env.SHARDKIT_TEST_VERIFY_CHUNK_BYTES = '7000';
+  };
+
+  for (const compress of ['none', 'lz4'] as const) {
+    it(`get_out_of_a_streamed_member (${compress}): the same bytes; a damaged one is CHECKSUM and leaves no file`, async () => {
+      const dir = await bigDataset(compress);
+      streamed();
+      const ds = await openDataset(dir);
+      const out = path.join(tmpDir(), 'm.bin');
+      await writeMember(ds, 'd/k3', 'bin', { file: out });
+      expect(fs.readFileSync(out).equals(noise(3, 45_000))).toBe(true);
+      const pieces: Buffer[] = [];
+      await writeMember(ds, 'd/k3', 'bin', { write: async (p) => void pieces.push(Buffer.from(p)) });
+      expect(Buffer.concat(pieces).equals(noise(3, 45_000))).toBe(true);
+      await ds.close();
+      if (compress === 'lz4') return;
+      // one byte of k4's bin flipped in the shard
+      const shard = path.join(dir, fs.readdirSync(dir).find((f) => f.endsWith('.tar'))!);
+      const bytes = fs.readFileSync(shard);
+      bytes[bytes.indexOf(noise(4, 50_000).subarray(40_000, 40_064)) + 10] ^= 0xff;
+      fs.writeFileSync(shard, bytes);
+      const damaged = await openDataset(dir, { checkShards: 'size' });
+      const target = path.join(tmpDir(), 'bad.bin');
+      const err = (await writeMember(damaged, 'd/k4', 'bin', { file: target }).catch((e: unknown) => e)) as { code: string };
+      expect(err.code).toBe(ErrorCodes.CHECKSUM);
+      expect(fs.readdirSync(path.dirname(target))).toEqual([]);
+      await damaged.close();
+    });
+
+    it(`extract_of_streamed_samples (${compress}): every file as packed`, async () => {
+      const dir = await bigDataset(compress);
+      streamed();
+      const target = path.join(tmpDir(), 'x');
+      const r = await extractDataset(dir, target);
+      expect(r.files).toBe(12);
+      for (let i = 0; i < 6; i++) {
+        expect(fs.readFileSync(path.join(target, 'd', `k${i}.bin`)).equals(noise(i, 30_000 + i * 5000))).toBe(true);
+        expect(fs.readFileSync(path.join(target, 'd', `k${i}.txt`), 'utf8')).toBe(`t${i}`.repeat(200));
+      }
+    });
+  }
 });
