@@ -31,6 +31,17 @@ interface LockOwner {
   claimed?: 0 | 1;
 }
 
+/** The locks this process holds, for {@link releaseHeldLocks}. */
+const held = new Set<WriteLock>();
+
+/**
+ * Releases every lock this process holds: for a command ended by a signal it handles (Ctrl-C between two files of
+ * an extract), so that no lock is left in the user's directory.
+ */
+export function releaseHeldLocks(): void {
+  for (const lock of [...held]) lock.release();
+}
+
 export class WriteLock {
   private released = false;
 
@@ -44,7 +55,9 @@ export class WriteLock {
     readonly file: string,
     private readonly owner: LockOwner,
     readonly tookOverClaimed: boolean,
-  ) {}
+  ) {
+    held.add(this);
+  }
 
   /**
    * Takes the lock of `dir` for `command`, or throws OUTPUT_EXISTS naming the writer that holds it.
@@ -102,6 +115,7 @@ export class WriteLock {
   abandon(): void {
     if (this.released) return;
     this.released = true;
+    held.delete(this);
     try {
       const owner = readOwner(this.file);
       if (owner !== undefined) fs.writeFileSync(this.file, `${JSON.stringify({ ...owner, abandoned: true })}\n`);
@@ -114,6 +128,7 @@ export class WriteLock {
   release(): void {
     if (this.released) return;
     this.released = true;
+    held.delete(this);
     try {
       fs.rmSync(this.file, { force: true });
     } catch {
