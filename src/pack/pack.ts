@@ -68,6 +68,14 @@ export interface PackOptions {
   /** fsync shards and index before the manifest. */
   sync?: boolean;
   /**
+   * Read every source file twice and compare their CRC32C: INPUT_CHANGED when they differ. Without it, a file is
+   * refused when its size, mtime or ctime moved while it was read (GNU tar's check): a write through a shared
+   * memory map (mmap) can change the bytes without moving any of them, and is then packed torn. With it, such a
+   * change is caught when it falls between the two reads; a change after the second read, or one that is undone
+   * before it, is not. Costs a second read of every file (from the page cache, for files that fit in memory).
+   */
+  verifySource?: boolean;
+  /**
    * Count the samples for progress totals (`totalSamples`) with a walk of its own that runs alongside the pack
    * (names only, no stat per file), so the pack does not wait for it. Passes with prepare() walk the keys before
    * the pack anyway, and count them on the way.
@@ -196,6 +204,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
       ...walkOptions,
       ...(options.part === undefined ? {} : { part: options.part }),
       skip: resumed,
+      ...(options.verifySource === true ? { verifySource: true } : {}),
       // the walk that makes the tasks lists the names it refused (each once: the other walks only count samples)
       onSkip: (relPath: string, reason: WalkSkipReason, error?: ShardkitError) => {
         if ((reason !== 'not-utf8' && reason !== 'no-key') || !inPart(splitKey(relPath).key)) return;

@@ -4,6 +4,7 @@
  */
 import buffer from 'node:buffer';
 import fs from 'node:fs';
+import { crc32c } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { WalkEntry } from './walk.js';
 import { getSystemErrorMap } from 'node:util';
@@ -49,9 +50,9 @@ export function readSourceFile(file: WalkEntry): Uint8Array {
  * where `place(n)` puts any `n` bytes that fit in it: with the native addon, a file that fits is read straight
  * there, in one call instead of five.
  */
-export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uint8Array, free?: () => Uint8Array): Uint8Array {
+export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uint8Array, free?: () => Uint8Array, verify = false): Uint8Array {
   const readFile = nativeReadFile();
-  if (readFile !== undefined && file.size < 0) return readNative(readFile, file, place, free?.() ?? EMPTY);
+  if (readFile !== undefined && file.size < 0 && !verify) return readNative(readFile, file, place, free?.() ?? EMPTY);
   let fd: number;
   try {
     // O_NONBLOCK: a FIFO swapped in for a listed file must not block the pack (the fstat below refuses it)
@@ -73,6 +74,13 @@ export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uin
     }
     const after = fs.fstatSync(fd);
     if (after.size !== before.size || after.mtimeMs !== before.mtimeMs || after.ctimeMs !== before.ctimeMs) throw changed(file);
+    if (verify && !sameOnSecondRead(fd, bytes)) {
+      throw new ShardkitError(
+        ErrorCodes.INPUT_CHANGED,
+        `${file.absPath} changed while it was being packed: a second read gave other bytes (a write through a memory map, or one that kept mtime and ctime); pack again once it is stable`,
+        { file: file.absPath },
+      );
+    }
     return bytes;
   } catch (cause) {
     if (cause instanceof ShardkitError) throw cause;
@@ -80,6 +88,27 @@ export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uin
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** Pieces of the second read of --verify-source. */
+const SECOND_READ_BYTES = 1 << 20;
+
+/**
+ * Reads the open file again and compares its CRC32C with that of `bytes` (pack's --verify-source): a file changed
+ * between two reads without its size, mtime or ctime moving (pages written through a shared memory map) is caught
+ * unless it changes back in between, or is changed after the second read.
+ */
+export function sameOnSecondRead(fd: number, bytes: Uint8Array): boolean {
+  const piece = Buffer.allocUnsafe(Math.min(SECOND_READ_BYTES, Math.max(1, bytes.length)));
+  let crc = 0;
+  let off = 0;
+  for (;;) {
+    const n = fs.readSync(fd, piece, 0, piece.length, off);
+    if (n === 0) break;
+    crc = crc32c(piece.subarray(0, n), crc);
+    off += n;
+  }
+  return off === bytes.length && crc >>> 0 === crc32c(bytes) >>> 0;
 }
 
 type NativeReadFile = NativeAddon['readFile'];

@@ -38,6 +38,8 @@ export interface SourceBatchOptions extends SourceWalkFilters {
    * the reader's thread. Without it, batches carry the members' raw bytes (for passes).
    */
   encode?: { layout: Layout; codec: CodecId; pageSize: number };
+  /** Read each source file twice and compare checksums (see readSourceFileInto): slower, for sources being written. */
+  verifySource?: boolean;
 }
 
 /**
@@ -196,9 +198,10 @@ export function sampleError(e: SampleInputError): ShardkitError {
  * Reads the samples of tasks into batches (raw members, or encoded with `encode`). `takeChunk` offers a recycled
  * buffer. Input errors of one sample are recorded on it; anything else ends the iteration with an error.
  */
-export async function* readTasks(tasks: AsyncIterable<SourceTask>, encode: EncodeOptions | undefined, takeChunk: () => ArrayBuffer | undefined = () => undefined): AsyncGenerator<SourceBatch> {
-  const builder = new BatchBuilder(encode, takeChunk);
-  const reader = nativeSampleReader(encode);
+export async function* readTasks(tasks: AsyncIterable<SourceTask>, encode: EncodeOptions | undefined, takeChunk: () => ArrayBuffer | undefined = () => undefined, verifySource = false): AsyncGenerator<SourceBatch> {
+  const builder = new BatchBuilder(encode, takeChunk, verifySource);
+  // the native reader reads each file once: a second read to compare is this thread's
+  const reader = verifySource ? undefined : nativeSampleReader(encode);
   for await (const t of tasks) {
     builder.task = t.task;
     if (reader !== undefined) yield* readTaskNative(t, encode as EncodeOptions, builder, reader, isSampleError);
