@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import http from 'node:http';
 import https from 'node:https';
 import type { IncomingMessage } from 'node:http';
@@ -131,6 +132,9 @@ export class HttpClient {
     }
     this.sign = options.sign;
     this.stats = options.stats;
+    // every request in flight listens on this one signal: a loader with 16+ of them is not a leak (Node warned
+    // MaxListenersExceededWarning on stderr)
+    setMaxListeners(0, this.closing.signal);
     // LIFO reuses the most recently used socket, so few sockets stay warm and idle ones age out.
     this.httpAgent = new http.Agent({ keepAlive: true, maxSockets, scheduling: 'lifo' });
     this.httpsAgent = new https.Agent({
