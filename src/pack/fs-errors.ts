@@ -13,7 +13,6 @@ const ADVICE: Record<string, string> = {
   EPERM: 'permission denied',
   EMFILE: 'too many open files',
   ENFILE: 'too many open files',
-  EIO: 'input/output error from the device; check it (dmesg), then run the command again',
 };
 
 /** Wraps a system error from a filesystem call into SHARDKIT_ERR_IO naming the file and what to do. */
