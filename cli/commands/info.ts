@@ -3,7 +3,7 @@ import { openDataset } from '../../src/on-demand.js';
 import { datasetInfo } from '../../src/read/inspect.js';
 import { formatSize } from '../../src/pack/size-arg.js';
 import { percent, table } from '../format.js';
-import { HEADER_FLAGS, HEADER_HELP, collect, httpOption, CACHE_DIR_FLAGS, CACHE_DIR_HELP, CACHE_SIZE_FLAGS, CACHE_SIZE_HELP, cacheOption } from '../args.js';
+import { HEADER_FLAGS, HEADER_HELP, TIMEOUT_FLAGS, TIMEOUT_HELP, collect, httpOption , CACHE_DIR_FLAGS, CACHE_DIR_HELP, CACHE_SIZE_FLAGS, CACHE_SIZE_HELP, cacheOption } from '../args.js';
 import { printJson, runAction } from '../run-action.js';
 
 export function registerInfo(program: Command): void {
@@ -15,9 +15,10 @@ export function registerInfo(program: Command): void {
     .option(HEADER_FLAGS, HEADER_HELP, collect)
     .option(CACHE_DIR_FLAGS, CACHE_DIR_HELP)
     .option(CACHE_SIZE_FLAGS, CACHE_SIZE_HELP)
+    .option(TIMEOUT_FLAGS, TIMEOUT_HELP)
     .action(
-      runAction(async (location: string, opts: { json?: boolean; header?: string[]; cacheDir?: string; cacheSize?: string }) => {
-        const ds = await openDataset(location, { ...httpOption(opts.header), ...cacheOption(opts.cacheDir, opts.cacheSize) });
+      runAction(async (location: string, opts: { json?: boolean; header?: string[]; timeout?: string; cacheDir?: string; cacheSize?: string }) => {
+        const ds = await openDataset(location, { ...httpOption(opts.header, opts.timeout), ...cacheOption(opts.cacheDir, opts.cacheSize) });
         try {
           const info = datasetInfo(ds);
           if (opts.json) return printJson(info);

@@ -30,6 +30,7 @@ interface PackFlags {
   exclude: string[];
   pageSize: string;
   sync?: boolean;
+  verifySource?: boolean;
   json?: boolean;
   quiet?: boolean;
 }
@@ -72,6 +73,7 @@ export function registerPack(program: Command): void {
     .option('--exclude <glob>', 'leave out files matching GLOB (repeatable)', collect, [])
     .option('--page-size <bytes>', 'index page size (power of two, 1KiB..64KiB)', '4096')
     .option('--sync', 'fsync shards and index before committing the manifest')
+    .option('--verify-source', 'read every source file twice and fail with INPUT_CHANGED when the two differ: catches files written during the pack without their size, mtime or ctime changing (through a shared memory map), which the default check cannot see; costs a second read')
     .option('--json', 'print a JSON summary')
     .option('--quiet', 'print nothing on success')
     .action(
@@ -106,6 +108,7 @@ export function registerPack(program: Command): void {
             include: flags.include,
             exclude: flags.exclude,
             sync: flags.sync === true,
+            verifySource: flags.verifySource === true,
             prescan: interactive,
             ...(concurrency === undefined ? {} : { concurrency }),
             ...(readThreads === undefined ? {} : { readThreads }),

@@ -3,14 +3,13 @@
  * in key order, the extra files, and then the manifest, the commit point. Each file goes under a temporary name
  * and is renamed into place, so a crash leaves either no manifest or a complete dataset.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { crc32cHex } from '../../formats/checksum.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import type { Layout, ShardRecord } from '../../formats/index-layout.js';
 import { MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION, serializeManifest, type Manifest, type ManifestAppend, type ManifestPart, type ManifestPass } from '../../formats/manifest.js';
 import { VERSION } from '../version.js';
-import { fsCall } from './fs-errors.js';
+import { replaceFile } from './replace-file.js';
 import { IndexFileWriter, writeIndexFile } from './index-file.js';
 
 export const INDEX_FILE = 'index.skidx';
@@ -76,8 +75,10 @@ export function commitDataset(c: CommitInput): Manifest {
   return manifest;
 }
 
+/**
+ * Writes `file` through a temporary of a random name (never `<file>.tmp`, a name an input may have: `index` keeps
+ * the user's tars in its output) and a rename: no link at either name is written through.
+ */
 export function writeAtomically(file: string, bytes: Uint8Array): void {
-  const tmp = `${file}.tmp`;
-  fsCall('write', tmp, () => fs.writeFileSync(tmp, bytes));
-  fsCall('rename', tmp, () => fs.renameSync(tmp, file));
+  replaceFile(file, bytes);
 }

@@ -5,6 +5,7 @@
  * own of the same name. Resumable like pack.
  */
 import type { CacheOptions } from '../cache/shard-cache.js';
+import { withResumeAdvice } from './fs-errors.js';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectLocalPath, isRemote, resolveLocation } from '../io/location.js';
@@ -146,7 +147,7 @@ export async function derive(given: DeriveOptions): Promise<DeriveResult> {
       return { manifest, resumedSamples: resumed, passStats: passStatsOf(options.passes) };
     } catch (err) {
       writer.abort();
-      throw err;
+      throw withResumeAdvice(err);
     }
   } finally {
     await ds.close();

@@ -12,6 +12,7 @@ import { APPEND_DIR } from './append-stage.js';
 import { fsCall } from './fs-errors.js';
 import { WORK_DIR, readJournal, type JournalShard } from './journal.js';
 import { PACK_REPORT_FILE } from './pack-report.js';
+import { TEMP_PREFIX } from './replace-file.js';
 import { LOCK_FILE, type WriteLock } from './write-lock.js';
 
 /** pack's default output directory: `<source>.shards`, next to the source. */
@@ -38,7 +39,7 @@ export function reservedNameUse(name: string): string | undefined {
   if (name === APPEND_DIR) return 'an append in progress';
   if (name === PACK_REPORT_FILE) return "pack's report";
   if (SHARD_FILE_NAME.test(name)) return 'shard files';
-  if (name.endsWith('.tmp')) return 'temporary files';
+  if (name.endsWith('.tmp') || name.startsWith(TEMP_PREFIX)) return 'temporary files';
   return undefined;
 }
 
@@ -92,7 +93,7 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
     throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} holds an interrupted pack or derive; finish it with that command's --resume, or use --force to start over`, { file: dir });
   }
   fsCall('create', workDir, () => fs.mkdirSync(workDir, { recursive: true }));
-  for (const name of list(dir)) if (name.endsWith('.tmp')) rm(path.join(dir, name));
+  for (const name of list(dir)) if (name.endsWith('.tmp') || name.startsWith(TEMP_PREFIX)) rm(path.join(dir, name));
   if (!resume || force || journal === undefined) return undefined;
   const { prepared: wasPrepared, source: wasSource, ...was } = journal.options;
   const { prepared, source, ...now } = options;

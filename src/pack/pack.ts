@@ -3,6 +3,7 @@
  * walk order whatever the concurrency, so the same input and options give the same bytes; memory stays bounded
  * (two directory listings per level, a window of in-flight samples, the writer's bounded index runs).
  */
+import { withResumeAdvice } from './fs-errors.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
@@ -67,6 +68,14 @@ export interface PackOptions {
   exclude?: string[];
   /** fsync shards and index before the manifest. */
   sync?: boolean;
+  /**
+   * Read every source file twice and compare their CRC32C: INPUT_CHANGED when they differ. Without it, a file is
+   * refused when its size, mtime or ctime moved while it was read (GNU tar's check): a write through a shared
+   * memory map (mmap) can change the bytes without moving any of them, and is then packed torn. With it, such a
+   * change is caught when it falls between the two reads; a change after the second read, or one that is undone
+   * before it, is not. Costs a second read of every file (from the page cache, for files that fit in memory).
+   */
+  verifySource?: boolean;
   /**
    * Count the samples for progress totals (`totalSamples`) with a walk of its own that runs alongside the pack
    * (names only, no stat per file), so the pack does not wait for it. Passes with prepare() walk the keys before
@@ -200,6 +209,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
       ...walkOptions,
       ...(options.part === undefined ? {} : { part: options.part }),
       skip: resumed,
+      ...(options.verifySource === true ? { verifySource: true } : {}),
       // the walk that makes the tasks lists the names it refused (each once: the other walks only count samples)
       onSkip: (relPath: string, reason: WalkSkipReason, error?: ShardkitError) => {
         if ((reason !== 'not-utf8' && reason !== 'no-key') || !inPart(splitKey(relPath).key)) return;
@@ -207,6 +217,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
         else if (error !== undefined) writer.refuse(relPath, `${error.code}: ${error.message}`);
       },
       ...(writer.resumedLast === undefined ? {} : { skipCheck: writer.resumedLast }),
+      skipProof: writer.resumedInputs,
       // without passes, the reader thread encodes samples for the writer too
       ...(passes.length === 0 ? { encode: { layout: writer.layout, codec: writer.compress === 'lz4' ? Codec.lz4 : Codec.none, pageSize: writer.pageSize } } : {}),
     },
@@ -238,7 +249,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     return result;
   } catch (err) {
     writer.abort();
-    throw err;
+    throw withResumeAdvice(err);
   } finally {
     counting.stop = true;
   }
@@ -254,6 +265,7 @@ async function writeBatches(batches: SourceBatches, writer: DatasetWriter, onErr
     for (const s of batchSamples(batch, true)) {
       if (s.encoded !== undefined) settleEncoded(s.key, s.exts[0] as string, s.encoded, s.keyBytes, s.sourceBytes, writer, onError, counters);
       else settle({ name: memberPath(s.key, s.exts[0] as string), bytes: 0, kind: 'failed', error: sampleError(s.error as SampleInputError) }, writer, onError, counters);
+      writer.inputDigest.note(s.key, s.exts);
     }
     // the writer may still reference the batch's buffers: let go before they go back to the reader
     writer.release();
@@ -274,6 +286,7 @@ async function* pipelineItems(batches: SourceBatches): AsyncGenerator<PipelineIt
     for (const s of batchSamples(batch, false)) {
       yield {
         name: memberPath(s.key, s.exts[0] as string),
+        input: { key: s.key, exts: s.exts },
         load: () => {
           if (s.error !== undefined) throw sampleError(s.error);
           const paths = Object.fromEntries(s.exts.map((ext) => [ext, memberPath(s.key, ext)]));

@@ -358,7 +358,17 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
     }
     stats.directories++;
     try {
-      const listed = await list(absDir, relDir, await (listing ?? readListing(absDir, relDir)));
+      let raw: RawListing;
+      try {
+        raw = await (listing ?? readListing(absDir, relDir));
+      } catch (err) {
+        // a directory whose path is past PATH_MAX cannot be listed, and its keys would not fit an index anyway: with
+        // badNames 'skip' it is left out and listed, like a name that gives no key
+        if (badNames !== 'skip' || ((err as ShardkitError).cause as NodeJS.ErrnoException | undefined)?.code !== 'ENAMETOOLONG') throw err;
+        skip(relDir, 'no-key', new ShardkitError(ErrorCodes.TOO_LARGE, `${absDir}: the path is longer than the system allows (ENAMETOOLONG), and its keys longer than an index holds`, { file: absDir }));
+        return;
+      }
+      const listed = await list(absDir, relDir, raw);
       let ahead = listAhead(absDir, relDir, listed, 0);
       let run: FileRun = { absDir, relDir, names: [] };
       for (let i = 0; i < listed.length; i++) {

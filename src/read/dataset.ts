@@ -5,6 +5,7 @@
  * while in use, under a bounded handle budget (LRU).
  */
 import path from 'node:path';
+import buffer from 'node:buffer';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
 import { indexRemedy, type ShardRecord } from '../../formats/index-layout.js';
@@ -49,6 +50,9 @@ export interface DatasetStats {
 export type { KeyRange };
 
 const EMPTY = new Uint8Array(0);
+
+/** The longest sample span get/read return whole: what one Uint8Array holds. */
+const MAX_SPAN_BYTES = buffer.constants.MAX_LENGTH;
 
 export class Dataset {
   readonly location: string;
@@ -351,7 +355,7 @@ export class Dataset {
    * over maxMemberBytes. When they fail, checkEntry runs on the entry and throws its error, naming the sample.
    */
   checkRecord(leaf: LeafPage, slot: number): void {
-    if (!recordFits(leaf, slot, this.index.shards, this.maxMemberBytes)) this.checkEntry(leaf.entries[slot] as IndexEntry);
+    if (!recordFits(leaf, slot, this.index.shards, Math.min(this.maxMemberBytes, MAX_SPAN_BYTES))) this.checkEntry(leaf.entries[slot] as IndexEntry);
   }
 
   /** True when the dataset is behind an http(s) URL, or read through a shard cache (no synchronous reads). */
@@ -457,6 +461,16 @@ export class Dataset {
 
   /** @internal Refuses entries that point outside their shard or hold oversized members (damaged index). */
   checkEntry(entry: IndexEntry): void {
+    // a span or member no buffer holds (maxMemberBytes raised past it): a coded error, not a RangeError from the
+    // allocation; an entry outside its shard is CORRUPT_INDEX first
+    if (entry.length > MAX_SPAN_BYTES || entry.members.some((m) => m.size > MAX_SPAN_BYTES)) {
+      assertEntryFits(entry, this.index.shards, Number.MAX_SAFE_INTEGER, this.index.tree);
+      throw new ShardkitError(
+        ErrorCodes.TOO_LARGE,
+        `sample ${JSON.stringify(entry.key)} spans ${entry.length} bytes, more than one buffer holds (${MAX_SPAN_BYTES}): read it member by member with \`shardkit get --out FILE\` or \`shardkit extract\`, which stream`,
+        { key: entry.key },
+      );
+    }
     assertEntryFits(entry, this.index.shards, this.maxMemberBytes, this.index.tree);
   }
 
