@@ -13,6 +13,15 @@ import time
 
 import pytest
 
+# hypothesis keeps caches (its Unicode tables) in a storage directory, by default .hypothesis/ under the current
+# directory: the tests must leave no file in the tree
+os.environ.setdefault('HYPOTHESIS_STORAGE_DIRECTORY', os.path.join(tempfile.gettempdir(), 'shardkit-py-hypothesis'))
+from hypothesis import settings  # noqa: E402
+
+# no .hypothesis/ example database: the tests must leave no file in the tree
+settings.register_profile('shardkit', database=None, deadline=None)
+settings.load_profile('shardkit')
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, '..', '..', '..'))
 sys.path.insert(0, os.path.abspath(os.path.join(HERE, '..')))  # the package under test, not an installed copy
