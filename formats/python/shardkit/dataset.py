@@ -12,7 +12,6 @@ from .checksum import crc32c, crc32c_hex
 from .errors import (CHECKSUM, CLOSED, CORRUPT_INDEX, INDEX_MISMATCH, INVALID_ARG, KEY_NOT_FOUND, NOT_A_DATASET,
                      SHARD_MISMATCH, SHARD_MISSING, TOO_LARGE, TRUNCATED, ShardkitError, ShardkitKeyError)
 from .file_source import DEFAULT_MAX_OPEN, HandlePool, open_file, pread_exact
-from .http_source import HttpClient, HttpFile, read_all
 from .index_layout import (DEFAULT_PAGE_SIZE, FINGERPRINT_BYTES, HEADER_BYTES, decode_index_header,
                            decode_shard_table, index_remedy)
 from .index_page import CODEC_LZ4, M_CODEC, M_CRC, M_EXT, M_OFFSET, M_SIZE, M_STORED, Entry
@@ -70,10 +69,10 @@ class Dataset:
                              max_member_bytes=max_member_bytes, check_shards=check_shards, **http_options)
         self._remote = is_remote(location)
         self._name = redact_location(location)
-        self._client = HttpClient(**http_options) if self._remote else None
+        self._client = _http().HttpClient(**http_options) if self._remote else None
         self._closed = False
         self._pool = HandlePool(max_open_shards)
-        self._http_files: Dict[int, HttpFile] = {}
+        self._http_files: Dict[int, 'HttpFile'] = {}
         self._checked = set()
         self._index_fd: Optional[int] = None
         self._index_pid = os.getpid()
@@ -88,7 +87,7 @@ class Dataset:
     def _open(self, page_cache_bytes: int):
         manifest_location = resolve_location(self.location, MANIFEST_FILE)
         try:
-            data = read_all(manifest_location, self._client) if self._remote else self._read_local(manifest_location)
+            data = _http().read_all(manifest_location, self._client) if self._remote else self._read_local(manifest_location)
         except ShardkitError as err:
             if err.code != SHARD_MISSING:
                 raise
@@ -103,7 +102,7 @@ class Dataset:
         self._index_location = resolve_location(self.location, m['index']['file'])
         index_name = redact_location(self._index_location)
         if self._remote:
-            self._index_http = HttpFile(self._index_location, self._client, int(m['index']['bytes']), INDEX_MISMATCH)
+            self._index_http = _http().HttpFile(self._index_location, self._client, int(m['index']['bytes']), INDEX_MISMATCH)
             size = self._index_http.size()
             first = self._index_http.read(0, min(size, DEFAULT_PAGE_SIZE)) if size >= HEADER_BYTES else b''
         else:
@@ -372,7 +371,7 @@ class Dataset:
         if self._remote:
             f = self._http_files.get(shard)
             if f is None or f.client is not self._client:
-                f = HttpFile(self._shard_locations[shard], self._client, self._shards[shard].bytes, SHARD_MISMATCH)
+                f = _http().HttpFile(self._shard_locations[shard], self._client, self._shards[shard].bytes, SHARD_MISMATCH)
                 self._check_remote_shard(shard, f)
                 self._http_files[shard] = f
             return f.read(offset, length)
@@ -393,7 +392,7 @@ class Dataset:
             self._check_head(shard, pread_exact(fd, 0, min(rec.bytes, FINGERPRINT_BYTES), path), path)
         self._checked.add(shard)
 
-    def _check_remote_shard(self, shard: int, f: HttpFile):
+    def _check_remote_shard(self, shard: int, f: 'HttpFile'):
         if shard in self._checked or self.check_shards == 'size':
             return  # the size is checked against every reply's Content-Range
         rec = self._shards[shard]
@@ -425,6 +424,12 @@ class Dataset:
         raise ShardkitError(TOO_LARGE, f'sample "{key}" member "{m[M_EXT]}" is {m[M_SIZE]} bytes, over max_member_bytes '
                             f'{self.max_member_bytes} (raise open_dataset\'s max_member_bytes for files that big)',
                             key=key)
+
+
+def _http():
+    """The http(s) reader, imported on first use: local datasets never pay for http.client and ssl."""
+    from . import http_source
+    return http_source
 
 
 def _quote(key) -> str:
