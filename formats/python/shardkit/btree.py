@@ -35,7 +35,10 @@ class BTree:
         cache = self.cache
         page = cache.get(page_no)
         if page is not None:
-            cache.move_to_end(page_no)
+            try:
+                cache.move_to_end(page_no)
+            except KeyError:  # another thread evicted it just now
+                pass
             return page
         page = decode_page(self.read_page(page_no), page_no, self.file, self.header.layout)
         cache[page_no] = page

@@ -376,8 +376,11 @@ class Dataset:
                 self._http_files[shard] = f
             return f.read(offset, length)
         path = self._shard_locations[shard]
-        fd = self._pool.fd(path, lambda fd, size: self._check_local_shard(shard, fd, size))
-        return pread_exact(fd, offset, length, path)
+        fd = self._pool.acquire(path, lambda fd, size: self._check_local_shard(shard, fd, size))
+        try:
+            return pread_exact(fd, offset, length, path)
+        finally:
+            self._pool.release(path)
 
     def _check_local_shard(self, shard: int, fd: int, size: int):
         if shard in self._checked:
