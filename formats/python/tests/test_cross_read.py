@@ -103,3 +103,14 @@ def test_without_verification_and_with_size_checks(written):
         spans = [ds.locate(i) for i in range(0, len(samples), 3)]
         shards = [e.shard for e in spans if e.length > 0]
         assert ds._pool.opens == 1 + sum(a != b for a, b in zip(shards, shards[1:]))
+
+
+def test_read_many_equals_reads_one_by_one(written):
+    import random
+    directory, samples = written
+    rng = random.Random(3)
+    with shardkit.open_dataset(directory) as ds:
+        for positions in ([], list(range(len(ds))), [rng.randrange(-len(ds), len(ds)) for _ in range(200)],
+                          [5, 5, 6, 4, 5]):
+            assert ds.read_many(positions) == [as_sample(*samples[p]) for p in positions]
+        assert ds.__getitems__([1, 0]) == [as_sample(*samples[1]), as_sample(*samples[0])]
