@@ -151,3 +151,13 @@ class BTree:
                 return
             leaf = self.next_leaf(leaf)
             slot = 0
+
+    def scan_reverse(self, lo: int, hi: int) -> Iterator[Tuple[LeafPage, int]]:
+        """(leaf, slot) for positions hi-1 down to lo: one descent per leaf (leaves link forward only)."""
+        pos = hi - 1
+        while pos >= lo:
+            leaf, base = self.leaf_at(pos)
+            stop = max(0, lo - base)
+            for i in range(pos - base, stop - 1, -1):
+                yield leaf, i
+            pos = base + stop - 1

@@ -278,15 +278,16 @@ class Dataset:
         return Entry(leaf.keys[slot], rec[0], rec[1], rec[2], rec[3])
 
     def keys(self, prefix: Optional[str] = None, start: Optional[str] = None, end: Optional[str] = None,
-             limit: Optional[int] = None) -> Iterator[str]:
-        """Keys in order with ``start <= key < end`` and the ``prefix``, lazily along the leaf chain."""
-        for leaf, slot in self._range(prefix, start, end, limit):
+             limit: Optional[int] = None, reverse: bool = False) -> Iterator[str]:
+        """Keys with ``start <= key < end`` and the ``prefix``, in key order (``reverse``: from the last), lazily:
+        forward along the leaf chain, backward one descent per leaf. ``limit`` caps how many."""
+        for leaf, slot in self._range(prefix, start, end, limit, reverse):
             yield leaf.keys[slot]
 
     def items(self, prefix: Optional[str] = None, start: Optional[str] = None, end: Optional[str] = None,
-              limit: Optional[int] = None) -> Iterator[dict]:
-        """Samples of the range of :meth:`keys`, in key order."""
-        for leaf, slot in self._range(prefix, start, end, limit):
+              limit: Optional[int] = None, reverse: bool = False) -> Iterator[dict]:
+        """Samples of the range of :meth:`keys`, in the same order."""
+        for leaf, slot in self._range(prefix, start, end, limit, reverse):
             yield self._read_record(leaf, slot)
 
     def close(self) -> None:
@@ -321,8 +322,10 @@ class Dataset:
             raise ShardkitError(INVALID_ARG, f'Expected a string for key but received {key!r}')
         return self._tree.find(key)
 
-    def _range(self, prefix, start, end, limit):
+    def _range(self, prefix, start, end, limit, reverse=False):
         self._assert_open()
+        if not isinstance(reverse, bool):
+            raise ShardkitError(INVALID_ARG, f'Expected a boolean for reverse but received {reverse!r}')
         for name, v in (('prefix', prefix), ('start', start), ('end', end)):
             if v is not None and not isinstance(v, str):
                 raise ShardkitError(INVALID_ARG, f'Expected a string for {name} but received {v!r}')
@@ -331,6 +334,10 @@ class Dataset:
         lo_key, hi_key = range_bounds(start, end, prefix)
         lo = 0 if lo_key is None else self._tree.lower_bound(lo_key)
         hi = len(self) if hi_key is None else self._tree.lower_bound(hi_key)
+        if reverse:
+            if limit is not None:
+                lo = max(lo, hi - limit)
+            return self._tree.scan_reverse(lo, hi)
         if limit is not None:
             hi = min(hi, lo + limit)
         return self._tree.scan(lo, hi)

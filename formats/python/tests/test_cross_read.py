@@ -79,6 +79,8 @@ def test_ranges(written):
             assert list(ds.keys(start=lo, end=hi)) == [k for k in keys if lo <= k < hi]
         assert list(ds.keys(prefix='a/', start='a/b', end='a/c')) == [k for k in keys if k.startswith('a/b')]
         assert list(ds.keys(limit=5)) == keys[:5]
+        assert list(ds.keys(reverse=True)) == keys[::-1]
+        assert list(ds.keys(prefix='a/', reverse=True, limit=4)) == [k for k in keys if k.startswith('a/')][::-1][:4]
         items = list(ds.items(start=keys[10], limit=30))
         assert items == [as_sample(k, m) for k, m in samples[10:40]]
 
@@ -88,7 +90,9 @@ def test_node_reads_the_same_keys_and_ranges(written):
     from conftest import node
     directory, samples = written
     keys = [k for k, _ in samples]
-    ranges = [{'prefix': 'a/'}, {'start': keys[7], 'end': keys[77]}, {'prefix': '😀'}, {'prefix': 'n01440764/', 'start': 'n01440764/n'}]
+    ranges = [{'prefix': 'a/'}, {'start': keys[7], 'end': keys[77]}, {'prefix': '😀'}, {'prefix': 'n01440764/', 'start': 'n01440764/n'},
+              {'reverse': True}, {'prefix': 'a/', 'reverse': True, 'limit': 7}, {'start': keys[3], 'end': keys[-3], 'limit': 50, 'reverse': True},
+              {'limit': 0}, {'prefix': 'dir/', 'limit': 3}]
     answer = node('probe', {'jobs': [{'location': directory, 'ops': [['keys', r] for r in ranges]}]})[0]
     with shardkit.open_dataset(directory) as ds:
         assert answer['results'] == [list(ds.keys(**r)) for r in ranges]
