@@ -181,3 +181,14 @@ def test_a_shard_replaced_at_the_same_size_fails_by_its_etag(served):
         with pytest.raises(shardkit.ShardkitError) as e:
             ds[nxt]
         assert e.value.code == 'SHARDKIT_ERR_SHARD_MISMATCH' and 'ETag' in e.value.message
+
+
+def test_https_with_a_cafile(served):
+    nginx, _, samples = served
+    with shardkit.open_dataset(f'{nginx.https_url}/ds', cafile=nginx.ca) as ds:
+        assert ds.read_many([0, len(ds) - 1]) == [{'__key__': k, **m} for k, m in (samples[0], samples[-1])]
+    start = time.monotonic()
+    with pytest.raises(shardkit.ShardkitError) as e:
+        shardkit.open_dataset(f'{nginx.https_url}/ds', backoff=1)
+    assert e.value.code == 'SHARDKIT_ERR_HTTP' and 'cafile' in e.value.message
+    assert time.monotonic() - start < 1  # not retried
