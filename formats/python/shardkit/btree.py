@@ -4,6 +4,7 @@ Every descent checks page bounds, levels and subtree counts against the parent, 
 link by link (higher page numbers, key order), so a damaged or hostile index ends in CORRUPT_INDEX: never a loop,
 a read outside the file or a wrong answer from a consistent-looking path.
 """
+import operator
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from typing import Callable, Iterator, Optional, Tuple
@@ -107,9 +108,12 @@ class BTree:
             if 0 <= slot < len(last[0].keys) and type(position) is int:
                 return last
         if type(position) is not int:
-            if not isinstance(position, int) or isinstance(position, bool):
-                raise ShardkitError(INVALID_ARG, f'Expected an integer for position but received {position!r}')
-            position = int(position)
+            try:
+                if isinstance(position, bool):
+                    raise TypeError
+                position = operator.index(position)  # numpy's integers, a one-element tensor
+            except TypeError:
+                raise ShardkitError(INVALID_ARG, f'Expected an integer for position but received {position!r}') from None
         h = self.header
         if position < 0 or position >= h.entry_count:
             raise ShardkitIndexError(OUT_OF_RANGE, f'position {position} is outside [0, {h.entry_count})',
