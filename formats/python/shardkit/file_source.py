@@ -31,7 +31,8 @@ def open_file(path: str):
         raise ShardkitError(IO, f'Cannot stat {path}: {err.strerror}', file=path) from None
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        raise ShardkitError(UNSAFE_PATH, f'{path} is not a regular file', file=path)
+        raise ShardkitError(UNSAFE_PATH, f'{path} is not a regular file (a FIFO, device or directory is never read as '
+                            'one)', file=path)
     return fd, st.st_size
 
 
