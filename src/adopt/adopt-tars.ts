@@ -11,6 +11,7 @@ import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { DEFAULT_PAGE_SIZE, validatePageSize } from '../../formats/index-layout.js';
 import { maxKeyBytes } from '../../formats/index-page.js';
 import { ADOPTED_EXTRA_KEY, MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
+import { SHARD_INDEX_FILE } from '../../formats/shard-index.js';
 import { INDEX_FILE } from '../pack/dataset-writer.js';
 import { expectLocalPath } from '../io/location.js';
 import { fsCall, ioError } from '../pack/fs-errors.js';
@@ -111,12 +112,12 @@ async function adoptInto(out: string, inputs: Array<AdoptInput & { input: string
 }
 
 /**
- * Names `index` itself creates or replaces in `out`: its index and manifest, their temporaries (`.tmp` names of
+ * Names `index` itself creates or replaces in `out`: its index, manifest and wids shard index, their temporaries (`.tmp` names of
  * earlier versions, TEMP_PREFIX ones now), its lock and work directory. A tar is never linked or used under one: a
  * tar at `out/manifest.json.tmp` was overwritten with the manifest through the link.
  */
 function writerName(name: string): boolean {
-  return name === MANIFEST_FILE || name === INDEX_FILE || name === LOCK_FILE || name === REPLACED_MANIFEST || name === ADOPT_WORK_DIR || name.endsWith('.tmp') || name.startsWith('.shardkit-') || name.startsWith(TEMP_PREFIX);
+  return name === MANIFEST_FILE || name === INDEX_FILE || name === SHARD_INDEX_FILE || name === LOCK_FILE || name === REPLACED_MANIFEST || name === ADOPT_WORK_DIR || name.endsWith('.tmp') || name.startsWith('.shardkit-') || name.startsWith(TEMP_PREFIX);
 }
 
 /** A name for a tar that `index` never writes (see writerName): `manifest.json.tmp` -> `manifest.json_tmp.tar`. */

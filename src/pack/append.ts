@@ -12,6 +12,7 @@ import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { Layout } from '../../formats/index-layout.js';
 import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
 import { splitKey } from '../../formats/sample.js';
+import { carriedFiles } from '../../formats/shard-index.js';
 import type { Pass } from '../passes/pass.js';
 import { expectLocalPath } from '../io/location.js';
 import { openDataset, type Dataset } from '../read/dataset.js';
@@ -245,7 +246,8 @@ async function finishCommitted(dir: string, manifest: Manifest, stage: StagePath
   const stagedFile = path.join(stage.added, MANIFEST_FILE);
   // gone only when a kill cut the stage's removal, the last step, short: the files were copied before it began
   const stagedManifest = fs.existsSync(stagedFile) ? parseManifest(fsCall('read', stagedFile, () => fs.readFileSync(stagedFile, 'utf8')), stagedFile) : undefined;
-  for (const name of stagedManifest?.files ?? []) writeAtomically(path.join(dir, name), fsCall('read', name, () => fs.readFileSync(path.join(stage.added, name))));
+  // (not the stage's shardindex.json, which lists the new shards alone: the commit wrote the dataset's own)
+  for (const name of carriedFiles(stagedManifest?.files ?? [])) writeAtomically(path.join(dir, name), fsCall('read', name, () => fs.readFileSync(path.join(stage.added, name))));
   for (const name of fs.readdirSync(dir)) {
     if (INDEX_FILE_NAME.test(name) && name !== target.indexFile && name !== target.previousIndex) fsCall('remove', name, () => fs.rmSync(path.join(dir, name), { force: true }));
   }
