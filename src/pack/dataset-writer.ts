@@ -20,7 +20,7 @@ import { EntrySorter } from './entry-runs.js';
 import { IndexFileWriter, type IndexCheckpoint } from './index-file.js';
 import { fsCall } from './fs-errors.js';
 import { commitDataset, INDEX_FILE } from './commit.js';
-import { JournalWriter, WORK_DIR } from './journal.js';
+import { JournalWriter, WORK_DIR, isSkippableCode } from './journal.js';
 import { prepareDirectory, reservedNameUse } from './output-dir.js';
 import { WriteLock } from './write-lock.js';
 import { validateOptions, type DatasetWriterOptions, type WriterStats } from './dataset-writer-options.js';
@@ -289,10 +289,24 @@ export class DatasetWriter {
     return manifest;
   }
 
-  /** Stops without a manifest, deleting the shard being written; finished shards stay for `--resume`. */
-  abort(): void {
+  /**
+   * Stops without a manifest, deleting the shard being written; finished shards stay for `--resume`. `failure`, the
+   * error that stopped the write, is recorded in the journal (see JournalFailure) for the advice its directory gets.
+   */
+  abort(failure?: unknown): void {
     if (this.finished) return;
     this.finished = true;
+    if (isShardkitError(failure)) {
+      const input = isSkippableCode(failure.code) ? failure.file : undefined;
+      try {
+        // the advice for this directory then says what can succeed, not a resume that fails the same way
+        // the input error's own words, without the advice stoppedOnInput added to them
+        const words = isShardkitError(failure.cause, failure.code) ? failure.cause.stableMessage : failure.stableMessage;
+        this.journal.fail({ code: failure.code, message: words, ...(input === undefined ? {} : { input }) });
+      } catch {
+        // the journal cannot be written (the disk that failed): it then reads as interrupted, which it also is
+      }
+    }
     this.current?.file.discard();
     this.current = undefined;
     this.sorter.abort();

@@ -117,7 +117,7 @@ export async function derive(given: DeriveOptions): Promise<DeriveResult> {
       const manifest = await finishWithPassOutputs(writer, options.passes, inherited);
       return { manifest, resumedSamples: resumed, passStats: passStatsOf(options.passes) };
     } catch (err) {
-      writer.abort();
+      writer.abort(err);
       throw err;
     }
   } finally {

@@ -41,9 +41,24 @@ export interface JournalShard {
   members: number;
 }
 
+/**
+ * Written when a pack or derive stopped on an error (not when it was killed): what failed, so the advice for the
+ * directory says what can succeed (a resume fails the same way until the cause is fixed). A resume drops it.
+ */
+export interface JournalFailure {
+  type: 'failed';
+  code: string;
+  /** The error's words that are the same every run (ShardkitError.stableMessage). */
+  message: string;
+  /** The input it failed on, when one is known. */
+  input?: string;
+}
+
 export interface JournalState {
   options: Record<string, unknown>;
   shards: JournalShard[];
+  /** Why the write stopped, when it stopped on an error after its last finished shard. */
+  failure?: JournalFailure;
 }
 
 export function journalPath(outDir: string): string {
@@ -54,11 +69,11 @@ export function readJournal(outDir: string): JournalState | undefined {
   const file = journalPath(outDir);
   if (!fs.existsSync(file)) return undefined;
   const lines = fsCall('read', file, () => fs.readFileSync(file, 'utf8')).split('\n');
-  const parsed: (JournalBegin | JournalShard)[] = [];
+  const parsed: JournalLine[] = [];
   for (const line of lines) {
     if (line.trim() === '') continue;
     try {
-      parsed.push(JSON.parse(line) as JournalBegin | JournalShard);
+      parsed.push(JSON.parse(line) as JournalLine);
     } catch {
       break; // a line cut short by a kill: everything before it stands
     }
@@ -67,7 +82,32 @@ export function readJournal(outDir: string): JournalState | undefined {
   if (begin?.type !== 'begin') {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `${file}: resume journal is damaged; start over with --force`, { file });
   }
-  return { options: begin.options, shards: parsed.slice(1).filter((l): l is JournalShard => l.type === 'shard') };
+  const last = parsed[parsed.length - 1] as JournalLine;
+  return {
+    options: begin.options,
+    shards: parsed.slice(1).filter((l): l is JournalShard => l.type === 'shard'),
+    ...(last.type === 'failed' ? { failure: last } : {}),
+  };
+}
+
+type JournalLine = JournalBegin | JournalShard | JournalFailure;
+
+/** Codes of input a write can leave out with `--on-error skip` (sample-pipeline.ts skips exactly these). */
+const SKIPPABLE = new Set<string>([ErrorCodes.INPUT, ErrorCodes.INPUT_CHANGED, ErrorCodes.TOO_LARGE, ErrorCodes.UNSAFE_PATH]);
+
+/** True when `code` is an input error that `--on-error skip` leaves out instead of stopping. */
+export function isSkippableCode(code: string): boolean {
+  return SKIPPABLE.has(code);
+}
+
+/** What to do after a write failed on `failure`: fix the cause (or skip such inputs) and resume, or start over. */
+export function failureAdvice(command: string, failure: Pick<JournalFailure, 'code' | 'input'>): string {
+  const resume = `\`shardkit ${command} --resume\``;
+  if (isSkippableCode(failure.code)) {
+    const what = failure.input === undefined ? 'that input' : failure.input;
+    return `fix or remove ${what} and finish with ${resume}, or add \`--on-error skip\` to leave such inputs out; \`--force\` starts over`;
+  }
+  return `${resume} retries from the last finished shard and fails the same way until the cause is fixed; \`--force\` starts over`;
 }
 
 /**
@@ -84,7 +124,12 @@ export function unfinishedWriteAdvice(location: string): string | undefined {
     if (!Number.isSafeInteger(samples)) throw new Error('a shard line without its sample count');
     // derive records the source dataset it read (a resume checks it); pack does not
     const command = state.options.source === undefined ? 'pack' : 'derive';
-    return `an interrupted ${command} left ${samples} samples in ${state.shards.length} finished shards: finish it with \`shardkit ${command} --resume\` (its ${WORK_DIR}/ journal is there)`;
+    const kept = `${samples} sample${samples === 1 ? '' : 's'} in ${state.shards.length} finished shard${state.shards.length === 1 ? '' : 's'}`;
+    if (state.failure !== undefined) {
+      const { code, message } = state.failure;
+      return `a ${command} failed after ${kept} (${code}: ${message}): ${failureAdvice(command, state.failure)}`;
+    }
+    return `an interrupted ${command} left ${kept}: finish it with \`shardkit ${command} --resume\` (its ${WORK_DIR}/ journal is there)`;
   } catch {
     return `an interrupted write left a damaged journal in ${WORK_DIR}/: start over with \`--force\``;
   }
@@ -114,7 +159,12 @@ export class JournalWriter {
     fsCall('rename', this.file, () => fs.renameSync(aside, this.file));
   }
 
-  append(line: JournalShard): void {
+  /** Records why the write stopped (see JournalFailure); the journal stays valid for a resume. */
+  fail(failure: Omit<JournalFailure, 'type'>): void {
+    this.append({ type: 'failed', ...failure });
+  }
+
+  append(line: JournalShard | JournalFailure): void {
     fsCall('write', this.file, () => fs.appendFileSync(this.file, `${JSON.stringify(line)}\n`));
   }
 }

@@ -11,13 +11,12 @@ import { INDEX_FILE } from './commit.js';
 import { fsCall } from './fs-errors.js';
 import { WORK_DIR, readJournal, type JournalShard } from './journal.js';
 import { PACK_REPORT_FILE } from './pack-report.js';
+import { isShardFileName } from './shard-names.js';
 import { LOCK_FILE, type WriteLock } from './write-lock.js';
 
 /** Where --force moves the manifest of the dataset it replaces until that dataset's files are gone. */
 export const REPLACED_MANIFEST = '.shardkit-replaced-manifest.json';
 
-/** A shard file of any writer (any prefix, either layout), or its temporary name: what --force clears from an output. */
-const SHARD_FILE_NAME = /^[A-Za-z0-9._-]*\d{6}\.(tar|pack)(\.tmp)?$/;
 
 /**
  * What the dataset itself keeps under `name`, if anything: an extra file of that name would replace it when the
@@ -30,7 +29,7 @@ export function reservedNameUse(name: string): string | undefined {
   if (name === REPLACED_MANIFEST) return 'the manifest a --force replaces';
   if (name === INDEX_FILE) return 'its index';
   if (name === PACK_REPORT_FILE) return "pack's report";
-  if (SHARD_FILE_NAME.test(name)) return 'shard files';
+  if (isShardFileName(name)) return 'shard files';
   if (name.endsWith('.tmp')) return 'temporary files';
   return undefined;
 }
@@ -73,7 +72,7 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
     const owned = ownedFiles(replaced);
     for (const name of list(dir)) {
       // pack-report.json describes the dataset replaced: left behind, it would describe this one wrongly (merge writes none)
-      if (name === WORK_DIR || name === PACK_REPORT_FILE || owned.has(name) || SHARD_FILE_NAME.test(name)) rm(path.join(dir, name));
+      if (name === WORK_DIR || name === PACK_REPORT_FILE || owned.has(name) || isShardFileName(name)) rm(path.join(dir, name));
     }
     rm(replaced);
   } else if (fs.existsSync(replaced)) {
@@ -96,7 +95,13 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
     );
   }
   if (JSON.stringify(was) !== JSON.stringify(now)) {
-    throw new ShardkitError(ErrorCodes.INVALID_ARG, `--resume needs the options of the interrupted pack in ${dir} (${JSON.stringify(journal.options)})`, { file: dir });
+    const command = wasSource === undefined ? 'pack' : 'derive';
+    throw new ShardkitError(
+      ErrorCodes.INVALID_ARG,
+      `--resume needs the options of the interrupted ${command} in ${dir}: ${changedOptions(was, now).join(', ')}; ` +
+        'run again with the same options, or start over with --force',
+      { file: dir },
+    );
   }
   if (wasPrepared !== prepared) {
     throw new ShardkitError(
@@ -123,4 +128,36 @@ function ownedFiles(manifestPath: string): Set<string> {
   } catch {
     return new Set([INDEX_FILE]);
   }
+}
+
+/** The command-line flag of each option a journal records (see DatasetWriter's `decisive` options). */
+const OPTION_FLAGS: Record<string, string> = {
+  layout: '--layout',
+  compress: '--compress',
+  shardBytes: '--shard',
+  pageSize: '--page-size',
+  shardPrefix: '--part',
+  passes: '--pass',
+  keyRule: '--key-rule',
+  'input.include': '--include',
+  'input.exclude': '--exclude',
+  'input.includeHidden': '--include-hidden',
+  'input.followSymlinks': '--follow-symlinks',
+};
+
+/** "--page-size was 4096, now 8192" for each option that differs between a journal's and this run's. */
+export function changedOptions(was: Record<string, unknown>, now: Record<string, unknown>): string[] {
+  const flat = (options: Record<string, unknown>): Map<string, string> => {
+    const out = new Map<string, string>();
+    for (const [name, value] of Object.entries(options)) {
+      if (name === 'input' && typeof value === 'object' && value !== null) {
+        for (const [inner, v] of Object.entries(value)) out.set(`input.${inner}`, JSON.stringify(v));
+      } else out.set(name, JSON.stringify(value));
+    }
+    return out;
+  };
+  const before = flat(was);
+  const after = flat(now);
+  const names = [...new Set([...before.keys(), ...after.keys()])].filter((name) => before.get(name) !== after.get(name));
+  return names.map((name) => `${OPTION_FLAGS[name] ?? name} was ${before.get(name) ?? 'not set'}, now ${after.get(name) ?? 'not set'}`);
 }

@@ -232,7 +232,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     writePackReport(out, result);
     return result;
   } catch (err) {
-    writer.abort();
+    writer.abort(err);
     throw err;
   } finally {
     counting.stop = true;

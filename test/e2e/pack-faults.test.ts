@@ -118,4 +118,31 @@ describe('pack faults', () => {
       fs.rmSync(base, { recursive: true, force: true });
     }
   });
+
+  it('a pack that failed on an input is not told to --resume as it is: fix it or skip it, --force starts over; a changed option is named', () => {
+    const src = tmpDir();
+    makeTree(src, 40);
+    fs.writeFileSync(path.join(src, 'd2', 'zz-broken.jpg'), 'not a jpeg');
+    const out = path.join(tmpDir(), 'ds');
+    const options = ['--out', out, '--shard', '16KB', '--pass', 'resize=8x8', '--concurrency', '1'];
+    const r = shardkit(['pack', src, ...options]);
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(
+      /^shardkit: SHARDKIT_ERR_INPUT: Cannot decode image member jpg of sample d2\/zz-broken in pass resize: .*; fix or remove d2\/zz-broken\.jpg and run again with --resume, or add --on-error skip to leave such inputs out \(--force starts over\)\n$/,
+    );
+    const info = shardkit(['info', out]);
+    expect(info.status).toBe(1);
+    expect(info.stderr).toMatch(/a pack failed after \d+ samples? in \d+ finished shards? \(SHARDKIT_ERR_INPUT: Cannot decode image member jpg of sample d2\/zz-broken in pass resize\): fix or remove d2\/zz-broken\.jpg/);
+    expect(info.stderr).toContain('`--force` starts over');
+    expect(info.stderr).not.toContain('interrupted');
+    const changed = shardkit(['pack', src, ...options, '--page-size', '8KiB', '--resume']);
+    expect(changed.status).toBe(2);
+    expect(changed.stderr).toBe(
+      `shardkit: SHARDKIT_ERR_INVALID_ARG: --resume needs the options of the interrupted pack in ${out}: --page-size was 4096, now 8192; run again with the same options, or start over with --force\n`,
+    );
+    const skipped = shardkit(['pack', src, ...options, '--resume', '--on-error', 'skip', '--json']);
+    expect(skipped.status, skipped.stderr).toBe(0);
+    expect(JSON.parse(skipped.stdout).skipped).toEqual([expect.objectContaining({ path: 'd2/zz-broken.jpg' })]);
+  });
 });

@@ -214,7 +214,7 @@ describe('reindexDataset', () => {
     await expect(verified).rejects.not.toMatchObject({ message: expect.stringContaining('reindex') });
     // once the work directory is removed on purpose, what the pack wrote can be indexed
     fs.rmSync(path.join(dir, '.shardkit-work'), { recursive: true });
-    await expect(verifyDataset(dir)).rejects.toMatchObject({ message: expect.stringContaining('`shardkit reindex` rebuilds it') });
+    await expect(verifyDataset(dir)).rejects.toMatchObject({ message: expect.stringContaining(`if they are intact tar shards, \`shardkit reindex ${dir}\` rebuilds the index and manifest`) });
     const r = await reindexDataset(dir);
     expect(r.manifest.totals.samples).toBeGreaterThan(0);
   });
