@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { extractDataset } from '../../src/verify/extract.js';
 import { HEADER_FLAGS, HEADER_HELP, MAX_MEMBER_FLAGS, MAX_MEMBER_HELP, collect, httpOption, maxMemberOption } from '../args.js';
-import { humanBytes } from '../format.js';
+import { count, humanBytes } from '../format.js';
 import { stopBetweenFiles } from '../interrupt.js';
 import { printJson, runAction } from '../run-action.js';
 
@@ -21,7 +21,7 @@ export function registerExtract(program: Command): void {
         const open = { ...httpOption(opts.header), ...maxMemberOption(opts.maxMemberBytes) };
         const r = await extractDataset(location, dir, { ...(opts.prefix === undefined ? {} : { prefix: opts.prefix }), open });
         if (opts.json) return printJson(r);
-        process.stdout.write(`${dir}: ${r.samples} samples, ${r.files} files, ${humanBytes(r.bytes)}\n`);
+        process.stdout.write(`${dir}: ${count(r.samples, 'sample')}, ${count(r.files, 'file')}, ${humanBytes(r.bytes)}\n`);
       }),
     );
 }

@@ -5,7 +5,7 @@ import { parseSize, formatSize } from '../../src/pack/size-arg.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
 import type { Pass } from '../../src/passes/pass.js';
 import { collect, parseChoice, parseCount } from '../args.js';
-import { passStatsNotes, skippedLines } from '../format.js';
+import { count, passStatsNotes, skippedLines } from '../format.js';
 import { progressBar } from '../progress.js';
 import { printJson, runAction } from '../run-action.js';
 
@@ -159,7 +159,13 @@ function summaryLine(s: ReturnType<typeof packSummary>): string {
   parts.push(...passStatsNotes(s.passStats));
   if (s.oversizeSamples > 0) parts.push(`${s.oversizeSamples} sample${s.oversizeSamples === 1 ? '' : 's'} larger than --shard, each in its own shard`);
   const w = s.walk;
-  const left = [w.skippedSymlinks && `${w.skippedSymlinks} symlinks`, w.skippedCycles && `${w.skippedCycles} symlink loops`, w.skippedHidden && `${w.skippedHidden} hidden`, w.skippedExcluded && `${w.skippedExcluded} excluded`, w.skippedOther && `${w.skippedOther} special files`].filter(Boolean);
+  const left = [
+    w.skippedSymlinks && count(w.skippedSymlinks, 'symlink'),
+    w.skippedCycles && count(w.skippedCycles, 'symlink loop'),
+    w.skippedHidden && `${w.skippedHidden} hidden`,
+    w.skippedExcluded && `${w.skippedExcluded} excluded`,
+    w.skippedOther && count(w.skippedOther, 'special file'),
+  ].filter(Boolean);
   if (left.length > 0) parts.push(`not packed: ${left.join(', ')}`);
   if (!s.native) parts.push('without the native addon (slower: `npm run build:native` builds it)');
   return parts.join('; ');
