@@ -135,6 +135,13 @@ export function unfinishedWriteAdvice(location: string): string | undefined {
   }
 }
 
+/** What an interrupted write in `dir` keeps: its finished shards and their samples; undefined without a journal. */
+export function journalProgress(dir: string): { samples: number; shards: number } | undefined {
+  const state = readJournal(dir);
+  if (state === undefined) return undefined;
+  return { samples: state.shards.reduce((n, line) => n + line.shard.samples, 0), shards: state.shards.length };
+}
+
 export class JournalWriter {
   private readonly file: string;
 
