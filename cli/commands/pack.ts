@@ -26,6 +26,7 @@ interface PackFlags {
   part?: string;
   followSymlinks?: boolean;
   includeHidden?: boolean;
+  groupNumbered?: boolean;
   include: string[];
   exclude: string[];
   pageSize: string;
@@ -68,6 +69,7 @@ export function registerPack(program: Command): void {
     .option('--part <i/n>', 'pack part I of N (0-based), to be combined with `shardkit merge`')
     .option('--follow-symlinks', 'follow symbolic links (default: skip and count them)')
     .option('--include-hidden', 'walk into directories starting with "." (.cache/x.jpg -> key .cache/x); a file starting with "." has no WebDataset key and fails the pack, or is skipped and listed with --on-error skip (default: skip and count all hidden names)')
+    .option('--group-numbered', 'keep files named STEM.N.EXT (clip.0.jpg, clip.1.jpg, ...) together as members of one sample STEM, WebDataset\'s rule; without it more than 3 such files of one stem stop the pack, since Kaggle-style names (dog.0.jpg ... dog.249.jpg) are meant as separate samples')
     .option('--include <glob>', 'only files matching GLOB (repeatable)', collect, [])
     .option('--exclude <glob>', 'leave out files matching GLOB (repeatable)', collect, [])
     .option('--page-size <bytes>', 'index page size (power of two, 1KiB..64KiB)', '4096')
@@ -111,6 +113,7 @@ export function registerPack(program: Command): void {
             force: flags.force === true,
             followSymlinks: flags.followSymlinks === true,
             includeHidden: flags.includeHidden === true,
+            groupNumbered: flags.groupNumbered === true,
             include: flags.include,
             exclude: flags.exclude,
             sync: flags.sync === true,

@@ -80,7 +80,14 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
   } else if (hasManifest) {
     throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} already holds a finished dataset; use --force to replace it`, { file: dir });
   } else if (journal !== undefined && !resume) {
-    throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} holds an interrupted pack or derive; finish it with that command's --resume, or use --force to start over`, { file: dir });
+    const failed = journal.failure === undefined ? undefined : `${journal.failure.code}: ${journal.failure.message}`;
+    throw new ShardkitError(
+      ErrorCodes.OUTPUT_EXISTS,
+      failed === undefined
+        ? `${dir} holds an interrupted pack or derive; finish it with that command's --resume, or use --force to start over`
+        : `${dir} holds a pack or derive that failed (${failed}); fix the cause and finish it with that command's --resume, or use --force to start over`,
+      { file: dir },
+    );
   }
   fsCall('create', workDir, () => fs.mkdirSync(workDir, { recursive: true }));
   for (const name of list(dir)) if (name.endsWith('.tmp')) rm(path.join(dir, name));
@@ -143,6 +150,7 @@ const OPTION_FLAGS: Record<string, string> = {
   'input.exclude': '--exclude',
   'input.includeHidden': '--include-hidden',
   'input.followSymlinks': '--follow-symlinks',
+  'input.groupNumbered': '--group-numbered',
 };
 
 /** "--page-size was 4096, now 8192" for each option that differs between a journal's and this run's. */

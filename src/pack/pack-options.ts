@@ -72,7 +72,7 @@ export function validatePackOptions(options: unknown): PackOptions {
   if (typeof o.source !== 'string' || o.source === '') invalid('a source directory path', 'source', o.source);
   if (o.out !== undefined && (typeof o.out !== 'string' || o.out === '')) invalid('an output directory path', 'out', o.out);
   if (o.passes !== undefined) expectPasses(o.passes);
-  for (const name of ['resume', 'force', 'followSymlinks', 'includeHidden', 'sync', 'prescan']) expectOptionalBoolean(o, name);
+  for (const name of ['resume', 'force', 'followSymlinks', 'includeHidden', 'groupNumbered', 'sync', 'prescan']) expectOptionalBoolean(o, name);
   expectOptionalStrings(o, 'include');
   expectOptionalStrings(o, 'exclude');
   const part = o.part as { index?: unknown; count?: unknown } | undefined;

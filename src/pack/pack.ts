@@ -54,6 +54,12 @@ export interface PackOptions {
   passes?: Pass[];
   /** Samples in flight (reading + passes); default: the image concurrency for this machine's cores. */
   concurrency?: number;
+  /**
+   * Files named `stem.N.ext` (more than MAX_NUMBERED_MEMBERS of one stem) stop the pack by default: WebDataset's key
+   * rule folds Kaggle-style names (`dog.0.jpg` ... `dog.249.jpg`) into one sample `dog`. True keeps that grouping,
+   * for files that are parts of one sample (the frames of one clip).
+   */
+  groupNumbered?: boolean;
   /** 'fail' (default): the first unreadable file or undecodable image stops the pack. 'skip': leave it out, list it. */
   onError?: 'fail' | 'skip';
   resume?: boolean;
@@ -148,7 +154,8 @@ export async function pack(options: PackOptions): Promise<PackResult> {
   checkDeclaredOutputs(passes);
   const inPart = (key: string): boolean => options.part === undefined || partOfKey(key, options.part.count) === options.part.index;
 
-  const prepared = passes.some((p) => p.prepare) ? await prescan(source, walkOptions, inPart, passes) : undefined;
+  const groupNumbered = options.groupNumbered ?? false;
+  const prepared = passes.some((p) => p.prepare) ? await prescan(source, { ...walkOptions, groupNumbered }, inPart, passes) : undefined;
 
   const writer = new DatasetWriter({
     dir: out,
@@ -160,7 +167,13 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     passes: passes.map((p) => ({ name: p.name, params: p.params })),
     resume: options.resume ?? false,
     // a resume skips as many samples as the interrupted walk had let through: the same filters must choose them
-    resumeOptions: { include: options.include ?? [], exclude: options.exclude ?? [], includeHidden: walkOptions.includeHidden, followSymlinks: walkOptions.followSymlinks },
+    resumeOptions: {
+      include: options.include ?? [],
+      exclude: options.exclude ?? [],
+      includeHidden: walkOptions.includeHidden,
+      followSymlinks: walkOptions.followSymlinks,
+      ...(groupNumbered ? { groupNumbered } : {}),
+    },
     ...preparedOption(passes),
     force: options.force ?? false,
     sync: options.sync ?? false,
@@ -171,7 +184,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
   // the count for an ETA runs beside the pack; a walk failure is the pack's own walk's to report
   const counting = { stop: false };
   if (options.prescan && prepared === undefined) {
-    void countSamples(source, walkOptions, inPart, counting).then(
+    void countSamples(source, walkOptions, inPart, counting, groupNumbered).then(
       (n) => {
         if (n !== undefined) progress.totalSamples = left(n);
       },
@@ -193,6 +206,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     {
       root: source,
       ...walkOptions,
+      groupNumbered,
       ...(options.part === undefined ? {} : { part: options.part }),
       skip: resumed,
       // the walk that makes the tasks lists the names it refused (each once: the other walks only count samples)
@@ -284,7 +298,7 @@ async function* pipelineItems(batches: SourceBatches): AsyncGenerator<PipelineIt
  * holding them (each such pass gets a walk of its own), and counts the samples of this part on the first walk.
  * Passes see every key of the whole dataset (all parts), so class lists agree across parts.
  */
-async function prescan(source: string, walkOptions: WalkOptions, inPart: (key: string) => boolean, passes: readonly Pass[]): Promise<number> {
+async function prescan(source: string, walkOptions: WalkOptions & { groupNumbered: boolean }, inPart: (key: string) => boolean, passes: readonly Pass[]): Promise<number> {
   let samples = 0;
   let first = true;
   async function* keys(count: boolean): AsyncGenerator<string> {
@@ -302,9 +316,9 @@ async function prescan(source: string, walkOptions: WalkOptions, inPart: (key: s
 }
 
 /** The samples of this part, by a walk of names only (no stat per file); undefined when told to stop first. */
-async function countSamples(source: string, walkOptions: WalkOptions, inPart: (key: string) => boolean, control: { stop: boolean }): Promise<number | undefined> {
+async function countSamples(source: string, walkOptions: WalkOptions, inPart: (key: string) => boolean, control: { stop: boolean }, groupNumbered: boolean): Promise<number | undefined> {
   let samples = 0;
-  const grouper = new RunGrouper();
+  const grouper = new RunGrouper(groupNumbered);
   for await (const run of walkSource(source, { ...walkOptions, order: 'sample', stat: false }).runs()) {
     if (control.stop) return undefined;
     for (const key of grouper.group(run).keys) if (inPart(key)) samples++;

@@ -24,6 +24,8 @@ export type SourceWalkFilters = Required<Pick<WalkOptions, 'followSymlinks' | 'i
 export interface SourceBatchOptions extends SourceWalkFilters {
   /** Absolute source directory. */
   root: string;
+  /** Keep files named `stem.N.ext` as members of sample `stem` (see MAX_NUMBERED_MEMBERS) instead of stopping. */
+  groupNumbered?: boolean;
   /** Only the samples of this part. */
   part?: PartSpec;
   /** Samples (of this part) to pass over without reading: written already by the run a `--resume` continues. */

@@ -14,10 +14,10 @@ import { walkSource, type WalkStats } from './walk.js';
  * the reader's fstat (no lstat per file in the walk), and readers find each file from the root, key and extension.
  */
 export async function* sourceTasks(options: SourceBatchOptions, stats: (s: WalkStats) => void): AsyncGenerator<SourceTask> {
-  const { root: source, part, skip, skipCheck: check, encode, ...filters } = options;
+  const { root: source, part, skip, skipCheck: check, encode, groupNumbered, ...filters } = options;
   const walk = walkSource(source, { ...filters, stat: false });
   const root = normalize(source);
-  const grouper = new RunGrouper();
+  const grouper = new RunGrouper(groupNumbered);
   let seen = 0;
   let task = 0;
   let keys: string[] = [];

@@ -283,7 +283,13 @@ describe('DatasetWriter', () => {
     const w = new DatasetWriter({ dir, pageSize: 1024 });
     w.add(sample(1));
     const many = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`m${i}`, enc.encode('x')]));
-    expect(() => w.add({ key: 'k/00002', members: many })).toThrow(expect.objectContaining({ code: ErrorCodes.TOO_LARGE }));
+    expect(() => w.add({ key: 'k/00002', members: many })).toThrow(
+      expect.objectContaining({
+        code: ErrorCodes.TOO_LARGE,
+        // names the option as the command line and the library spell it
+        message: expect.stringMatching(/^sample "k\/00002" with 200 members needs \d+ index bytes; 1024-byte pages hold \d+ \(use larger pages: `--page-size` on the command line, `pageSize` in the library\)$/),
+      }),
+    );
     w.add(sample(3));
     await w.finish();
     const ds = await openDataset(dir);
