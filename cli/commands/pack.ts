@@ -5,7 +5,7 @@ import { parseSize, formatSize } from '../../src/pack/size-arg.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
 import type { Pass } from '../../src/passes/pass.js';
 import { collect, parseChoice, parseCount } from '../args.js';
-import { count, passStatsNotes, skippedLines } from '../format.js';
+import { count, passStatsNotes, printableName, skippedLines } from '../format.js';
 import { progressBar } from '../progress.js';
 import { commandLine, sayWhenStopped } from '../interrupt.js';
 import { journalProgress } from '../../src/pack/journal.js';
@@ -157,6 +157,7 @@ function packSummary(r: PackResult) {
     readThreads: r.readThreads,
     native: r.native,
     walk: r.walk,
+    datasetDirs: r.datasetDirs,
     passes: m.passes.map((p) => p.name),
     passStats: r.passStats,
   };
@@ -180,6 +181,10 @@ function summaryLine(s: ReturnType<typeof packSummary>): string {
     w.skippedOther && count(w.skippedOther, 'special file'),
   ].filter(Boolean);
   if (left.length > 0) parts.push(`not packed: ${left.join(', ')}`);
+  if (s.datasetDirs.length > 0) {
+    const shown = s.datasetDirs.slice(0, 3).map(printableName).join(', ');
+    parts.push(`left out ${count(s.datasetDirs.length, 'dataset directory', 'dataset directories')} (shardkit output inside the source): ${shown}${s.datasetDirs.length > 3 ? ', ...' : ''}`);
+  }
   if (!s.native) parts.push('without the native addon (slower: `npm run build:native` builds it)');
   return parts.join('; ');
 }

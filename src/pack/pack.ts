@@ -95,6 +95,11 @@ export interface PackResult {
   /** What the walk found and left out. No `bytes`: pack walks names only (sizes come from the reads: sourceBytes). */
   walk: Omit<WalkStats, 'bytes'>;
   writer: WriterStats;
+  /**
+   * Directories inside the source left out because they hold a shardkit dataset or a write of one (an earlier pack's
+   * output), relative to the source, in walk order (see WalkStats.skippedDatasets).
+   */
+  datasetDirs: string[];
   /** Samples of this pack that a resume found already written. */
   resumedSamples: number;
   /** Bytes read from the source by this run (a resume reads only what was left). */
@@ -202,6 +207,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
   };
 
   const resumed = writer.resumedCursor;
+  const datasetDirs: string[] = [];
   const batches = openSourceBatches(
     {
       root: source,
@@ -211,6 +217,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
       skip: resumed,
       // the walk that makes the tasks lists the names it refused (each once: the other walks only count samples)
       onSkip: (relPath: string, reason: WalkSkipReason, error?: ShardkitError) => {
+        if (reason === 'dataset') datasetDirs.push(relPath);
         if ((reason !== 'not-utf8' && reason !== 'no-key') || !inPart(splitKey(relPath).key)) return;
         if (reason === 'not-utf8') writer.refuse(relPath, `${ErrorCodes.INPUT}: the name is not valid UTF-8 (shown with \\xNN for its bad bytes); keys and member names must be UTF-8`);
         else if (error !== undefined) writer.refuse(relPath, `${error.code}: ${error.message}`);
@@ -236,6 +243,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
       manifest,
       seconds: (performance.now() - started) / 1000,
       walk: walkCounts(batches.stats),
+      datasetDirs,
       writer: { ...writer.stats },
       resumedSamples: resumed,
       sourceBytes: counted.bytes,
