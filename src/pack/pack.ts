@@ -160,6 +160,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
   const inPart = (key: string): boolean => options.part === undefined || partOfKey(key, options.part.count) === options.part.index;
 
   const groupNumbered = options.groupNumbered ?? false;
+  await expectSomeFile(options.source, source, walkOptions);
   const prepared = passes.some((p) => p.prepare) ? await prescan(source, { ...walkOptions, groupNumbered }, inPart, passes) : undefined;
 
   const writer = new DatasetWriter({
@@ -321,6 +322,28 @@ async function prescan(source: string, walkOptions: WalkOptions & { groupNumbere
     return it;
   });
   return samples;
+}
+
+/**
+ * Refuses a source without a file to pack (INPUT), before anything is written: an empty dataset made without a
+ * word hides a wrong path or filter. Says what the walk left out and the option that lets it in. Stops at the
+ * first file found, so a large tree costs a listing or two. (A part may still come out empty: a file of another part
+ * counts here.)
+ */
+async function expectSomeFile(shown: string, source: string, walkOptions: WalkOptions): Promise<void> {
+  const walk = walkSource(source, { ...walkOptions, badNames: 'skip', stat: false });
+  for await (const run of walk.runs()) if (run.names.length > 0) return;
+  const s = walk.stats;
+  const left = [
+    s.skippedHidden > 0 && `${s.skippedHidden} hidden (--include-hidden takes them)`,
+    s.skippedExcluded > 0 && `${s.skippedExcluded} left out by --include/--exclude`,
+    s.skippedSymlinks > 0 && `${s.skippedSymlinks} symbolic link${s.skippedSymlinks === 1 ? '' : 's'} (--follow-symlinks follows them)`,
+    s.skippedDatasets > 0 && `${s.skippedDatasets} shardkit dataset director${s.skippedDatasets === 1 ? 'y' : 'ies'}`,
+    s.skippedBadNames > 0 && `${s.skippedBadNames} name${s.skippedBadNames === 1 ? '' : 's'} that give no key`,
+    s.skippedOther > 0 && `${s.skippedOther} special file${s.skippedOther === 1 ? '' : 's'}`,
+  ].filter((x): x is string => typeof x === 'string');
+  const why = left.length === 0 ? `${shown} holds no files` : `the walk left out ${left.join(', ')}`;
+  throw new ShardkitError(ErrorCodes.INPUT, `no files to pack under ${shown}: ${why}`, { file: source });
 }
 
 /** The samples of this part, by a walk of names only (no stat per file); undefined when told to stop first. */
