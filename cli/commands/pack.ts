@@ -27,6 +27,7 @@ interface PackFlags {
   followSymlinks?: boolean;
   includeHidden?: boolean;
   groupNumbered?: boolean;
+  keyRule: string;
   include: string[];
   exclude: string[];
   pageSize: string;
@@ -69,6 +70,7 @@ export function registerPack(program: Command): void {
     .option('--part <i/n>', 'pack part I of N (0-based), to be combined with `shardkit merge`')
     .option('--follow-symlinks', 'follow symbolic links (default: skip and count them)')
     .option('--include-hidden', 'walk into directories starting with "." (.cache/x.jpg -> key .cache/x); a file starting with "." has no WebDataset key and fails the pack, or is skipped and listed with --on-error skip (default: skip and count all hidden names)')
+    .option('--key-rule <rule>', 'where a file\'s key ends: webdataset (the first dot of its name: a/b.seg.png -> key a/b, member seg.png) or path (the last dot: dog.0.jpg -> key dog.0, member jpg; tar -xf is unchanged, WebDataset readers regroup by the first dot)', 'webdataset')
     .option('--group-numbered', 'keep files named STEM.N.EXT (clip.0.jpg, clip.1.jpg, ...) together as members of one sample STEM, WebDataset\'s rule; without it more than 3 such files of one stem stop the pack, since Kaggle-style names (dog.0.jpg ... dog.249.jpg) are meant as separate samples')
     .option('--include <glob>', 'only files matching GLOB (repeatable)', collect, [])
     .option('--exclude <glob>', 'leave out files matching GLOB (repeatable)', collect, [])
@@ -82,6 +84,7 @@ export function registerPack(program: Command): void {
         const layout = parseChoice(flags.layout, '--layout', ['tar', 'packed'] as const);
         const compress = parseChoice(flags.compress, '--compress', ['none', 'lz4'] as const);
         const onError = parseChoice(flags.onError, '--on-error', ['fail', 'skip'] as const);
+        const keyRule = parseChoice(flags.keyRule, '--key-rule', ['webdataset', 'path'] as const);
         const concurrency = flags.concurrency === undefined ? undefined : parseCount(flags.concurrency, '--concurrency', 1);
         const readThreads = flags.readThreads === undefined ? undefined : parseCount(flags.readThreads, '--read-threads', 0);
         const pageSize = parseSize(flags.pageSize, '--page-size');
@@ -114,6 +117,7 @@ export function registerPack(program: Command): void {
             followSymlinks: flags.followSymlinks === true,
             includeHidden: flags.includeHidden === true,
             groupNumbered: flags.groupNumbered === true,
+            keyRule,
             include: flags.include,
             exclude: flags.exclude,
             sync: flags.sync === true,

@@ -10,9 +10,9 @@ import { utf8Bytes } from '../../formats/bytes.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { Codec, spanLength, type IndexEntry } from '../../formats/index-entry.js';
 import type { Layout, ShardRecord } from '../../formats/index-layout.js';
-import type { Manifest, ManifestPart, ManifestPass } from '../../formats/manifest.js';
+import { KEY_RULE_EXTRA, type Manifest, type ManifestPart, type ManifestPass } from '../../formats/manifest.js';
 import { encodePackedHeader } from '../../formats/packed-layout.js';
-import type { Sample } from '../../formats/sample.js';
+import type { KeyRule, Sample } from '../../formats/sample.js';
 import { checkSample, encodeSample, type EncodedSample } from '../../formats/sample-layout.js';
 import { assertKeyFits } from '../../formats/index-page.js';
 import { TAR_END_BYTES } from '../../formats/tar-header.js';
@@ -41,6 +41,8 @@ interface OpenShard {
 export class DatasetWriter {
   readonly dir: string;
   readonly layout: Layout;
+  /** How the samples' keys were cut from file names: tar member names split back the same way. */
+  readonly keyRule: KeyRule;
   readonly compress: 'none' | 'lz4';
   readonly shardBytes: number;
   readonly pageSize: number;
@@ -81,6 +83,9 @@ export class DatasetWriter {
     const o = validateOptions(options);
     this.dir = path.resolve(o.dir);
     this.layout = o.layout;
+    this.keyRule = o.keyRule;
+    // readers of the names (reindex) need the rule; WebDataset's is the default and goes unrecorded
+    if (o.keyRule === 'path') this.extra[KEY_RULE_EXTRA] = 'path';
     this.compress = o.compress;
     this.shardBytes = o.shardBytes;
     this.pageSize = o.pageSize;
@@ -173,7 +178,7 @@ export class DatasetWriter {
     checkSample(sample);
     // the index limits keys: refuse here, before any byte is written, not at the end of the pack
     assertKeyFits(sample.key, this.pageSize);
-    this.addEncoded(sample.key, encodeSample(sample, this.layout, this.compress === 'lz4' ? Codec.lz4 : Codec.none));
+    this.addEncoded(sample.key, encodeSample(sample, this.layout, this.compress === 'lz4' ? Codec.lz4 : Codec.none, this.keyRule));
   }
 
   /**

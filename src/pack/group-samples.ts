@@ -5,8 +5,18 @@
  */
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { compareKeys } from '../../formats/key-order.js';
-import { noKeyReason, splitKey } from '../../formats/sample.js';
+import { keyDot, noKeyReason, splitKey, type KeyRule } from '../../formats/sample.js';
 import { runAbsPath, runRelPath, walkSource, type FileRun, type SourceWalk, type WalkEntry, type WalkOptions, type WalkStats } from './walk.js';
+
+const DOT = '.'.charCodeAt(0);
+
+/** How the groupers cut names into samples. */
+export interface GroupOptions {
+  /** Keep files named `stem.N.ext` together as members of sample `stem` (see MAX_NUMBERED_MEMBERS). */
+  groupNumbered?: boolean;
+  /** Where a name's key ends (see KeyRule); default 'webdataset'. Under 'path' no extension begins a number's run. */
+  keyRule?: KeyRule;
+}
 
 /** The files of one sample, before their bytes are read. */
 export interface SourceSample {
@@ -30,15 +40,16 @@ export class SampleGrouper {
   private current: SourceSample | undefined;
   private lastExt = '';
   private readonly numbered: NumberedMembers;
+  private readonly keyRule: KeyRule;
 
-  /** `groupNumbered`: see {@link NumberedMembers}. */
-  constructor(groupNumbered = false) {
-    this.numbered = new NumberedMembers(groupNumbered);
+  constructor(options: GroupOptions = {}) {
+    this.numbered = new NumberedMembers(options.groupNumbered === true || options.keyRule === 'path');
+    this.keyRule = options.keyRule ?? 'webdataset';
   }
 
   push(entry: WalkEntry): SourceSample | undefined {
-    const { key, ext } = splitKey(entry.relPath);
-    const why = noKeyReason(entry.relPath.slice(entry.relPath.lastIndexOf('/') + 1));
+    const { key, ext } = splitKey(entry.relPath, this.keyRule);
+    const why = noKeyReason(entry.relPath.slice(entry.relPath.lastIndexOf('/') + 1), this.keyRule);
     if (why !== undefined) throw noKey(entry.relPath, why, entry.absPath);
     const current = this.current;
     if (current !== undefined && key === current.key) {
@@ -85,10 +96,11 @@ export async function* groupSamples(entries: AsyncIterable<WalkEntry>): AsyncGen
 export class RunGrouper {
   private lastKey: string | undefined;
   private readonly numbered: NumberedMembers;
+  private readonly keyRule: KeyRule;
 
-  /** `groupNumbered`: see {@link NumberedMembers}. */
-  constructor(groupNumbered = false) {
-    this.numbered = new NumberedMembers(groupNumbered);
+  constructor(options: GroupOptions = {}) {
+    this.numbered = new NumberedMembers(options.groupNumbered === true || options.keyRule === 'path');
+    this.keyRule = options.keyRule ?? 'webdataset';
   }
 
   /** The run's samples, flat: per sample its key and member count, and all their extensions in order. */
@@ -100,9 +112,12 @@ export class RunGrouper {
     let stem: string | undefined;
     let lastExt = '';
     for (const name of run.names) {
-      const dot = name.indexOf('.');
+      const dot = keyDot(name, this.keyRule);
       const ext = dot < 0 ? '' : name.slice(dot + 1);
-      if (dot === 0 || (dot > 0 && ext === '')) throw noKey(runRelPath(run, name), noKeyReason(name) as string, runAbsPath(run, name));
+      if (dot === 0 || (dot > 0 && ext === '') || name.charCodeAt(0) === DOT) {
+        const why = noKeyReason(name, this.keyRule);
+        if (why !== undefined) throw noKey(runRelPath(run, name), why, runAbsPath(run, name));
+      }
       const nameStem = dot < 0 ? name : name.slice(0, dot);
       if (nameStem === stem) {
         const order = compareKeys(ext, lastExt);
@@ -168,6 +183,7 @@ function foldedNumbered(key: string, paths: readonly string[]): ShardkitError {
     ErrorCodes.INPUT,
     `Source files ${paths.join(', ')} and maybe more all get the key ${key} (a WebDataset key ends at the first dot of the ` +
       `name), so they would be packed as one sample with members ${paths.map((p) => p.slice(p.lastIndexOf('/') + stem.length + 2)).join(', ')}, ...: ` +
+      `pass --key-rule path to key each file by its path without its last extension (${first} -> key ${first.slice(0, first.lastIndexOf('.'))}), ` +
       `rename them so that the number comes before the first dot (${renamed}), or, if they are parts of one sample, pass --group-numbered`,
     { key },
   );
@@ -209,7 +225,7 @@ export function walkSamples(root: string, options: Omit<WalkOptions, 'order'> & 
   const { groupNumbered, ...walkOptions } = options;
   const walk = walkSource(root, { ...walkOptions, order: 'sample' });
   async function* chunks(): AsyncGenerator<SourceSample[]> {
-    const grouper = new SampleGrouper(groupNumbered);
+    const grouper = new SampleGrouper({ ...(groupNumbered === undefined ? {} : { groupNumbered }), ...(walkOptions.keyRule === undefined ? {} : { keyRule: walkOptions.keyRule }) });
     for await (const entries of walk.chunks()) {
       const samples: SourceSample[] = [];
       for (const entry of entries) {

@@ -145,7 +145,7 @@ const OPTION_FLAGS: Record<string, string> = {
   pageSize: '--page-size',
   shardPrefix: '--part',
   passes: '--pass',
-  keyRule: '--key-rule',
+  'input.keyRule': '--key-rule',
   'input.include': '--include',
   'input.exclude': '--exclude',
   'input.includeHidden': '--include-hidden',

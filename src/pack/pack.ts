@@ -18,7 +18,7 @@ import { RunGrouper, walkSamples } from './group-samples.js';
 import { batchSamples, sampleError, type SampleInputError } from './source-batches.js';
 import { openSourceBatches, type ReaderThreads, type SourceBatches } from './source-threads.js';
 import { DEFAULT_READ_THREADS, initialReadThreads, workerAvailable } from './reader-start.js';
-import { memberPath, splitKey } from '../../formats/sample.js';
+import { memberPath, splitKey, type KeyRule } from '../../formats/sample.js';
 import { nativeAvailable, useNativeCrc32c } from '../native/native.js';
 import { runPipeline, settle, settleEncoded, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 import { partOfKey, partShardPrefix, type PartSpec } from './partition.js';
@@ -60,6 +60,11 @@ export interface PackOptions {
    * for files that are parts of one sample (the frames of one clip).
    */
   groupNumbered?: boolean;
+  /**
+   * Where a file's key ends (see KeyRule): 'webdataset' (default, the first dot of its name) or 'path' (the last dot:
+   * `dog.0.jpg` -> key `dog.0`, ext `jpg`). Recorded in the manifest's `extra.keyRule` when 'path'.
+   */
+  keyRule?: KeyRule;
   /** 'fail' (default): the first unreadable file or undecodable image stops the pack. 'skip': leave it out, list it. */
   onError?: 'fail' | 'skip';
   resume?: boolean;
@@ -148,6 +153,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     badNames: onError,
     ...(options.include === undefined ? {} : { include: options.include }),
     ...(options.exclude === undefined ? {} : { exclude: options.exclude }),
+    ...(options.keyRule === undefined ? {} : { keyRule: options.keyRule }),
     // an output directory inside the source is never packed into itself (its exact path: a glob would match that
     // name anywhere in the tree)
     ...(isInside(realOut, realSource) ? { excludePaths: [path.relative(realSource, realOut).split(path.sep).join('/')] } : {}),
@@ -166,6 +172,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
   const writer = new DatasetWriter({
     dir: out,
     ...(options.layout === undefined ? {} : { layout: options.layout }),
+    ...(options.keyRule === undefined ? {} : { keyRule: options.keyRule }),
     ...(options.compress === undefined ? {} : { compress: options.compress }),
     ...(options.shardBytes === undefined ? {} : { shardBytes: options.shardBytes }),
     ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),
@@ -179,6 +186,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
       includeHidden: walkOptions.includeHidden,
       followSymlinks: walkOptions.followSymlinks,
       ...(groupNumbered ? { groupNumbered } : {}),
+      ...(options.keyRule === 'path' ? { keyRule: 'path' } : {}),
     },
     ...preparedOption(passes),
     force: options.force ?? false,
@@ -219,13 +227,13 @@ export async function pack(options: PackOptions): Promise<PackResult> {
       // the walk that makes the tasks lists the names it refused (each once: the other walks only count samples)
       onSkip: (relPath: string, reason: WalkSkipReason, error?: ShardkitError) => {
         if (reason === 'dataset') datasetDirs.push(relPath);
-        if ((reason !== 'not-utf8' && reason !== 'no-key') || !inPart(splitKey(relPath).key)) return;
+        if ((reason !== 'not-utf8' && reason !== 'no-key') || !inPart(splitKey(relPath, options.keyRule).key)) return;
         if (reason === 'not-utf8') writer.refuse(relPath, `${ErrorCodes.INPUT}: the name is not valid UTF-8 (shown with \\xNN for its bad bytes); keys and member names must be UTF-8`);
         else if (error !== undefined) writer.refuse(relPath, `${error.code}: ${error.message}`);
       },
       ...(writer.resumedLast === undefined ? {} : { skipCheck: writer.resumedLast }),
       // without passes, the reader thread encodes samples for the writer too
-      ...(passes.length === 0 ? { encode: { layout: writer.layout, codec: writer.compress === 'lz4' ? Codec.lz4 : Codec.none, pageSize: writer.pageSize } } : {}),
+      ...(passes.length === 0 ? { encode: { layout: writer.layout, codec: writer.compress === 'lz4' ? Codec.lz4 : Codec.none, pageSize: writer.pageSize, keyRule: writer.keyRule } } : {}),
     },
     readThreads,
   );
@@ -349,7 +357,7 @@ async function expectSomeFile(shown: string, source: string, walkOptions: WalkOp
 /** The samples of this part, by a walk of names only (no stat per file); undefined when told to stop first. */
 async function countSamples(source: string, walkOptions: WalkOptions, inPart: (key: string) => boolean, control: { stop: boolean }, groupNumbered: boolean): Promise<number | undefined> {
   let samples = 0;
-  const grouper = new RunGrouper(groupNumbered);
+  const grouper = new RunGrouper({ groupNumbered, ...(walkOptions.keyRule === undefined ? {} : { keyRule: walkOptions.keyRule }) });
   for await (const run of walkSource(source, { ...walkOptions, order: 'sample', stat: false }).runs()) {
     if (control.stop) return undefined;
     for (const key of grouper.group(run).keys) if (inPart(key)) samples++;

@@ -17,7 +17,7 @@ export async function* sourceTasks(options: SourceBatchOptions, stats: (s: WalkS
   const { root: source, part, skip, skipCheck: check, encode, groupNumbered, ...filters } = options;
   const walk = walkSource(source, { ...filters, stat: false });
   const root = normalize(source);
-  const grouper = new RunGrouper(groupNumbered);
+  const grouper = new RunGrouper({ ...(groupNumbered === undefined ? {} : { groupNumbered }), ...(filters.keyRule === undefined ? {} : { keyRule: filters.keyRule }) });
   let seen = 0;
   let task = 0;
   let keys: string[] = [];

@@ -8,7 +8,7 @@ import { lstat, readFile, stat } from 'node:fs/promises';
 import { normalize, sep } from 'node:path';
 import picomatch from 'picomatch';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import { noKeyReason } from '../../formats/sample.js';
+import { KEY_RULES, noKeyReason, type KeyRule } from '../../formats/sample.js';
 import { MANIFEST_FILE, MANIFEST_FORMAT } from '../../formats/manifest.js';
 import { WORK_DIR } from './journal.js';
 import { LOCK_FILE } from './write-lock.js';
@@ -94,6 +94,8 @@ export interface WalkOptions {
    * error). The walk's filters come first: a hidden, linked or excluded name is left out for that.
    */
   badNames?: 'fail' | 'skip';
+  /** How a file's name splits into key and extension (see KeyRule): what sample order sorts by. Default 'webdataset'. */
+  keyRule?: KeyRule;
   /** Told about every entry left out (for `--verbose` listings); for 'no-key', with the error that says why. */
   onSkip?: (relPath: string, reason: WalkSkipReason, error?: ShardkitError) => void;
 }
@@ -225,7 +227,9 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
   const listDirectory = nativeAddon()?.listDirectory;
   const badNames = options.badNames ?? 'fail';
   if (badNames !== 'fail' && badNames !== 'skip') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected one of fail, skip for badNames but received ${String(badNames)}`);
-  const readListing = (absDir: string, relDir: string): Promise<RawListing> => readDirectory(absDir, relDir, order, listDirectory);
+  const keyRule = options.keyRule ?? 'webdataset';
+  if (!KEY_RULES.includes(keyRule)) throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected one of ${KEY_RULES.join(', ')} for keyRule but received ${String(keyRule)}`);
+  const readListing = (absDir: string, relDir: string): Promise<RawListing> => readDirectory(absDir, relDir, order, listDirectory, keyRule);
 
   const skip = (relPath: string, reason: WalkSkipReason, error?: ShardkitError): void => {
     if (reason === 'symlink') stats.skippedSymlinks++;
@@ -310,7 +314,7 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
       }
       // after the filters: an excluded name is left out for that; a file name that gives no key stops the walk or is skipped
       if (!isDirectory && (name.charCodeAt(0) === DOT || name.charCodeAt(name.length - 1) === DOT)) {
-        const why = noKeyReason(name);
+        const why = noKeyReason(name, keyRule);
         if (why !== undefined) {
           const relPath = `${relPrefix}${name}`;
           const error = new ShardkitError(ErrorCodes.INPUT, `Source file ${relPath} has no WebDataset key: ${why}`, { file: childPath(absDir, name) });
@@ -324,7 +328,7 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
       listed.push(entry);
     }
     if (sorted) return listed;
-    for (const entry of listed) entry.sortKey = listingSortKey(entry.name, entry.isDirectory, order);
+    for (const entry of listed) entry.sortKey = listingSortKey(entry.name, entry.isDirectory, order, keyRule);
     return sortListing(listed);
   }
 

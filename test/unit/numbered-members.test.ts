@@ -22,6 +22,7 @@ describe('Kaggle-style names that WebDataset keys fold into one sample', () => {
   const folded =
     'Source files train/dog.0.jpg, train/dog.1.jpg, train/dog.10.jpg, train/dog.100.jpg and maybe more all get the key train/dog ' +
     '(a WebDataset key ends at the first dot of the name), so they would be packed as one sample with members 0.jpg, 1.jpg, 10.jpg, 100.jpg, ...: ' +
+    'pass --key-rule path to key each file by its path without its last extension (train/dog.0.jpg -> key train/dog.0), ' +
     'rename them so that the number comes before the first dot (dog_0.jpg), or, if they are parts of one sample, pass --group-numbered';
 
   it('stop the walk with INPUT naming the files, the cause and both remedies', async () => {
