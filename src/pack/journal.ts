@@ -100,9 +100,15 @@ export function isSkippableCode(code: string): boolean {
   return SKIPPABLE.has(code);
 }
 
+/** The command that finishes a write into `out`: the same source and options plus --resume. */
+function resumeCommand(command: string, out: string): string {
+  const word = /^[\w./@%+=:,-]+$/.test(out) ? out : `'${out.replace(/'/g, `'\\''`)}'`;
+  return `\`shardkit ${command} ${command === 'pack' ? '<src>' : '<dataset>'} --out ${word} --resume\``;
+}
+
 /** What to do after a write failed on `failure`: fix the cause (or skip such inputs) and resume, or start over. */
-export function failureAdvice(command: string, failure: Pick<JournalFailure, 'code' | 'input'>): string {
-  const resume = `\`shardkit ${command} --resume\``;
+export function failureAdvice(command: string, failure: Pick<JournalFailure, 'code' | 'input'>, out: string): string {
+  const resume = resumeCommand(command, out);
   if (isSkippableCode(failure.code)) {
     const what = failure.input === undefined ? 'that input' : failure.input;
     return `fix or remove ${what} and finish with ${resume}, or add \`--on-error skip\` to leave such inputs out; \`--force\` starts over`;
@@ -127,9 +133,9 @@ export function unfinishedWriteAdvice(location: string): string | undefined {
     const kept = `${samples} sample${samples === 1 ? '' : 's'} in ${state.shards.length} finished shard${state.shards.length === 1 ? '' : 's'}`;
     if (state.failure !== undefined) {
       const { code, message } = state.failure;
-      return `a ${command} failed after ${kept} (${code}: ${message}): ${failureAdvice(command, state.failure)}`;
+      return `a ${command} failed after ${kept} (${code}: ${message}): ${failureAdvice(command, state.failure, location)}`;
     }
-    return `an interrupted ${command} left ${kept}: finish it with \`shardkit ${command} --resume\` (its ${WORK_DIR}/ journal is there)`;
+    return `an interrupted ${command} left ${kept}: finish it with ${resumeCommand(command, location)} (same source and options; its ${WORK_DIR}/ journal is there)`;
   } catch {
     return `an interrupted write left a damaged journal in ${WORK_DIR}/: start over with \`--force\``;
   }

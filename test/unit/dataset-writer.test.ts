@@ -371,7 +371,9 @@ describe('DatasetWriter', () => {
     const w = new DatasetWriter({ dir, shardBytes: 4096, sourceDigest: 'source-index-digest' });
     for (let i = 0; i < 6; i++) w.add(sample(i, 3000));
     w.abort();
-    await expect(openDataset(dir)).rejects.toMatchObject({ message: expect.stringMatching(/an interrupted derive left 5 samples in 5 finished shards: finish it with `shardkit derive --resume`/) });
+    await expect(openDataset(dir)).rejects.toMatchObject({
+      message: expect.stringContaining(`an interrupted derive left 5 samples in 5 finished shards: finish it with \`shardkit derive <dataset> --out ${dir} --resume\``),
+    });
   });
 
   it('resumes after the last finished shard with byte-identical output', async () => {
@@ -387,7 +389,7 @@ describe('DatasetWriter', () => {
     expect(finished.length).toBeGreaterThan(1);
     await expect(openDataset(dir)).rejects.toMatchObject({
       code: ErrorCodes.NOT_A_DATASET,
-      message: expect.stringMatching(new RegExp(`an interrupted pack left (\\d+) samples in ${finished.length} finished shards: finish it with \`shardkit pack --resume\``)),
+      message: expect.stringMatching(new RegExp(`an interrupted pack left (\\d+) samples in ${finished.length} finished shards: finish it with \`shardkit pack <src> --out ${dir} --resume\``)),
     });
     expect(() => new DatasetWriter({ dir, shardBytes: 64 * 1024 })).toThrow(expect.objectContaining({ code: ErrorCodes.OUTPUT_EXISTS }));
     const r = new DatasetWriter({ dir, shardBytes: 64 * 1024, resume: true });

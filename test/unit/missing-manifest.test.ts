@@ -63,7 +63,9 @@ describe('a location without a manifest is told apart', () => {
     const w = new DatasetWriter({ dir, shardBytes: 4096 });
     for (let i = 0; i < 20; i++) w.add({ key: `k${String(i).padStart(3, '0')}`, members: { bin: new Uint8Array(1500).fill(i) } });
     w.abort();
-    expect(await why(dir)).toMatch(/^.* is not a shardkit dataset \(no manifest\.json; an interrupted pack left \d+ samples in \d+ finished shards: finish it with `shardkit pack --resume`/);
+    expect(await why(dir)).toMatch(
+      new RegExp(`^${dir} is not a shardkit dataset \\(no manifest\\.json; an interrupted pack left \\d+ samples in \\d+ finished shards: finish it with \`shardkit pack <src> --out ${dir} --resume\` \\(same source and options;`),
+    );
     fs.rmSync(path.join(dir, '.shardkit-work'), { recursive: true });
     const shards = fs.readdirSync(dir).filter((n) => n.endsWith('.tar')).length;
     expect(await why(dir)).toBe(`${dir} is not a shardkit dataset (no manifest.json, but ${shards} shard files): if they are intact tar shards, \`shardkit reindex ${dir}\` rebuilds the index and manifest`);
@@ -77,7 +79,7 @@ describe('a location without a manifest is told apart', () => {
     w.abort(new ShardkitError(ErrorCodes.INPUT, 'Cannot decode image member jpg of sample z in pass resize', { file: 'z.jpg' }));
     const message = await why(dir);
     expect(message).toContain('a pack failed after');
-    expect(message).toContain('(SHARDKIT_ERR_INPUT: Cannot decode image member jpg of sample z in pass resize): fix or remove z.jpg and finish with `shardkit pack --resume`, or add `--on-error skip` to leave such inputs out; `--force` starts over');
+    expect(message).toContain(`(SHARDKIT_ERR_INPUT: Cannot decode image member jpg of sample z in pass resize): fix or remove z.jpg and finish with \`shardkit pack <src> --out ${dir} --resume\`, or add \`--on-error skip\` to leave such inputs out; \`--force\` starts over`);
     expect(message).not.toContain('interrupted');
   });
 

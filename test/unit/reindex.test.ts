@@ -210,7 +210,7 @@ describe('reindexDataset', () => {
     // nothing written: no manifest for partial data, the journal still there for --resume
     expect(fs.readdirSync(dir).sort()).toEqual(before);
     const verified = verifyDataset(dir);
-    await expect(verified).rejects.toMatchObject({ code: ErrorCodes.NOT_A_DATASET, message: expect.stringContaining('finish it with `shardkit pack --resume`') });
+    await expect(verified).rejects.toMatchObject({ code: ErrorCodes.NOT_A_DATASET, message: expect.stringContaining(`finish it with \`shardkit pack <src> --out ${dir} --resume\``) });
     await expect(verified).rejects.not.toMatchObject({ message: expect.stringContaining('reindex') });
     // once the work directory is removed on purpose, what the pack wrote can be indexed
     fs.rmSync(path.join(dir, '.shardkit-work'), { recursive: true });
