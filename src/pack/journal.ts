@@ -109,11 +109,11 @@ function resumeCommand(command: string, out: string): string {
 /** What to do after a write failed on `failure`: fix the cause (or skip such inputs) and resume, or start over. */
 export function failureAdvice(command: string, failure: Pick<JournalFailure, 'code' | 'input'>, out: string): string {
   const resume = resumeCommand(command, out);
-  if (isSkippableCode(failure.code)) {
-    const what = failure.input === undefined ? 'that input' : failure.input;
-    return `fix or remove ${what} and finish with ${resume}, or add \`--on-error skip\` to leave such inputs out; \`--force\` starts over`;
+  // one input file that --on-error skip can leave out (a walk-wide cause, such as folded names, has no file)
+  if (isSkippableCode(failure.code) && failure.input !== undefined) {
+    return `fix or remove ${failure.input} and finish with ${resume}, or add \`--on-error skip\` to leave such inputs out; \`--force\` starts over`;
   }
-  return `${resume} retries from the last finished shard and fails the same way until the cause is fixed; \`--force\` starts over`;
+  return `${resume} fails the same way until the cause is fixed; start over with \`--force\` (also to change an option)`;
 }
 
 /**

@@ -38,7 +38,7 @@ export function reservedNameUse(name: string): string | undefined {
  * Makes `dir` ready for the writer holding `lock` (see write-lock.ts): refuses to overwrite a dataset or an
  * interrupted write unless told to, and on resume returns the journal lines whose shards are intact.
  */
-export function prepareDirectory(dir: string, workDir: string, resume: boolean, force: boolean, options: Record<string, unknown>, lock: WriteLock): JournalShard[] | undefined {
+export function prepareDirectory(dir: string, workDir: string, resume: boolean, asked: boolean, options: Record<string, unknown>, lock: WriteLock): JournalShard[] | undefined {
   const rm = (p: string): void => fsCall('remove', p, () => fs.rmSync(p, { recursive: true, force: true }));
   const list = (d: string): string[] => fsCall('list', d, () => fs.readdirSync(d).filter((name) => name !== LOCK_FILE));
   const hasManifest = fs.existsSync(path.join(dir, MANIFEST_FILE));
@@ -46,7 +46,10 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
   // else writes here: the lock)
   if (hasManifest && fs.existsSync(workDir)) rm(workDir);
   // --force starts over whatever the journal holds, a damaged one too: only a run without it reads the journal
-  const journal = fs.existsSync(workDir) && !force ? readJournal(dir) : undefined;
+  const found = fs.existsSync(workDir) && !asked ? readJournal(dir) : undefined;
+  // a write that failed before it finished a shard left nothing to keep: the next run starts over without --force
+  const force = asked || (found?.failure !== undefined && found.shards.length === 0);
+  const journal = force ? undefined : found;
   // the clean-up below deletes files by name: only in a directory that shardkit wrote, --force or not (a dead
   // writer's claimed lock says it wrote here, and so does the manifest a --force killed while it cleared the dataset
   // before had moved aside)

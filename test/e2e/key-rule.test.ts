@@ -77,4 +77,19 @@ describe('pack --key-rule path', () => {
     expect(ds.manifest.extra).toMatchObject({ keyRule: 'path' });
     await ds.close();
   });
+
+  it('after the numbered-names error, the advised --key-rule path runs as it is: a write that failed before its first shard kept nothing to resume', () => {
+    const src = kaggle();
+    const out = path.join(tmpDir(), 'ds');
+    const failed = shardkit(['pack', src, '--out', out]);
+    expect(failed.status).toBe(1);
+    expect(failed.stderr).toContain('pass --key-rule path to key each file by its path without its last extension (train/cat.0.jpg -> key train/cat.0)');
+    const info = shardkit(['info', out]);
+    expect(info.stderr).toContain(`a pack failed after 0 samples in 0 finished shards (SHARDKIT_ERR_INPUT: Source files train/cat.0.jpg`);
+    expect(info.stderr).toContain(`\`shardkit pack <src> --out ${out} --resume\` fails the same way until the cause is fixed; start over with \`--force\` (also to change an option)`);
+    expect(info.stderr).not.toContain('--on-error skip');
+    const again = shardkit(['pack', src, '--out', out, '--key-rule', 'path', '--json']);
+    expect(again.status, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout).samples).toBe(60);
+  });
 });
