@@ -181,4 +181,17 @@ describe('pack faults', () => {
     expect(JSON.parse(finished.stdout).resumedSamples).toBeGreaterThan(0);
     expect(await sampleCount(out)).toBe(300);
   });
+
+  it('a pass whose promise never settles ends the pack with exit 1 and one line, not exit 0 with nothing done', () => {
+    const src = tmpDir();
+    makeTree(src, 20);
+    const mod = path.join(tmpDir(), 'never.mjs');
+    // nothing keeps the event loop alive: Node ends the process while the pack still waits
+    fs.writeFileSync(mod, "export default (s) => (s.key === 'd1/f0010' ? new Promise(() => {}) : s);\n");
+    const out = path.join(tmpDir(), 'ds');
+    const r = shardkit(['pack', src, '--out', out, '--pass-module', mod]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe('shardkit: the command ended before it finished: something it waited for never settled (a --pass-module that returns a promise it never resolves?)\n');
+    expect(fs.existsSync(path.join(out, 'manifest.json'))).toBe(false);
+  });
 });
