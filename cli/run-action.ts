@@ -18,8 +18,9 @@ export function runAction<A extends unknown[]>(action: (...args: A) => Promise<n
   return async (...args: A) => {
     // Node ends a process whose event loop is empty even while a promise is pending (a pass module's that never
     // settles): without this the command would end with exit 0, its work undone, and not a word
-    const unfinished = (): void => {
-      if (exitingOnPurpose) return;
+    const unfinished = (code: number): void => {
+      // a process.exit with a code of its own (a pass module's) keeps it
+      if (exitingOnPurpose || code !== 0) return;
       process.stderr.write('shardkit: the command ended before it finished: something it waited for never settled (a --pass-module that returns a promise it never resolves?)\n');
       process.exitCode = EXIT_PROBLEM;
     };
