@@ -1,5 +1,6 @@
 /** Argument parsers shared by commands: each validates and fails with INVALID_ARG (exit 2). */
 import { ErrorCodes, ShardkitError } from '../formats/errors.js';
+import type { CacheEvent, CacheOptions } from '../src/cache/shard-cache.js';
 import { httpHeaders } from '../src/io/http-headers.js';
 import { parseSize } from '../src/pack/size-arg.js';
 
@@ -22,9 +23,32 @@ export function parseChoice<T extends string>(text: string, what: string, choice
 export const HEADER_FLAGS = '-H, --header <header>';
 export const HEADER_HELP = 'HTTP request header for a remote dataset, "Name: value", or @FILE with one per line (keeps tokens out of ps); repeatable';
 
-/** openDataset's, verifyDataset's and derive's `http` option from `--header` values (none given: no option). */
-export function httpOption(values: readonly string[] | undefined): { http?: { headers: Record<string, string> } } {
-  return values === undefined || values.length === 0 ? {} : { http: { headers: httpHeaders(values) } };
+/** `--timeout`, for commands that read a dataset: the bound on every remote request, its retries included. */
+export const TIMEOUT_FLAGS = '--timeout <duration>';
+export const TIMEOUT_HELP =
+  'remote dataset: fail any request not answered in full within DURATION, retries included (e.g. 30s, 500ms, 2m; a plain number is seconds; default 120s); a server that stalls or trickles fails then';
+
+const DURATION_UNITS_MS: Record<string, number> = { ms: 1, s: 1000, '': 1000, m: 60_000, min: 60_000, h: 3_600_000 };
+
+/** A duration such as `30s`, `500ms`, `2m`, `1h` or `45` (seconds), in milliseconds. */
+export function parseDuration(text: string, what: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h|)\s*$/i.exec(text);
+  const ms = m === null ? NaN : Math.round(Number(m[1]) * (DURATION_UNITS_MS[(m[2] ?? '').toLowerCase()] as number));
+  if (!Number.isSafeInteger(ms) || ms < 1 || ms > 86_400_000) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a duration between 1ms and 24h (such as 30s, 500ms, 2m) for ${what} but received ${JSON.stringify(text)}`);
+  }
+  return ms;
+}
+
+/**
+ * openDataset's, verifyDataset's and derive's `http` option from `--header` values and `--timeout` (neither given:
+ * no option).
+ */
+export function httpOption(values: readonly string[] | undefined, timeout?: string): { http?: { headers?: Record<string, string>; deadlineMs?: number } } {
+  const headers = values === undefined || values.length === 0 ? undefined : httpHeaders(values);
+  const deadlineMs = timeout === undefined ? undefined : parseDuration(timeout, '--timeout');
+  if (headers === undefined && deadlineMs === undefined) return {};
+  return { http: { ...(headers === undefined ? {} : { headers }), ...(deadlineMs === undefined ? {} : { deadlineMs }) } };
 }
 
 /** `--max-member-bytes`, for commands that read members whole: openDataset's guard, raised for big files. */
@@ -39,4 +63,20 @@ export function maxMemberOption(text: string | undefined): { maxMemberBytes?: nu
 /** Commander's collector for a repeatable option. */
 export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
+}
+
+/** `--cache-dir DIR --cache-size SIZE`, for commands that read a dataset: openDataset's node-local shard cache. */
+export const CACHE_DIR_FLAGS = '--cache-dir <dir>';
+export const CACHE_DIR_HELP = 'node-local cache of whole shards for a dataset on slow storage (http(s), a network file system); shared by the processes that use it';
+export const CACHE_SIZE_FLAGS = '--cache-size <size>';
+export const CACHE_SIZE_HELP = 'most bytes --cache-dir may hold, downloads included (e.g. 50GiB); required with --cache-dir';
+
+/** openDataset's `cache` option from `--cache-dir`/`--cache-size` (neither given: none). Cache notes go to stderr. */
+export function cacheOption(dir: string | undefined, size: string | undefined): { cache?: CacheOptions } {
+  if (dir === undefined && size === undefined) return {};
+  if (dir === undefined || size === undefined) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `--cache-dir and --cache-size go together: give both (e.g. --cache-dir /dev/shm/shardkit --cache-size 8GiB) or neither`);
+  }
+  const onEvent = (e: CacheEvent): void => void process.stderr.write(`shardkit: note: cache: ${e.shard}: ${e.reason}\n`);
+  return { cache: { dir, maxBytes: parseSize(size, '--cache-size', { min: 1 }), onEvent } };
 }

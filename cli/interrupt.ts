@@ -1,4 +1,5 @@
 import { shellWord } from '../src/read/missing-manifest.js';
+import { releaseHeldLocks } from '../src/pack/write-lock.js';
 
 /**
  * Ctrl-C (SIGINT) or SIGTERM while a command writes files. The default action ends the process wherever it is,
@@ -10,7 +11,11 @@ import { shellWord } from '../src/read/missing-manifest.js';
 export function stopBetweenFiles(): void {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     // once: the listener is gone when it runs, so this kill takes the default action
-    process.once(signal, () => process.kill(process.pid, signal));
+    process.once(signal, () => {
+      // the target's lock goes with the process: nothing of extract's stays in the user's tree
+      releaseHeldLocks();
+      process.kill(process.pid, signal);
+    });
   }
 }
 

@@ -67,7 +67,7 @@ export function checkSample(sample: unknown): asserts sample is Sample {
 
 /**
  * Checks that a key can name files safely: relative, `/`-separated, no empty, `.` or `..` segments, no NUL or
- * backslash; and that extensions contain no `/`.
+ * backslash; and that extensions contain no `/`, NUL or backslash.
  */
 export function checkSampleNames(sample: Sample): void {
   checkKeyAndExts(sample.key, Object.keys(sample.members));
@@ -84,7 +84,8 @@ export function checkKeyAndExts(key: string, exts: readonly string[]): void {
   if (BAD_SEGMENT.test(key)) bad('has an empty, "." or ".." path segment');
   if (exts.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample ${JSON.stringify(key)} has no members`, { key });
   for (const ext of exts) {
-    if (ext.includes('/') || ext.includes('\0')) bad(`has a member extension ${JSON.stringify(ext)} with "/" or NUL`);
+    // a backslash too, as in keys: extract refuses such a path (a separator elsewhere), and refused the whole dataset
+    if (ext.includes('/') || ext.includes('\0') || ext.includes('\\')) bad(`has a member extension ${JSON.stringify(ext)} with "/", a backslash or NUL`);
     // UTF-8 cannot hold it: it would be stored as U+FFFD and read back as another name
     if (LONE_SURROGATE.test(ext)) bad(`has a member extension ${JSON.stringify(ext)} that is not valid Unicode (lone surrogate)`);
   }

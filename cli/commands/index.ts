@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { count } from '../format.js';
-import { adoptTars } from '../../src/adopt/adopt-tars.js';
+import { adoptTars } from '../../src/on-demand.js';
 import { parseCount } from '../args.js';
 import { printJson, runAction } from '../run-action.js';
 

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { count } from '../format.js';
-import { mergeParts } from '../../src/pack/merge.js';
+import { mergeParts } from '../../src/on-demand.js';
 import { printJson, runAction } from '../run-action.js';
 
 export function registerMerge(program: Command): void {

@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
-import { pack, defaultOutDir, type PackResult } from '../../src/pack/pack.js';
+import { pack } from '../../src/on-demand.js';
+import { defaultOutDir } from '../../src/pack/output-dir.js';
+import type { PackResult } from '../../src/pack/pack.js';
 import { parsePart } from '../../src/pack/partition.js';
 import { parseSize, formatSize } from '../../src/pack/size-arg.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
@@ -32,6 +34,7 @@ interface PackFlags {
   exclude: string[];
   pageSize: string;
   sync?: boolean;
+  verifySource?: boolean;
   json?: boolean;
   quiet?: boolean;
 }
@@ -76,6 +79,7 @@ export function registerPack(program: Command): void {
     .option('--exclude <glob>', 'leave out files matching GLOB (repeatable)', collect, [])
     .option('--page-size <bytes>', 'index page size (power of two, 1KiB..64KiB)', '4096')
     .option('--sync', 'fsync shards and index before committing the manifest')
+    .option('--verify-source', 'read every source file twice and fail with INPUT_CHANGED when the two differ: catches files written during the pack without their size, mtime or ctime changing (through a shared memory map), which the default check cannot see; costs a second read')
     .option('--json', 'print a JSON summary')
     .option('--quiet', 'print nothing on success')
     .action(
@@ -121,6 +125,7 @@ export function registerPack(program: Command): void {
             include: flags.include,
             exclude: flags.exclude,
             sync: flags.sync === true,
+            verifySource: flags.verifySource === true,
             prescan: interactive,
             ...(concurrency === undefined ? {} : { concurrency }),
             ...(readThreads === undefined ? {} : { readThreads }),

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { count } from '../format.js';
-import { reindexDataset } from '../../src/adopt/reindex.js';
+import { reindexDataset } from '../../src/on-demand.js';
 import { printJson, runAction } from '../run-action.js';
 
 export function registerReindex(program: Command): void {

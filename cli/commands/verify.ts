@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
-import cliProgress from 'cli-progress';
-import { verifyDataset, type VerifyProgress } from '../../src/verify/verify-dataset.js';
+import { verifyDataset } from '../../src/on-demand.js';
+import type { VerifyProgress } from '../../src/verify/verify-dataset.js';
 import { count, humanBytes, indexPages } from '../format.js';
-import { HEADER_FLAGS, HEADER_HELP, collect, httpOption } from '../args.js';
+import { HEADER_FLAGS, HEADER_HELP, TIMEOUT_FLAGS, TIMEOUT_HELP, collect, httpOption } from '../args.js';
 import { EXIT_OK, EXIT_PROBLEM, printJson, runAction } from '../run-action.js';
+import { loadCliProgress } from '../progress.js';
 
 export function registerVerify(program: Command): void {
   program
@@ -13,12 +14,13 @@ export function registerVerify(program: Command): void {
     .option('--quick', 'structure and sizes only: index invariants, shard sizes and fingerprints (reads no member)')
     .option('--json', 'print the report as JSON')
     .option(HEADER_FLAGS, HEADER_HELP, collect)
+    .option(TIMEOUT_FLAGS, TIMEOUT_HELP)
     .action(
-      runAction(async (location: string, opts: { quick?: boolean; json?: boolean; header?: string[] }) => {
-        const http = httpOption(opts.header);
+      runAction(async (location: string, opts: { quick?: boolean; json?: boolean; header?: string[]; timeout?: string }) => {
+        const http = httpOption(opts.header, opts.timeout);
         const bar =
           process.stderr.isTTY && !opts.json
-            ? new cliProgress.SingleBar({ stream: process.stderr, format: 'verify {phase} [{bar}] {percentage}%' }, cliProgress.Presets.shades_classic)
+            ? new (loadCliProgress().SingleBar)({ stream: process.stderr, format: 'verify {phase} [{bar}] {percentage}%' }, loadCliProgress().Presets.shades_classic)
             : undefined;
         let phase = '';
         const onProgress = (p: VerifyProgress): void => {

@@ -12,10 +12,11 @@ import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { INDEX_MAGIC } from '../../formats/index-layout.js';
 import { ADOPTED_EXTRA_KEY, MANIFEST_FILE } from '../../formats/manifest.js';
 import { INDEX_FILE } from '../pack/commit.js';
-import { fsCall } from '../pack/fs-errors.js';
+import { fsCall, makeDir } from '../pack/fs-errors.js';
 import { ADOPT_WORK_DIR } from './scan-tar.js';
 import { LOCK_FILE } from '../pack/write-lock.js';
 import { REPLACED_MANIFEST } from '../pack/output-dir.js';
+import { TEMP_PREFIX } from '../pack/replace-file.js';
 
 export interface AdoptInput {
   real: string;
@@ -24,7 +25,7 @@ export interface AdoptInput {
 
 /** Creates `out` when missing, or checks that `index` may write there (see above). */
 export function prepareAdoptOutput(out: string, inputs: readonly AdoptInput[], force: boolean): void {
-  fsCall('create', out, () => fs.mkdirSync(out, { recursive: true }));
+  makeDir(out);
   // a dataset there, or one a killed `index --force` was replacing (its manifest moved aside until the new one is in)
   const replaced = path.join(out, REPLACED_MANIFEST);
   const manifestFile = fs.existsSync(replaced) && !fs.existsSync(path.join(out, MANIFEST_FILE)) ? replaced : path.join(out, MANIFEST_FILE);
@@ -65,7 +66,8 @@ function madeByIndex(file: string): boolean {
  * and what an interrupted `index` leaves (its work directory, an index file, the temporary names).
  */
 function writtenByIndex(out: string, name: string, inputs: readonly AdoptInput[]): boolean {
-  if (name === ADOPT_WORK_DIR || name === `${INDEX_FILE}.tmp` || name === `${MANIFEST_FILE}.tmp`) return true;
+  // temporaries (a killed run's) are never a tar's name in `out`: see writerName in adopt-tars.ts
+  if (name === ADOPT_WORK_DIR || name.startsWith(TEMP_PREFIX)) return true;
   const file = path.join(out, name);
   let st: fs.Stats;
   try {

@@ -3,17 +3,23 @@
  * in key order, the extra files, and then the manifest, the commit point. Each file goes under a temporary name
  * and is renamed into place, so a crash leaves either no manifest or a complete dataset.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { crc32cHex } from '../../formats/checksum.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import type { Layout, ShardRecord } from '../../formats/index-layout.js';
-import { MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION, serializeManifest, type Manifest, type ManifestPart, type ManifestPass } from '../../formats/manifest.js';
+import { MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION, serializeManifest, type Manifest, type ManifestAppend, type ManifestPart, type ManifestPass } from '../../formats/manifest.js';
 import { VERSION } from '../version.js';
-import { fsCall } from './fs-errors.js';
+import { replaceFile } from './replace-file.js';
 import { IndexFileWriter, writeIndexFile } from './index-file.js';
 
 export const INDEX_FILE = 'index.skidx';
+/** The index file names a dataset may have: `index.skidx` from pack, `index-<n>.skidx` from its n-th append. */
+export const INDEX_FILE_NAME = /^index(-[1-9]\d*)?\.skidx$/;
+
+/** The index file name of a dataset's n-th append (n from 1). */
+export function appendIndexFile(n: number): string {
+  return `index-${n}.skidx`;
+}
 
 export interface CommitInput {
   dir: string;
@@ -33,6 +39,10 @@ export interface CommitInput {
   extra: Record<string, unknown>;
   /** Recorded for a dataset that is one part of a partitioned pack. */
   part?: ManifestPart;
+  /** The index file's name, when not {@link INDEX_FILE} (an append writes `index-<n>.skidx`); its writer's name when given one. */
+  indexFile?: string;
+  /** The appends the dataset has had (see ManifestAppend). */
+  appends?: ManifestAppend[];
 }
 
 export function commitDataset(c: CommitInput): Manifest {
@@ -45,7 +55,7 @@ export function commitDataset(c: CommitInput): Manifest {
     tool: { name: 'shardkit', version: VERSION },
     layout: c.layout,
     compress: c.compress,
-    index: { file: INDEX_FILE, bytes: index.bytes, pageSize: c.pageSize, crc32c: crc32cHex(index.headerCrc) },
+    index: { file: c.indexFile ?? INDEX_FILE, bytes: index.bytes, pageSize: c.pageSize, crc32c: crc32cHex(index.headerCrc) },
     shards: c.shards.map((s) => ({ file: s.file, bytes: s.bytes, samples: s.samples, crc32c: crc32cHex(s.crc32c) })),
     totals: {
       samples: index.entryCount,
@@ -59,13 +69,16 @@ export function commitDataset(c: CommitInput): Manifest {
     skipped: c.skipped,
     extra: c.extra,
     ...(c.part === undefined ? {} : { part: { index: c.part.index, count: c.part.count } }),
+    ...(c.appends === undefined ? {} : { appends: c.appends }),
   };
   writeAtomically(path.join(c.dir, MANIFEST_FILE), new TextEncoder().encode(serializeManifest(manifest)));
   return manifest;
 }
 
+/**
+ * Writes `file` through a temporary of a random name (never `<file>.tmp`, a name an input may have: `index` keeps
+ * the user's tars in its output) and a rename: no link at either name is written through.
+ */
 export function writeAtomically(file: string, bytes: Uint8Array): void {
-  const tmp = `${file}.tmp`;
-  fsCall('write', tmp, () => fs.writeFileSync(tmp, bytes));
-  fsCall('rename', tmp, () => fs.renameSync(tmp, file));
+  replaceFile(file, bytes);
 }

@@ -25,6 +25,11 @@ export interface DatasetWriterOptions {
   pageSize?: number;
   /** Shard file name prefix (default `shard-`); parts of a partitioned pack use their own. */
   shardPrefix?: string;
+  /**
+   * The number in the first shard's name (default 0): `append` writes its shards under the numbers that follow the
+   * dataset's last one. Shard numbers inside this writer's own index still start at 0.
+   */
+  firstShard?: number;
   /** Which part of a partitioned pack this is, recorded in the manifest so `merge` can check it has every part. */
   part?: ManifestPart;
   /** Passes recorded in the manifest. */
@@ -81,6 +86,7 @@ export interface ValidOptions {
   shardBytes: number;
   pageSize: number;
   shardPrefix: string;
+  firstShard: number;
   passes: ManifestPass[];
   sync: boolean;
   runEntries: number;
@@ -105,6 +111,8 @@ export function validateOptions(o: DatasetWriterOptions): ValidOptions {
   validatePageSize(pageSize);
   const shardPrefix = o.shardPrefix ?? 'shard-';
   if (!/^[A-Za-z0-9._-]*$/.test(shardPrefix)) bad('shardPrefix', 'letters, digits, ".", "_" or "-"', shardPrefix);
+  const firstShard = o.firstShard ?? 0;
+  if (!Number.isSafeInteger(firstShard) || firstShard < 0) bad('firstShard', 'a non-negative integer', firstShard);
   const runEntries = o.runEntries ?? 100_000;
   if (!Number.isSafeInteger(runEntries) || runEntries < 1) bad('runEntries', 'a positive integer', runEntries);
   const part = o.part;
@@ -113,5 +121,5 @@ export function validateOptions(o: DatasetWriterOptions): ValidOptions {
   }
   const keyRule = o.keyRule ?? 'webdataset';
   if (!KEY_RULES.includes(keyRule)) bad('keyRule', KEY_RULES.map((r) => `"${r}"`).join(' or '), keyRule);
-  return { dir: o.dir, layout, keyRule, compress, shardBytes, pageSize, shardPrefix, passes: o.passes ?? [], sync: o.sync ?? false, runEntries, part, command: o.command ?? 'pack' };
+  return { dir: o.dir, layout, keyRule, compress, shardBytes, pageSize, shardPrefix, firstShard, passes: o.passes ?? [], sync: o.sync ?? false, runEntries, part, command: o.command ?? 'pack' };
 }

@@ -25,6 +25,7 @@ import { prepareDirectory, reservedNameUse } from './output-dir.js';
 import { WriteLock } from './write-lock.js';
 import { validateOptions, type DatasetWriterOptions, type WriterStats } from './dataset-writer-options.js';
 import { ShardFile } from './shard-file.js';
+import { InputDigest, type InputRange } from './input-proof.js';
 import { inKeyOrder, type SkippedInput } from './skipped.js';
 
 export { INDEX_FILE };
@@ -50,7 +51,12 @@ export class DatasetWriter {
   readonly resumedCursor: number;
   /** Of a resumed write: the last sample it had written and its input position, for the caller to check its input. */
   readonly resumedLast: { key: string; at: number } | undefined;
+  /** Of a resumed write: what proves its input unchanged (empty when the journal holds no proof; see input-proof.ts). */
+  readonly resumedInputs: InputRange[] = [];
+  /** The input samples consumed since the last shard, for the journal: pack notes each (see input-proof.ts). */
+  readonly inputDigest: InputDigest;
   private readonly prefix: string;
+  private readonly firstShard: number;
   private readonly passes: ManifestPass[];
   private readonly sync: boolean;
   private readonly part: ManifestPart | undefined;
@@ -90,6 +96,7 @@ export class DatasetWriter {
     this.shardBytes = o.shardBytes;
     this.pageSize = o.pageSize;
     this.prefix = o.shardPrefix;
+    this.firstShard = o.firstShard;
     this.part = o.part;
     this.passes = o.passes;
     this.sync = o.sync;
@@ -102,6 +109,8 @@ export class DatasetWriter {
       shardBytes: this.shardBytes,
       pageSize: this.pageSize,
       shardPrefix: this.prefix,
+      // only when set: journals of packs stay as they were
+      ...(this.firstShard === 0 ? {} : { firstShard: this.firstShard }),
       passes: this.passes,
       ...(options.resumeOptions === undefined ? {} : { input: options.resumeOptions }),
       ...(options.preparedDigest === undefined ? {} : { prepared: options.preparedDigest }),
@@ -131,12 +140,15 @@ export class DatasetWriter {
           this.stats.storedBytes += line.storedBytes;
           runs = line.runs;
           checkpoint = line.index;
+          if (line.inputs !== undefined && line.since !== undefined) this.resumedInputs.push({ end: line.cursor, inputs: line.inputs, since: line.since });
           this.cursor = line.cursor;
           if (line.last !== undefined) {
             this.lastKey = line.last.key;
             this.lastAt = line.last.at;
           }
         }
+        // a journal with a line without proof (an earlier version's, derive's) proves nothing
+        if (this.resumedInputs.length !== resumed.length) this.resumedInputs.length = 0;
         this.stats.shards = this.shards.length;
         this.journaled = { originalBytes: this.stats.originalBytes, storedBytes: this.stats.storedBytes, members: this.stats.members };
         this.skippedJournaled = this.skipped.length;
@@ -160,6 +172,8 @@ export class DatasetWriter {
       } else if ((resumed === undefined || resumed.length === 0) && options.liveIndex !== false) {
         this.live = new IndexFileWriter(path.join(this.dir, INDEX_FILE), this.layout, this.pageSize, liveFile);
       }
+      // after the output is made: its mkdir in a source that holds it is no change to the source
+      this.inputDigest = new InputDigest();
     } catch (err) {
       this.lock.abandon();
       throw err;
@@ -343,7 +357,7 @@ export class DatasetWriter {
   }
 
   private openShard(): OpenShard {
-    const name = `${this.prefix}${String(this.shards.length).padStart(6, '0')}${SHARD_EXTENSIONS[this.layout]}`;
+    const name = `${this.prefix}${String(this.firstShard + this.shards.length).padStart(6, '0')}${SHARD_EXTENSIONS[this.layout]}`;
     const finalPath = path.join(this.dir, name);
     const file = new ShardFile(`${finalPath}.tmp`, finalPath);
     if (this.layout === 'packed') file.write(encodePackedHeader());
@@ -372,6 +386,7 @@ export class DatasetWriter {
       ...(index === undefined ? {} : { index }),
       cursor: this.cursor,
       ...(this.lastKey === undefined ? {} : { last: { key: this.lastKey, at: this.lastAt } }),
+      ...this.inputDigest.seal(),
       skipped: this.skipped.slice(this.skippedJournaled),
       originalBytes: this.stats.originalBytes - this.journaled.originalBytes,
       storedBytes: this.stats.storedBytes - this.journaled.storedBytes,

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
 import { resolveLocation } from '../io/location.js';
+import { replaceFile } from './replace-file.js';
 import { fsCall } from './fs-errors.js';
 import type { IndexCheckpoint } from './index-file.js';
 
@@ -34,6 +35,9 @@ export interface JournalShard {
    * still has that key there, since it skips `cursor` samples by count.
    */
   last?: { key: string; at: number };
+  /** SHA-256 of the input samples consumed since the previous line, and when their run began (see input-proof.ts). */
+  inputs?: string;
+  since?: number;
   /** Skips recorded since the previous line. */
   skipped: { path: string; reason: string }[];
   originalBytes: number;
@@ -167,9 +171,7 @@ export class JournalWriter {
 
   /** Writes the whole journal aside and renames it over the old one: a kill leaves one or the other, never an empty file. */
   private replace(text: string): void {
-    const aside = `${this.file}.new`;
-    fsCall('write', aside, () => fs.writeFileSync(aside, text));
-    fsCall('rename', this.file, () => fs.renameSync(aside, this.file));
+    replaceFile(this.file, new TextEncoder().encode(text));
   }
 
   /** Records why the write stopped (see JournalFailure); the journal stays valid for a resume. */

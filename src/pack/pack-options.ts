@@ -76,7 +76,7 @@ export function validatePackOptions(options: unknown): PackOptions {
   if (o.keyRule !== undefined && !(KEY_RULES as readonly unknown[]).includes(o.keyRule)) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected one of ${KEY_RULES.join(', ')} for keyRule but received ${JSON.stringify(o.keyRule)}`);
   }
-  for (const name of ['resume', 'force', 'followSymlinks', 'includeHidden', 'groupNumbered', 'sync', 'prescan']) expectOptionalBoolean(o, name);
+  for (const name of ['resume', 'force', 'followSymlinks', 'includeHidden', 'groupNumbered', 'sync', 'prescan', 'verifySource']) expectOptionalBoolean(o, name);
   expectOptionalStrings(o, 'include');
   expectOptionalStrings(o, 'exclude');
   const part = o.part as { index?: unknown; count?: unknown } | undefined;
@@ -98,7 +98,7 @@ export function validateDeriveOptions(options: unknown): DeriveOptions {
   const o = options as Record<string, unknown>;
   if (typeof o.dataset !== 'string' || o.dataset === '') invalid('a dataset directory or URL', 'dataset', o.dataset);
   if (typeof o.out !== 'string' || o.out === '') invalid('an output directory path', 'out', o.out);
-  if (expectPasses(o.passes).length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'derive needs at least one --pass');
+  if (expectPasses(o.passes).length === 0 && o.select === undefined) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'derive needs at least one --pass, or a --select');
   for (const name of ['resume', 'force']) expectOptionalBoolean(o, name);
   if (o.onProgress !== undefined && typeof o.onProgress !== 'function') invalid('a function', 'onProgress', o.onProgress);
   return o as unknown as DeriveOptions;

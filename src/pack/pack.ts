@@ -3,11 +3,13 @@
  * walk order whatever the concurrency, so the same input and options give the same bytes; memory stays bounded
  * (two directory listings per level, a window of in-flight samples, the writer's bounded index runs).
  */
+import { withResumeAdvice } from './fs-errors.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectLocalPath } from '../io/location.js';
 import { isInside, realPathOf } from './paths.js';
+import { defaultOutDir } from './output-dir.js';
 import type { Layout } from '../../formats/index-layout.js';
 import { Codec } from '../../formats/index-entry.js';
 import type { Manifest } from '../../formats/manifest.js';
@@ -78,6 +80,14 @@ export interface PackOptions {
   /** fsync shards and index before the manifest. */
   sync?: boolean;
   /**
+   * Read every source file twice and compare their CRC32C: INPUT_CHANGED when they differ. Without it, a file is
+   * refused when its size, mtime or ctime moved while it was read (GNU tar's check): a write through a shared
+   * memory map (mmap) can change the bytes without moving any of them, and is then packed torn. With it, such a
+   * change is caught when it falls between the two reads; a change after the second read, or one that is undone
+   * before it, is not. Costs a second read of every file (from the page cache, for files that fit in memory).
+   */
+  verifySource?: boolean;
+  /**
    * Count the samples for progress totals (`totalSamples`) with a walk of its own that runs alongside the pack
    * (names only, no stat per file), so the pack does not wait for it. Passes with prepare() walk the keys before
    * the pack anyway, and count them on the way.
@@ -91,6 +101,10 @@ export interface PackOptions {
    */
   readThreads?: number;
   onProgress?: (p: PackProgress) => void;
+  /** @internal The number in the first shard's name (see DatasetWriterOptions.firstShard); `append` sets it. */
+  firstShard?: number;
+  /** @internal What the output directory's lock names as its writer (default `pack`). */
+  command?: string;
 }
 
 export interface PackResult {
@@ -119,9 +133,7 @@ export interface PackResult {
   passStats: Record<string, Record<string, number>>;
 }
 
-export function defaultOutDir(source: string): string {
-  return `${path.resolve(source).replace(/[\\/]+$/, '')}.shards`;
-}
+export { defaultOutDir };
 
 /**
  * Packs a directory of files into a dataset (see PackOptions).
@@ -178,6 +190,8 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),
     ...(options.part === undefined ? {} : { shardPrefix: partShardPrefix(options.part), part: options.part }),
     passes: passes.map((p) => ({ name: p.name, params: p.params })),
+    ...(options.firstShard === undefined ? {} : { firstShard: options.firstShard }),
+    ...(options.command === undefined ? {} : { command: options.command }),
     resume: options.resume ?? false,
     // a resume skips as many samples as the interrupted walk had let through: the same filters must choose them
     resumeOptions: {
@@ -224,6 +238,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
       groupNumbered,
       ...(options.part === undefined ? {} : { part: options.part }),
       skip: resumed,
+      ...(options.verifySource === true ? { verifySource: true } : {}),
       // the walk that makes the tasks lists the names it refused (each once: the other walks only count samples)
       onSkip: (relPath: string, reason: WalkSkipReason, error?: ShardkitError) => {
         if (reason === 'dataset') datasetDirs.push(relPath);
@@ -232,6 +247,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
         else if (error !== undefined) writer.refuse(relPath, `${error.code}: ${error.message}`);
       },
       ...(writer.resumedLast === undefined ? {} : { skipCheck: writer.resumedLast }),
+      skipProof: writer.resumedInputs,
       // without passes, the reader thread encodes samples for the writer too
       ...(passes.length === 0 ? { encode: { layout: writer.layout, codec: writer.compress === 'lz4' ? Codec.lz4 : Codec.none, pageSize: writer.pageSize, keyRule: writer.keyRule } } : {}),
     },
@@ -264,7 +280,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     return result;
   } catch (err) {
     writer.abort(err);
-    throw err;
+    throw withResumeAdvice(err);
   } finally {
     counting.stop = true;
   }
@@ -280,6 +296,7 @@ async function writeBatches(batches: SourceBatches, writer: DatasetWriter, onErr
     for (const s of batchSamples(batch, true)) {
       if (s.encoded !== undefined) settleEncoded(s.key, s.exts[0] as string, s.encoded, s.keyBytes, s.sourceBytes, writer, onError, counters);
       else settle({ name: memberPath(s.key, s.exts[0] as string), bytes: 0, kind: 'failed', error: sampleError(s.error as SampleInputError) }, writer, onError, counters);
+      writer.inputDigest.note(s.key, s.exts);
     }
     // the writer may still reference the batch's buffers: let go before they go back to the reader
     writer.release();
@@ -300,6 +317,7 @@ async function* pipelineItems(batches: SourceBatches): AsyncGenerator<PipelineIt
     for (const s of batchSamples(batch, false)) {
       yield {
         name: memberPath(s.key, s.exts[0] as string),
+        input: { key: s.key, exts: s.exts },
         load: () => {
           if (s.error !== undefined) throw sampleError(s.error);
           const paths = Object.fromEntries(s.exts.map((ext) => [ext, memberPath(s.key, ext)]));

@@ -13,6 +13,8 @@ import { runPasses } from './run-passes.js';
 export interface PipelineItem {
   /** Name for the manifest's skipped list (source path or key). */
   name: string;
+  /** The input sample's key and member extensions, noted for a resume's proof (see input-proof.ts). */
+  input?: { key: string; exts: readonly string[] };
   /** Produces the sample (reading it may fail with an input error). */
   load(): Promise<{ sample: Sample; ctx: PassContext }> | { sample: Sample; ctx: PassContext };
 }
@@ -24,14 +26,20 @@ export interface PipelineCounters {
 }
 
 /** What became of one input sample, ready for the writer. */
-export type Processed = { name: string; bytes: number } & ({ kind: 'ok'; sample: Sample } | { kind: 'dropped'; pass: string } | { kind: 'failed'; error: ShardkitError });
+export type Processed = { name: string; bytes: number; input?: PipelineItem['input'] } & ({ kind: 'ok'; sample: Sample } | { kind: 'dropped'; pass: string } | { kind: 'failed'; error: ShardkitError });
 
-/** Input errors a user may choose to skip; anything else (a bug, the output disk) always stops. */
+/** Input errors a user may choose to skip (a source file too large to hold included); anything else (a bug, the output disk) always stops. */
 function isInputError(err: unknown): err is ShardkitError {
-  return isShardkitError(err) && (err.code === ErrorCodes.INPUT || err.code === ErrorCodes.INPUT_CHANGED);
+  return isShardkitError(err) && (err.code === ErrorCodes.INPUT || err.code === ErrorCodes.INPUT_CHANGED || err.code === ErrorCodes.TOO_LARGE);
 }
 
 async function processItem(item: PipelineItem, passes: readonly Pass[]): Promise<Processed> {
+  const r = await processItemOnly(item, passes);
+  if (item.input !== undefined) r.input = item.input;
+  return r;
+}
+
+async function processItemOnly(item: PipelineItem, passes: readonly Pass[]): Promise<Processed> {
   let bytes = 0;
   try {
     const { sample, ctx } = await item.load();
@@ -53,6 +61,7 @@ export async function runPipeline(
   const counters: PipelineCounters = { samples: 0, bytes: 0, skipped: 0 };
   for await (const r of orderedMap(items, options.concurrency, (item) => processItem(item, passes))) {
     settle(r, writer, options.onError, counters);
+    if (r.input !== undefined) writer.inputDigest.note(r.input.key, r.input.exts);
     options.onEach?.(counters);
   }
   return counters;

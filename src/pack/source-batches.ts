@@ -4,6 +4,7 @@
  * source-threads.ts runs the reads in threads; with no threads, the same code runs in the calling thread. Reader
  * threads load this module, not the walk's.
  */
+import type { InputRange } from './input-proof.js';
 import { sep } from 'node:path';
 import { ErrorCodes, ShardkitError, isShardkitError, type ErrorCode } from '../../formats/errors.js';
 import type { CodecId, MemberEntry } from '../../formats/index-entry.js';
@@ -33,11 +34,15 @@ export interface SourceBatchOptions extends SourceWalkFilters {
   skip: number;
   /** The last of those written and its position: the walk must still find that key there (else INPUT_CHANGED). */
   skipCheck?: { key: string; at: number };
+  /** What the interrupted pack recorded of the samples it wrote: each is checked as the walk passes it over. */
+  skipProof?: InputRange[];
   /**
    * Encode each sample for the writer too (tar headers, LZ4, member CRCs; see encodeSample), so that work runs on
    * the reader's thread. Without it, batches carry the members' raw bytes (for passes).
    */
   encode?: { layout: Layout; codec: CodecId; pageSize: number; keyRule?: KeyRule };
+  /** Read each source file twice and compare checksums (see readSourceFileInto): slower, for sources being written. */
+  verifySource?: boolean;
 }
 
 /**
@@ -196,9 +201,10 @@ export function sampleError(e: SampleInputError): ShardkitError {
  * Reads the samples of tasks into batches (raw members, or encoded with `encode`). `takeChunk` offers a recycled
  * buffer. Input errors of one sample are recorded on it; anything else ends the iteration with an error.
  */
-export async function* readTasks(tasks: AsyncIterable<SourceTask>, encode: EncodeOptions | undefined, takeChunk: () => ArrayBuffer | undefined = () => undefined): AsyncGenerator<SourceBatch> {
-  const builder = new BatchBuilder(encode, takeChunk);
-  const reader = nativeSampleReader(encode);
+export async function* readTasks(tasks: AsyncIterable<SourceTask>, encode: EncodeOptions | undefined, takeChunk: () => ArrayBuffer | undefined = () => undefined, verifySource = false): AsyncGenerator<SourceBatch> {
+  const builder = new BatchBuilder(encode, takeChunk, verifySource);
+  // the native reader reads each file once: a second read to compare is this thread's
+  const reader = verifySource ? undefined : nativeSampleReader(encode);
   for await (const t of tasks) {
     builder.task = t.task;
     if (reader !== undefined) yield* readTaskNative(t, encode as EncodeOptions, builder, reader, isSampleError);

@@ -385,7 +385,16 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
       ancestors.add(identity);
     }
     try {
-      const raw = await (listing ?? readListing(absDir, relDir));
+      let raw: RawListing;
+      try {
+        raw = await (listing ?? readListing(absDir, relDir));
+      } catch (err) {
+        // a directory whose path is past PATH_MAX cannot be listed, and its keys would not fit an index anyway: with
+        // badNames 'skip' it is left out and listed, like a name that gives no key
+        if (badNames !== 'skip' || ((err as ShardkitError).cause as NodeJS.ErrnoException | undefined)?.code !== 'ENAMETOOLONG') throw err;
+        skip(relDir, 'no-key', new ShardkitError(ErrorCodes.TOO_LARGE, `${absDir}: the path is longer than the system allows (ENAMETOOLONG), and its keys longer than an index holds`, { file: absDir }));
+        return;
+      }
       // an earlier pack's output inside the source is a dataset, not samples: packing it again would double the data
       if (relDir !== '' && (await holdsDataset(absDir, raw.names))) {
         skip(relDir, 'dataset');
