@@ -92,4 +92,19 @@ describe('pack --key-rule path', () => {
     expect(again.status, again.stderr).toBe(0);
     expect(JSON.parse(again.stdout).samples).toBe(60);
   });
+
+  it('append keys the new files by the rule the dataset was packed with', () => {
+    const src = kaggle();
+    const out = path.join(tmpDir(), 'ds');
+    expect(shardkit(['pack', src, '--out', out, '--key-rule', 'path']).status).toBe(0);
+    const more = tmpDir();
+    fs.mkdirSync(path.join(more, 'train'));
+    for (let i = 30; i < 35; i++) fs.writeFileSync(path.join(more, 'train', `dog.${i}.jpg`), `dog ${i}`);
+    const r = shardkit(['append', out, more, '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const keys = shardkit(['ls', out]).stdout.split('\n').filter(Boolean);
+    expect(keys).toHaveLength(65);
+    expect(keys).toContain('train/dog.34');
+    expect(shardkit(['verify', out]).status).toBe(0);
+  });
 });
