@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { extractDataset } from '../../src/on-demand.js';
 import { HEADER_FLAGS, HEADER_HELP, TIMEOUT_FLAGS, TIMEOUT_HELP, MAX_MEMBER_FLAGS, MAX_MEMBER_HELP, collect, httpOption, maxMemberOption , CACHE_DIR_FLAGS, CACHE_DIR_HELP, CACHE_SIZE_FLAGS, CACHE_SIZE_HELP, cacheOption } from '../args.js';
-import { humanBytes } from '../format.js';
+import { count, humanBytes } from '../format.js';
 import { stopBetweenFiles } from '../interrupt.js';
 import { printJson, runAction } from '../run-action.js';
 
@@ -24,7 +24,7 @@ export function registerExtract(program: Command): void {
         const open = { ...httpOption(opts.header, opts.timeout), ...maxMemberOption(opts.maxMemberBytes), ...cacheOption(opts.cacheDir, opts.cacheSize) };
         const r = await extractDataset(location, dir, { ...(opts.prefix === undefined ? {} : { prefix: opts.prefix }), open });
         if (opts.json) return printJson(r);
-        process.stdout.write(`${dir}: ${r.samples} samples, ${r.files} files, ${humanBytes(r.bytes)}\n`);
+        process.stdout.write(`${dir}: ${count(r.samples, 'sample')}, ${count(r.files, 'file')}, ${humanBytes(r.bytes)}\n`);
       }),
     );
 }

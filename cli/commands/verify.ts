@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { verifyDataset } from '../../src/on-demand.js';
 import type { VerifyProgress } from '../../src/verify/verify-dataset.js';
-import { humanBytes } from '../format.js';
+import { count, humanBytes, indexPages } from '../format.js';
 import { HEADER_FLAGS, HEADER_HELP, TIMEOUT_FLAGS, TIMEOUT_HELP, collect, httpOption } from '../args.js';
 import { EXIT_OK, EXIT_PROBLEM, printJson, runAction } from '../run-action.js';
 import { loadCliProgress } from '../progress.js';
@@ -47,10 +47,10 @@ export function registerVerify(program: Command): void {
         for (const d of report.damaged) lines.push(`damaged  ${d.key}  (${d.shard} @ ${d.offset}): ${d.what}`);
         if (report.damagedCount > report.damaged.length) lines.push(`... and ${report.damagedCount - report.damaged.length} more damaged`);
         const c = report.checked;
-        const scope = report.quick ? 'quick check' : `${c.members} members, ${humanBytes(c.memberBytes)}`;
+        const scope = report.quick ? 'quick check' : `${count(c.members, 'member')}, ${humanBytes(c.memberBytes)}`;
         lines.push(
-          `${report.ok ? 'ok' : 'DAMAGED'}: ${report.location}: ${c.samples} samples, ${c.pages} index pages, ${c.shards} shards (${humanBytes(c.shardBytes)}), ${scope}` +
-            (report.ok ? '' : `; ${report.damagedCount} damaged samples, ${report.problems.length} problems`),
+          `${report.ok ? 'ok' : 'DAMAGED'}: ${report.location}: ${count(c.samples, 'sample')}, ${indexPages(c.pages)}, ${count(c.shards, 'shard')} (${humanBytes(c.shardBytes)}), ${scope}` +
+            (report.ok ? '' : `; ${count(report.damagedCount, 'damaged sample')}, ${count(report.problems.length, 'problem')}`),
         );
         process.stdout.write(`${lines.join('\n')}\n`);
         return report.ok ? EXIT_OK : EXIT_PROBLEM;

@@ -82,7 +82,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
     await ds.close();
   }
   if (list.keys.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${dataset} holds no samples: nothing to bench`, { file: dataset });
-  const raw = rawFileFacts(rawDir, list);
+  const raw = rawFileFacts(rawDir, list, manifest.passes.map((p) => p.name));
   const notes = describeComparison(o, manifest.passes.map((p) => p.name), raw.bytes, manifest.totals.bytes);
 
   const ownWorkDir = options.workDir === undefined;

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { Layout } from '../../formats/index-layout.js';
-import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
+import { KEY_RULE_EXTRA, MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
 import { splitKey } from '../../formats/sample.js';
 import { carriedFiles } from '../../formats/shard-index.js';
 import type { Pass } from '../passes/pass.js';
@@ -55,6 +55,8 @@ export interface AppendOptions {
   force?: boolean;
   followSymlinks?: boolean;
   includeHidden?: boolean;
+  /** Keep files named `stem.N.ext` together as one sample (see PackOptions.groupNumbered). */
+  groupNumbered?: boolean;
   include?: string[];
   exclude?: string[];
   /** fsync the new shards and index before the manifest. */
@@ -151,7 +153,9 @@ async function appendLocked(dir: string, options: AppendOptions, onError: 'fail'
         resume: true,
         firstShard: target.firstShard,
         command: 'append',
-        ...pick(options, ['concurrency', 'readThreads', 'followSymlinks', 'includeHidden', 'include', 'exclude', 'sync', 'prescan', 'onProgress']),
+        // the new files are keyed as the dataset's were (see KeyRule)
+        ...(ds.manifest.extra[KEY_RULE_EXTRA] === 'path' ? { keyRule: 'path' as const } : {}),
+        ...pick(options, ['concurrency', 'readThreads', 'followSymlinks', 'includeHidden', 'groupNumbered', 'include', 'exclude', 'sync', 'prescan', 'onProgress']),
       });
       resumedSamples = packed.resumedSamples;
       crashPoint('append:staged');

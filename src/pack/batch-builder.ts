@@ -189,7 +189,7 @@ export class BatchBuilder {
       sourceBytes += bytes.length;
       setMember(members, exts[i] as string, bytes);
     });
-    const encoded = encodeSampleTo({ key, members }, encode.layout, encode.codec, this.sink);
+    const encoded = encodeSampleTo({ key, members }, encode.layout, encode.codec, this.sink, encode.keyRule);
     this.addSample(
       key,
       encoded.members.map((m) => m.ext),

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectLocalPath, isRemote, resolveLocation } from '../io/location.js';
 import type { Layout } from '../../formats/index-layout.js';
-import { ADOPTED_EXTRA_KEY, MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
+import { ADOPTED_EXTRA_KEY, KEY_RULE_EXTRA, MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
 import { memberPath } from '../../formats/sample.js';
 import { carriedFiles } from '../../formats/shard-index.js';
 import type { Pass } from '../passes/pass.js';
@@ -104,6 +104,8 @@ export async function derive(given: DeriveOptions): Promise<DeriveResult> {
     const writer = new DatasetWriter({
       dir: options.out,
       layout: options.layout ?? ds.manifest.layout,
+      // the variant keeps the source's keys, and so the rule its names split back by
+      ...(ds.manifest.extra[KEY_RULE_EXTRA] === 'path' ? { keyRule: 'path' as const } : {}),
       compress: options.compress ?? ds.manifest.compress,
       ...(options.shardBytes === undefined ? {} : { shardBytes: options.shardBytes }),
       passes: [...ds.manifest.passes, ...options.passes.map((p) => ({ name: p.name, params: p.params }))],
@@ -147,7 +149,7 @@ export async function derive(given: DeriveOptions): Promise<DeriveResult> {
       const manifest = await finishWithPassOutputs(writer, options.passes, inherited);
       return { manifest, resumedSamples: resumed, passStats: passStatsOf(options.passes) };
     } catch (err) {
-      writer.abort();
+      writer.abort(err);
       throw withResumeAdvice(err);
     }
   } finally {

@@ -79,7 +79,7 @@ export function settle(r: Processed, writer: DatasetWriter, onError: 'fail' | 's
   else if (onError === 'skip') {
     writer.skip(r.name, `${r.error.code}: ${r.error.stableMessage ?? r.error.message}`); // a manifest's words are the same every run
     counters.skipped++;
-  } else throw r.error;
+  } else throw stoppedOnInput(r.error, r.name);
   counters.samples++;
   counters.bytes += r.bytes;
 }
@@ -110,9 +110,22 @@ export function settleEncoded(
 
 /** A sample the layout or index cannot hold (key too long, unsafe name) is bad input like any other: skipped, or thrown. */
 function skipRefused(err: unknown, name: string, writer: DatasetWriter, onError: 'fail' | 'skip', counters: PipelineCounters): void {
-  if (onError !== 'skip' || !isShardkitError(err) || (err.code !== ErrorCodes.TOO_LARGE && err.code !== ErrorCodes.UNSAFE_PATH)) throw err;
+  if (!isShardkitError(err) || (err.code !== ErrorCodes.TOO_LARGE && err.code !== ErrorCodes.UNSAFE_PATH)) throw err;
+  if (onError !== 'skip') throw stoppedOnInput(err, name);
   writer.skip(name, `${err.code}: ${err.stableMessage ?? err.message}`);
   counters.skipped++;
+}
+
+/**
+ * The error that stops a write on the input `name` (`onError: 'fail'`), saying what can succeed: a resume as it is
+ * would fail the same way. `file` is the input, which the journal records (DatasetWriter.abort).
+ */
+function stoppedOnInput(err: ShardkitError, name: string): ShardkitError {
+  return new ShardkitError(
+    err.code,
+    `${err.message}; fix or remove ${name} and run again with --resume, or add --on-error skip to leave such inputs out (--force starts over)`,
+    { file: name, ...(err.key === undefined ? {} : { key: err.key }), cause: err },
+  );
 }
 
 export function validateConcurrency(concurrency: number): number {

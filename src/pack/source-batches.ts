@@ -9,6 +9,7 @@ import { sep } from 'node:path';
 import { ErrorCodes, ShardkitError, isShardkitError, type ErrorCode } from '../../formats/errors.js';
 import type { CodecId, MemberEntry } from '../../formats/index-entry.js';
 import type { Layout } from '../../formats/index-layout.js';
+import type { KeyRule } from '../../formats/sample.js';
 import type { EncodedSample } from '../../formats/sample-layout.js';
 import { memberPath } from '../../formats/sample.js';
 import { BatchBuilder } from './batch-builder.js';
@@ -20,11 +21,13 @@ import { nativeSampleReader, readTaskNative } from './read-samples.js';
  * The walk's filters, as WalkOptions has them: sourceTasks hands them on whole, so a filter added there reaches the
  * walk that makes the tasks (the output's own excludePaths once did not).
  */
-export type SourceWalkFilters = Required<Pick<WalkOptions, 'followSymlinks' | 'includeHidden'>> & Pick<WalkOptions, 'include' | 'exclude' | 'excludePaths' | 'badNames' | 'onSkip'>;
+export type SourceWalkFilters = Required<Pick<WalkOptions, 'followSymlinks' | 'includeHidden'>> & Pick<WalkOptions, 'include' | 'exclude' | 'excludePaths' | 'badNames' | 'onSkip' | 'keyRule'>;
 
 export interface SourceBatchOptions extends SourceWalkFilters {
   /** Absolute source directory. */
   root: string;
+  /** Keep files named `stem.N.ext` as members of sample `stem` (see MAX_NUMBERED_MEMBERS) instead of stopping. */
+  groupNumbered?: boolean;
   /** Only the samples of this part. */
   part?: PartSpec;
   /** Samples (of this part) to pass over without reading: written already by the run a `--resume` continues. */
@@ -37,7 +40,7 @@ export interface SourceBatchOptions extends SourceWalkFilters {
    * Encode each sample for the writer too (tar headers, LZ4, member CRCs; see encodeSample), so that work runs on
    * the reader's thread. Without it, batches carry the members' raw bytes (for passes).
    */
-  encode?: { layout: Layout; codec: CodecId; pageSize: number };
+  encode?: { layout: Layout; codec: CodecId; pageSize: number; keyRule?: KeyRule };
   /** Read each source file twice and compare checksums (see readSourceFileInto): slower, for sources being written. */
   verifySource?: boolean;
 }

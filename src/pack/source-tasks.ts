@@ -15,10 +15,10 @@ import { walkSource, type WalkStats } from './walk.js';
  * the reader's fstat (no lstat per file in the walk), and readers find each file from the root, key and extension.
  */
 export async function* sourceTasks(options: SourceBatchOptions, stats: (s: WalkStats) => void): AsyncGenerator<SourceTask> {
-  const { root: source, part, skip, skipCheck: check, skipProof, encode, ...filters } = options;
+  const { root: source, part, skip, skipCheck: check, skipProof, encode, groupNumbered, ...filters } = options;
   const walk = walkSource(source, { ...filters, stat: false });
   const root = normalize(source);
-  const grouper = new RunGrouper();
+  const grouper = new RunGrouper({ ...(groupNumbered === undefined ? {} : { groupNumbered }), ...(filters.keyRule === undefined ? {} : { keyRule: filters.keyRule }) });
   const proof = skipProof === undefined || skipProof.length === 0 ? undefined : new InputCheck(source, skipProof, filters.followSymlinks);
   let seen = 0;
   let task = 0;

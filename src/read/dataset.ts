@@ -22,7 +22,7 @@ import { IoStats } from '../io/io-stats.js';
 import { isRemote, redactLocation, resolveLocation } from '../io/location.js';
 import { openByteSource, readAll } from '../io/open-source.js';
 import { nativeAddon } from '../native/native.js';
-import { unfinishedWriteAdvice } from '../pack/journal.js';
+import { noManifestMessage } from './missing-manifest.js';
 import { crc32c } from '../../formats/checksum.js';
 import { DEFAULT_PAGE_CACHE_BYTES, IndexReader } from './index-reader.js';
 import { decodeRead, decodeRecord, decodeSpan, type DecodeContext } from './sample-decode.js';
@@ -138,8 +138,7 @@ export class Dataset {
         text = new TextDecoder().decode(bytes);
       } catch (err) {
         if (isShardkitError(err, ErrorCodes.SHARD_MISSING)) {
-          const why = (client === undefined ? unfinishedWriteAdvice(location) : undefined) ?? 'an unfinished pack has none: finish it with --resume';
-          throw new ShardkitError(ErrorCodes.NOT_A_DATASET, `${redactLocation(location)} is not a shardkit dataset (no ${MANIFEST_FILE}; ${why})`, { file: redactLocation(location), cause: err });
+          throw new ShardkitError(ErrorCodes.NOT_A_DATASET, noManifestMessage(location), { file: redactLocation(location), cause: err });
         }
         throw err;
       }

@@ -125,7 +125,7 @@ describe('shardkit pack', () => {
     expect(m.skipped).toEqual([{ path: 'cat/002.png', reason: 'SHARDKIT_ERR_INPUT: label missing' }]);
     const failed = shardkit(['pack', IMAGES, '--out', path.join(dir, 'fail'), ...GOOD, '--pass-module', mod]);
     expect(failed.status).toBe(1);
-    expect(failed.stderr).toBe('shardkit: SHARDKIT_ERR_INPUT: label missing\n');
+    expect(failed.stderr).toBe('shardkit: SHARDKIT_ERR_INPUT: label missing; fix or remove cat/002.png and run again with --resume, or add --on-error skip to leave such inputs out (--force starts over)\n');
   });
 
   it("takes whatever else a pass module throws as that sample's failure, not shardkit's internal error", () => {
@@ -134,7 +134,7 @@ describe('shardkit pack', () => {
     fs.writeFileSync(mod, `export default (s) => { if (s.key === 'cat/002') return s.members.nope.length; return s; };\n`);
     const failed = shardkit(['pack', IMAGES, '--out', path.join(dir, 'fail'), ...GOOD, '--pass-module', mod]);
     expect(failed.status).toBe(1);
-    expect(failed.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INPUT: pass custom:buggy\.mjs failed on sample cat\/002: TypeError: Cannot read properties of undefined \(reading 'length'\)\n$/);
+    expect(failed.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INPUT: pass custom:buggy\.mjs failed on sample cat\/002: TypeError: Cannot read properties of undefined \(reading 'length'\); fix or remove cat\/002\.png and run again with --resume, or add --on-error skip to leave such inputs out \(--force starts over\)\n$/);
     expect(fs.existsSync(path.join(dir, 'fail', 'manifest.json'))).toBe(false);
     const skipped = path.join(dir, 'skip');
     const r = shardkit(['pack', IMAGES, '--out', skipped, ...GOOD, '--pass-module', mod, '--on-error', 'skip', '--quiet']);
