@@ -1,13 +1,21 @@
 """shardkit.epoch_plan and its parts (prng, fisher_yates, shuffles, states): reference vectors, the SPEC's worked
 example, and properties. Cross-language equality with Node is test/compat/python-epoch-plan.test.ts."""
+import atexit
 import json
 import os
+import shutil
 import sys
+import tempfile
 
 import pytest
 from hypothesis import given, settings, strategies as st
+from hypothesis.configuration import set_hypothesis_home_dir
 
-# No .hypothesis/ database in the tree, and no deadline: 8 processes share 2 cores (conftest.py does the same).
+# No .hypothesis/ in the tree (no example database; its unicode cache in a temp dir), and no deadline: the
+# machine is shared.
+_hypothesis_home = tempfile.mkdtemp(prefix='shardkit-hypothesis-')
+atexit.register(shutil.rmtree, _hypothesis_home, True)
+set_hypothesis_home_dir(_hypothesis_home)
 settings.register_profile('shardkit-plan', database=None, deadline=None)
 settings.load_profile('shardkit-plan')
 
