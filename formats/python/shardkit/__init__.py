@@ -1,0 +1,14 @@
+"""shardkit: read shardkit datasets from Python (the second implementation of formats/SPEC.md).
+
+>>> import shardkit
+>>> with shardkit.open_dataset('/data/train.shards') as ds:
+...     print(len(ds), ds[0]['__key__'], ds.get('cat/001')['jpg'][:4])
+"""
+from .dataset import Dataset, open_dataset
+from .errors import ShardkitError
+
+__version__ = '0.1.0'
+
+# py-plan adds the epoch plan here at merge: `from .epoch_plan import EpochPlan`
+
+__all__ = ['Dataset', 'ShardkitError', 'open_dataset', '__version__']
