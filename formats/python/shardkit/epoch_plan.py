@@ -77,14 +77,30 @@ def rank_counts(remaining: int, world_size: int, partition: str, batch_size: int
     }
 
 
+class _RemainingToOrderIndex:
+    """Maps "the q-th order index not yet yielded" to the order index, for a cursor (a class, not a closure,
+    so a plan pickles for spawned DataLoader workers)."""
+
+    __slots__ = ('consumed', 'before')
+
+    def __init__(self, cursor: Cursor):
+        consumed, skip = cursor
+        self.consumed = consumed
+        # skip[t] - consumed - t: how many unyielded indices precede skip[t]; never decreases.
+        self.before = [index - consumed - t for t, index in enumerate(skip)]
+
+    def __call__(self, q: int) -> int:
+        return self.consumed + q + (bisect_right(self.before, q) if self.before else 0)
+
+    def __getstate__(self):
+        return self.consumed, self.before
+
+    def __setstate__(self, state):
+        self.consumed, self.before = state
+
+
 def _remaining_to_order_index(cursor: Cursor) -> Callable[[int], int]:
-    """Maps "the q-th order index not yet yielded" to the order index, for a cursor."""
-    consumed, skip = cursor
-    if not skip:
-        return lambda q: consumed + q
-    # skip[t] - consumed - t: how many unyielded indices precede skip[t]; never decreases.
-    before = [index - consumed - t for t, index in enumerate(skip)]
-    return lambda q: consumed + q + bisect_right(before, q)
+    return _RemainingToOrderIndex(cursor)
 
 
 def merge_rank_states(states: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
