@@ -132,13 +132,13 @@ describe.skipIf(python === undefined)('epoch plan across languages', () => {
 
   it('a large full and block order are the same permutation', async () => {
     const sizes = Array.from({ length: 40 }, (_, s) => 900 + ((s * 37) % 250));
-    for (const options of [
-      { seed: 'imagenet-1k', epoch: 7, shuffle: 'full' },
-      { seed: 123456789, epoch: 0, shuffle: 'block', windowShards: 3 },
-    ]) {
+    const cases: PlanOptions[] = [
+      { seed: 'imagenet-1k', epoch: 7, shuffle: 'full', worldSize: 1, partition: 'pad', batchSize: 1, dropLast: false },
+      { seed: 123456789, epoch: 0, shuffle: 'block', windowShards: 3, worldSize: 1, partition: 'pad', batchSize: 1, dropLast: false },
+    ];
+    for (const options of cases) {
       const reply = await python!.ask<{ order: number[] }>({ op: 'order', sizes, options });
-      const node = planEpoch({ shardSizes: sizes, ...(options as PlanOptions), ...('windowShards' in options ? { shuffleOptions: { windowShards: options.windowShards } } : {}) });
-      expect(reply.order).toEqual([...node.order]);
+      expect(reply.order).toEqual([...planEpoch(nodeOptions(sizes, options, 0)).order]);
     }
   });
 
@@ -241,7 +241,7 @@ describe.skipIf(python === undefined)('epoch plan across languages', () => {
       const sizes = ds.shards.map((s) => s.samples);
       expect(sizes.length).toBeGreaterThan(3);
       const identity = { index: ds.manifest.index.crc32c, samples: ds.size };
-      const options: PlanOptions = { seed: 'loader', epoch: 3, shuffle: 'block', windowShards: 2, worldSize: 2, partition: 'drop', batchSize: 8, dropLast: false };
+      const options: PlanOptions & { resumeFrom?: never } = { seed: 'loader', epoch: 3, shuffle: 'block', windowShards: 2, worldSize: 2, partition: 'drop', batchSize: 8, dropLast: false };
       const py = await pythonPlans(sizes, options, { 0: [16], 1: [24] }, identity);
       const loaderStates: LoaderState[] = [];
       for (let rank = 0; rank < 2; rank++) {
