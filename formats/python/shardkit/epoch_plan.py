@@ -189,8 +189,8 @@ class EpochPlan:
     as the Node loader's (``batchSize`` is ``batch_size`` and so on); ``resume_from`` takes a state from
     :meth:`state` or Node's ``loader.state()`` (merged with :func:`merge_states` when the job had several
     ranks), or with bare shard sizes and no ``dataset_identity``, a progress state (:meth:`progress`, Node's
-    ``planEpoch(...).state(k)``, or an epoch state). Computing the order costs O(N) once (about 2 s for a
-    million samples in CPython) and 4 bytes a sample.
+    ``planEpoch(...).state(k)``, or an epoch state). The order is computed once, in O(N) time (pure Python:
+    seconds for a million samples) and 4 bytes a sample.
 
     >>> plan = EpochPlan([3, 0, 4, 2], seed=42, epoch=1, shuffle='full', rank=1, world_size=2, batch_size=2)
     >>> list(plan), len(plan), plan.num_batches
