@@ -289,3 +289,12 @@ def test_a_rank_state_of_several_ranks_does_not_resume_alone():
     plan = EpochPlan(SIZES, rank=1, world_size=2)
     assert code_of(lambda: EpochPlan(SIZES, resume_from=plan.progress(1))) == BAD_STATE
     assert code_of(lambda: merge_rank_states([plan.progress(1)])) == BAD_STATE
+
+
+def test_the_docstring_examples_run():
+    import doctest
+
+    from shardkit import epoch_plan, prng, shuffle_block, shuffle_full, shuffle_none
+    for module in (prng, shuffle_none, shuffle_full, shuffle_block, epoch_plan):
+        failed, tried = doctest.testmod(module, extraglobs={'EpochPlan': EpochPlan})
+        assert failed == 0 and tried > 0, module.__name__
