@@ -175,15 +175,15 @@ def test_a_failing_worker_fails_the_loader_instead_of_hanging(dataset_dir):
 
 
 def test_stopping_early_ends_the_read_ahead_thread(dataset_dir):
-    before = threading.active_count()
+    before = set(threading.enumerate())
     data = ShardkitIterableDataset(dataset_dir, batch_size=2, read_ahead=3)
     batches = iter(data)
     next(batches)
+    mine = [t for t in set(threading.enumerate()) - before if t.name == 'shardkit-read-ahead']
+    assert len(mine) == 1 and mine[0].is_alive()
     batches.close()
-    for thread in threading.enumerate():
-        if thread.name == 'shardkit-read-ahead':
-            thread.join(timeout=30)
-    assert threading.active_count() == before
+    mine[0].join(timeout=30)
+    assert not mine[0].is_alive()
 
 
 def test_map_style_dataset_over_an_open_dataset_and_its_checks(dataset_dir):
