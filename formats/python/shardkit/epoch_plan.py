@@ -288,7 +288,20 @@ class EpochPlan:
     def samples(self, start: int = 0) -> Iterator[int]:
         """This rank's positions from its ``start``-th sample to the end."""
         _expect_int(start, 0, self.length, 'start')
-        return (self.at(i) for i in range(start, self.length))
+        return self._samples(start)
+
+    def _samples(self, start: int) -> Iterator[int]:
+        # at(i) inlined: a sampler hands out every position of the epoch from here
+        order, world, remaining, total = self.order, self.world_size, self.remaining, self.samples_total
+        to_order_index = self._to_order_index
+        consumed = self.start[0] if not self.start[1] else None  # no skip list: the q-th remaining is consumed + q
+        q = self.rank + start * world
+        for _ in range(start, self.length):
+            if q >= remaining:
+                yield order[(q - remaining) % total]  # padding
+            else:
+                yield order[consumed + q if consumed is not None else to_order_index(q)]
+            q += world
 
     __iter__ = samples
 

@@ -233,11 +233,10 @@ class EpochSampler(Sampler):
         return len(self.plan)
 
     def __iter__(self) -> Iterator[int]:
-        plan = self.plan
         self._handed = 0
-        for i in range(len(plan)):
-            self._handed = i + 1
-            yield plan.at(i)
+        for position in self.plan.samples():
+            self._handed += 1
+            yield position
 
     def state_dict(self, consumed: Optional[int] = None) -> Dict[str, Any]:
         """``{'epoch': e, 'state': <Node's loader.state() JSON>}`` after this rank consumed ``consumed`` samples

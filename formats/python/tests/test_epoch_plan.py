@@ -298,3 +298,15 @@ def test_the_docstring_examples_run():
     for module in (prng, shuffle_none, shuffle_full, shuffle_block, epoch_plan):
         failed, tried = doctest.testmod(module, extraglobs={'EpochPlan': EpochPlan})
         assert failed == 0 and tried > 0, module.__name__
+
+
+@given(sizes_st, seed_st, shuffle_st, st.integers(1, 5), st.lists(st.integers(0, 10 ** 6), min_size=5, max_size=5),
+       st.integers(1, 5), st.sampled_from(['pad', 'drop']), st.data())
+def test_samples_is_at_in_a_row_after_any_resume(sizes, seed, shuffle, world, picks, new_world, partition, data):
+    plans = [EpochPlan(sizes, seed=seed, shuffle=shuffle, rank=r, world_size=world) for r in range(world)]
+    merged = merge_states([p.progress(picks[p.rank] % (len(p) + 1)) for p in plans])
+    rank = data.draw(st.integers(0, new_world - 1))
+    plan = EpochPlan(sizes, seed=seed, shuffle=shuffle, rank=rank, world_size=new_world, partition=partition,
+                     resume_from=merged)
+    start = data.draw(st.integers(0, len(plan)))
+    assert list(plan.samples(start)) == [plan.at(i) for i in range(start, len(plan))]
