@@ -270,7 +270,9 @@ class ShardkitIterableDataset(IterableDataset):
     yields the plan's batches in the plan's order, each sample exactly once, whatever K. Each worker reads
     ``read_ahead`` batches ahead in a thread. A batch is ``collate([transform(sample), ...])`` (default: the list).
     ``set_epoch``, ``state_dict(consumed)``, ``global_state_dict(consumed)`` and ``load_state_dict`` work as
-    :class:`EpochSampler`'s (``consumed`` counts samples: batches received times ``batch_size``).
+    :class:`EpochSampler`'s (``consumed`` counts samples: batches received times ``batch_size``). Workers get
+    a copy of this object when an epoch's iteration starts: with ``persistent_workers=True`` they keep the first
+    epoch's, so call ``set_epoch`` with the default, non-persistent workers.
     """
 
     def __init__(self, dataset: Union[str, 'os.PathLike[str]', Dataset], *, batch_size: int = 1, seed=0,
