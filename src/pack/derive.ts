@@ -10,6 +10,7 @@ import { expectLocalPath, isRemote, resolveLocation } from '../io/location.js';
 import type { Layout } from '../../formats/index-layout.js';
 import { ADOPTED_EXTRA_KEY, MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
 import { memberPath } from '../../formats/sample.js';
+import { SHARD_INDEX_FILE } from '../../formats/shard-index.js';
 import type { Pass } from '../passes/pass.js';
 import { imageConcurrency } from '../passes/image-concurrency.js';
 import type { HttpClientOptions } from '../io/http-client.js';
@@ -70,8 +71,9 @@ export async function derive(given: DeriveOptions): Promise<DeriveResult> {
   const ds = await openDataset(options.dataset, options.http === undefined ? {} : { http: options.http });
   try {
     // the source's class list and other pass outputs carry over (read now: a missing file fails before any write)
+    // (not shardindex.json: the writer makes the variant's own from its shards)
     const files = new Map<string, Uint8Array>();
-    for (const name of ds.manifest.files) files.set(name, await ds.readExtraFile(name));
+    for (const name of ds.manifest.files) if (name !== SHARD_INDEX_FILE) files.set(name, await ds.readExtraFile(name));
     // not the adoption marker: the variant's shards are shardkit's own, and reindex must read them so
     const { [ADOPTED_EXTRA_KEY]: _adopted, ...extra } = ds.manifest.extra;
     const inherited: InheritedOutputs = { files, extra };

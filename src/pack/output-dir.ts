@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
+import { SHARD_INDEX_FILE } from '../../formats/shard-index.js';
 import { INDEX_FILE } from './commit.js';
 import { fsCall } from './fs-errors.js';
 import { WORK_DIR, readJournal, type JournalShard } from './journal.js';
@@ -29,6 +30,7 @@ export function reservedNameUse(name: string): string | undefined {
   if (name === LOCK_FILE) return "its writer's lock";
   if (name === REPLACED_MANIFEST) return 'the manifest a --force replaces';
   if (name === INDEX_FILE) return 'its index';
+  if (name === SHARD_INDEX_FILE) return 'its shard list for wids and WebDataset';
   if (name === PACK_REPORT_FILE) return "pack's report";
   if (SHARD_FILE_NAME.test(name)) return 'shard files';
   if (name.endsWith('.tmp')) return 'temporary files';
@@ -115,12 +117,15 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
   return intact;
 }
 
-/** Files the manifest at `manifestPath` says belong to its dataset (the index alone when there is none). */
+/**
+ * Files the manifest at `manifestPath` says belong to its dataset (the index and the wids shard index alone when
+ * there is none: a write killed before its manifest may have written both).
+ */
 function ownedFiles(manifestPath: string): Set<string> {
   try {
     const m = JSON.parse(fs.readFileSync(manifestPath, 'utf8')) as Partial<Manifest>;
-    return new Set([INDEX_FILE, ...(m.shards ?? []).map((s) => s.file), ...(m.files ?? [])].filter((f) => typeof f === 'string' && !f.includes('/')));
+    return new Set([INDEX_FILE, SHARD_INDEX_FILE, ...(m.shards ?? []).map((s) => s.file), ...(m.files ?? [])].filter((f) => typeof f === 'string' && !f.includes('/')));
   } catch {
-    return new Set([INDEX_FILE]);
+    return new Set([INDEX_FILE, SHARD_INDEX_FILE]);
   }
 }

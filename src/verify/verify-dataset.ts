@@ -26,6 +26,7 @@ import { isRemote, redactLocation, resolveLocation } from '../io/location.js';
 import { openByteSource } from '../io/open-source.js';
 import { normalizedName } from '../adopt/member-rules.js';
 import { checkExtraFiles } from './check-files.js';
+import { checkShardIndex } from './check-shard-index.js';
 import { readManifest } from './read-manifest.js';
 import { adviseAroundDamagedShards } from './shard-remedy.js';
 import { PageReader, checkIndex, overlappingSpans, type SpanTable } from './check-index.js';
@@ -138,6 +139,7 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
       }
     }
     await checkExtraFiles(location, manifest.files, opener, problem);
+    await checkShardIndex(location, manifest, opener, problem);
     // without a usable index, the manifest still says what each shard should be (size and CRC32C)
     shards ??= manifest.shards.map((s) => ({ file: s.file, bytes: s.bytes, samples: s.samples, crc32c: Number.parseInt(s.crc32c, 16), fingerprint: -1 }));
     const byShard = spans?.byShard(shards.length);

@@ -106,7 +106,7 @@ describe('merge --out', () => {
     const r = shardkit(['merge', ...parts, '--out', out, '--force']);
     expect(r.status, r.stderr).toBe(0);
     const merged = fs.readdirSync(out).sort();
-    expect(merged).toEqual(['index.skidx', 'manifest.json', 'notes.txt', ...fs.readdirSync(parts[0] as string).filter((f) => f.endsWith('.tar')), ...fs.readdirSync(parts[1] as string).filter((f) => f.endsWith('.tar'))].sort());
+    expect(merged).toEqual(['index.skidx', 'manifest.json', 'notes.txt', 'shardindex.json', ...fs.readdirSync(parts[0] as string).filter((f) => f.endsWith('.tar')), ...fs.readdirSync(parts[1] as string).filter((f) => f.endsWith('.tar'))].sort());
     expect(shardkit(['verify', out]).status).toBe(0);
     // a later reindex without the manifest sees the merged shards alone
     fs.rmSync(path.join(out, 'manifest.json'));

@@ -85,7 +85,7 @@ describe('shardkit pack', () => {
     const m = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
     expect(m.passes.map((p: { name: string }) => p.name)).toEqual(['resize', 'format', 'tag']);
     expect(m.passes[0].params).toMatchObject({ width: 16, height: 16, fit: 'cover' });
-    expect(m.files).toEqual(['classes.txt']);
+    expect(m.files).toEqual(['classes.txt', 'shardindex.json']);
   });
 
   it('normalizes to a float32 .npy tensor and tags from a CSV table', async () => {

@@ -341,7 +341,7 @@ describe('DatasetWriter', () => {
     }
     w.addFile('shard-notes.tar', enc.encode('fine\n'));
     const m = await w.finish();
-    expect(m.files).toEqual(['shard-notes.tar']);
+    expect(m.files).toEqual(['shard-notes.tar', 'shardindex.json']);
     expect(m.shards.length).toBeGreaterThan(1);
     for (const s of m.shards) expect(fs.statSync(path.join(dir, s.file)).size).toBe(s.bytes);
   });

@@ -35,7 +35,10 @@ class BTree:
         cache = self.cache
         page = cache.get(page_no)
         if page is not None:
-            cache.move_to_end(page_no)
+            try:
+                cache.move_to_end(page_no)
+            except KeyError:  # another thread evicted it just now
+                pass
             return page
         page = decode_page(self.read_page(page_no), page_no, self.file, self.header.layout)
         cache[page_no] = page
@@ -148,3 +151,13 @@ class BTree:
                 return
             leaf = self.next_leaf(leaf)
             slot = 0
+
+    def scan_reverse(self, lo: int, hi: int) -> Iterator[Tuple[LeafPage, int]]:
+        """(leaf, slot) for positions hi-1 down to lo: one descent per leaf (leaves link forward only)."""
+        pos = hi - 1
+        while pos >= lo:
+            leaf, base = self.leaf_at(pos)
+            stop = max(0, lo - base)
+            for i in range(pos - base, stop - 1, -1):
+                yield leaf, i
+            pos = base + stop - 1

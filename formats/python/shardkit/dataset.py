@@ -11,8 +11,9 @@ from .btree import DEFAULT_PAGE_CACHE_BYTES, BTree
 from .checksum import crc32c, crc32c_hex
 from .errors import (CHECKSUM, CLOSED, CORRUPT_INDEX, INDEX_MISMATCH, INVALID_ARG, KEY_NOT_FOUND, NOT_A_DATASET,
                      SHARD_MISMATCH, SHARD_MISSING, TOO_LARGE, TRUNCATED, ShardkitError, ShardkitKeyError)
+from .fetch_plan import (DEFAULT_COALESCE_GAP_BYTES, DEFAULT_LOCAL_COALESCE_GAP_BYTES, DEFAULT_MAX_READ_BYTES,
+                         plan_reads)
 from .file_source import DEFAULT_MAX_OPEN, HandlePool, open_file, pread_exact
-from .http_source import HttpClient, HttpFile, read_all
 from .index_layout import (DEFAULT_PAGE_SIZE, FINGERPRINT_BYTES, HEADER_BYTES, decode_index_header,
                            decode_shard_table, index_remedy)
 from .index_page import CODEC_LZ4, M_CODEC, M_CRC, M_EXT, M_OFFSET, M_SIZE, M_STORED, Entry
@@ -70,10 +71,10 @@ class Dataset:
                              max_member_bytes=max_member_bytes, check_shards=check_shards, **http_options)
         self._remote = is_remote(location)
         self._name = redact_location(location)
-        self._client = HttpClient(**http_options) if self._remote else None
+        self._client = _http().HttpClient(**http_options) if self._remote else None
         self._closed = False
         self._pool = HandlePool(max_open_shards)
-        self._http_files: Dict[int, HttpFile] = {}
+        self._http_files: Dict[int, 'HttpFile'] = {}
         self._checked = set()
         self._index_fd: Optional[int] = None
         self._index_pid = os.getpid()
@@ -88,7 +89,7 @@ class Dataset:
     def _open(self, page_cache_bytes: int):
         manifest_location = resolve_location(self.location, MANIFEST_FILE)
         try:
-            data = read_all(manifest_location, self._client) if self._remote else self._read_local(manifest_location)
+            data = _http().read_all(manifest_location, self._client) if self._remote else self._read_local(manifest_location)
         except ShardkitError as err:
             if err.code != SHARD_MISSING:
                 raise
@@ -103,7 +104,7 @@ class Dataset:
         self._index_location = resolve_location(self.location, m['index']['file'])
         index_name = redact_location(self._index_location)
         if self._remote:
-            self._index_http = HttpFile(self._index_location, self._client, int(m['index']['bytes']), INDEX_MISMATCH)
+            self._index_http = _http().HttpFile(self._index_location, self._client, int(m['index']['bytes']), INDEX_MISMATCH)
             size = self._index_http.size()
             first = self._index_http.read(0, min(size, DEFAULT_PAGE_SIZE)) if size >= HEADER_BYTES else b''
         else:
@@ -277,15 +278,16 @@ class Dataset:
         return Entry(leaf.keys[slot], rec[0], rec[1], rec[2], rec[3])
 
     def keys(self, prefix: Optional[str] = None, start: Optional[str] = None, end: Optional[str] = None,
-             limit: Optional[int] = None) -> Iterator[str]:
-        """Keys in order with ``start <= key < end`` and the ``prefix``, lazily along the leaf chain."""
-        for leaf, slot in self._range(prefix, start, end, limit):
+             limit: Optional[int] = None, reverse: bool = False) -> Iterator[str]:
+        """Keys with ``start <= key < end`` and the ``prefix``, in key order (``reverse``: from the last), lazily:
+        forward along the leaf chain, backward one descent per leaf. ``limit`` caps how many."""
+        for leaf, slot in self._range(prefix, start, end, limit, reverse):
             yield leaf.keys[slot]
 
     def items(self, prefix: Optional[str] = None, start: Optional[str] = None, end: Optional[str] = None,
-              limit: Optional[int] = None) -> Iterator[dict]:
-        """Samples of the range of :meth:`keys`, in key order."""
-        for leaf, slot in self._range(prefix, start, end, limit):
+              limit: Optional[int] = None, reverse: bool = False) -> Iterator[dict]:
+        """Samples of the range of :meth:`keys`, in the same order."""
+        for leaf, slot in self._range(prefix, start, end, limit, reverse):
             yield self._read_record(leaf, slot)
 
     def close(self) -> None:
@@ -320,8 +322,10 @@ class Dataset:
             raise ShardkitError(INVALID_ARG, f'Expected a string for key but received {key!r}')
         return self._tree.find(key)
 
-    def _range(self, prefix, start, end, limit):
+    def _range(self, prefix, start, end, limit, reverse=False):
         self._assert_open()
+        if not isinstance(reverse, bool):
+            raise ShardkitError(INVALID_ARG, f'Expected a boolean for reverse but received {reverse!r}')
         for name, v in (('prefix', prefix), ('start', start), ('end', end)):
             if v is not None and not isinstance(v, str):
                 raise ShardkitError(INVALID_ARG, f'Expected a string for {name} but received {v!r}')
@@ -330,28 +334,40 @@ class Dataset:
         lo_key, hi_key = range_bounds(start, end, prefix)
         lo = 0 if lo_key is None else self._tree.lower_bound(lo_key)
         hi = len(self) if hi_key is None else self._tree.lower_bound(hi_key)
+        if reverse:
+            if limit is not None:
+                lo = max(lo, hi - limit)
+            return self._tree.scan_reverse(lo, hi)
         if limit is not None:
             hi = min(hi, lo + limit)
         return self._tree.scan(lo, hi)
 
     def _read_record(self, leaf, slot) -> dict:
-        shard, offset, length, members, lone_ext, lone_crc = leaf.records[slot]
+        record = leaf.records[slot]
         key = leaf.keys[slot]
+        self._check_record(key, record)
+        length = record[2]
+        return self._decode(key, record, self._read_span(record[0], record[1], length) if length else b'')
+
+    def _check_record(self, key, record):
+        """The span inside its shard (CORRUPT_INDEX), no member over max_member_bytes (TOO_LARGE)."""
+        shard, offset, length, members = record[0], record[1], record[2], record[3]
         shards = self._shards
         if shard >= len(shards) or offset + length > shards[shard].bytes:
             raise ShardkitError(CORRUPT_INDEX, f'{self._tree.file}: sample "{key}" points outside its shard; '
                                 f'{index_remedy(self._header.layout)}', key=key)
+        limit = self.max_member_bytes
+        for m in members:
+            if m[M_SIZE] > limit:
+                self._too_large(key, m)
+
+    def _decode(self, key, record, span: bytes) -> dict:
+        """The sample from its span's bytes: members sliced, decompressed, verified."""
+        shard, offset, length, members, lone_ext, lone_crc = record
         if lone_ext is not None:
-            if length > self.max_member_bytes:
-                self._too_large(key, members[0])
-            span = self._read_span(shard, offset, length) if length else b''
             if self.verify and crc32c(span) != lone_crc:
                 self._checksum_error(key, shard, offset, members[0])
             return {'__key__': key, lone_ext: span}
-        for m in members:
-            if m[M_SIZE] > self.max_member_bytes:
-                self._too_large(key, m)
-        span = self._read_span(shard, offset, length) if length else b''
         sample = {'__key__': key}
         view = memoryview(span)
         for m in members:
@@ -366,19 +382,49 @@ class Dataset:
             sample[m[M_EXT]] = data
         return sample
 
+    def read_many(self, positions) -> list:
+        """The samples at ``positions`` (any order, repeats allowed), in that order, with reads coalesced: spans of
+        one shard that lie close together (locally: neighbours; over http(s): up to 64 KiB apart) come in one read
+        or one Range request of up to 1 MiB. Also ``ds.__getitems__``, which PyTorch's DataLoader uses for a batch."""
+        self._assert_open()
+        located = []
+        for p in positions:
+            if isinstance(p, int) and not isinstance(p, bool) and p < 0:
+                p += self._header.entry_count
+            leaf, base = self._tree.leaf_at(p)
+            slot = p - base
+            key, record = leaf.keys[slot], leaf.records[slot]
+            self._check_record(key, record)
+            located.append((key, record))
+        gap = DEFAULT_COALESCE_GAP_BYTES if self._remote else DEFAULT_LOCAL_COALESCE_GAP_BYTES
+        runs = plan_reads([(r[0], r[1], r[2]) for _, r in located], gap, DEFAULT_MAX_READ_BYTES)
+        out = [None] * len(located)
+        for run in runs:
+            data = self._read_span(run.shard, run.offset, run.length) if run.length else b''
+            whole = len(run.slices) == 1
+            for i, start, length in run.slices:
+                key, record = located[i]
+                out[i] = self._decode(key, record, data if whole else data[start:start + length])
+        return out
+
+    __getitems__ = read_many
+
     def _read_span(self, shard: int, offset: int, length: int) -> bytes:
         if self._closed:
             self._assert_open()
         if self._remote:
             f = self._http_files.get(shard)
             if f is None or f.client is not self._client:
-                f = HttpFile(self._shard_locations[shard], self._client, self._shards[shard].bytes, SHARD_MISMATCH)
+                f = _http().HttpFile(self._shard_locations[shard], self._client, self._shards[shard].bytes, SHARD_MISMATCH)
                 self._check_remote_shard(shard, f)
                 self._http_files[shard] = f
             return f.read(offset, length)
         path = self._shard_locations[shard]
-        fd = self._pool.fd(path, lambda fd, size: self._check_local_shard(shard, fd, size))
-        return pread_exact(fd, offset, length, path)
+        fd = self._pool.acquire(path, lambda fd, size: self._check_local_shard(shard, fd, size))
+        try:
+            return pread_exact(fd, offset, length, path)
+        finally:
+            self._pool.release(path)
 
     def _check_local_shard(self, shard: int, fd: int, size: int):
         if shard in self._checked:
@@ -393,7 +439,7 @@ class Dataset:
             self._check_head(shard, pread_exact(fd, 0, min(rec.bytes, FINGERPRINT_BYTES), path), path)
         self._checked.add(shard)
 
-    def _check_remote_shard(self, shard: int, f: HttpFile):
+    def _check_remote_shard(self, shard: int, f: 'HttpFile'):
         if shard in self._checked or self.check_shards == 'size':
             return  # the size is checked against every reply's Content-Range
         rec = self._shards[shard]
@@ -425,6 +471,12 @@ class Dataset:
         raise ShardkitError(TOO_LARGE, f'sample "{key}" member "{m[M_EXT]}" is {m[M_SIZE]} bytes, over max_member_bytes '
                             f'{self.max_member_bytes} (raise open_dataset\'s max_member_bytes for files that big)',
                             key=key)
+
+
+def _http():
+    """The http(s) reader, imported on first use: local datasets never pay for http.client and ssl."""
+    from . import http_source
+    return http_source
 
 
 def _quote(key) -> str:

@@ -3,6 +3,8 @@ bounded LRU per process (src/io/file-source.ts, src/io/handle-pool.ts)."""
 import errno
 import os
 import stat
+import threading
+import weakref
 from collections import OrderedDict
 
 from .errors import IO, SHARD_MISSING, TRUNCATED, UNSAFE_PATH, ShardkitError
@@ -54,55 +56,108 @@ def pread_exact(fd: int, offset: int, length: int, name: str) -> bytes:
     return data
 
 
+_pools: 'weakref.WeakSet[HandlePool]' = weakref.WeakSet()
+
+
+def _after_fork_in_child():
+    # a lock another thread held at the fork stays held forever in the child: each pool gets a fresh one
+    for pool in list(_pools):
+        pool._lock = threading.Lock()
+
+
+if hasattr(os, 'register_at_fork'):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class HandlePool:
-    """At most ``max_open`` open files, least recently used closed first. Belongs to one process: after a fork the
-    child drops the parent's descriptors (closing its copies) and opens its own."""
+    """At most ``max_open`` open files, least recently used closed first; thread-safe. A file in use by a read
+    (between :meth:`acquire` and :meth:`release`) is never closed under it: when every open file is in use, the pool
+    goes over ``max_open`` until they are released. Belongs to one process: after a fork the child drops the
+    parent's descriptors (closing its copies) and opens its own."""
 
     def __init__(self, max_open: int = DEFAULT_MAX_OPEN):
         self.max_open = max_open
-        self.handles: 'OrderedDict[str, int]' = OrderedDict()
+        self.handles: 'OrderedDict[str, list]' = OrderedDict()
+        """path -> [fd, reads in progress]"""
         self.pid = os.getpid()
         self.opens = 0
+        self._lock = threading.Lock()
+        _pools.add(self)
 
-    def fd(self, path: str, on_open=None) -> int:
-        """The open descriptor of ``path``; ``on_open(fd, size)`` runs when it had to be opened."""
-        if self.pid != os.getpid():
-            self._forget()
-        handles = self.handles
-        fd = handles.get(path)
-        if fd is not None:
-            handles.move_to_end(path)
-            return fd
-        fd, size = open_file(path)
-        self.opens += 1
+    def __getstate__(self):
+        return {'max_open': self.max_open}
+
+    def __setstate__(self, state):
+        self.__init__(state['max_open'])
+
+    def acquire(self, path: str, on_open=None) -> int:
+        """The open descriptor of ``path``, held until :meth:`release`; ``on_open(fd, size)`` runs when it had to be
+        opened (a failure there closes it and raises)."""
+        with self._lock:
+            if self.pid != os.getpid():
+                self._forget()
+            handle = self.handles.get(path)
+            if handle is not None:
+                self.handles.move_to_end(path)
+                handle[1] += 1
+                return handle[0]
+        fd, size = open_file(path)  # outside the lock: an open may be slow (network file systems)
         try:
             if on_open is not None:
                 on_open(fd, size)
         except BaseException:
             os.close(fd)
             raise
-        handles[path] = fd
-        if len(handles) > self.max_open:
-            _, old = handles.popitem(last=False)
-            os.close(old)
-        return fd
+        with self._lock:
+            self.opens += 1
+            handle = self.handles.get(path)
+            if handle is not None:  # another thread opened it meanwhile: use theirs
+                os.close(fd)
+                handle[1] += 1
+                return handle[0]
+            self.handles[path] = [fd, 1]
+            self._evict()
+            return fd
+
+    def release(self, path: str) -> None:
+        with self._lock:
+            handle = self.handles.get(path)
+            if handle is not None:
+                handle[1] -= 1
+                self._evict()
+
+    def _evict(self):
+        if len(self.handles) <= self.max_open:
+            return
+        for path in list(self.handles):
+            handle = self.handles[path]
+            if handle[1] == 0:
+                del self.handles[path]
+                os.close(handle[0])
+                if len(self.handles) <= self.max_open:
+                    return
+
+    def open_fds(self):
+        """Descriptors open in this process (for tests)."""
+        return sorted(h[0] for h in self.handles.values())
 
     def _forget(self):
-        for fd in self.handles.values():
+        for handle in self.handles.values():
             try:
-                os.close(fd)  # the child's copy only: the parent's stays open
+                os.close(handle[0])  # the child's copy only: the parent's stays open
             except OSError:
                 pass
         self.handles = OrderedDict()
         self.pid = os.getpid()
 
     def close(self):
-        if self.pid != os.getpid():
-            self._forget()
-            return
-        for fd in self.handles.values():
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self.handles = OrderedDict()
+        with self._lock:
+            if self.pid != os.getpid():
+                self._forget()
+                return
+            for handle in self.handles.values():
+                try:
+                    os.close(handle[0])
+                except OSError:
+                    pass
+            self.handles = OrderedDict()

@@ -12,7 +12,9 @@ import random
 import re
 import socket
 import ssl
+import threading
 import time
+import weakref
 from typing import Dict, Optional
 from urllib.parse import urlsplit
 
@@ -34,6 +36,18 @@ class _Transient(Exception):
     def __init__(self, message: str, retry_after: Optional[float] = None):
         super().__init__(message)
         self.retry_after = retry_after
+
+
+_clients: 'weakref.WeakSet[HttpClient]' = weakref.WeakSet()
+
+
+def _after_fork_in_child():
+    for client in list(_clients):
+        client._all_lock = threading.Lock()  # another thread may have held it at the fork
+
+
+if hasattr(os, 'register_at_fork'):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class HttpClient:
@@ -63,24 +77,40 @@ class HttpClient:
         self._ssl_context: Optional[ssl.SSLContext] = None
         self.requests = 0
         self.connections_made = 0
-        self._pid = os.getpid()
-        self._connections: Dict[tuple, http.client.HTTPConnection] = {}
+        self._local = threading.local()
+        self._all: list = []
+        """(pid, connections dict) of every thread that made one, for close()"""
+        self._all_lock = threading.Lock()
+        _clients.add(self)
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state['_connections'] = {}
-        state['_ssl_context'] = None  # made again in the process that unpickles
+        for name in ('_local', '_all', '_all_lock', '_ssl_context'):
+            del state[name]  # made again in the process that unpickles
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self._pid = os.getpid()
-        self._connections = {}
+        self._ssl_context = None
+        self._local = threading.local()
+        self._all = []
+        self._all_lock = threading.Lock()
+        _clients.add(self)
+
+    @property
+    def _connections(self) -> Dict[tuple, http.client.HTTPConnection]:
+        """This thread's connections in this process: a forked child never uses (or closes) its parent's sockets,
+        and two threads never share one."""
+        local = self._local
+        pid = os.getpid()
+        if getattr(local, 'pid', None) != pid:
+            local.pid = pid
+            local.connections = {}
+            with self._all_lock:
+                self._all.append((pid, local.connections))
+        return local.connections
 
     def _connection(self, scheme: str, netloc: str) -> http.client.HTTPConnection:
-        if self._pid != os.getpid():  # forked: the parent's sockets are not ours to use (or to close)
-            self._connections = {}
-            self._pid = os.getpid()
         conn = self._connections.get((scheme, netloc))
         if conn is None:
             if scheme == 'https':
@@ -107,7 +137,7 @@ class HttpClient:
         name = redact_location(url)
         attempt = 0
         while True:
-            reused = (scheme, u.netloc) in self._connections and self._pid == os.getpid()
+            reused = (scheme, u.netloc) in self._connections
             try:
                 conn = self._connection(scheme, u.netloc)
                 try:
@@ -150,10 +180,14 @@ class HttpClient:
             attempt += 1
 
     def close(self):
-        if self._pid == os.getpid():
-            for conn in self._connections.values():
+        pid = os.getpid()
+        with self._all_lock:
+            mine = [c for p, c in self._all if p == pid]
+            self._all = []
+        for connections in mine:
+            for conn in list(connections.values()):
                 conn.close()
-        self._connections = {}
+            connections.clear()
 
 
 def plan_status(res, name: str):

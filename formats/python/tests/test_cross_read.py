@@ -79,6 +79,8 @@ def test_ranges(written):
             assert list(ds.keys(start=lo, end=hi)) == [k for k in keys if lo <= k < hi]
         assert list(ds.keys(prefix='a/', start='a/b', end='a/c')) == [k for k in keys if k.startswith('a/b')]
         assert list(ds.keys(limit=5)) == keys[:5]
+        assert list(ds.keys(reverse=True)) == keys[::-1]
+        assert list(ds.keys(prefix='a/', reverse=True, limit=4)) == [k for k in keys if k.startswith('a/')][::-1][:4]
         items = list(ds.items(start=keys[10], limit=30))
         assert items == [as_sample(k, m) for k, m in samples[10:40]]
 
@@ -88,7 +90,9 @@ def test_node_reads_the_same_keys_and_ranges(written):
     from conftest import node
     directory, samples = written
     keys = [k for k, _ in samples]
-    ranges = [{'prefix': 'a/'}, {'start': keys[7], 'end': keys[77]}, {'prefix': '😀'}, {'prefix': 'n01440764/', 'start': 'n01440764/n'}]
+    ranges = [{'prefix': 'a/'}, {'start': keys[7], 'end': keys[77]}, {'prefix': '😀'}, {'prefix': 'n01440764/', 'start': 'n01440764/n'},
+              {'reverse': True}, {'prefix': 'a/', 'reverse': True, 'limit': 7}, {'start': keys[3], 'end': keys[-3], 'limit': 50, 'reverse': True},
+              {'limit': 0}, {'prefix': 'dir/', 'limit': 3}]
     answer = node('probe', {'jobs': [{'location': directory, 'ops': [['keys', r] for r in ranges]}]})[0]
     with shardkit.open_dataset(directory) as ds:
         assert answer['results'] == [list(ds.keys(**r)) for r in ranges]
@@ -103,3 +107,14 @@ def test_without_verification_and_with_size_checks(written):
         spans = [ds.locate(i) for i in range(0, len(samples), 3)]
         shards = [e.shard for e in spans if e.length > 0]
         assert ds._pool.opens == 1 + sum(a != b for a, b in zip(shards, shards[1:]))
+
+
+def test_read_many_equals_reads_one_by_one(written):
+    import random
+    directory, samples = written
+    rng = random.Random(3)
+    with shardkit.open_dataset(directory) as ds:
+        for positions in ([], list(range(len(ds))), [rng.randrange(-len(ds), len(ds)) for _ in range(200)],
+                          [5, 5, 6, 4, 5]):
+            assert ds.read_many(positions) == [as_sample(*samples[p]) for p in positions]
+        assert ds.__getitems__([1, 0]) == [as_sample(*samples[1]), as_sample(*samples[0])]

@@ -25,7 +25,7 @@ def test_pickle_round_trip_carries_no_descriptor(local):
     with shardkit.open_dataset(d, max_open_shards=3) as ds:
         ds[0], ds[len(ds) - 1]
         state = ds.__getstate__()
-        assert state['_index_fd'] is None and state['_pool'].handles == {}
+        assert state['_index_fd'] is None and state['_pool'].open_fds() == []
         copy = pickle.loads(pickle.dumps(ds))
         assert len(copy) == len(ds) and copy.manifest == ds.manifest and copy.identity == ds.identity
         assert [copy[i] for i in range(0, len(ds), 9)] == [ds[i] for i in range(0, len(ds), 9)]
@@ -54,7 +54,7 @@ def test_fork_child_opens_its_own_files_and_leaves_the_parents(local):
     ctx = multiprocessing.get_context('fork')
     with shardkit.open_dataset(d) as ds:
         ds[0]
-        parent_fds = sorted(ds._pool.handles.values())
+        parent_fds = ds._pool.open_fds()
         q = ctx.Queue()
         p = ctx.Process(target=read_in_child, args=(ds, list(range(0, len(ds), 5)), q))
         p.start()
@@ -63,7 +63,7 @@ def test_fork_child_opens_its_own_files_and_leaves_the_parents(local):
         assert status == 'ok' and own_pool
         assert got == [digest({'__key__': samples[i][0], **samples[i][1]}) for i in range(0, len(ds), 5)]
         assert child_fds  # opened in the child
-        assert sorted(ds._pool.handles.values()) == parent_fds
+        assert ds._pool.open_fds() == parent_fds
         for fd in parent_fds:
             os.fstat(fd)  # still open in the parent
         assert [ds[i]['__key__'] for i in range(len(ds))] == [k for k, _ in samples]
@@ -77,3 +77,16 @@ def test_closed_dataset_refuses_reads(local):
     with pytest.raises(shardkit.ShardkitError) as e:
         ds[0]
     assert e.value.code == 'SHARDKIT_ERR_CLOSED'
+
+
+def test_threads_share_a_dataset_and_a_small_handle_pool(local):
+    """Eight threads over two handles: a file in use is never closed under a read (no EBADF, no wrong bytes)."""
+    from concurrent.futures import ThreadPoolExecutor
+    d, samples = local
+    with shardkit.open_dataset(d, max_open_shards=2) as ds:
+        assert len(ds.shard_sizes) > 4
+        positions = list(range(len(ds))) * 3
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lambda i: ds[i], positions))
+        assert got == [{'__key__': samples[i][0], **samples[i][1]} for i in positions]
+        assert len(ds._pool.open_fds()) <= 2

@@ -144,3 +144,25 @@ def test_a_forked_child_uses_its_own_connection(served):
         assert got == [digest({'__key__': samples[i][0], **samples[i][1]}) for i in range(40)]
         assert ds._client.connections_made == 1
         assert ds[len(ds) - 1]['__key__'] == samples[-1][0]  # the parent's socket was never touched by the child
+
+
+def test_threads_get_a_connection_each(served):
+    from concurrent.futures import ThreadPoolExecutor
+    nginx, _, samples = served
+    with shardkit.open_dataset(f'{nginx.url}/ds') as ds:
+        with ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(lambda i: ds[i]['__key__'], range(len(ds))))
+        assert got == [k for k, _ in samples]
+        assert 2 <= ds._client.connections_made <= 5
+
+
+def test_read_many_coalesces_range_requests(served):
+    nginx, _, samples = served
+    with shardkit.open_dataset(f'{nginx.url}/ds') as ds:
+        ds[0]
+        before = ds._client.requests
+        got = ds.read_many(range(40, 100))
+        assert got == [{'__key__': samples[i][0], **samples[i][1]} for i in range(40, 100)]
+        shards = {ds.locate(i).shard for i in range(40, 100)}
+        pages = 8  # at most: index pages for 60 positions of 1 KiB pages, and new shards' fingerprints
+        assert ds._client.requests - before <= 2 * len(shards) + pages + 15 < 60

@@ -15,6 +15,6 @@ def read_in_child(ds, positions, queue):
         before = client.connections_made if client is not None else 0
         out = [digest(ds[i]) for i in positions]
         after = client.connections_made if client is not None else 0
-        queue.put(('ok', out, after - before, sorted(ds._pool.handles.values()), ds._pool.pid == os.getpid()))
+        queue.put(('ok', out, after - before, ds._pool.open_fds(), ds._pool.pid == os.getpid()))
     except BaseException as e:  # report, never leave the parent waiting
         queue.put(('error', repr(e), 0, [], False))
