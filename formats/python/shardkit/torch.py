@@ -98,6 +98,11 @@ class ShardkitDataset(TorchDataset):
         sample = self.dataset[index]
         return sample if self.transform is None else self.transform(sample)
 
+    def __getitems__(self, indices: Sequence[int]) -> List[Any]:
+        """A batch, read with coalesced reads (``Dataset.read_many``); PyTorch 2's DataLoader calls it per batch."""
+        samples = self.dataset.read_many(indices)
+        return samples if self.transform is None else [self.transform(sample) for sample in samples]
+
     def __getstate__(self) -> Dict[str, Any]:
         state = self.__dict__.copy()
         if self._location is not None:
@@ -334,7 +339,7 @@ class ShardkitIterableDataset(IterableDataset):
         yield from self._read_ahead(data, plan, batches)
 
     def _read(self, data: ShardkitDataset, plan: EpochPlan, b: int) -> Any:
-        samples = [data[p] for p in plan.batch(b)]
+        samples = data.__getitems__(plan.batch(b))
         return samples if self.collate is None else self.collate(samples)
 
     def _read_ahead(self, data: ShardkitDataset, plan: EpochPlan, batches: range) -> Iterator[Any]:

@@ -190,6 +190,9 @@ def test_map_style_dataset_over_an_open_dataset_and_its_checks(dataset_dir):
     with open_dataset(dataset_dir) as ds:
         data = ShardkitDataset(ds)
         assert len(data) == N and data[5]['__key__'] == 's/005'
+        assert data.__getitems__([9, 2, 9]) == [ds[9], ds[2], ds[9]]
+        keyed = ShardkitDataset(ds, transform=key_and_digest)
+        assert [k for k, _, _ in keyed.__getitems__([4, 1])] == ['s/004', 's/001']
         keys = [s['__key__'] for b in DataLoader(data, batch_size=50, num_workers=2, collate_fn=list_collate,
                                                   timeout=120) for s in b]
         assert keys == KEYS
