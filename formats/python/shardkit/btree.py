@@ -4,6 +4,7 @@ Every descent checks page bounds, levels and subtree counts against the parent, 
 link by link (higher page numbers, key order), so a damaged or hostile index ends in CORRUPT_INDEX: never a loop,
 a read outside the file or a wrong answer from a consistent-looking path.
 """
+import operator
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from typing import Callable, Iterator, Optional, Tuple
@@ -101,21 +102,33 @@ class BTree:
 
     def leaf_at(self, position) -> Tuple[LeafPage, int]:
         """The leaf holding ``position`` (0 <= position < entry_count) and its first sample's position."""
-        if not isinstance(position, int) or isinstance(position, bool):
-            raise ShardkitError(INVALID_ARG, f'Expected an integer for position but received {position!r}')
         last = self._last
         if last is not None:  # neighbouring positions (sequential, block-shuffled reads) skip the descent
             slot = position - last[1]
-            if 0 <= slot < len(last[0].keys):
+            if 0 <= slot < len(last[0].keys) and type(position) is int:
                 return last
+        if type(position) is not int:
+            try:
+                if isinstance(position, bool):
+                    raise TypeError
+                position = operator.index(position)  # numpy's integers, a one-element tensor
+            except TypeError:
+                raise ShardkitError(INVALID_ARG, f'Expected an integer for position but received {position!r}') from None
         h = self.header
         if position < 0 or position >= h.entry_count:
             raise ShardkitIndexError(OUT_OF_RANGE, f'position {position} is outside [0, {h.entry_count})',
                                      file=self.file)
         page_no, level, base, count = h.root_page, h.height - 1, 0, h.entry_count
+        cache = self.cache
+        page_count = h.page_count
         while True:
-            page = self._descend(page_no, level, count)
-            if page.is_leaf:
+            # the checks of _descend, inline: this loop runs for every random read
+            page = cache.get(page_no) if 0 < page_no < page_count else None
+            if page is None or page.is_leaf != (level == 0) or (level and page.level != level):
+                page = self._descend(page_no, level, count)
+            elif (len(page.keys) if level == 0 else page.starts[-1]) != count:
+                page = self._descend(page_no, level, count)  # raises with the message
+            if level == 0:
                 self._last = (page, base)
                 return self._last
             starts = page.starts

@@ -4,6 +4,7 @@ Opening costs three reads whatever the dataset's size (manifest, index header, s
 B+-tree through a bounded cache of decoded pages; a sample costs one positional read of its span. Each shard is
 opened once under a bounded LRU of handles; its size and fingerprint are checked when first used.
 """
+import operator
 import os
 from typing import Dict, Iterator, Optional
 
@@ -214,13 +215,18 @@ class Dataset:
     def layout(self) -> str:
         return self._header.layout
 
-    def __getitem__(self, position: int) -> dict:
-        """The sample at ``position`` in key order (negative positions count from the end)."""
+    def __getitem__(self, position):
+        """The sample at ``position`` in key order (any integer type, numpy's too; negative positions count from
+        the end), or a list of samples for a slice (read as :meth:`read_many` reads)."""
         self._assert_open()
-        if isinstance(position, int) and not isinstance(position, bool) and position < 0:
-            position += self._header.entry_count
-            if position < 0:
-                position -= self._header.entry_count  # report what the caller gave
+        if type(position) is not int:
+            if isinstance(position, slice):
+                return self.read_many(range(*position.indices(len(self))))
+            position = _as_position(position)
+        if position < 0:
+            n = self._header.entry_count
+            if position + n >= 0:  # else leaf_at reports the position the caller gave
+                position += n
         leaf, base = self._tree.leaf_at(position)
         return self._read_record(leaf, position - base)
 
@@ -388,9 +394,12 @@ class Dataset:
         or one Range request of up to 1 MiB. Also ``ds.__getitems__``, which PyTorch's DataLoader uses for a batch."""
         self._assert_open()
         located = []
+        n = self._header.entry_count
         for p in positions:
-            if isinstance(p, int) and not isinstance(p, bool) and p < 0:
-                p += self._header.entry_count
+            if type(p) is not int:
+                p = _as_position(p)
+            if p < 0 and p + n >= 0:
+                p += n
             leaf, base = self._tree.leaf_at(p)
             slot = p - base
             key, record = leaf.keys[slot], leaf.records[slot]
@@ -471,6 +480,16 @@ class Dataset:
         raise ShardkitError(TOO_LARGE, f'sample "{key}" member "{m[M_EXT]}" is {m[M_SIZE]} bytes, over max_member_bytes '
                             f'{self.max_member_bytes} (raise open_dataset\'s max_member_bytes for files that big)',
                             key=key)
+
+
+def _as_position(value) -> int:
+    """An integer position from any integer type (numpy's, a one-element tensor's): INVALID_ARG otherwise."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise ShardkitError(INVALID_ARG, f'Expected an integer for position but received {value!r}')
 
 
 def _http():

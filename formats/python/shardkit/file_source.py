@@ -31,7 +31,8 @@ def open_file(path: str):
         raise ShardkitError(IO, f'Cannot stat {path}: {err.strerror}', file=path) from None
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        raise ShardkitError(UNSAFE_PATH, f'{path} is not a regular file', file=path)
+        raise ShardkitError(UNSAFE_PATH, f'{path} is not a regular file (a FIFO, device or directory is never read as '
+                            'one)', file=path)
     return fd, st.st_size
 
 
@@ -57,9 +58,13 @@ def pread_exact(fd: int, offset: int, length: int, name: str) -> bytes:
 
 
 _pools: 'weakref.WeakSet[HandlePool]' = weakref.WeakSet()
+_generation = 0
+"""How many forks this process descends from (a compare per read, where os.getpid() is a system call)."""
 
 
 def _after_fork_in_child():
+    global _generation
+    _generation += 1
     # a lock another thread held at the fork stays held forever in the child: each pool gets a fresh one
     for pool in list(_pools):
         pool._lock = threading.Lock()
@@ -80,6 +85,7 @@ class HandlePool:
         self.handles: 'OrderedDict[str, list]' = OrderedDict()
         """path -> [fd, reads in progress]"""
         self.pid = os.getpid()
+        self.generation = _generation
         self.opens = 0
         self._lock = threading.Lock()
         _pools.add(self)
@@ -94,12 +100,14 @@ class HandlePool:
         """The open descriptor of ``path``, held until :meth:`release`; ``on_open(fd, size)`` runs when it had to be
         opened (a failure there closes it and raises)."""
         with self._lock:
-            if self.pid != os.getpid():
+            if self.generation != _generation:
                 self._forget()
-            handle = self.handles.get(path)
+            handles = self.handles
+            handle = handles.get(path)
             if handle is not None:
-                self.handles.move_to_end(path)
                 handle[1] += 1
+                if len(handles) > 1:
+                    handles.move_to_end(path)
                 return handle[0]
         fd, size = open_file(path)  # outside the lock: an open may be slow (network file systems)
         try:
@@ -149,10 +157,11 @@ class HandlePool:
                 pass
         self.handles = OrderedDict()
         self.pid = os.getpid()
+        self.generation = _generation
 
     def close(self):
         with self._lock:
-            if self.pid != os.getpid():
+            if self.generation != _generation:
                 self._forget()
                 return
             for handle in self.handles.values():

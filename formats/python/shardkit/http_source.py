@@ -53,7 +53,7 @@ if hasattr(os, 'register_at_fork'):
 class HttpClient:
     """Options shared by all files of a dataset: ``timeout`` (seconds, each connect and socket read),
     ``retries``, ``backoff`` / ``max_backoff`` (seconds), ``headers`` (sent with every request),
-    ``cafile`` (a PEM file of certificates to trust for https, besides the system's)."""
+    ``cafile`` (a PEM file of certificates to trust for https, instead of the system's)."""
 
     def __init__(self, *, timeout: float = DEFAULT_TIMEOUT, retries: int = DEFAULT_RETRIES,
                  backoff: float = DEFAULT_BACKOFF, max_backoff: float = DEFAULT_MAX_BACKOFF,
@@ -160,6 +160,9 @@ class HttpClient:
                     raise
             except ShardkitError:
                 raise
+            except ssl.SSLCertVerificationError as err:  # another attempt cannot fix it
+                raise ShardkitError(HTTP, f'GET {name}: the server\'s certificate is not trusted ({err.verify_message}); '
+                                    'pass cafile= with the certificate (or its CA) to trust', file=name) from None
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as err:
                 if reused:  # the server closed an idle keep-alive connection: a new one at once, not a retry
                     continue

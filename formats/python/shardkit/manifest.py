@@ -45,8 +45,11 @@ def parse_manifest(data, file: str) -> dict:
         text = text[1:]
     try:
         doc = json.loads(text, parse_constant=_no_constants)
-    except (ValueError, RecursionError):
+    except ValueError:
         raise ShardkitError(BAD_MANIFEST, f'{file}: not valid JSON', file=file) from None
+    except RecursionError:  # JSON nested deeper than Python's parser goes
+        why = 'nests deeper than this reader parses' if text.lstrip().startswith('{') else 'is not an object'
+        raise ShardkitError(BAD_MANIFEST, f'{file}: document {why}', file=file) from None
 
     def bad(field, why):
         raise ShardkitError(BAD_MANIFEST, f'{file}: {field} {why}', file=file)

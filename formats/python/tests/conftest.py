@@ -100,6 +100,9 @@ http {{
   keepalive_requests 100000;
   server {{
     listen 127.0.0.1:{port};
+    listen 127.0.0.1:{tls_port} ssl;
+    ssl_certificate {prefix}/tls.crt;
+    ssl_certificate_key {prefix}/tls.key;
     root {root};
     location /norange/ {{ alias {root}/; max_ranges 0; }}
     location /fail503/ {{ return 503; }}
@@ -118,15 +121,22 @@ class Nginx:
         self.prefix = tempfile.mkdtemp(prefix='shardkit-py-nginx-')
         os.mkdir(os.path.join(self.prefix, 'tmp'))
         self.port = _free_port()
+        self.tls_port = _free_port()
+        # a fresh self-signed certificate for 127.0.0.1, the CA https tests trust
+        subprocess.run(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', f'{self.prefix}/tls.key',
+                        '-out', f'{self.prefix}/tls.crt', '-days', '2', '-subj', '/CN=127.0.0.1', '-addext',
+                        'subjectAltName=IP:127.0.0.1'], check=True, capture_output=True, timeout=60)
+        self.ca = f'{self.prefix}/tls.crt'
         conf = os.path.join(self.prefix, 'nginx.conf')
         with open(conf, 'w') as f:
-            f.write(NGINX_CONF.format(prefix=self.prefix, port=self.port, root=root))
+            f.write(NGINX_CONF.format(prefix=self.prefix, port=self.port, tls_port=self.tls_port, root=root))
         self.proc = subprocess.Popen([NGINX, '-p', self.prefix + '/', '-c', conf, '-e', self.prefix + '/error.log'],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
         deadline = time.time() + 10
         while True:
             try:
-                socket.create_connection(('127.0.0.1', self.port), timeout=1).close()
+                for port in (self.port, self.tls_port):
+                    socket.create_connection(('127.0.0.1', port), timeout=1).close()
                 break
             except OSError:
                 if self.proc.poll() is not None or time.time() > deadline:
@@ -134,6 +144,7 @@ class Nginx:
                     raise RuntimeError(f'nginx did not start: {self.proc.stderr.read().decode()}')
                 time.sleep(0.05)
         self.url = f'http://127.0.0.1:{self.port}'
+        self.https_url = f'https://127.0.0.1:{self.tls_port}'
 
     def access_log(self):
         with open(os.path.join(self.prefix, 'access.log')) as f:
@@ -153,7 +164,8 @@ class Nginx:
 
 @pytest.fixture(scope='session')
 def nginx(session_dir):
-    """A real nginx on loopback serving ``<session_dir>/www`` (/ with ranges, /norange/, /fail503/, /private/)."""
+    """A real nginx on loopback serving ``<session_dir>/www`` (/ with ranges, /norange/, /fail503/, /private/), over
+    http and over https with a self-signed certificate (``nginx.ca``)."""
     _need(os.path.exists(NGINX), f'nginx not found at {NGINX} (apt-get install nginx)')
     root = os.path.join(session_dir, 'www')
     os.makedirs(root, exist_ok=True)

@@ -34,6 +34,7 @@ if (command === 'write') {
       ds = await openDataset(job.location, job.options ?? {});
     } catch (err) {
       answer.open = err.code ?? String(err);
+      answer.openMessage = err.message;
     }
     if (ds !== undefined) {
       for (const [op, arg] of job.ops) {
@@ -47,7 +48,7 @@ if (command === 'write') {
             answer.results.push(keys);
           }
         } catch (err) {
-          answer.results.push({ code: err.code ?? String(err) });
+          answer.results.push({ code: err.code ?? String(err), ...(request.messages ? { message: err.message } : {}) });
         }
       }
       await ds.close();

@@ -1,5 +1,6 @@
 """Every damaged or hostile dataset of the Node suite (test/unit/index-damage.test.ts, test/e2e/hostile.test.ts)
-gives the same answer in Python as in Node, operation by operation: the same error code, or the same bytes."""
+gives the same answer in Python as in Node, operation by operation: the same error code and message, or the same
+bytes."""
 import json
 import os
 import random
@@ -12,7 +13,7 @@ import shardkit
 from conftest import digest, node, write_dataset
 
 N = 400
-OPS = ([['get', f's/{i:04d}'] for i in range(0, N, 7)] + [['at', i] for i in range(0, N, 7)]
+OPS = ([['get', f's/{i:04d}'] for i in range(0, N, 7)] + [['get', 's/0150']] + [['at', i] for i in range(0, N, 7)]
        + [['has', 's/0123'], ['has', 's/9999'], ['keys', {'prefix': 's/01'}], ['at', N], ['get', 's/01']])
 
 
@@ -32,6 +33,7 @@ def python_answer(location: str, options: dict):
         ds = shardkit.open_dataset(location, **options)
     except shardkit.ShardkitError as e:
         answer['open'] = e.code
+        answer['openMessage'] = e.message
         return answer
     with ds:
         for op, arg in OPS:
@@ -45,7 +47,7 @@ def python_answer(location: str, options: dict):
                 else:
                     answer['results'].append(list(ds.keys(**arg)))
             except shardkit.ShardkitError as e:
-                answer['results'].append({'code': e.code})
+                answer['results'].append({'code': e.code, 'message': e.message})
     return answer
 
 
@@ -90,7 +92,23 @@ def set_part(value):
     return edit
 
 
-def damage_cases(base: str, other: str, packed: str):
+def make_lz4(directory: str) -> str:
+    samples = [(f's/{i:04d}', {'bin': (b'ab%d' % (i % 7)) * (50 + i % 30), 'raw': body(i)}) for i in range(N)]
+    return write_dataset(directory, samples, pageSize=1024, shardBytes=16 * 1024, compress='lz4')
+
+
+def flip_lz4(d, key, at, mask):
+    """Flips byte ``at`` of ``key``'s LZ4 frame (negative: from its end), past the shard's fingerprinted head."""
+    with shardkit.open_dataset(d) as ds:
+        entry = ds.locate(key)
+        shard = ds.manifest['shards'][entry.shard]['file']
+    frame = next(m for m in entry.members if m[4] == 1)
+    pos = entry.offset + frame[1] + (at if at >= 0 else frame[3] + at)
+    assert pos >= 4096
+    edit_file(d, shard, flip(pos, mask))
+
+
+def damage_cases(base: str, other: str, packed: str, lz4: str):
     """(name, source dir, mutation of a copy) for each hostile case."""
     index_size = os.path.getsize(os.path.join(base, 'index.skidx'))
     rng = random.Random(24)
@@ -145,6 +163,9 @@ def damage_cases(base: str, other: str, packed: str):
         ('packed member flipped', packed, lambda d: flip_member(d, 's/0210', 3, 1)),
         ('packed index flipped', packed, lambda d: edit_file(d, 'index.skidx', flip(1024 + 100, 8))),
     ]
+    # LZ4 frames: magic, FLG (version, dictionary), BD (block size), block size word, data, end mark, after the frame
+    for at, mask in ((0, 1), (4, 0x40), (4, 0x01), (5, 0x70), (7, 0x80), (8, 0x10), (12, 0x04), (-4, 1), (-1, 0x80)):
+        cases.append((f'lz4 frame byte {at} ^ {mask}', lz4, lambda d, a=at, m=mask: flip_lz4(d, 's/0150', a, m)))
     for pages in (0, 3000, 512, 1 << 17):
         cases.append((f'manifest pageSize {pages}', base, lambda d, p=pages: edit_manifest(d, lambda m: m['index'].update(pageSize=p))))
     for part in ({'index': 3, 'count': 3}, {'index': -1, 'count': 2}, {'index': 0}, 'a', {'index': 0.5, 'count': 2}):
@@ -159,8 +180,9 @@ def cases(session_dir):
     base = make(os.path.join(session_dir, 'damage-base'))
     other = make(os.path.join(session_dir, 'damage-other'), seed=1)
     packed = make(os.path.join(session_dir, 'damage-packed'), layout='packed')
+    lz4 = make_lz4(os.path.join(session_dir, 'damage-lz4'))
     out = []
-    for i, (name, source, mutate) in enumerate(damage_cases(base, other, packed)):
+    for i, (name, source, mutate) in enumerate(damage_cases(base, other, packed, lz4)):
         d = os.path.join(session_dir, f'damaged-{i}')
         shutil.copytree(source, d)
         mutate(d)
@@ -170,7 +192,7 @@ def cases(session_dir):
 
 def test_python_answers_as_node_does(cases):
     jobs = [{'location': d, 'ops': OPS} for _, d in cases]
-    node_answers = node('probe', {'jobs': jobs})
+    node_answers = node('probe', {'jobs': jobs, 'messages': True})
     mismatches = []
     codes = set()
     for (name, d), expected in zip(cases, node_answers):
@@ -185,12 +207,12 @@ def test_python_answers_as_node_does(cases):
             'SHARDKIT_ERR_TRUNCATED', 'SHARDKIT_ERR_BAD_MANIFEST', 'SHARDKIT_ERR_INDEX_MISMATCH',
             'SHARDKIT_ERR_SHARD_MISSING', 'SHARDKIT_ERR_SHARD_MISMATCH', 'SHARDKIT_ERR_CHECKSUM',
             'SHARDKIT_ERR_NOT_A_DATASET', 'SHARDKIT_ERR_UNSAFE_PATH', 'SHARDKIT_ERR_OUT_OF_RANGE',
-            'SHARDKIT_ERR_KEY_NOT_FOUND'} <= codes
+            'SHARDKIT_ERR_KEY_NOT_FOUND', 'SHARDKIT_ERR_CORRUPT_SHARD'} <= codes
 
 
 def _diff(expected, got):
-    if expected['open'] != got['open']:
-        return {'open': (expected['open'], got['open'])}
+    if expected['open'] != got['open'] or expected.get('openMessage') != got.get('openMessage'):
+        return {'open': (expected['open'], got['open'], expected.get('openMessage'), got.get('openMessage'))}
     return [(i, OPS[i], e, g) for i, (e, g) in enumerate(zip(expected['results'], got['results'])) if e != g][:3]
 
 

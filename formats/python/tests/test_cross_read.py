@@ -118,3 +118,22 @@ def test_read_many_equals_reads_one_by_one(written):
                           [5, 5, 6, 4, 5]):
             assert ds.read_many(positions) == [as_sample(*samples[p]) for p in positions]
         assert ds.__getitems__([1, 0]) == [as_sample(*samples[1]), as_sample(*samples[0])]
+
+
+def test_positions_of_any_integer_type_and_slices(written):
+    import numpy as np
+    directory, samples = written
+    with shardkit.open_dataset(directory) as ds:
+        assert ds[np.int64(3)] == ds[3] == ds.at(np.uint8(3)) == as_sample(*samples[3])
+        assert ds[np.int32(-1)] == as_sample(*samples[-1])
+        assert ds[2:9:3] == [as_sample(*samples[i]) for i in (2, 5, 8)]
+        assert ds[-2:] == [as_sample(*s) for s in samples[-2:]]
+        assert ds.read_many(np.array([4, 1])) == [as_sample(*samples[4]), as_sample(*samples[1])]
+        for bad in (1.0, '3', True, None):
+            with pytest.raises(shardkit.ShardkitError) as e:
+                ds[bad]
+            assert e.value.code == 'SHARDKIT_ERR_INVALID_ARG'
+        for bad in (len(ds), -len(ds) - 1):
+            with pytest.raises(IndexError) as e:
+                ds[bad]
+            assert e.value.code == 'SHARDKIT_ERR_OUT_OF_RANGE' and str(bad) in e.value.message

@@ -166,3 +166,29 @@ def test_read_many_coalesces_range_requests(served):
         shards = {ds.locate(i).shard for i in range(40, 100)}
         pages = 8  # at most: index pages for 60 positions of 1 KiB pages, and new shards' fingerprints
         assert ds._client.requests - before <= 2 * len(shards) + pages + 15 < 60
+
+
+def test_a_shard_replaced_at_the_same_size_fails_by_its_etag(served):
+    nginx, d, samples = served
+    same, url = copy_served(nginx, d, 'same-size')
+    with shardkit.open_dataset(url) as ds:
+        first = ds.locate(0)
+        ds[0]
+        shard = os.path.join(same, ds.manifest['shards'][first.shard]['file'])
+        st = os.stat(shard)
+        os.utime(shard, (st.st_atime, st.st_mtime + 10))  # nginx's ETag is mtime and size: a new version
+        nxt = next(i for i in range(1, len(ds)) if ds.locate(i).shard == first.shard and ds.locate(i).length)
+        with pytest.raises(shardkit.ShardkitError) as e:
+            ds[nxt]
+        assert e.value.code == 'SHARDKIT_ERR_SHARD_MISMATCH' and 'ETag' in e.value.message
+
+
+def test_https_with_a_cafile(served):
+    nginx, _, samples = served
+    with shardkit.open_dataset(f'{nginx.https_url}/ds', cafile=nginx.ca) as ds:
+        assert ds.read_many([0, len(ds) - 1]) == [{'__key__': k, **m} for k, m in (samples[0], samples[-1])]
+    start = time.monotonic()
+    with pytest.raises(shardkit.ShardkitError) as e:
+        shardkit.open_dataset(f'{nginx.https_url}/ds', backoff=1)
+    assert e.value.code == 'SHARDKIT_ERR_HTTP' and 'cafile' in e.value.message
+    assert time.monotonic() - start < 1  # not retried
