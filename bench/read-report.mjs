@@ -21,7 +21,14 @@ const GOALS = {
   'loader vs fs.promises.readFile': '>= 3',
   'atSync / loader (loader time as a share of sync)': '>= 0.83 (within 20 %)',
   'atSync / loader view': '>= 0.83',
+  'loader b64 full vs lmdb-js get': '>= 1.5 (issue 28)',
+  'atViewSync vs py-lmdb txn.get': '>= 1 (issue 28)',
+  'atViewSync vs py-lmdb buffers': '(view vs view)',
+  'loader view (b64 full) vs py-lmdb txn.get': '>= 1 (issue 28)',
+  'atSync vs py-lmdb txn.get': '>= 0.7 (issue 28)',
+  'loader b64 full vs py-lmdb txn.get': '>= 0.7 (issue 28)',
 };
+for (const sh of ['none', 'full', 'block']) for (const b of [1, 64, 256]) GOALS[`loader b${b} ${sh} / atSync (same order)`] = '>= 0.9 (issue 28)';
 
 export function renderMarkdown(report) {
   const { data, machine, settings, medianMs: med, perSampleUs, cpuPerSampleUs, runsMs, ratios, cpuRatios, pairedRatios, runRatios, counts, strace } = report;

@@ -8,6 +8,20 @@
  *   npm run build && node bench/read.mjs [--samples 20000] [--runs 5] [--warmup 3] [--concurrency 8] [--batch 32]
  *                                        [--min-kb 1] [--max-kb 100] [--dir DIR] [--keep] [--json FILE]
  *                                        [--only REGEX]   (time only the methods matching REGEX, plus the raw baseline)
+ *                                        [--real A|B | --tree DIR] [--no-py]
+ *
+ * --real A|B reads a real tree (bench/real-trees.mjs: ~5,000 mixed PNG/SVG/JPEG/OGG/text files from Debian's own
+ * data, or ~3,000 small PNGs), --tree DIR any tree: packed with `pack`'s defaults, samples grouped by key as pack
+ * groups them; every method reads all of a sample's members (raw: all of its files), the same bytes.
+ *
+ * Issue 28 rows: "loader bB S" (batch size B in 1, 64, 256; shuffle S in none, full, block; loader defaults
+ * otherwise) each next to "atSync S order", an atSync loop over the order the loader plans (planEpoch, same seed and
+ * epoch, planned inside the timed epoch as the loader plans it); ratio "loader bB S / atSync (same order)", goal
+ * >= 0.9. The py-lmdb side (`/usr/bin/python3`, Debian's python3-lmdb, installed with apt-get when absent and we are
+ * root; --no-py leaves it out) reads the same samples in the same random order with `txn.get`, copying and with
+ * `buffers=True` (zero copy), in a python3 process of its own with the same warm-up and timed epochs
+ * (bench/read-pylmdb.py). Goals: atViewSync and the loader with view: true >= 1x py-lmdb txn.get, copying reads
+ * >= 0.7x; loader >= 1.5x lmdb-js get.
  *
  * Every shardkit method verifies CRC32C (the default) except the rows marked "verify off"; the raw and LMDB reads
  * check nothing. CPU time (all threads) is reported next to wall time: on a shared machine it is the steadier one.
@@ -33,12 +47,16 @@ import { IoStats } from '../dist/src/io/io-stats.js';
 import { nativeAddon } from '../dist/src/native/native.js';
 import { ReadArena } from '../dist/src/read/read-arena.js';
 import { median } from '../dist/src/bench/report-stats.js';
+import { planEpoch } from '../dist/src/read/epoch-plan.js';
+import { pack } from '../dist/src/pack/pack.js';
+import { memberPath } from '../dist/formats/sample.js';
 import { renderMarkdown } from './read-report.mjs';
+import { realTree } from './real-trees.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
 
 function parseArgs(argv) {
-  const opts = { samples: 20000, runs: 5, warmup: 3, concurrency: 8, batch: 32, minKb: 1, maxKb: 100, dir: '', keep: false, json: '', child: '', time: '', only: '' };
+  const opts = { samples: 20000, runs: 5, warmup: 3, concurrency: 8, batch: 32, minKb: 1, maxKb: 100, dir: '', keep: false, json: '', child: '', time: '', only: '', tree: '', real: '', py: true };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const next = () => argv[++i];
@@ -55,6 +73,9 @@ function parseArgs(argv) {
     else if (a === '--child') opts.child = next();
     else if (a === '--time') opts.time = next();
     else if (a === '--only') opts.only = next();
+    else if (a === '--tree') opts.tree = next();
+    else if (a === '--real') opts.real = next();
+    else if (a === '--no-py') opts.py = false;
     else throw new Error(`unknown argument ${a}`);
   }
   return opts;
@@ -84,11 +105,19 @@ function permutation(n, seed) {
 
 const keyOf = (i) => `d${String(i % 100).padStart(2, '0')}/${String(i).padStart(7, '0')}`;
 
+/**
+ * What the timed processes read: `samples.json` in the bench dir lists, per position (key order), the sample's key and
+ * its raw files relative to `rawRoot`. The dataset is `ds`, the LMDB file `lmdb` (one record per sample: its members'
+ * bytes concatenated, so every method reads the same number of bytes).
+ */
+const SAMPLES_FILE = 'samples.json';
+
 async function generate(opts, dir) {
+  if (opts.tree) return generateFromTree(opts.tree, dir);
   const raw = path.join(dir, 'raw');
   const ds = path.join(dir, 'ds');
   const lmdbPath = path.join(dir, 'lmdb');
-  if (fs.existsSync(path.join(ds, 'manifest.json'))) return;
+  if (fs.existsSync(path.join(dir, SAMPLES_FILE))) return;
   fs.rmSync(dir, { recursive: true, force: true });
   const r = rng(42);
   const writer = new DatasetWriter({ dir: ds, shardBytes: 64 * 1024 * 1024 });
@@ -109,6 +138,37 @@ async function generate(opts, dir) {
   await db.flushed;
   await db.close();
   await writer.finish();
+  const keys = Array.from({ length: opts.samples }, (_, i) => keyOf(i)).sort();
+  fs.writeFileSync(path.join(dir, SAMPLES_FILE), JSON.stringify({ rawRoot: raw, samples: keys.map((key) => ({ key, files: [`${key}.bin`] })) }));
+}
+
+/** A real tree: packed by `pack` as a user would (default options), and loaded into LMDB sample by sample. */
+async function generateFromTree(tree, dir) {
+  const stamp = path.join(dir, SAMPLES_FILE);
+  if (fs.existsSync(stamp) && JSON.parse(fs.readFileSync(stamp, 'utf8')).rawRoot === tree) return;
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  await pack({ source: tree, out: path.join(dir, 'ds') });
+  const ds = await openDataset(path.join(dir, 'ds'));
+  const db = openLmdb({ path: path.join(dir, 'lmdb'), encoding: 'binary', compression: false });
+  const samples = [];
+  for await (const e of ds.entries()) {
+    const files = e.members.map((m) => memberPath(e.key, m.ext));
+    samples.push({ key: e.key, files });
+    db.put(e.key, Buffer.concat(files.map((f) => fs.readFileSync(path.join(tree, f)))));
+  }
+  await db.flushed;
+  await db.close();
+  await ds.close();
+  fs.writeFileSync(stamp, JSON.stringify({ rawRoot: tree, samples }));
+}
+
+/** Sum of a sample's member byte lengths. */
+function memberBytes(sample) {
+  let n = 0;
+  const m = sample.members;
+  for (const ext in m) n += m[ext].length;
+  return n;
 }
 
 /** Reads every byte once so all measurements start from a warm page cache. */
@@ -140,49 +200,111 @@ function methods(ctx) {
   // closure sees one `read` there and the call is inlined like the hand-written loop it replaces.
   const epochOf = (read) => () => {
     let bytes = 0;
-    for (const i of order) bytes += read(i).length;
+    for (const i of order) bytes += read(i);
     return bytes;
   };
+  const rawBytes = (i) => {
+    let bytes = 0;
+    for (const f of files[i]) bytes += fs.readFileSync(f).length;
+    return bytes;
+  };
+  // goal 1: a loader epoch next to an atSync loop over the same order (planEpoch with the loader's options, which
+  // is what the loader itself plans; made inside the timed epoch, as the loader makes it)
+  const shardSizes = ds.shards.map((s) => s.samples);
+  const atSyncPlanned = (shuffle) => () => {
+    const plan = planEpoch({ shardSizes, seed: 1, epoch: epoch++, shuffle });
+    const planned = plan.order;
+    if (plan.length !== n) throw new Error(`plan of ${plan.length} samples, expected ${n}`);
+    let bytes = 0;
+    for (let k = 0; k < n; k++) bytes += memberBytes(ds.atSync(planned[k]));
+    return bytes;
+  };
+  const loaderEpoch = (batchSize, shuffle, view = false) => async () => {
+    let bytes = 0;
+    const loader = ds.loader({ batchSize, shuffle, seed: 1, epoch: epoch++, view });
+    for await (const batch of loader) for (const s of batch) bytes += memberBytes(s);
+    return bytes;
+  };
+  const matrix = {};
+  for (const shuffle of LOADER_SHUFFLES) {
+    matrix[`atSync ${shuffle} order`] = atSyncPlanned(shuffle);
+    for (const b of LOADER_BATCHES) matrix[`loader b${b} ${shuffle}`] = loaderEpoch(b, shuffle);
+  }
+  matrix['loader b64 full view'] = loaderEpoch(64, 'full', true);
   // keys are in key order: position i holds keys[i]
   const { dsNoVerify, dsPortable } = ctx;
   return {
-    'raw readFileSync': epochOf((i) => fs.readFileSync(files[i])),
-    'shardkit getSync': epochOf((i) => ds.getSync(keys[i]).members.bin),
-    'shardkit atSync': epochOf((i) => ds.atSync(i).members.bin),
-    'shardkit atSync verify off': epochOf((i) => dsNoVerify.atSync(i).members.bin),
-    'shardkit getSync verify off': epochOf((i) => dsNoVerify.getSync(keys[i]).members.bin),
-    'shardkit atSync native off': epochOf((i) => dsPortable.atSync(i).members.bin),
-    'shardkit getSync native off': epochOf((i) => dsPortable.getSync(keys[i]).members.bin),
-    'shardkit getViewSync': epochOf((i) => ds.getViewSync(keys[i]).members.bin),
-    'shardkit atViewSync': epochOf((i) => ds.atViewSync(i).members.bin),
-    'shardkit atViewSync verify off': epochOf((i) => dsNoVerify.atViewSync(i).members.bin),
-    'shardkit atViewSync native off': epochOf((i) => dsPortable.atViewSync(i).members.bin),
+    'raw readFileSync': epochOf(rawBytes),
+    'shardkit getSync': epochOf((i) => memberBytes(ds.getSync(keys[i]))),
+    'shardkit atSync': epochOf((i) => memberBytes(ds.atSync(i))),
+    'shardkit atSync verify off': epochOf((i) => memberBytes(dsNoVerify.atSync(i))),
+    'shardkit getSync verify off': epochOf((i) => memberBytes(dsNoVerify.getSync(keys[i]))),
+    'shardkit atSync native off': epochOf((i) => memberBytes(dsPortable.atSync(i))),
+    'shardkit getSync native off': epochOf((i) => memberBytes(dsPortable.getSync(keys[i]))),
+    'shardkit getViewSync': epochOf((i) => memberBytes(ds.getViewSync(keys[i]))),
+    'shardkit atViewSync': epochOf((i) => memberBytes(ds.atViewSync(i))),
+    'shardkit atViewSync verify off': epochOf((i) => memberBytes(dsNoVerify.atViewSync(i))),
+    'shardkit atViewSync native off': epochOf((i) => memberBytes(dsPortable.atViewSync(i))),
     // the floor of any copying read here: what getSync's copy alone costs (below)
     ...(ctx.floor === undefined ? {} : { 'owned-copy floor': epochOf(ctx.floor.read) }),
-    'lmdb getBinaryFast (view)': epochOf((i) => db.getBinaryFast(keys[i])),
-    'lmdb get': epochOf((i) => db.get(keys[i])),
+    'lmdb getBinaryFast (view)': epochOf((i) => db.getBinaryFast(keys[i]).length),
+    'lmdb get': epochOf((i) => db.get(keys[i]).length),
     'raw fs.promises.readFile': async () => {
       let bytes = 0;
       await poolRun(n, opts.concurrency, async (k) => {
-        const data = await fs.promises.readFile(files[order[k]]); // not `bytes += await`: that reads bytes first
-        bytes += data.length;
+        for (const f of files[order[k]]) {
+          const data = await fs.promises.readFile(f); // not `bytes += await`: that reads bytes first
+          bytes += data.length;
+        }
       });
       return bytes;
     },
     'shardkit loader': async () => {
       let bytes = 0;
       const loader = ds.loader({ batchSize: opts.batch, shuffle: 'full', seed: 1, epoch: epoch++, concurrency: opts.concurrency });
-      for await (const batch of loader) for (const s of batch) bytes += s.members.bin.length;
+      for await (const batch of loader) for (const s of batch) bytes += memberBytes(s);
       return bytes;
     },
     'shardkit loader view': async () => {
       let bytes = 0;
       const loader = ds.loader({ batchSize: opts.batch, shuffle: 'full', seed: 1, epoch: epoch++, concurrency: opts.concurrency, view: true });
-      for await (const batch of loader) for (const s of batch) bytes += s.members.bin.length;
+      for await (const batch of loader) for (const s of batch) bytes += memberBytes(s);
       return bytes;
     },
+    ...matrix,
   };
 }
+
+/** Loader rows of goal 1 (issue 28): every batch size and shuffle, each next to atSync over the same order. */
+const LOADER_BATCHES = [1, 64, 256];
+const LOADER_SHUFFLES = ['none', 'full', 'block'];
+
+/** The py-lmdb side (Debian's python3-lmdb), each timed in a python3 process of its own: name -> extra arguments. */
+const PY_METHODS = { 'py-lmdb txn.get': [], 'py-lmdb txn.get buffers': ['--buffers'] };
+const PYTHON = '/usr/bin/python3';
+const PY_SCRIPT = fileURLToPath(new URL('./read-pylmdb.py', import.meta.url));
+
+/** Installs python3-lmdb from Debian when /usr/bin/python3 cannot import lmdb; false when that is not possible. */
+function ensurePyLmdb() {
+  const ok = () => spawnSync(PYTHON, ['-c', 'import lmdb'], { stdio: 'ignore' }).status === 0;
+  if (ok()) return true;
+  if (process.getuid?.() !== 0) return false;
+  process.stderr.write('installing python3-lmdb with apt-get\n');
+  spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'python3-lmdb'], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  return ok();
+}
+
+/** The py-lmdb side's environment (written by read-pylmdb.py --build from samples.json, once per bench dir). */
+const PY_LMDB_DIR = 'pylmdb';
+
+function buildPyLmdb(dir) {
+  if (fs.existsSync(path.join(dir, PY_LMDB_DIR, 'data.mdb'))) return;
+  const res = spawnSync(PYTHON, [PY_SCRIPT, path.join(dir, PY_LMDB_DIR), path.join(dir, SAMPLES_FILE), '--build'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  if (res.status !== 0) throw new Error(`building the py-lmdb environment failed (exit ${res.status})`);
+}
+
+/** The keys of the random order, one a line, for the py-lmdb side to read in the same order. */
+const ORDER_FILE = 'order-keys.txt';
 
 /**
  * Epochs timed in each fresh process, after `--warmup` epochs (default 3); the process reports their median. One
@@ -221,6 +343,12 @@ async function timeChild(opts, dir) {
 }
 
 function timeInChild(opts, dir, name) {
+  if (name in PY_METHODS) {
+    const py = [PY_SCRIPT, path.join(dir, PY_LMDB_DIR), path.join(dir, ORDER_FILE), '--warmup', String(opts.warmup), '--epochs', String(EPOCHS_PER_PROCESS), ...PY_METHODS[name]];
+    const res = spawnSync(PYTHON, py, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    if (res.status !== 0) throw new Error(`timing ${name} failed (exit ${res.status})`);
+    return JSON.parse(res.stdout.trim().split('\n').pop());
+  }
   const args = [SELF, '--time', name, '--dir', dir, '--samples', String(opts.samples), '--warmup', String(opts.warmup), '--concurrency', String(opts.concurrency), '--batch', String(opts.batch)];
   const res = spawnSync(process.execPath, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (res.status !== 0) throw new Error(`timing ${name} failed (exit ${res.status})`);
@@ -243,10 +371,10 @@ async function closeContext(ctx) {
 }
 
 async function context(opts, dir, io) {
-  const n = opts.samples;
-  const keys = Array.from({ length: n }, (_, i) => keyOf(i));
-  keys.sort();
-  const files = keys.map((k) => path.join(dir, 'raw', `${k}.bin`));
+  const { rawRoot, samples } = JSON.parse(fs.readFileSync(path.join(dir, SAMPLES_FILE), 'utf8'));
+  const n = samples.length;
+  const keys = samples.map((s) => s.key);
+  const files = samples.map((s) => s.files.map((f) => path.join(rawRoot, f)));
   const ds = await openDataset(path.join(dir, 'ds'), { ioStats: io, checkShards: 'size' });
   const db = openLmdb({ path: path.join(dir, 'lmdb'), encoding: 'binary', compression: false, readOnly: true });
   const dsNoVerify = await openDataset(path.join(dir, 'ds'), { checkShards: 'size', verify: false });
@@ -266,13 +394,17 @@ async function ownedCopyFloor(ds, dir) {
   const shard = [];
   const offset = [];
   const length = [];
+  const first = []; // position i's members are entries first[i] .. first[i + 1] - 1 of the arrays above
   const own = await openDataset(path.join(dir, 'ds'), { checkShards: 'size' }); // leaves ds's page cache and counters alone
   for await (const e of own.entries()) {
-    const m = e.members[0];
-    shard.push(e.shard);
-    offset.push(e.offset + m.offset);
-    length.push(m.storedSize);
+    first.push(shard.length);
+    for (const m of e.members) {
+      shard.push(e.shard);
+      offset.push(e.offset + m.offset);
+      length.push(m.storedSize);
+    }
   }
+  first.push(shard.length);
   await own.close();
   const maps = ds.shards.map((s) => {
     const fd = fs.openSync(path.join(dir, 'ds', s.file), 'r');
@@ -285,9 +417,13 @@ async function ownedCopyFloor(ds, dir) {
   const arena = new ReadArena();
   return {
     read: (i) => {
-      const bytes = arena.take(length[i]);
-      addon.copy(maps[shard[i]], offset[i], length[i], bytes, 0, 0, length[i]);
-      return bytes;
+      let total = 0;
+      for (let j = first[i]; j < first[i + 1]; j++) {
+        const bytes = arena.take(length[j]);
+        addon.copy(maps[shard[j]], offset[j], length[j], bytes, 0, 0, length[j]);
+        total += bytes.length;
+      }
+      return total;
     },
     close: () => maps.forEach((m) => addon.unmap(m)),
   };
@@ -310,7 +446,11 @@ function strace(opts, dir, method) {
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
-  const dir = opts.dir || path.join(os.tmpdir(), `shardkit-bench-read-${opts.samples}-${opts.minKb}-${opts.maxKb}`);
+  let tree;
+  if (opts.real) tree = realTree(opts.real);
+  if (tree) opts.tree = tree.dir;
+  const defaultDir = opts.tree ? `shardkit-bench-read-tree-${opts.real || path.basename(opts.tree)}` : `shardkit-bench-read-${opts.samples}-${opts.minKb}-${opts.maxKb}`;
+  const dir = opts.dir || path.join(os.tmpdir(), defaultDir);
   if (opts.child) return child(opts, dir);
   if (opts.time) return timeChild(opts, dir);
 
@@ -318,9 +458,16 @@ async function main() {
   await generate(opts, dir);
   const genSeconds = (performance.now() - t0) / 1000;
   warm(dir);
+  if (opts.tree) warm(opts.tree);
   const io = new IoStats();
   const ctx = await context(opts, dir, io);
-  const all = Object.fromEntries(Object.entries(methods(ctx)).filter(([k]) => k === 'raw readFileSync' || !opts.only || new RegExp(opts.only).test(k)));
+  opts.samples = ctx.keys.length;
+  fs.writeFileSync(path.join(dir, ORDER_FILE), ctx.order.map((i) => `${ctx.keys[i]}\n`).join(''));
+  const wanted = (k) => k === 'raw readFileSync' || !opts.only || new RegExp(opts.only).test(k);
+  const pyMethods = opts.py && Object.keys(PY_METHODS).some(wanted) && ensurePyLmdb() ? Object.fromEntries(Object.keys(PY_METHODS).map((k) => [k, undefined])) : {};
+  if (opts.py && Object.keys(pyMethods).length === 0 && Object.keys(PY_METHODS).some(wanted)) process.stderr.write(`py-lmdb side skipped: ${PYTHON} cannot import lmdb (apt-get install python3-lmdb)\n`);
+  if (Object.keys(pyMethods).length > 0) buildPyLmdb(dir);
+  const all = Object.fromEntries(Object.entries({ ...methods(ctx), ...pyMethods }).filter(([k]) => wanted(k)));
   const times = Object.fromEntries(Object.keys(all).map((k) => [k, []]));
   const cpuTimes = Object.fromEntries(Object.keys(all).map((k) => [k, []]));
   const expectedBytes = all['raw readFileSync']();
@@ -386,6 +533,13 @@ async function main() {
     'loader vs fs.promises.readFile': ['raw fs.promises.readFile', 'shardkit loader'],
     'atSync / loader (loader time as a share of sync)': ['shardkit atSync', 'shardkit loader'],
     'atSync / loader view': ['shardkit atSync', 'shardkit loader view'],
+    ...Object.fromEntries(LOADER_SHUFFLES.flatMap((sh) => LOADER_BATCHES.map((b) => [`loader b${b} ${sh} / atSync (same order)`, [`atSync ${sh} order`, `loader b${b} ${sh}`]]))),
+    'loader b64 full vs lmdb-js get': ['lmdb get', 'loader b64 full'],
+    'atViewSync vs py-lmdb txn.get': ['py-lmdb txn.get', 'shardkit atViewSync'],
+    'atViewSync vs py-lmdb buffers': ['py-lmdb txn.get buffers', 'shardkit atViewSync'],
+    'loader view (b64 full) vs py-lmdb txn.get': ['py-lmdb txn.get', 'loader b64 full view'],
+    'atSync vs py-lmdb txn.get': ['py-lmdb txn.get', 'shardkit atSync'],
+    'loader b64 full vs py-lmdb txn.get': ['py-lmdb txn.get', 'loader b64 full'],
   };
   const measured = Object.entries(ratioPairs).filter(([, [a, b]]) => a in med && b in med); // all, or those --only kept
   const ratios = Object.fromEntries(measured.map(([k, [a, b]]) => [k, med[a] / med[b]]));
@@ -415,7 +569,7 @@ async function main() {
   const totalBytes = expectedBytes;
   const report = {
     machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, node: process.version, platform: `${os.platform()} ${os.release()}`, loadAverage: os.loadavg() },
-    data: { samples: n, bytes: totalBytes, meanBytes: Math.round(totalBytes / n), sizes: `log-uniform ${opts.minKb}-${opts.maxKb} KiB`, shards: shardCount, generateSeconds: Math.round(genSeconds) },
+    data: { samples: n, bytes: totalBytes, meanBytes: Math.round(totalBytes / n), sizes: opts.tree ? `real tree ${opts.tree}` : `log-uniform ${opts.minKb}-${opts.maxKb} KiB`, ...(tree ? { tree: { name: tree.name, files: tree.files, fingerprint: tree.fingerprint, byExt: tree.byExt } } : {}), shards: shardCount, generateSeconds: Math.round(genSeconds) },
     settings: { runs: opts.runs, warmupEpochs: opts.warmup, epochsTimed: EPOCHS_PER_PROCESS, concurrency: opts.concurrency, batchSize: opts.batch, verify: true, order: 'random', cache: 'warm', native: ctx.ds.native, crc32cKernel: nativeAddon()?.crc32cKernels.at(-1) },
     medianMs: med,
     medianCpuMs: cpuMed,

@@ -1,5 +1,6 @@
 /** Argument parsers shared by commands: each validates and fails with INVALID_ARG (exit 2). */
 import { ErrorCodes, ShardkitError } from '../formats/errors.js';
+import type { CacheEvent, CacheOptions } from '../src/cache/shard-cache.js';
 import { httpHeaders } from '../src/io/http-headers.js';
 import { parseSize } from '../src/pack/size-arg.js';
 
@@ -39,4 +40,20 @@ export function maxMemberOption(text: string | undefined): { maxMemberBytes?: nu
 /** Commander's collector for a repeatable option. */
 export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
+}
+
+/** `--cache-dir DIR --cache-size SIZE`, for commands that read a dataset: openDataset's node-local shard cache. */
+export const CACHE_DIR_FLAGS = '--cache-dir <dir>';
+export const CACHE_DIR_HELP = 'node-local cache of whole shards for a dataset on slow storage (http(s), a network file system); shared by the processes that use it';
+export const CACHE_SIZE_FLAGS = '--cache-size <size>';
+export const CACHE_SIZE_HELP = 'most bytes --cache-dir may hold, downloads included (e.g. 50GiB); required with --cache-dir';
+
+/** openDataset's `cache` option from `--cache-dir`/`--cache-size` (neither given: none). Cache notes go to stderr. */
+export function cacheOption(dir: string | undefined, size: string | undefined): { cache?: CacheOptions } {
+  if (dir === undefined && size === undefined) return {};
+  if (dir === undefined || size === undefined) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `--cache-dir and --cache-size go together: give both (e.g. --cache-dir /dev/shm/shardkit --cache-size 8GiB) or neither`);
+  }
+  const onEvent = (e: CacheEvent): void => void process.stderr.write(`shardkit: note: cache: ${e.shard}: ${e.reason}\n`);
+  return { cache: { dir, maxBytes: parseSize(size, '--cache-size', { min: 1 }), onEvent } };
 }

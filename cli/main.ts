@@ -30,6 +30,7 @@ program
  */
 const COMMANDS: Record<string, () => Promise<(p: Command) => void>> = {
   pack: async () => (await import('./commands/pack.js')).registerPack,
+  append: async () => (await import('./commands/append.js')).registerAppend,
   merge: async () => (await import('./commands/merge.js')).registerMerge,
   derive: async () => (await import('./commands/derive.js')).registerDerive,
   info: async () => (await import('./commands/info.js')).registerInfo,

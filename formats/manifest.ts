@@ -53,6 +53,15 @@ export interface Manifest {
   extra: Record<string, unknown>;
   /** Of a dataset packed with `--part I/N`: which part it is (absent on whole datasets, merged ones included). */
   part?: ManifestPart;
+  /** One record per `append`, oldest first (absent until the first append); the pack made the samples before them. */
+  appends?: ManifestAppend[];
+}
+
+/** What one `append` brought: its samples, in shards `[shards[0], shards[1])` (shard numbers), made with `passes`. */
+export interface ManifestAppend {
+  samples: number;
+  shards: [number, number];
+  passes: ManifestPass[];
 }
 
 /** Part `index` (0-based) of `count`. */
@@ -116,7 +125,30 @@ export function parseManifest(text: string, file: string): Manifest {
   if (!isObject(doc.extra)) bad('extra', 'is not an object');
   const part = doc.part;
   if (part !== undefined && (!isObject(part) || !isCount(part.index) || !isCount(part.count) || part.index >= part.count)) bad('part', 'is malformed');
+  if (doc.appends !== undefined) checkAppends(doc.appends, shards, t.samples, bad);
   return doc as unknown as Manifest;
+}
+
+/**
+ * `appends`: records in shard order, each range inside the shard list and after the previous one, each `samples` the
+ * sum over its shards.
+ */
+function checkAppends(appends: unknown, shards: readonly ManifestShard[], total: number, bad: (field: string, why: string) => never): void {
+  if (!Array.isArray(appends)) bad('appends', 'is not an array');
+  let end = 0;
+  let samples = 0;
+  (appends as unknown[]).forEach((a, i) => {
+    const field = `appends[${i}]`;
+    if (!isObject(a) || !isCount(a.samples) || !Array.isArray(a.shards) || a.shards.length !== 2 || !a.shards.every(isCount)) return bad(field, 'is malformed');
+    if (!Array.isArray(a.passes) || !a.passes.every((p: unknown) => isObject(p) && typeof p.name === 'string' && isObject(p.params))) return bad(`${field}.passes`, 'is malformed');
+    const [first, last] = a.shards as [number, number];
+    if (first < end || last < first || last > shards.length) return bad(`${field}.shards`, `is not a range of shard numbers after the previous append's, within the ${shards.length} shards`);
+    const inShards = shards.slice(first, last).reduce((n, s) => n + s.samples, 0);
+    if (a.samples !== inShards) return bad(`${field}.samples`, `does not equal the samples of its shards (${inShards})`);
+    end = last;
+    samples += a.samples;
+  });
+  if (samples > total) bad('appends', 'count more samples than totals.samples');
 }
 
 /** Stable serialization: the writer's key order, two-space indent, trailing newline. */

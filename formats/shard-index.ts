@@ -33,3 +33,11 @@ export function encodeShardIndex(indexCrc32c: string, shards: readonly { file: s
   };
   return new TextEncoder().encode(`${JSON.stringify(doc, null, 2)}\n`);
 }
+
+/**
+ * The extra files (a manifest's `files`) that a dataset made from another one takes over (derive, append, an
+ * exemplar buffer, merge): all but shardindex.json, which every commit makes anew from its own shards.
+ */
+export function carriedFiles(files: readonly string[]): string[] {
+  return files.filter((name) => name !== SHARD_INDEX_FILE);
+}

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { adoptTars } from '../../src/adopt/adopt-tars.js';
+import { adoptTars } from '../../src/on-demand.js';
 import { parseCount } from '../args.js';
 import { printJson, runAction } from '../run-action.js';
 

@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
-import { openDataset } from '../../src/read/dataset.js';
+import { openDataset } from '../../src/on-demand.js';
 import { datasetInfo } from '../../src/read/inspect.js';
 import { formatSize } from '../../src/pack/size-arg.js';
 import { percent, table } from '../format.js';
-import { HEADER_FLAGS, HEADER_HELP, collect, httpOption } from '../args.js';
+import { HEADER_FLAGS, HEADER_HELP, collect, httpOption, CACHE_DIR_FLAGS, CACHE_DIR_HELP, CACHE_SIZE_FLAGS, CACHE_SIZE_HELP, cacheOption } from '../args.js';
 import { printJson, runAction } from '../run-action.js';
 
 export function registerInfo(program: Command): void {
@@ -13,9 +13,11 @@ export function registerInfo(program: Command): void {
     .argument('<dataset>', 'dataset directory or http(s) URL')
     .option('--json', 'print JSON')
     .option(HEADER_FLAGS, HEADER_HELP, collect)
+    .option(CACHE_DIR_FLAGS, CACHE_DIR_HELP)
+    .option(CACHE_SIZE_FLAGS, CACHE_SIZE_HELP)
     .action(
-      runAction(async (location: string, opts: { json?: boolean; header?: string[] }) => {
-        const ds = await openDataset(location, httpOption(opts.header));
+      runAction(async (location: string, opts: { json?: boolean; header?: string[]; cacheDir?: string; cacheSize?: string }) => {
+        const ds = await openDataset(location, { ...httpOption(opts.header), ...cacheOption(opts.cacheDir, opts.cacheSize) });
         try {
           const info = datasetInfo(ds);
           if (opts.json) return printJson(info);
@@ -29,6 +31,7 @@ export function registerInfo(program: Command): void {
             ['overhead', info.overhead === null ? 'n/a (no member bytes)' : `${percent(info.overhead)} (shards + index vs member bytes)`],
             ['passes', info.passes.length === 0 ? 'none' : info.passes.map((p) => `${p.name}${Object.keys(p.params).length ? ` ${JSON.stringify(p.params)}` : ''}`).join(', ')],
             ['skipped', String(info.skipped)],
+            ...(info.appends.length === 0 ? [] : [['appends', `${info.appends.length} (${info.appends.join(' + ')} samples)`]]),
             ['written by', info.tool],
           ];
           process.stdout.write(`${table(rows)}\n`);

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { mergeParts } from '../../src/pack/merge.js';
+import { mergeParts } from '../../src/on-demand.js';
 import { printJson, runAction } from '../run-action.js';
 
 export function registerMerge(program: Command): void {

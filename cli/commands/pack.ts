@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
-import { pack, defaultOutDir, type PackResult } from '../../src/pack/pack.js';
+import { pack } from '../../src/on-demand.js';
+import { defaultOutDir } from '../../src/pack/output-dir.js';
+import type { PackResult } from '../../src/pack/pack.js';
 import { parsePart } from '../../src/pack/partition.js';
 import { parseSize, formatSize } from '../../src/pack/size-arg.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { reindexDataset } from '../../src/adopt/reindex.js';
+import { reindexDataset } from '../../src/on-demand.js';
 import { printJson, runAction } from '../run-action.js';
 
 export function registerReindex(program: Command): void {

@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
-import cliProgress from 'cli-progress';
-import { verifyDataset, type VerifyProgress } from '../../src/verify/verify-dataset.js';
+import { verifyDataset } from '../../src/on-demand.js';
+import type { VerifyProgress } from '../../src/verify/verify-dataset.js';
 import { humanBytes } from '../format.js';
 import { HEADER_FLAGS, HEADER_HELP, collect, httpOption } from '../args.js';
 import { EXIT_OK, EXIT_PROBLEM, printJson, runAction } from '../run-action.js';
+import { loadCliProgress } from '../progress.js';
 
 export function registerVerify(program: Command): void {
   program
@@ -18,7 +19,7 @@ export function registerVerify(program: Command): void {
         const http = httpOption(opts.header);
         const bar =
           process.stderr.isTTY && !opts.json
-            ? new cliProgress.SingleBar({ stream: process.stderr, format: 'verify {phase} [{bar}] {percentage}%' }, cliProgress.Presets.shades_classic)
+            ? new (loadCliProgress().SingleBar)({ stream: process.stderr, format: 'verify {phase} [{bar}] {percentage}%' }, loadCliProgress().Presets.shades_classic)
             : undefined;
         let phase = '';
         const onProgress = (p: VerifyProgress): void => {

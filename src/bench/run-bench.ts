@@ -102,7 +102,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
       versions.lmdb = lmdbVersion();
       notes.push(
         `LMDB side: the samples were copied into a new LMDB environment (${(directoryBytes(lmdbPath) / 1e6).toFixed(1)} MB on ${filesystemOf(lmdbPath)}, ` +
-          `built in ${seconds.toFixed(2)} s) keyed by sample key; it reads through mmap, so its "reads" are get() calls (one per sample) and its opens/stats/closes are 0; page faults are listed below.`,
+          `built in ${seconds.toFixed(2)} s) keyed by sample key; it reads through mmap, so its "reads" are get() calls (one per sample) and its opens/stats/closes are 0; its major page faults are in the note on LMDB page faults.`,
       );
     }
     const sides: SideName[] = o.lmdb ? ['raw', 'shards', 'lmdb'] : ['raw', 'shards'];

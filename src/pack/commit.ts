@@ -10,12 +10,19 @@ import { crc32cHex } from '../../formats/checksum.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import type { Layout, ShardRecord } from '../../formats/index-layout.js';
 import { encodeShardIndex, hasShardIndex, SHARD_INDEX_FILE } from '../../formats/shard-index.js';
-import { MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION, serializeManifest, type Manifest, type ManifestPart, type ManifestPass } from '../../formats/manifest.js';
+import { MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION, serializeManifest, type Manifest, type ManifestAppend, type ManifestPart, type ManifestPass } from '../../formats/manifest.js';
 import { VERSION } from '../version.js';
 import { fsCall } from './fs-errors.js';
 import { IndexFileWriter, writeIndexFile } from './index-file.js';
 
 export const INDEX_FILE = 'index.skidx';
+/** The index file names a dataset may have: `index.skidx` from pack, `index-<n>.skidx` from its n-th append. */
+export const INDEX_FILE_NAME = /^index(-[1-9]\d*)?\.skidx$/;
+
+/** The index file name of a dataset's n-th append (n from 1). */
+export function appendIndexFile(n: number): string {
+  return `index-${n}.skidx`;
+}
 
 export interface CommitInput {
   dir: string;
@@ -35,6 +42,10 @@ export interface CommitInput {
   extra: Record<string, unknown>;
   /** Recorded for a dataset that is one part of a partitioned pack. */
   part?: ManifestPart;
+  /** The index file's name, when not {@link INDEX_FILE} (an append writes `index-<n>.skidx`); its writer's name when given one. */
+  indexFile?: string;
+  /** The appends the dataset has had (see ManifestAppend). */
+  appends?: ManifestAppend[];
 }
 
 export function commitDataset(c: CommitInput): Manifest {
@@ -52,7 +63,7 @@ export function commitDataset(c: CommitInput): Manifest {
     tool: { name: 'shardkit', version: VERSION },
     layout: c.layout,
     compress: c.compress,
-    index: { file: INDEX_FILE, bytes: index.bytes, pageSize: c.pageSize, crc32c: crc32cHex(index.headerCrc) },
+    index: { file: c.indexFile ?? INDEX_FILE, bytes: index.bytes, pageSize: c.pageSize, crc32c: crc32cHex(index.headerCrc) },
     shards: c.shards.map((s) => ({ file: s.file, bytes: s.bytes, samples: s.samples, crc32c: crc32cHex(s.crc32c) })),
     totals: {
       samples: index.entryCount,
@@ -66,6 +77,7 @@ export function commitDataset(c: CommitInput): Manifest {
     skipped: c.skipped,
     extra: c.extra,
     ...(c.part === undefined ? {} : { part: { index: c.part.index, count: c.part.count } }),
+    ...(c.appends === undefined ? {} : { appends: c.appends }),
   };
   writeAtomically(path.join(c.dir, MANIFEST_FILE), new TextEncoder().encode(serializeManifest(manifest)));
   return manifest;

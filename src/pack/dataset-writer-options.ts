@@ -19,6 +19,11 @@ export interface DatasetWriterOptions {
   pageSize?: number;
   /** Shard file name prefix (default `shard-`); parts of a partitioned pack use their own. */
   shardPrefix?: string;
+  /**
+   * The number in the first shard's name (default 0): `append` writes its shards under the numbers that follow the
+   * dataset's last one. Shard numbers inside this writer's own index still start at 0.
+   */
+  firstShard?: number;
   /** Which part of a partitioned pack this is, recorded in the manifest so `merge` can check it has every part. */
   part?: ManifestPart;
   /** Passes recorded in the manifest. */
@@ -74,6 +79,7 @@ export interface ValidOptions {
   shardBytes: number;
   pageSize: number;
   shardPrefix: string;
+  firstShard: number;
   passes: ManifestPass[];
   sync: boolean;
   runEntries: number;
@@ -98,11 +104,13 @@ export function validateOptions(o: DatasetWriterOptions): ValidOptions {
   validatePageSize(pageSize);
   const shardPrefix = o.shardPrefix ?? 'shard-';
   if (!/^[A-Za-z0-9._-]*$/.test(shardPrefix)) bad('shardPrefix', 'letters, digits, ".", "_" or "-"', shardPrefix);
+  const firstShard = o.firstShard ?? 0;
+  if (!Number.isSafeInteger(firstShard) || firstShard < 0) bad('firstShard', 'a non-negative integer', firstShard);
   const runEntries = o.runEntries ?? 100_000;
   if (!Number.isSafeInteger(runEntries) || runEntries < 1) bad('runEntries', 'a positive integer', runEntries);
   const part = o.part;
   if (part !== undefined && !(Number.isSafeInteger(part.count) && part.count >= 1 && Number.isSafeInteger(part.index) && part.index >= 0 && part.index < part.count)) {
     bad('part', '{ index, count } with 0 <= index < count', part);
   }
-  return { dir: o.dir, layout, compress, shardBytes, pageSize, shardPrefix, passes: o.passes ?? [], sync: o.sync ?? false, runEntries, part, command: o.command ?? 'pack' };
+  return { dir: o.dir, layout, compress, shardBytes, pageSize, shardPrefix, firstShard, passes: o.passes ?? [], sync: o.sync ?? false, runEntries, part, command: o.command ?? 'pack' };
 }

@@ -49,6 +49,7 @@ export class DatasetWriter {
   /** Of a resumed write: the last sample it had written and its input position, for the caller to check its input. */
   readonly resumedLast: { key: string; at: number } | undefined;
   private readonly prefix: string;
+  private readonly firstShard: number;
   private readonly passes: ManifestPass[];
   private readonly sync: boolean;
   private readonly part: ManifestPart | undefined;
@@ -85,6 +86,7 @@ export class DatasetWriter {
     this.shardBytes = o.shardBytes;
     this.pageSize = o.pageSize;
     this.prefix = o.shardPrefix;
+    this.firstShard = o.firstShard;
     this.part = o.part;
     this.passes = o.passes;
     this.sync = o.sync;
@@ -97,6 +99,8 @@ export class DatasetWriter {
       shardBytes: this.shardBytes,
       pageSize: this.pageSize,
       shardPrefix: this.prefix,
+      // only when set: journals of packs stay as they were
+      ...(this.firstShard === 0 ? {} : { firstShard: this.firstShard }),
       passes: this.passes,
       ...(options.resumeOptions === undefined ? {} : { input: options.resumeOptions }),
       ...(options.preparedDigest === undefined ? {} : { prepared: options.preparedDigest }),
@@ -324,7 +328,7 @@ export class DatasetWriter {
   }
 
   private openShard(): OpenShard {
-    const name = `${this.prefix}${String(this.shards.length).padStart(6, '0')}${SHARD_EXTENSIONS[this.layout]}`;
+    const name = `${this.prefix}${String(this.firstShard + this.shards.length).padStart(6, '0')}${SHARD_EXTENSIONS[this.layout]}`;
     const finalPath = path.join(this.dir, name);
     const file = new ShardFile(`${finalPath}.tmp`, finalPath);
     if (this.layout === 'packed') file.write(encodePackedHeader());

@@ -4,22 +4,26 @@
  * the new ones, and keeps the source's pass files (classes.txt) and manifest fields unless a new pass writes its
  * own of the same name. Resumable like pack.
  */
+import type { CacheOptions } from '../cache/shard-cache.js';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectLocalPath, isRemote, resolveLocation } from '../io/location.js';
 import type { Layout } from '../../formats/index-layout.js';
 import { ADOPTED_EXTRA_KEY, MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
 import { memberPath } from '../../formats/sample.js';
-import { SHARD_INDEX_FILE } from '../../formats/shard-index.js';
+import { carriedFiles } from '../../formats/shard-index.js';
 import type { Pass } from '../passes/pass.js';
 import { imageConcurrency } from '../passes/image-concurrency.js';
 import type { HttpClientOptions } from '../io/http-client.js';
-import { openDataset } from '../read/dataset.js';
+import { openDataset, type Dataset } from '../read/dataset.js';
+import type { IndexEntry } from '../../formats/index-entry.js';
 import { DatasetWriter } from './dataset-writer.js';
 import { partShardPrefix } from './partition.js';
 import { pathOverlap } from './paths.js';
 import { checkDeclaredOutputs, finishWithPassOutputs, passStatsOf, preparedOption, preparePasses, type InheritedOutputs } from './run-passes.js';
 import { validateDeriveOptions } from './pack-options.js';
+import { selectionLabel, selectPositions, type Selection } from './select.js';
+import type { Seed } from '../read/shuffle/prng.js';
 import { runPipeline, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 
 export interface DeriveOptions {
@@ -27,8 +31,17 @@ export interface DeriveOptions {
   dataset: string;
   /** For a source behind an http(s) URL: the HTTP client's options (headers, `sign` for presigned URLs, ...). */
   http?: HttpClientOptions;
+  /** For a dataset behind an http(s) URL: a node-local shard cache (openDataset's `cache`). */
+  cache?: CacheOptions;
   out: string;
   passes: Pass[];
+  /**
+   * Keep only some samples (exemplar selection, see select.ts): `parseSelection('per-class:20')` makes one. With a
+   * selection, `passes` may be empty. Recorded in the manifest's `extra.selection`.
+   */
+  select?: Selection;
+  /** The selection's seed (safe integer or string). Default 0. */
+  seed?: Seed;
   /** Defaults: the source's layout and compression, 1 GiB shards. */
   layout?: Layout;
   compress?: 'none' | 'lz4';
@@ -61,6 +74,10 @@ export interface DeriveResult {
   passStats: Record<string, Record<string, number>>;
 }
 
+async function* chosenKeys(ds: Dataset, positions: Uint32Array): AsyncGenerator<string> {
+  for (const position of positions) yield (await ds.index.at(position)).key;
+}
+
 export async function derive(given: DeriveOptions): Promise<DeriveResult> {
   const options = validateDeriveOptions(given);
   expectLocalPath('--out', options.out); // before the source is opened (maybe over http) and the passes list its keys
@@ -68,17 +85,21 @@ export async function derive(given: DeriveOptions): Promise<DeriveResult> {
   checkDeclaredOutputs(options.passes);
   const onError = validateOnError(options.onError ?? 'fail');
   const concurrency = validateConcurrency(options.concurrency ?? imageConcurrency().jobs * 2);
-  const ds = await openDataset(options.dataset, options.http === undefined ? {} : { http: options.http });
+  const ds = await openDataset(options.dataset, { ...(options.http === undefined ? {} : { http: options.http }), ...(options.cache === undefined ? {} : { cache: options.cache }) });
   try {
     // the source's class list and other pass outputs carry over (read now: a missing file fails before any write)
-    // (not shardindex.json: the writer makes the variant's own from its shards)
     const files = new Map<string, Uint8Array>();
-    for (const name of ds.manifest.files) if (name !== SHARD_INDEX_FILE) files.set(name, await ds.readExtraFile(name));
+    for (const name of carriedFiles(ds.manifest.files)) files.set(name, await ds.readExtraFile(name));
     // not the adoption marker: the variant's shards are shardkit's own, and reindex must read them so
     const { [ADOPTED_EXTRA_KEY]: _adopted, ...extra } = ds.manifest.extra;
     const inherited: InheritedOutputs = { files, extra };
     const part = ds.manifest.part;
-    await preparePasses(options.passes, () => ds.keys());
+    // the samples kept, ascending positions (all of them without a selection)
+    const chosen = options.select === undefined ? undefined : await selectPositions(ds, options.select, options.seed ?? 0);
+    if (chosen !== undefined && options.select !== undefined) {
+      extra.selection = { select: selectionLabel(options.select), seed: options.seed ?? 0, from: { index: ds.manifest.index.crc32c, samples: ds.size }, samples: chosen.length };
+    }
+    await preparePasses(options.passes, () => (chosen === undefined ? ds.keys() : chosenKeys(ds, chosen)));
     const writer = new DatasetWriter({
       dir: options.out,
       layout: options.layout ?? ds.manifest.layout,
@@ -93,13 +114,19 @@ export async function derive(given: DeriveOptions): Promise<DeriveResult> {
       ...preparedOption(options.passes),
       // the source's index CRC32C and size: a resume over another source would mix two datasets' samples
       sourceDigest: `${ds.manifest.index.crc32c}/${ds.size}`,
+      // a resume keeps the samples another selection chose: refused unless it is the same
+      ...(options.select === undefined ? {} : { resumeOptions: { select: selectionLabel(options.select), seed: options.seed ?? 0 } }),
     });
     // what the source left out, the variant lacks too: its list carries over, in key order with this run's skips
     for (const s of ds.manifest.skipped) writer.refuse(s.path, s.reason);
     try {
       const resumed = writer.resumedCursor;
+      async function* entries(): AsyncGenerator<IndexEntry> {
+        if (chosen === undefined) yield* ds.entries(resumed > 0 ? { start: (await ds.index.at(resumed)).key } : {});
+        else for (const position of chosen.subarray(resumed)) yield await ds.index.at(position);
+      }
       async function* items(): AsyncGenerator<PipelineItem> {
-        for await (const entry of ds.entries(resumed > 0 ? { start: (await ds.index.at(resumed)).key } : {})) {
+        for await (const entry of entries()) {
           yield {
             // listed as pack lists it: the first member's path (in the tar layout, the source's own file name)
             name: memberPath(entry.key, entry.members[0]?.ext ?? ''),
@@ -114,7 +141,7 @@ export async function derive(given: DeriveOptions): Promise<DeriveResult> {
       await runPipeline(items(), options.passes, writer, {
         concurrency,
         onError,
-        ...(options.onProgress ? { onEach: (c: PipelineCounters) => options.onProgress?.({ ...c, total: ds.size - resumed }) } : {}),
+        ...(options.onProgress ? { onEach: (c: PipelineCounters) => options.onProgress?.({ ...c, total: (chosen?.length ?? ds.size) - resumed }) } : {}),
       });
       const manifest = await finishWithPassOutputs(writer, options.passes, inherited);
       return { manifest, resumedSamples: resumed, passStats: passStatsOf(options.passes) };

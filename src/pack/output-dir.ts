@@ -8,11 +8,17 @@ import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
 import { SHARD_INDEX_FILE } from '../../formats/shard-index.js';
-import { INDEX_FILE } from './commit.js';
+import { INDEX_FILE, INDEX_FILE_NAME } from './commit.js';
+import { APPEND_DIR } from './append-stage.js';
 import { fsCall } from './fs-errors.js';
 import { WORK_DIR, readJournal, type JournalShard } from './journal.js';
 import { PACK_REPORT_FILE } from './pack-report.js';
 import { LOCK_FILE, type WriteLock } from './write-lock.js';
+
+/** pack's default output directory: `<source>.shards`, next to the source. */
+export function defaultOutDir(source: string): string {
+  return `${path.resolve(source).replace(/[\\/]+$/, '')}.shards`;
+}
 
 /** Where --force moves the manifest of the dataset it replaces until that dataset's files are gone. */
 export const REPLACED_MANIFEST = '.shardkit-replaced-manifest.json';
@@ -29,8 +35,9 @@ export function reservedNameUse(name: string): string | undefined {
   if (name === MANIFEST_FILE) return 'its manifest';
   if (name === LOCK_FILE) return "its writer's lock";
   if (name === REPLACED_MANIFEST) return 'the manifest a --force replaces';
-  if (name === INDEX_FILE) return 'its index';
+  if (INDEX_FILE_NAME.test(name)) return 'its index';
   if (name === SHARD_INDEX_FILE) return 'its shard list for wids and WebDataset';
+  if (name === APPEND_DIR) return 'an append in progress';
   if (name === PACK_REPORT_FILE) return "pack's report";
   if (SHARD_FILE_NAME.test(name)) return 'shard files';
   if (name.endsWith('.tmp')) return 'temporary files';
@@ -75,7 +82,8 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
     const owned = ownedFiles(replaced);
     for (const name of list(dir)) {
       // pack-report.json describes the dataset replaced: left behind, it would describe this one wrongly (merge writes none)
-      if (name === WORK_DIR || name === PACK_REPORT_FILE || owned.has(name) || SHARD_FILE_NAME.test(name)) rm(path.join(dir, name));
+      // an appended dataset's index has another name, and its previous one stays until the next append (SPEC)
+      if (name === WORK_DIR || name === APPEND_DIR || name === PACK_REPORT_FILE || owned.has(name) || SHARD_FILE_NAME.test(name) || INDEX_FILE_NAME.test(name)) rm(path.join(dir, name));
     }
     rm(replaced);
   } else if (fs.existsSync(replaced)) {

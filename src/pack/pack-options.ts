@@ -94,7 +94,7 @@ export function validateDeriveOptions(options: unknown): DeriveOptions {
   const o = options as Record<string, unknown>;
   if (typeof o.dataset !== 'string' || o.dataset === '') invalid('a dataset directory or URL', 'dataset', o.dataset);
   if (typeof o.out !== 'string' || o.out === '') invalid('an output directory path', 'out', o.out);
-  if (expectPasses(o.passes).length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'derive needs at least one --pass');
+  if (expectPasses(o.passes).length === 0 && o.select === undefined) throw new ShardkitError(ErrorCodes.INVALID_ARG, 'derive needs at least one --pass, or a --select');
   for (const name of ['resume', 'force']) expectOptionalBoolean(o, name);
   if (o.onProgress !== undefined && typeof o.onProgress !== 'function') invalid('a function', 'onProgress', o.onProgress);
   return o as unknown as DeriveOptions;

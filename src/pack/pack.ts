@@ -8,6 +8,7 @@ import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectLocalPath } from '../io/location.js';
 import { isInside, realPathOf } from './paths.js';
+import { defaultOutDir } from './output-dir.js';
 import type { Layout } from '../../formats/index-layout.js';
 import { Codec } from '../../formats/index-entry.js';
 import type { Manifest } from '../../formats/manifest.js';
@@ -80,6 +81,10 @@ export interface PackOptions {
    */
   readThreads?: number;
   onProgress?: (p: PackProgress) => void;
+  /** @internal The number in the first shard's name (see DatasetWriterOptions.firstShard); `append` sets it. */
+  firstShard?: number;
+  /** @internal What the output directory's lock names as its writer (default `pack`). */
+  command?: string;
 }
 
 export interface PackResult {
@@ -103,9 +108,7 @@ export interface PackResult {
   passStats: Record<string, Record<string, number>>;
 }
 
-export function defaultOutDir(source: string): string {
-  return `${path.resolve(source).replace(/[\\/]+$/, '')}.shards`;
-}
+export { defaultOutDir };
 
 /**
  * Packs a directory of files into a dataset (see PackOptions).
@@ -158,6 +161,8 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),
     ...(options.part === undefined ? {} : { shardPrefix: partShardPrefix(options.part), part: options.part }),
     passes: passes.map((p) => ({ name: p.name, params: p.params })),
+    ...(options.firstShard === undefined ? {} : { firstShard: options.firstShard }),
+    ...(options.command === undefined ? {} : { command: options.command }),
     resume: options.resume ?? false,
     // a resume skips as many samples as the interrupted walk had let through: the same filters must choose them
     resumeOptions: { include: options.include ?? [], exclude: options.exclude ?? [], includeHidden: walkOptions.includeHidden, followSymlinks: walkOptions.followSymlinks },

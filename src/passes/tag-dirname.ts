@@ -17,6 +17,11 @@ export function parentDirName(key: string): string | undefined {
 export interface TagDirnameOptions {
   /** The class names in index order; when absent, prepare() collects them from the keys. */
   classes?: readonly string[];
+  /**
+   * For `append`: the dataset's class list, kept as it is (no class renumbered); prepare() adds the names it finds
+   * that are not in it at the end, in byte order.
+   */
+  base?: readonly string[];
 }
 
 /**
@@ -44,7 +49,9 @@ export function tagDirnamePass(options: TagDirnameOptions = {}): Pass {
         const name = parentDirName(key);
         if (name !== undefined) names.add(name);
       }
-      classes = [...names].sort(compareKeys);
+      const base = options.base ?? [];
+      const known = new Set(base);
+      classes = [...base, ...[...names].filter((n) => !known.has(n)).sort(compareKeys)];
       indexOf = indexClasses(classes);
     },
     async run(sample) {

@@ -50,6 +50,15 @@ export function checkOpenOptions(o: OpenDatasetOptions): void {
   int('syncReadMaxBytes', o.syncReadMaxBytes, 0, 2 ** 31 - 1);
   if (o.verify !== undefined && typeof o.verify !== 'boolean') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a boolean for verify but received ${JSON.stringify(o.verify)}`);
   if (o.native !== undefined && typeof o.native !== 'boolean') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a boolean for native but received ${JSON.stringify(o.native)}`);
+  if (o.cache !== undefined) {
+    const c = o.cache as unknown;
+    if (typeof c !== 'object' || c === null) throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected an object { dir, maxBytes } for cache but received ${JSON.stringify(c)}`);
+    const { dir, maxBytes, onEvent, policy } = c as Record<string, unknown>;
+    if (policy !== undefined && policy !== 'clairvoyant' && policy !== 'lru') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected "clairvoyant" or "lru" for cache.policy but received ${JSON.stringify(policy)}`);
+    if (typeof dir !== 'string' || dir === '') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a directory path for cache.dir but received ${JSON.stringify(dir)}`);
+    expectIntegerInRange('cache.maxBytes', maxBytes, 1, Number.MAX_SAFE_INTEGER);
+    if (onEvent !== undefined && typeof onEvent !== 'function') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a function for cache.onEvent but received ${typeof onEvent}`);
+  }
   if (o.checkShards !== undefined && o.checkShards !== 'size' && o.checkShards !== 'fingerprint') {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected "size" or "fingerprint" for checkShards but received ${JSON.stringify(o.checkShards)}`);
   }

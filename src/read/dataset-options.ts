@@ -1,4 +1,5 @@
 /** How a dataset is opened: the options of `openDataset`. */
+import type { CacheOptions } from '../cache/shard-cache.js';
 import type { HttpClientOptions } from '../io/http-client.js';
 import type { IoStats } from '../io/io-stats.js';
 
@@ -45,4 +46,16 @@ export interface OpenDatasetOptions {
    * the portable path.
    */
   native?: boolean;
+  /**
+   * A node-local cache of whole shards for datasets on slow storage (http(s), or a path on a network file system):
+   * `{ dir, maxBytes }`. Such a dataset is read asynchronously only (getSync and the other sync twins refuse it).
+   * Shards are copied into `dir`,
+   * verified against the index (size and CRC32C) before anything is served from them, then read locally. Processes
+   * of a node that use the same `dir` share it (each shard fetched once). A loader prefetches the shards its order
+   * needs next and evicts the one needed furthest in the future. See src/cache/shard-cache.ts.
+   *
+   * @example
+   * const ds = await openDataset('https://data.example/imagenet', { cache: { dir: '/dev/shm/sk', maxBytes: 64 * 2 ** 30 } });
+   */
+  cache?: CacheOptions;
 }

@@ -4,12 +4,14 @@
  * through a bounded page cache; a sample costs one positional read of its span. Each shard is opened at most once
  * while in use, under a bounded handle budget (LRU).
  */
+import path from 'node:path';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
 import { indexRemedy, type ShardRecord } from '../../formats/index-layout.js';
 import { MEMBER_COLUMNS, MemberColumn, RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index-page.js';
 import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
 import type { Sample } from '../../formats/sample.js';
+import { ShardCache, type CacheStats } from '../cache/shard-cache.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { FileSource } from '../io/file-source.js';
 import { HandlePool, DEFAULT_MAX_OPEN } from '../io/handle-pool.js';
@@ -40,6 +42,8 @@ export interface DatasetStats {
   io: ReturnType<IoStats['snapshot']>;
   shardHandles: HandlePool<ByteSource>['counters'];
   pageCache: { hits: number; misses: number; pages: number };
+  /** The node-local shard cache's counters (openDataset's `cache` option), when there is one. */
+  cache?: CacheStats;
 }
 
 export type { KeyRange };
@@ -62,6 +66,8 @@ export class Dataset {
   private readonly client: HttpClient | undefined;
   private readonly isRemote: boolean;
   private closed = false;
+  /** @internal The node-local shard cache, when opened with `cache`. */
+  readonly cache: ShardCache | undefined;
   /** Owned read buffers for get/at and the loader's copy mode (see read-arena.ts). */
   private readonly arena = new ReadArena();
   private viewReader: SyncViewReader | undefined;
@@ -77,9 +83,12 @@ export class Dataset {
     this.index = index;
     this.io = io;
     this.client = client;
-    this.isRemote = isRemote(location);
+    // A local dataset read through a cache (a network file system) is read as a remote one: asynchronously, by the
+    // cache's copies, with the loader's remote defaults (deep read-ahead, windowed reads).
+    this.isRemote = isRemote(location) || options.cache !== undefined;
     this.verify = options.verify ?? true;
-    this.checkShards = options.checkShards ?? 'fingerprint';
+    // With a cache, every shard fetched is checked whole (CRC32C) before use: the 4 KiB fingerprint read is not sent.
+    this.checkShards = options.cache !== undefined ? 'size' : (options.checkShards ?? 'fingerprint');
     this.maxMemberBytes = options.maxMemberBytes ?? DEFAULT_MAX_MEMBER_BYTES;
     this.shardLocations = index.shards.map((s) => resolveLocation(location, s.file));
     this.shardLocations.forEach((loc, i) => this.shardByLocation.set(loc, i));
@@ -96,6 +105,16 @@ export class Dataset {
       openSync: (loc) => FileSource.openSync(loc, sourceOptions),
       onOpen: (source, loc) => this.checkShard(source, loc),
     });
+    this.cache =
+      options.cache === undefined
+        ? undefined
+        : ShardCache.open(options.cache, isRemote(location) ? location : path.resolve(location), manifest.index.crc32c, index.shards, (shard, offset, length) => this.pool.use(this.shardLocations[shard] as string, (src) => src.read(offset, length)));
+  }
+
+  /** Bytes of a shard: from the cache when there is one, else from the shard's source. */
+  private readShardBytes(shard: number, offset: number, length: number): Promise<Uint8Array> {
+    if (this.cache !== undefined) return this.cache.read(shard, offset, length);
+    return this.pool.use(this.shardLocations[shard] as string, (src) => src.read(offset, length));
   }
 
   /** Opens the dataset at a directory path or an http(s) URL. */
@@ -206,8 +225,7 @@ export class Dataset {
   /** Reads and decodes the sample an index entry locates (one positional read). */
   async read(entry: IndexEntry): Promise<Sample> {
     this.checkEntry(entry);
-    const loc = this.shardLocations[entry.shard] as string;
-    const span = await this.pool.use(loc, (src) => (entry.length === 0 ? EMPTY : src.read(entry.offset, entry.length)));
+    const span = entry.length === 0 ? EMPTY : await this.readShardBytes(entry.shard, entry.offset, entry.length);
     return decodeSpan(entry, span, this.decodeContext(entry.shard));
   }
 
@@ -218,7 +236,7 @@ export class Dataset {
     this.checkRecord(leaf, slot);
     const shard = leaf.rows[r + RecordColumn.shard] as number;
     const offset = leaf.rows[r + RecordColumn.offset] as number;
-    const span = length === 0 ? EMPTY : await this.pool.use(this.shardLocations[shard] as string, (src) => src.read(offset, length));
+    const span = length === 0 ? EMPTY : await this.readShardBytes(shard, offset, length);
     return decodeRecord(leaf, slot, span, this.verify, this.memberCrc32c, undefined) ?? decodeSpan(leaf.entries[slot] as IndexEntry, span, this.decodeContext(shard));
   }
 
@@ -336,7 +354,7 @@ export class Dataset {
     if (!recordFits(leaf, slot, this.index.shards, this.maxMemberBytes)) this.checkEntry(leaf.entries[slot] as IndexEntry);
   }
 
-  /** True when the dataset is behind an http(s) URL (no synchronous reads). */
+  /** True when the dataset is behind an http(s) URL, or read through a shard cache (no synchronous reads). */
   get remote(): boolean {
     return this.isRemote;
   }
@@ -363,7 +381,7 @@ export class Dataset {
    */
   async readShardRange(shard: number, offset: number, length: number, target?: Uint8Array, targetOffset = 0): Promise<Uint8Array> {
     const loc = this.shardLocations[shard] as string;
-    if (isRemote(loc)) return this.pool.use(loc, (src) => src.read(offset, length));
+    if (isRemote(loc) || this.cache !== undefined) return this.readShardBytes(shard, offset, length);
     const source = (await this.pool.acquireWhenFree(loc)) as FileSource; // held across the await: within maxOpenShards
     try {
       const buffer = target ?? this.arena.take(length);
@@ -380,6 +398,7 @@ export class Dataset {
       io: this.io.snapshot(),
       shardHandles: { ...this.pool.counters },
       pageCache: { hits: this.index.cache.hits, misses: this.index.cache.misses, pages: this.index.cache.size },
+      ...(this.cache === undefined ? {} : { cache: { ...this.cache.stats } }),
     };
   }
 
@@ -411,6 +430,7 @@ export class Dataset {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.cache?.close();
     await this.pool.close();
     await this.index.close();
     this.client?.close();
@@ -423,6 +443,7 @@ export class Dataset {
   /** The synchronous twins read local files only; over http they would block on the network. */
   private assertLocal(method: string): void {
     this.assertOpen();
+    if (this.cache !== undefined) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${method} does not read through the shard cache ${this.cache.dir}: use the async API (get, at, loader)`);
     if (this.remote) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${method} needs a local dataset; ${redactLocation(this.location)} is remote: use the async API`);
   }
 

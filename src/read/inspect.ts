@@ -21,6 +21,8 @@ export interface DatasetInfo {
   index: { pageSize: number; pages: number; height: number; bytesPerSample: number };
   passes: { name: string; params: Record<string, unknown> }[];
   skipped: number;
+  /** Samples each `append` brought, oldest first (none for a dataset never appended to). */
+  appends: number[];
   tool: string;
 }
 
@@ -39,6 +41,7 @@ export function datasetInfo(ds: Dataset): DatasetInfo {
     index: { pageSize: h.pageSize, pages: h.pageCount, height: h.height, bytesPerSample: h.entryCount === 0 ? 0 : m.index.bytes / h.entryCount },
     passes: m.passes,
     skipped: m.skipped.length,
+    appends: (m.appends ?? []).map((a) => a.samples),
     tool: `shardkit ${m.tool.version}`,
   };
 }

@@ -18,7 +18,9 @@ import pLimit from 'p-limit';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { LeafPage } from '../../formats/index-page.js';
 import { setMember, type Sample } from '../../formats/sample.js';
+import type { CacheStats } from '../cache/shard-cache.js';
 import { readBatch, type BatchReadOptions } from './batch-read.js';
+import { CachePlan } from './cache-plan.js';
 import type { Dataset } from './dataset.js';
 import { decodeImage, type DecodedImage, type DecodedSample } from './decode-image.js';
 import { planEpoch, type EpochPlan, type EpochPlanOptions } from './epoch-plan.js';
@@ -26,6 +28,8 @@ import { resolveLoaderOptions, type LoaderOptions, type ResolvedLoaderOptions } 
 import { expectLoaderState, LOADER_STATE_FORMAT, LOADER_STATE_VERSION, type DatasetIdentity, type LoaderState } from './loader-state.js';
 import { recordRef, type RecordRef } from './record-ref.js';
 import { SlabPool } from './slab-pool.js';
+import { DEFAULT_MAX_WASTE, FULL_SHUFFLE_MAX_WASTE } from './window-plan.js';
+import { readWindowBatch, SpanWindow, type WindowBatchOptions } from './window-read.js';
 
 /** Counters of what a loader did; plain numbers. */
 export interface LoaderStats {
@@ -44,6 +48,11 @@ export interface LoaderStats {
   /** Batches the consumer asked for before they were ready: I/O or decoding held the loop up. */
   stalls: number;
   imagesDecoded: number;
+  /**
+   * With a shard cache (openDataset's `cache`): its counters since this loader started (hits, misses, remote bytes,
+   * prefetched bytes, prefetch stalls, ...). Other users of the dataset's cache meanwhile count too.
+   */
+  cache?: CacheStats;
 }
 
 interface PendingBatch<S> {
@@ -90,6 +99,12 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
   private readonly plan: EpochPlan;
   private readonly identity: DatasetIdentity;
   private readonly batchOptions: BatchReadOptions;
+  /** Remote datasets: the rank's next samples, so a read fetches each byte about once (see window-plan.ts). */
+  private readonly window: SpanWindow | undefined;
+  private readonly windowOptions: WindowBatchOptions;
+  /** With a shard cache: when each shard is read next (eviction), and what to prefetch. */
+  private readonly cachePlan: CachePlan | undefined;
+  private readonly cacheAtStart: CacheStats | undefined;
   /** Reads in flight (http requests and index page lookups, thread-pool reads) stay under `concurrency`. */
   private readonly readLimit: ReturnType<typeof pLimit>;
   private readonly decodeLimit: ReturnType<typeof pLimit>;
@@ -123,7 +138,10 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
   /** @internal Use `ds.loader(options)`. */
   constructor(ds: Dataset, options: LoaderOptions) {
     this.ds = ds;
-    this.opts = resolveLoaderOptions(options, ds.remote, ds.verify);
+    const resolved = resolveLoaderOptions(options, ds.remote, ds.verify);
+    // With a shard cache, read ahead within a quarter of it: batches read far ahead need shards the cache has no room
+    // for yet, which are then read remotely (and fetched again later).
+    this.opts = ds.cache === undefined ? resolved : { ...resolved, prefetch: Math.min(resolved.prefetch, Math.floor(ds.cache.maxBytes / 4)) };
     this.identity = { index: ds.manifest.index.crc32c, samples: ds.size };
     const planOptions: EpochPlanOptions = {
       shardSizes: ds.shards.map((s) => s.samples),
@@ -153,6 +171,28 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
       limit: (fn) => this.whileOpen(this.readLimit, fn),
     };
     this.bytesPerSample = ds.size === 0 ? 0 : ds.manifest.totals.storedBytes / ds.size;
+    this.windowOptions = { ...this.batchOptions, maxWaste: options.shuffle === 'full' ? FULL_SHUFFLE_MAX_WASTE : DEFAULT_MAX_WASTE };
+    // The window holds at most its samples' bytes: as many samples as `prefetch` holds at the shards' mean bytes
+    // per sample (tar headers and padding included), and at least one batch.
+    const shardBytesPerSample = ds.size === 0 ? 1 : Math.max(1, ds.shards.reduce((n, s) => n + s.bytes, 0) / ds.size);
+    const plan = this.plan;
+    this.window = ds.remote ? new SpanWindow((i) => plan.at(i), plan.length, Math.max(this.opts.batchSize, Math.floor(this.opts.prefetch / shardBytesPerSample))) : undefined;
+    if (ds.cache !== undefined) this.cacheAtStart = { ...ds.cache.stats };
+    if (ds.cache !== undefined && ds.cache.policy === 'clairvoyant') {
+      // across epochs: the next epoch's order (from its start) follows this one's
+      const { resumeFrom: _resume, ...fresh } = planOptions;
+      const next = planEpoch({ ...fresh, epoch: plan.epoch + 1 });
+      const starts: number[] = [];
+      ds.shards.reduce((n, s) => (starts.push(n), n + s.samples), 0);
+      const shardBytes = ds.shards.map((s) => s.bytes);
+      // Downloads ahead: within prefetch and a quarter of the cache (at least one shard), so the shards being read
+      // keep their room; fetched ahead: at most half the cache, the rest holds what is being read and kept for later.
+      const largest = Math.max(0, ...shardBytes);
+      const inFlight = Math.max(largest, Math.min(this.opts.prefetch, ds.cache.maxBytes / 4));
+      this.cachePlan = new CachePlan(ds.cache, shardBytes, ds.shards.map((s) => s.samples), starts, [plan, next], inFlight, Math.max(largest, ds.cache.maxBytes / 2));
+      ds.cache.nextUse = this.cachePlan.nextUse;
+      ds.cache.admit = this.cachePlan.admit;
+    }
   }
 
   [Symbol.asyncIterator](): this {
@@ -192,7 +232,12 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
   }
 
   stats(): LoaderStats {
-    return { ...this.counters };
+    const cache = this.ds.cache;
+    const start = this.cacheAtStart;
+    if (cache === undefined || start === undefined) return { ...this.counters };
+    const now = cache.stats;
+    const delta = Object.fromEntries(Object.entries(now).map(([k, v]) => [k, v - start[k as keyof CacheStats]])) as unknown as CacheStats;
+    return { ...this.counters, cache: delta };
   }
 
   private async deliver(): Promise<IteratorResult<S[], undefined>> {
@@ -221,6 +266,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     this.addPrefetched(-head.bytes);
     this.counters.batches++;
     this.counters.samples += head.count;
+    this.cachePlan?.consumed(this.counters.samples);
     this.heldSlab = head.slab;
     return { done: false, value: batch };
   }
@@ -262,6 +308,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     const first = batch * this.opts.batchSize;
     const count = Math.min(this.opts.batchSize, this.length - first);
     const pending: PendingBatch<S> = { count, bytes: 0, slab: undefined, ready: false, promise: undefined as unknown as Promise<S[]> };
+    this.cachePlan?.advance(first);
     this.setBytes(pending, Math.round(count * this.bytesPerSample));
     let promise: Promise<S[]>;
     try {
@@ -273,7 +320,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
           (refs) => {
             this.locating--;
             if (this.finished) throw closedError(); // located after return(): nothing of it is read
-            const samples = this.fetch(pending, refs);
+            const samples = this.fetch(pending, refs, first);
             this.scheduleFill(); // the size is known now: read-ahead may go on
             return samples;
           },
@@ -283,7 +330,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
           },
         );
       } else {
-        const result = this.fetch(pending, this.locateSync(first, count));
+        const result = this.fetch(pending, this.locateSync(first, count), first);
         pending.ready = Array.isArray(result); // read synchronously: ready now, not a microtask later
         promise = Array.isArray(result) ? Promise.resolve(result) : result;
       }
@@ -333,7 +380,8 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     return recordRef(leaf, slot);
   }
 
-  private fetch(pending: PendingBatch<S>, refs: RecordRef[]): S[] | Promise<S[]> {
+  private fetch(pending: PendingBatch<S>, refs: RecordRef[], first: number): S[] | Promise<S[]> {
+    if (this.window !== undefined) return this.fetchWindow(pending, refs, first, this.window);
     const read = readBatch(this.ds, refs, this.batchOptions);
     pending.slab = read.slab;
     this.setBytes(pending, read.bytes);
@@ -343,6 +391,19 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     const isImage = this.opts.isImage;
     if (isImage === undefined) return read.samples as S[] | Promise<S[]>;
     return Promise.resolve(read.samples).then((samples) => this.decodeImages(samples, isImage) as Promise<S[]>);
+  }
+
+  /** A remote batch: spans held for it are taken, its reads keep spans of later batches (counted as prefetched). */
+  private fetchWindow(pending: PendingBatch<S>, refs: RecordRef[], first: number, window: SpanWindow): Promise<S[]> {
+    const read = readWindowBatch(this.ds, refs, first, (i) => this.plan.at(i), window, this.windowOptions);
+    this.setBytes(pending, read.bytes - read.held + read.taken);
+    if (!this.finished) this.addPrefetched(read.held - read.taken);
+    this.counters.reads += read.reads;
+    this.counters.bytesRead += read.bytes;
+    this.counters.fetchedSamples += refs.length;
+    const isImage = this.opts.isImage;
+    if (isImage === undefined) return read.samples as Promise<S[]>;
+    return read.samples.then((samples) => this.decodeImages(samples, isImage) as Promise<S[]>);
   }
 
   private decodeImages(samples: Sample[], isImage: (ext: string) => boolean): Promise<DecodedSample[]> {
@@ -390,6 +451,10 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
   private finish(): void {
     if (this.finished) return;
     this.finished = true;
+    if (this.ds.cache !== undefined && this.ds.cache.nextUse === this.cachePlan?.nextUse) {
+      this.ds.cache.nextUse = undefined;
+      this.ds.cache.admit = undefined;
+    }
     // Batches still queued are dropped; their slabs too (reads may still be writing into them).
     this.queue.length = 0;
     this.counters.prefetchedBytes = 0;

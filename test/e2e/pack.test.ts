@@ -116,7 +116,7 @@ describe('shardkit pack', () => {
     const dir = tmpDir();
     const mod = path.join(dir, 'check.mjs');
     // what `import { ShardkitError } from 'shardkit'` loads in a user's module
-    const pkg = JSON.stringify(path.join(ROOT, 'dist/src/index.js'));
+    const pkg = JSON.stringify(path.join(ROOT, (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { exports: { '.': { default: string } } }).exports['.'].default));
     fs.writeFileSync(mod, `import { ErrorCodes, ShardkitError } from ${pkg};\nexport default (s) => { if (s.key === 'cat/002') throw new ShardkitError(ErrorCodes.INPUT, 'label missing'); return s; };\n`);
     const skipped = path.join(dir, 'skip');
     const r = shardkit(['pack', IMAGES, '--out', skipped, ...GOOD, '--pass-module', mod, '--on-error', 'skip', '--quiet']);

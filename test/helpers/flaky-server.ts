@@ -14,9 +14,10 @@ import path from 'node:path';
  * - `'shortBody'` send the right headers and half the body, then close the connection;
  * - `'stallBody'` send the right headers and half the body, then stay silent;
  * - `'empty200'`  answer 200 with no body (what nginx answers to a Range request on an empty file);
- * - `'416'`       answer 416 with `Content-Range: bytes *\/8192` (as if the file had 8192 bytes).
+ * - `'416'`       answer 416 with `Content-Range: bytes *\/8192` (as if the file had 8192 bytes);
+ * - `'ok'`        serve normally (to let the first requests through, e.g. a dataset's open, and fault later ones).
  */
-export type Fault = '503' | 'reset' | 'hang' | 'shortBody' | 'stallBody' | 'empty200' | '416';
+export type Fault = '503' | 'reset' | 'hang' | 'shortBody' | 'stallBody' | 'empty200' | '416' | 'ok';
 
 export interface FlakyServer {
   url: string;
@@ -64,7 +65,7 @@ export async function startFlakyServer(root: string, faults: readonly Fault[], o
       res.writeHead(416, { 'content-range': 'bytes */8192', 'content-length': '0' }).end();
       return;
     }
-    serveFile(root, req, res, fault).catch(() => res.destroy());
+    serveFile(root, req, res, fault === 'ok' ? undefined : fault).catch(() => res.destroy());
   };
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -71,7 +71,7 @@ describe('pack options', () => {
     const cases: [string, unknown, string][] = [
       ['no options', undefined, 'Expected an object { dataset, out, passes, ... } for derive options but received undefined of type undefined'],
       ['no passes', { dataset: ds, out }, 'Expected an array of passes for passes but received undefined of type undefined'],
-      ['no pass', { dataset: ds, out, passes: [] }, 'derive needs at least one --pass'],
+      ['no pass', { dataset: ds, out, passes: [] }, 'derive needs at least one --pass, or a --select'],
       ['a spec string', { dataset: ds, out, passes: ['resize=8x8'] }, 'Expected a pass object { name, params, run } for passes[0] but received "resize=8x8" of type string; make one from a spec with parsePassSpec("resize=8x8", { cwd })'],
       ['no dataset', { out, passes: [pass] }, 'Expected a dataset directory or URL for dataset but received undefined of type undefined'],
       ['no out', { dataset: ds, passes: [pass] }, 'Expected an output directory path for out but received undefined of type undefined'],

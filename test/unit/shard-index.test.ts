@@ -1,6 +1,6 @@
 /**
  * shardindex.json (formats/shard-index.ts): the wids shard index every tar-layout dataset gets, written by every
- * way of making one (pack's writer, merge, reindex, index; derive in test/e2e/derive.test.ts), listed in the
+ * way of making one (pack's writer, merge, reindex, index, append; derive in test/e2e/derive.test.ts), listed in the
  * manifest's files, deterministic, and checked by verify against the manifest.
  */
 import { spawnSync } from 'node:child_process';
@@ -11,10 +11,13 @@ import { encodeShardIndex, SHARD_INDEX_FILE } from '../../formats/shard-index.js
 import type { Manifest } from '../../formats/manifest.js';
 import { adoptTars } from '../../src/adopt/adopt-tars.js';
 import { reindexDataset } from '../../src/adopt/reindex.js';
+import { append } from '../../src/pack/append.js';
+import { pack } from '../../src/pack/pack.js';
 import { DatasetWriter } from '../../src/pack/dataset-writer.js';
 import { mergeParts } from '../../src/pack/merge.js';
 import { partOfKey, partShardPrefix } from '../../src/pack/partition.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
+import { writeTree } from '../helpers/source-tree.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const sampleOf = (i: number) => ({ key: `c${i % 3}/${String(i).padStart(4, '0')}`, members: { bin: Buffer.alloc(200 + (i % 50), i), ...(i % 4 === 0 ? { txt: Buffer.from(`t${i}`) } : {}) } });
@@ -92,6 +95,21 @@ describe('shardindex.json', () => {
     await adoptTars([tar], { out: adopted });
     expect(JSON.parse(shardIndexOf(adopted)).shardlist).toEqual([{ url: 'foreign.tar', nsamples: 2 }]);
     expect(shardIndexOf(adopted)).toBe(expectedFor(manifestOf(adopted)));
+  });
+
+  it('append rewrites it for every shard, old and new (not the stage\'s, which lists the new ones alone)', async () => {
+    const tree = async (files: Record<string, string>): Promise<string> => {
+      const dir = tmpDir();
+      await writeTree(dir, files);
+      return dir;
+    };
+    const out = path.join(tmpDir(), 'ds');
+    await pack({ source: await tree({ 'a/1.txt': 'a1', 'c/3.txt': 'c3' }), out, readThreads: 0, shardBytes: 4096 });
+    const r = await append({ dataset: out, source: await tree({ 'b/2.txt': 'b2', 'd/4.txt': 'd4', 'e/5.txt': 'e5' }), shardBytes: 4096, readThreads: 0 });
+    expect(r.manifest.files).toEqual([SHARD_INDEX_FILE]);
+    expect(shardIndexOf(out)).toBe(expectedFor(manifestOf(out)));
+    expect(JSON.parse(shardIndexOf(out)).shardlist.reduce((n: number, s: { nsamples: number }) => n + s.nsamples, 0)).toBe(5);
+    expect((await verifyDataset(out)).ok).toBe(true);
   });
 
   it('verify reports one that disagrees with the manifest, or is missing', async () => {

@@ -6,6 +6,7 @@ across processes); every socket operation has a timeout; 408/429/5xx, resets and
 exponential backoff and jitter. A 206 must name exactly the asked range; each reply's total size and ETag must
 match what the file showed before (a file replaced under the reader fails, with ``size_mismatch_code``).
 """
+import base64
 import http.client
 import os
 import random
@@ -16,7 +17,7 @@ import threading
 import time
 import weakref
 from typing import Dict, Optional
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from .errors import CLOSED, HTTP, INVALID_ARG, SHARD_MISSING, TRUNCATED, ShardkitError
 from .location import redact_location
@@ -135,11 +136,18 @@ class HttpClient:
         scheme = u.scheme.lower()
         target = (u.path or '/') + ('?' + u.query if u.query else '')
         name = redact_location(url)
+        netloc = u.netloc
+        if '@' in netloc:  # user:password in the URL: HTTP Basic, as browsers and Node send it
+            userinfo, _, netloc = netloc.rpartition('@')
+            if not any(k.lower() == 'authorization' for k in {**self.headers, **headers}):
+                user, _, password = userinfo.partition(':')
+                token = base64.b64encode(f'{unquote(user)}:{unquote(password)}'.encode()).decode()
+                headers = {**headers, 'Authorization': f'Basic {token}'}
         attempt = 0
         while True:
-            reused = (scheme, u.netloc) in self._connections
+            reused = (scheme, netloc) in self._connections
             try:
-                conn = self._connection(scheme, u.netloc)
+                conn = self._connection(scheme, netloc)
                 try:
                     self.requests += 1
                     conn.request('GET', target, headers={**self.headers, 'Accept-Encoding': 'identity', **headers})
@@ -147,16 +155,16 @@ class HttpClient:
                     try:
                         want = plan(res)
                     except BaseException:
-                        self._drop(scheme, u.netloc)  # cheaper than draining an unwanted body
+                        self._drop(scheme, netloc)  # cheaper than draining an unwanted body
                         raise
                     body = res.read(want) if want is not None else res.read()
                     if want is not None and len(body) != want:
                         raise _Transient(f'connection closed after {len(body)} body bytes')
                     if not res.isclosed() and res.length:
-                        self._drop(scheme, u.netloc)  # more body than planned: do not reuse the connection
+                        self._drop(scheme, netloc)  # more body than planned: do not reuse the connection
                     return res, body
                 except (_Transient, *_NETWORK_ERRORS):
-                    self._drop(scheme, u.netloc)
+                    self._drop(scheme, netloc)
                     raise
             except ShardkitError:
                 raise

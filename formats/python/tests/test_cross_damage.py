@@ -86,6 +86,16 @@ def flip_member(d, key, at, mask):
     edit_file(d, shard, flip(pos, mask))
 
 
+def interrupted(lines):
+    """No manifest, and a journal of ``lines`` (strings) as a killed pack or derive leaves."""
+    def mutate(d):
+        os.remove(os.path.join(d, 'manifest.json'))
+        os.makedirs(os.path.join(d, '.shardkit-work'))
+        with open(os.path.join(d, '.shardkit-work', 'journal.jsonl'), 'w') as f:
+            f.write(''.join(line + '\n' for line in lines))
+    return mutate
+
+
 def set_part(value):
     def edit(m):
         m['part'] = value
@@ -145,6 +155,11 @@ def damage_cases(base: str, other: str, packed: str, lz4: str):
         ('manifest tool', base, lambda d: edit_manifest(d, lambda m: m.update(tool={'name': 'other', 'version': '1'}))),
         ('manifest extra list', base, lambda d: edit_manifest(d, lambda m: m.update(extra=[]))),
         ('manifest part null', base, lambda d: edit_manifest(d, set_part(None))),
+        ('interrupted pack', base, interrupted(['{"type":"begin","options":{}}', '{"type":"shard","shard":{"samples":70}}',
+                                                '{"type":"shard","shard":{"samples":5}}', '{"type":"sh'])),
+        ('interrupted derive', base, interrupted(['{"type":"begin","options":{"source":"0badf00d"}}'])),
+        ('interrupted, damaged journal', base, interrupted(['{"type":"shard"}'])),
+        ('interrupted, shard line without samples', base, interrupted(['{"type":"begin","options":{}}', '{"type":"shard","shard":{}}'])),
         ('manifest not an object', base, lambda d: open(os.path.join(d, 'manifest.json'), 'w').write('[]')),
         ('manifest deep', base, lambda d: open(os.path.join(d, 'manifest.json'), 'w').write('[' * 100000 + ']' * 100000)),
         ('shard 0 missing', base, lambda d: os.remove(os.path.join(d, 'shard-000000.tar'))),

@@ -1,0 +1,283 @@
+#!/usr/bin/env node
+/**
+ * Scale benchmark (issue 28, goal 4): datasets of 10^6, 10^7 (and, with --max 1e8, 10^8) tiny samples in the packed
+ * layout, written through DatasetWriter in key order (what a pack's walk gives). For each size n, every step in a
+ * fresh process of its own:
+ *
+ *   index        the index alone: n sorted entries bulk-loaded into an index file (writeIndexFile), samples/s;
+ *   pack         samples/s through DatasetWriter (add + finish: shards, the index built as samples arrive, manifest),
+ *                and its peak RSS (getrusage maxRSS of that process);
+ *   lmdb-js      bulk load of the same n keys (ordered puts, 100,000 per write transaction; value 16 bytes: what the
+ *                index records per sample) in the same run, up to 10^7; peak RSS (LMDB's map pages count in it);
+ *   bytes        index bytes per sample (index file / n) and dataset bytes per sample;
+ *   open         openDataset in a fresh process, warm page cache: median and max of --opens processes;
+ *   lookups      getSync(key) and atSync(position) at seeded random keys / positions, each timed alone (hrtime):
+ *                warm (one process, after 2,000 untimed lookups: --lookups timed; with the default in-process page
+ *                cache of 64 MiB, and again with one 4x the index file so it holds every decoded page), and cold (--cold times:
+ *                drop_caches, then a fresh openDataset and one lookup; open and lookup timed apart). p50 and p99;
+ *   verify       verifyDataset on a cold page cache (every member's CRC32C checked), bytes/s of shards + index,
+ *                against the disk's sequential read rate: `dd iflag=direct bs=4M` of the largest shard file.
+ *
+ * Cold steps need root (/proc/sys/vm/drop_caches); without it they are reported as not measured. The machine is
+ * shared: read ratios and how each figure grows with n, not absolute times.
+ *
+ *   npm run build && node bench/scale.mjs [--min 1e6] [--max 1e7] [--dir DIR] [--lookups 20000] [--cold 30]
+ *                                         [--opens 5] [--no-lmdb] [--no-verify] [--keep] [--json FILE]
+ *
+ * Goals: index build >= 2x lmdb-js bulk load at 10^7; peak RSS while packing < 400 MB at 10^8; open < 20 ms at 10^8;
+ * verify >= 0.8x the disk's sequential read rate. For reference: Megatron-Energon users report indexing 244M
+ * samples taking over 13 hours (its SQLite phase).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+
+const SELF = fileURLToPath(import.meta.url);
+const LMDB_TXN = 100_000;
+const LMDB_MAX = 1e7;
+const BODY = 8;
+
+/** Sample i's key: sorted by i (class folders of 1,000 samples, like an image set). ~24 bytes. */
+const keyOf = (i) => `train/c${String(Math.floor(i / 1000)).padStart(6, '0')}/${String(i).padStart(9, '0')}`;
+
+/** mulberry32, seeded: the same lookups every run. */
+function rng(seed) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+
+const peakRssMiB = () => process.resourceUsage().maxRSS / 1024;
+/** CPU ms (all threads) since `from` (a process.cpuUsage()): steadier than wall time on a shared machine. */
+const cpuMs = (from) => {
+  const c = process.cpuUsage(from);
+  return (c.user + c.system) / 1000;
+};
+const dropCaches = () => {
+  execFileSync('sync');
+  fs.writeFileSync('/proc/sys/vm/drop_caches', '3');
+};
+const quantile = (xs, q) => {
+  const s = Float64Array.from(xs).sort();
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
+};
+const r3 = (x) => Math.round(x * 1000) / 1000;
+
+const children = {
+  async pack(dir, n) {
+    const { DatasetWriter } = await import('../dist/src/pack/dataset-writer.js');
+    const w = new DatasetWriter({ dir, layout: 'packed', force: true });
+    const body = new Uint8Array(BODY);
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) {
+      body[0] = i & 255;
+      body[1] = (i >>> 8) & 255;
+      w.add({ key: keyOf(i), members: { bin: body } });
+    }
+    const tAdd = performance.now();
+    await w.finish();
+    const t1 = performance.now();
+    return { ms: t1 - t0, cpuMs: cpuMs(c0), addMs: tAdd - t0, finishMs: t1 - tAdd, peakRssMiB: peakRssMiB() };
+  },
+  /** The index alone: bulk load of n sorted entries into an index file (what pack does next to the shards). */
+  async index(file, n) {
+    const { writeIndexFile } = await import('../dist/src/pack/index-file.js');
+    function* entries() {
+      for (let i = 0; i < n; i++) yield { key: keyOf(i), shard: 0, offset: i * BODY, length: BODY, members: [{ ext: 'bin', offset: 0, size: BODY, storedSize: BODY, codec: 0, crc32c: i >>> 0 }] };
+    }
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    writeIndexFile(file, entries(), [{ file: 's', bytes: n * BODY, samples: n, crc32c: 0, fingerprint: 0 }], 'packed', 4096, false);
+    const ms = performance.now() - t0;
+    return { ms, cpuMs: cpuMs(c0), peakRssMiB: peakRssMiB() };
+  },
+  async lmdb(dir, n) {
+    const { open } = await import('lmdb');
+    fs.rmSync(dir, { recursive: true, force: true });
+    const db = open({ path: dir, encoding: 'binary', compression: false, noSync: true });
+    const value = Buffer.alloc(16);
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    for (let start = 0; start < n; start += LMDB_TXN) {
+      await db.transaction(() => {
+        for (let i = start; i < Math.min(n, start + LMDB_TXN); i++) {
+          value.writeUInt32LE(i, 0);
+          db.put(keyOf(i), value);
+        }
+      });
+    }
+    const ms = performance.now() - t0;
+    const cpu = cpuMs(c0);
+    await db.close();
+    return { ms, cpuMs: cpu, peakRssMiB: peakRssMiB(), bytes: Number(execFileSync('du', ['-sb', dir]).toString().split('\t')[0]) };
+  },
+  async open(dir) {
+    const { openDataset } = await import('../dist/src/read/dataset.js');
+    const t0 = performance.now();
+    const ds = await openDataset(dir);
+    const ms = performance.now() - t0;
+    await ds.close();
+    return { ms };
+  },
+  async warm(dir, n, count, pageCacheBytes) {
+    const { openDataset } = await import('../dist/src/read/dataset.js');
+    const ds = await openDataset(dir, pageCacheBytes > 0 ? { pageCacheBytes } : {});
+    const r = rng(7);
+    const pick = () => Math.floor(r() * n);
+    for (let i = 0; i < 2000; i++) ds.getSync(keyOf(pick())), ds.atSync(pick());
+    const key = new Float64Array(count);
+    const pos = new Float64Array(count);
+    let bytes = 0;
+    for (let i = 0; i < count; i++) {
+      const k = keyOf(pick());
+      const p = pick();
+      let t = process.hrtime.bigint();
+      bytes += ds.getSync(k).members.bin.length;
+      key[i] = Number(process.hrtime.bigint() - t) / 1000;
+      t = process.hrtime.bigint();
+      bytes += ds.atSync(p).members.bin.length;
+      pos[i] = Number(process.hrtime.bigint() - t) / 1000;
+    }
+    await ds.close();
+    if (bytes !== 2 * count * BODY) throw new Error(`warm lookups read ${bytes} bytes`);
+    return { key: { p50Us: quantile(key, 0.5), p99Us: quantile(key, 0.99) }, position: { p50Us: quantile(pos, 0.5), p99Us: quantile(pos, 0.99) }, lookups: count };
+  },
+  async cold(dir, n, count) {
+    const { openDataset } = await import('../dist/src/read/dataset.js');
+    const r = rng(11);
+    const out = { openMs: [], keyUs: [], positionUs: [] };
+    for (let i = 0; i < count; i++) {
+      for (const kind of ['keyUs', 'positionUs']) {
+        dropCaches();
+        let t = process.hrtime.bigint();
+        const ds = await openDataset(dir);
+        out.openMs.push(Number(process.hrtime.bigint() - t) / 1e6);
+        const x = Math.floor(r() * n);
+        t = process.hrtime.bigint();
+        const s = kind === 'keyUs' ? ds.getSync(keyOf(x)) : ds.atSync(x);
+        out[kind].push(Number(process.hrtime.bigint() - t) / 1000);
+        if (s.members.bin.length !== BODY) throw new Error('cold lookup read the wrong sample');
+        await ds.close();
+      }
+    }
+    const q = (xs) => ({ p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), max: Math.max(...xs) });
+    return { open: q(out.openMs), key: q(out.keyUs), position: q(out.positionUs), lookups: count };
+  },
+  async verify(dir) {
+    const { verifyDataset } = await import('../dist/src/verify/verify-dataset.js');
+    dropCaches();
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    const report = await verifyDataset(dir);
+    const ms = performance.now() - t0;
+    if (!report.ok) throw new Error(`verify found problems in ${dir}`);
+    return { ms, cpuMs: cpuMs(c0), checked: report.checked };
+  },
+};
+
+function inChild(step, ...args) {
+  const res = spawnSync(process.execPath, [SELF, '--child', step, ...args.map(String)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 26 });
+  if (res.status !== 0) throw new Error(`scale step ${step} ${args.join(' ')} failed (exit ${res.status})`);
+  return JSON.parse(res.stdout.trim().split('\n').pop());
+}
+
+/** Sequential read rate of `file` from the disk (O_DIRECT: no page cache), in MB/s, by dd. */
+function ddRate(file) {
+  const res = spawnSync('dd', [`if=${file}`, 'of=/dev/null', 'bs=4M', 'iflag=direct'], { encoding: 'utf8' });
+  const m = /(\d+) bytes .* copied, ([\d.]+) s/.exec(res.stderr);
+  if (res.status !== 0 || !m) return undefined;
+  return { bytes: Number(m[1]), seconds: Number(m[2]), mbPerSec: Number(m[1]) / 1e6 / Number(m[2]) };
+}
+
+function dirBytes(dir) {
+  return fs.readdirSync(dir).reduce((t, f) => t + fs.statSync(path.join(dir, f)).size, 0);
+}
+
+async function main() {
+  const args = process.argv.slice(2);
+  const opt = (flag, dflt) => {
+    const i = args.indexOf(flag);
+    return i < 0 ? dflt : args[i + 1];
+  };
+  if (opt('--child')) {
+    const [step, ...rest] = args.slice(args.indexOf('--child') + 1);
+    const [dir, n, count, extra] = rest;
+    process.stdout.write(`${JSON.stringify(await children[step](dir, Number(n), Number(count), Number(extra ?? 0)))}\n`);
+    return;
+  }
+  const min = Number(opt('--min', '1e6'));
+  const max = Number(opt('--max', '1e7'));
+  const lookups = Number(opt('--lookups', '20000'));
+  const cold = Number(opt('--cold', '30'));
+  const opens = Number(opt('--opens', '5'));
+  const root = opt('--dir', path.join(os.tmpdir(), 'shardkit-bench-scale'));
+  const canDrop = process.getuid?.() === 0 && fs.existsSync('/proc/sys/vm/drop_caches');
+  const sizes = [];
+  for (let n = min; n <= max; n *= 10) sizes.push(n);
+
+  const results = [];
+  for (const n of sizes) {
+    const dir = path.join(root, `packed-${n}`);
+    process.stderr.write(`n = ${n}: pack\n`);
+    const pack = inChild('pack', dir, n);
+    const indexBytes = fs.statSync(path.join(dir, 'index.skidx')).size;
+    const datasetBytes = dirBytes(dir);
+    process.stderr.write(`n = ${n}: index bulk load alone\n`);
+    const index = inChild('index', path.join(root, `index-${n}.skidx`), n);
+    fs.rmSync(path.join(root, `index-${n}.skidx`), { force: true });
+    let lmdb;
+    if (!args.includes('--no-lmdb') && n <= LMDB_MAX) {
+      process.stderr.write(`n = ${n}: lmdb-js bulk load\n`);
+      lmdb = inChild('lmdb', path.join(root, `lmdb-${n}`), n);
+      fs.rmSync(path.join(root, `lmdb-${n}`), { recursive: true, force: true });
+    }
+    process.stderr.write(`n = ${n}: open, lookups\n`);
+    for (const f of fs.readdirSync(dir)) fs.readFileSync(path.join(dir, f)); // warm page cache
+    const openMs = Array.from({ length: opens }, () => inChild('open', dir).ms);
+    const warm = inChild('warm', dir, n, lookups);
+    // the same with an in-process page cache that holds the whole index (the default holds 64 MiB)
+    const warmWholeIndex = inChild('warm', dir, n, lookups, 2 ** Math.ceil(Math.log2(indexBytes * 4)));
+    const coldRes = !canDrop ? 'not measured (needs root and /proc/sys/vm/drop_caches)' : cold > 0 ? inChild('cold', dir, n, cold) : 'not measured (--cold 0)';
+    process.stderr.write(`n = ${n}: verify, dd\n`);
+    const verify = canDrop && !args.includes('--no-verify') ? inChild('verify', dir) : undefined;
+    const shards = fs.readdirSync(dir).filter((f) => f.startsWith('shard-')).map((f) => path.join(dir, f));
+    const largest = shards.sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0];
+    const disk = ddRate(largest);
+    const verifyMBps = verify ? (verify.checked.shardBytes + indexBytes) / 1e6 / (verify.ms / 1000) : undefined;
+    const row = {
+      samples: n,
+      pack: { samplesPerSec: Math.round(n / (pack.ms / 1000)), samplesPerCpuSec: Math.round(n / (pack.cpuMs / 1000)), seconds: r3(pack.ms / 1000), addSeconds: r3(pack.addMs / 1000), finishSeconds: r3(pack.finishMs / 1000), peakRssMiB: Math.round(pack.peakRssMiB) },
+      indexBulkLoad: { samplesPerSec: Math.round(n / (index.ms / 1000)), samplesPerCpuSec: Math.round(n / (index.cpuMs / 1000)), seconds: r3(index.ms / 1000), peakRssMiB: Math.round(index.peakRssMiB) },
+      ...(lmdb ? { indexVsLmdbBulkLoad: r3(lmdb.ms / index.ms), indexVsLmdbBulkLoadCpu: r3(lmdb.cpuMs / index.cpuMs) } : {}),
+      ...(lmdb ? { lmdbBulkLoad: { samplesPerSec: Math.round(n / (lmdb.ms / 1000)), samplesPerCpuSec: Math.round(n / (lmdb.cpuMs / 1000)), seconds: r3(lmdb.ms / 1000), peakRssMiB: Math.round(lmdb.peakRssMiB), bytesPerSample: r3(lmdb.bytes / n) }, packVsLmdbBulkLoad: r3(lmdb.ms / pack.ms), packVsLmdbBulkLoadCpu: r3(lmdb.cpuMs / pack.cpuMs) } : {}),
+      indexBytesPerSample: r3(indexBytes / n),
+      datasetBytesPerSample: r3(datasetBytes / n),
+      openMs: { median: r3(openMs.sort((a, b) => a - b)[opens >> 1]), max: r3(Math.max(...openMs)), opens },
+      warmLookups: warm,
+      warmLookupsPageCacheHoldingIndex: warmWholeIndex,
+      coldLookups: coldRes,
+      verify: args.includes('--no-verify') ? 'not measured (--no-verify)' : verify ? { seconds: r3(verify.ms / 1000), cpuSeconds: r3(verify.cpuMs / 1000), samplesPerSec: Math.round(verify.checked.samples / (verify.ms / 1000)), mbPerSec: r3(verifyMBps), checked: verify.checked } : 'not measured (needs root: the cache must be cold)',
+      diskSequential: disk ? { file: path.basename(largest), mbPerSec: r3(disk.mbPerSec), bytes: disk.bytes } : 'dd failed',
+      ...(verify && disk ? { verifyVsDisk: r3(verifyMBps / disk.mbPerSec) } : {}),
+    };
+    results.push(row);
+    process.stderr.write(`${JSON.stringify(row)}\n`);
+    if (!args.includes('--keep')) fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const report = { machine: { cpus: os.cpus().length, node: process.version, loadAverage: os.loadavg().map((x) => Math.round(x * 10) / 10) }, body: `${BODY} bytes per sample, one member, layout packed`, results };
+  const text = JSON.stringify(report, null, 2);
+  const json = opt('--json');
+  if (json) fs.writeFileSync(json, `${text}\n`);
+  process.stdout.write(`${text}\n`);
+}
+
+await main();
