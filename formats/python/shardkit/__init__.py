@@ -5,10 +5,9 @@
 ...     print(len(ds), ds[0]['__key__'], ds.get('cat/001')['jpg'][:4])
 """
 from .dataset import Dataset, open_dataset
+from .epoch_plan import EpochPlan, merge_states
 from .errors import ShardkitError
 
 __version__ = '0.1.0'
 
-# py-plan adds the epoch plan here at merge: `from .epoch_plan import EpochPlan`
-
-__all__ = ['Dataset', 'ShardkitError', 'open_dataset', '__version__']
+__all__ = ['Dataset', 'EpochPlan', 'ShardkitError', 'merge_states', 'open_dataset', '__version__']
