@@ -25,7 +25,7 @@ import { crashPoint } from './crash-point.js';
 import { DEFAULT_SHARD_BYTES } from './dataset-writer-options.js';
 import { fsCall } from './fs-errors.js';
 import { IndexFileWriter } from './index-file.js';
-import { pack, type PackProgress } from './pack.js';
+import { expectSomeFile, pack, type PackProgress } from './pack.js';
 import { validateOnError } from './sample-pipeline.js';
 import { inKeyOrder } from './skipped.js';
 import { WriteLock } from './write-lock.js';
@@ -133,6 +133,14 @@ async function appendLocked(dir: string, options: AppendOptions, onError: 'fail'
       throw new ShardkitError(ErrorCodes.INVALID_ARG, `--resume needs the options of the interrupted append in ${dir} (shard size ${target.shardBytes}, on-error ${target.onError})`, { file: dir });
     }
     if (target === undefined) {
+      // an empty source is refused before anything is staged, as pack refuses one before writing
+      await expectSomeFile(options.source, path.resolve(options.source), {
+        followSymlinks: options.followSymlinks ?? false,
+        includeHidden: options.includeHidden ?? false,
+        ...(options.include === undefined ? {} : { include: options.include }),
+        ...(options.exclude === undefined ? {} : { exclude: options.exclude }),
+        ...(ds.manifest.extra[KEY_RULE_EXTRA] === 'path' ? { keyRule: 'path' as const } : {}),
+      }, 'append');
       const n = (ds.manifest.appends?.length ?? 0) + 1;
       target = { baseIndex: ds.manifest.index.crc32c, baseSamples: ds.size, previousIndex: ds.manifest.index.file, append: n, indexFile: appendIndexFile(n), firstShard: ds.shards.length, shardBytes, onError };
       writeTarget(stage, target);

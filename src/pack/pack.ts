@@ -178,7 +178,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
   const inPart = (key: string): boolean => options.part === undefined || partOfKey(key, options.part.count) === options.part.index;
 
   const groupNumbered = options.groupNumbered ?? false;
-  await expectSomeFile(options.source, source, walkOptions);
+  await expectSomeFile(options.source, source, walkOptions, options.command ?? 'pack');
   const prepared = passes.some((p) => p.prepare) ? await prescan(source, { ...walkOptions, groupNumbered }, inPart, passes) : undefined;
 
   const writer = new DatasetWriter({
@@ -356,7 +356,7 @@ async function prescan(source: string, walkOptions: WalkOptions & { groupNumbere
  * first file found, so a large tree costs a listing or two. (A part may still come out empty: a file of another part
  * counts here.)
  */
-async function expectSomeFile(shown: string, source: string, walkOptions: WalkOptions): Promise<void> {
+export async function expectSomeFile(shown: string, source: string, walkOptions: WalkOptions, verb = 'pack'): Promise<void> {
   const walk = walkSource(source, { ...walkOptions, badNames: 'skip', stat: false });
   for await (const run of walk.runs()) if (run.names.length > 0) return;
   const s = walk.stats;
@@ -369,7 +369,7 @@ async function expectSomeFile(shown: string, source: string, walkOptions: WalkOp
     s.skippedOther > 0 && `${s.skippedOther} special file${s.skippedOther === 1 ? '' : 's'}`,
   ].filter((x): x is string => typeof x === 'string');
   const why = left.length === 0 ? `${shown} holds no files` : `the walk left out ${left.join(', ')}`;
-  throw new ShardkitError(ErrorCodes.INPUT, `no files to pack under ${shown}: ${why}`, { file: source });
+  throw new ShardkitError(ErrorCodes.INPUT, `no files to ${verb} under ${shown}: ${why}`, { file: source });
 }
 
 /** The samples of this part, by a walk of names only (no stat per file); undefined when told to stop first. */
