@@ -18,7 +18,7 @@ from .file_source import DEFAULT_MAX_OPEN, HandlePool, open_file, pread_exact
 from .index_layout import (DEFAULT_PAGE_SIZE, FINGERPRINT_BYTES, HEADER_BYTES, decode_index_header,
                            decode_shard_table, index_remedy)
 from .index_page import CODEC_LZ4, M_CODEC, M_CRC, M_EXT, M_OFFSET, M_SIZE, M_STORED, Entry
-from .journal import unfinished_write_advice
+from .missing_manifest import no_manifest_message
 from .key_range import range_bounds
 from .location import is_remote, redact_location, resolve_location
 from .lz4frame import decompress_member
@@ -94,10 +94,7 @@ class Dataset:
         except ShardkitError as err:
             if err.code != SHARD_MISSING:
                 raise
-            why = None if self._remote else unfinished_write_advice(os.path.dirname(manifest_location))
-            why = why or 'an unfinished pack has none: finish it with --resume'
-            raise ShardkitError(NOT_A_DATASET, f'{self._name} is not a shardkit dataset (no {MANIFEST_FILE}; {why})',
-                                file=self._name) from None
+            raise ShardkitError(NOT_A_DATASET, no_manifest_message(self.location), file=self._name) from None
         self.manifest: dict = parse_manifest(data, redact_location(manifest_location))
         """The parsed manifest.json."""
         m = self.manifest

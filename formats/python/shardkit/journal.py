@@ -1,14 +1,44 @@
-"""What an interrupted pack or derive left (src/pack/journal.ts): the advice a missing manifest gets locally."""
+"""What an interrupted or failed pack or derive left (src/pack/journal.ts): the advice a missing manifest gets locally."""
 import json
 import os
+import re
 from typing import Optional
 
 WORK_DIR = '.shardkit-work'
 JOURNAL_FILE = 'journal.jsonl'
 
+# Codes of input a write can leave out with `--on-error skip` (journal.ts's SKIPPABLE).
+_SKIPPABLE = {'SHARDKIT_ERR_INPUT', 'SHARDKIT_ERR_INPUT_CHANGED', 'SHARDKIT_ERR_TOO_LARGE', 'SHARDKIT_ERR_UNSAFE_PATH'}
+_SHELL_SAFE = re.compile(r'^[\w./@%+=:,-]+$', re.ASCII)
 
-def unfinished_write_advice(directory: str) -> Optional[str]:
-    """How far an interrupted write got and how to finish it, when its journal is in ``directory``; else None."""
+
+def shell_word(value: str) -> str:
+    """``value`` as one shell word: as it is when that is safe, else in single quotes (missing-manifest.ts)."""
+    return value if _SHELL_SAFE.match(value) else "'" + value.replace("'", "'\\''") + "'"
+
+
+def _plural(n: int, word: str) -> str:
+    return f'{n} {word}' + ('' if n == 1 else 's')
+
+
+def _resume_command(command: str, out: str) -> str:
+    return f"`shardkit {command} {'<src>' if command == 'pack' else '<dataset>'} --out {shell_word(out)} --resume`"
+
+
+def _failure_advice(command: str, failure: dict, out: str) -> str:
+    resume = _resume_command(command, out)
+    if failure.get('code') in _SKIPPABLE and failure.get('input') is not None:
+        return (f"fix or remove {failure['input']} and finish with {resume}, or add `--on-error skip` to leave such "
+                f'inputs out; `--force` starts over')
+    return f'{resume} fails the same way until the cause is fixed; start over with `--force` (also to change an option)'
+
+
+def unfinished_write_advice(directory: str, location: Optional[str] = None) -> Optional[str]:
+    """How far an interrupted (or failed) write got and what to do, when its journal is in ``directory``; else None.
+
+    ``location`` is the dataset location as the user gave it, which the advised command names (default: directory).
+    """
+    out = directory if location is None else location
     path = os.path.join(directory, WORK_DIR, JOURNAL_FILE)
     if not os.path.exists(path):
         return None
@@ -38,7 +68,12 @@ def unfinished_write_advice(directory: str) -> Optional[str]:
             samples = int(samples)
         options = parsed[0].get('options')
         command = 'derive' if isinstance(options, dict) and options.get('source') is not None else 'pack'
-        return (f'an interrupted {command} left {samples} samples in {len(shards)} finished shards: finish it with '
-                f'`shardkit {command} --resume` (its {WORK_DIR}/ journal is there)')
+        kept = f"{_plural(samples, 'sample')} in {_plural(len(shards), 'finished shard')}"
+        last = parsed[-1]
+        if isinstance(last, dict) and last.get('type') == 'failed':
+            return (f"a {command} failed after {kept} ({last.get('code')}: {last.get('message')}): "
+                    f'{_failure_advice(command, last, out)}')
+        return (f'an interrupted {command} left {kept}: finish it with {_resume_command(command, out)} '
+                f'(same source and options; its {WORK_DIR}/ journal is there)')
     except Exception:
         return f'an interrupted write left a damaged journal in {WORK_DIR}/: start over with `--force`'
