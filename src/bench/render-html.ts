@@ -4,6 +4,7 @@
  */
 import { renderCharts } from './charts.js';
 import type { RenderedChart } from './charts.js';
+import { remoteTable } from './remote-section.js';
 import { countersTable, datasetTable, epochsTable, projectionsTable, runTable, straceTable, summaryTable, throttledTable } from './report-tables.js';
 import type { Table } from './report-tables.js';
 import type { BenchReport } from './report.js';
@@ -62,6 +63,7 @@ export async function renderHtml(report: BenchReport): Promise<string> {
     htmlTable(epochsTable(report)),
     htmlTable(countersTable(report)),
     ...(strace ? [htmlTable(strace)] : []),
+    ...(report.remote ? [htmlTable(remoteTable(report.remote))] : []),
     ...(throttled ? [`<div class="${throttledClass}" id="throttled">${htmlTable(throttled)}<div class="charts">${throttledCharts.map(chartFigure).join('\n')}</div></div>`] : []),
     ...(report.projections.rows.length > 0
       ? [`<div class="projected">${htmlTable(projectionsTable(report))}<div class="charts">${projected.map(chartFigure).join('\n')}</div></div>`]

@@ -2,6 +2,7 @@
 import { countersTable, datasetTable, epochsTable, projectionsTable, runTable, straceTable, summaryTable, throttledTable } from './report-tables.js';
 import type { Table } from './report-tables.js';
 import type { BenchReport } from './report.js';
+import { remoteTable } from './remote-section.js';
 
 /** Escapes what would break a Markdown table cell: pipes and newlines. */
 function cell(text: string): string {
@@ -27,6 +28,7 @@ export function renderMarkdown(report: BenchReport): string {
   ];
   const strace = straceTable(report);
   if (strace) parts.push(markdownTable(strace));
+  if (report.remote) parts.push(markdownTable(remoteTable(report.remote)));
   const throttled = throttledTable(report);
   if (throttled) parts.push(markdownTable(throttled));
   if (report.projections.rows.length > 0) parts.push(markdownTable(projectionsTable(report)));
