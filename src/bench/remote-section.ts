@@ -3,6 +3,7 @@
  * dataset from a server (or through a node-local shard cache) while the raw side reads the local raw directory.
  * Per shard-side epoch: what went to the source (requests, bytes) and what the loader's shard cache did.
  */
+import type { EpochTraffic, NodeStrategy } from '../cache/node-model.js';
 import type { CacheStats } from '../cache/shard-cache.js';
 import { formatBytes, formatNumber, formatSeconds } from './report-format.js';
 import type { Table } from './report-tables.js';
@@ -57,4 +58,27 @@ export function cacheStatsDelta(after: CacheStats, before: CacheStats): CacheSta
   const out = { ...after };
   for (const k of Object.keys(out) as (keyof CacheStats)[]) out[k] = after[k] - before[k];
   return out;
+}
+
+/** The many-nodes projection in the report: a MODEL (src/cache/node-model.ts), never mixed with measurements. */
+export interface NodeModelSection {
+  label: 'model';
+  /** What was modelled, and on what assumptions. */
+  what: string;
+  cacheBytesPerNode: number;
+  datasetBytes: number;
+  rows: { nodes: number; strategy: NodeStrategy; first: EpochTraffic; later: EpochTraffic }[];
+}
+
+/** Node counts the report projects: powers of two from 1 to 1024. */
+export const MODEL_NODES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
+
+export function nodeModelTable(section: NodeModelSection): Table {
+  const x = (b: number): string => (section.datasetBytes === 0 ? 'n/a' : `${(b / section.datasetBytes).toFixed(2)}x`);
+  return {
+    title: 'Many nodes reading one remote store (MODEL, not measured)',
+    caption: `${section.what} Bytes as multiples of the dataset's ${formatBytes(section.datasetBytes)}; a cache of ${formatBytes(section.cacheBytesPerNode)} per node.`,
+    header: ['nodes', 'strategy', 'remote, 1st epoch', 'requests, 1st epoch', 'remote, next epoch', 'requests, next epoch', 'peer bytes, next epoch'],
+    rows: section.rows.map((r) => [String(r.nodes), r.strategy, x(r.first.remoteBytes), formatNumber(r.first.remoteRequests), x(r.later.remoteBytes), formatNumber(r.later.remoteRequests), x(r.later.peerBytes)]),
+  };
 }

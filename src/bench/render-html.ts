@@ -4,7 +4,7 @@
  */
 import { renderCharts } from './charts.js';
 import type { RenderedChart } from './charts.js';
-import { remoteTable } from './remote-section.js';
+import { nodeModelTable, remoteTable } from './remote-section.js';
 import { countersTable, datasetTable, epochsTable, projectionsTable, runTable, straceTable, summaryTable, throttledTable } from './report-tables.js';
 import type { Table } from './report-tables.js';
 import type { BenchReport } from './report.js';
@@ -68,6 +68,7 @@ export async function renderHtml(report: BenchReport): Promise<string> {
     ...(report.projections.rows.length > 0
       ? [`<div class="projected">${htmlTable(projectionsTable(report))}<div class="charts">${projected.map(chartFigure).join('\n')}</div></div>`]
       : []),
+    ...(report.model ? [`<div class="projected">${htmlTable(nodeModelTable(report.model))}</div>`] : []),
     htmlTable(runTable(report)),
     ...(report.notes.length > 0 ? [`<section><h2>Notes</h2><ul>${report.notes.map((n) => `<li>${escapeHtml(n)}</li>`).join('')}</ul></section>`] : []),
   ];

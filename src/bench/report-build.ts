@@ -23,7 +23,7 @@ import type {
 import { formatRunEpoch } from './report-format.js';
 import { downsampledCdf, median, percentileSorted } from './report-stats.js';
 import { throttledSection, type ThrottledMeasurement } from './report-throttled.js';
-import type { RemoteSection } from './remote-section.js';
+import type { NodeModelSection, RemoteSection } from './remote-section.js';
 import type { ThrottleUnavailable } from './report.js';
 
 /** What the runner measured for one side. */
@@ -56,6 +56,8 @@ export interface BenchMeasurements {
   throttled?: ThrottledMeasurement | ThrottleUnavailable;
   /** With --remote or --cache-dir: the shard side's epochs against the source (measured). */
   remote?: RemoteSection;
+  /** With --remote or --cache-dir: the many-nodes projection (a model). */
+  model?: NodeModelSection;
   notes?: string[];
   /** Defaults to now. */
   createdAt?: Date;
@@ -247,6 +249,7 @@ export function buildReport(input: BenchMeasurements): BenchReport {
     projections: projectSides(sides, input.profiles, input.options.concurrency, dataset.packSeconds),
     ...(input.throttled === undefined ? {} : { throttled: throttledSection(input.throttled) }),
     ...(input.remote === undefined ? {} : { remote: input.remote }),
+    ...(input.model === undefined ? {} : { model: input.model }),
     notes,
   };
 }

@@ -27,7 +27,8 @@ import type { BenchReport, CacheInfo, SideName } from './report.js';
 import { buildReport, type SideMeasurement } from './report-build.js';
 import { runEpochChild } from './spawn-child.js';
 import { BenchCacheDirs, expectSameDataset, remoteEpochs } from './remote-runs.js';
-import type { RemoteEpoch, RemoteSection } from './remote-section.js';
+import { nodeModelSection } from './node-model-run.js';
+import type { NodeModelSection, RemoteEpoch, RemoteSection } from './remote-section.js';
 import { redactLocation } from '../io/location.js';
 import { straceAvailable, subtractCalls } from './strace.js';
 
@@ -221,6 +222,21 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
       notes.push(o.strace === false ? 'strace cross-check skipped (--no-strace).' : 'strace cross-check skipped: strace is not installed or not allowed here.');
     }
 
+    // with a remote side, the many-nodes projection (a model, kept apart from the measurements)
+    let model: NodeModelSection | undefined;
+    if (o.remote !== null || o.shardCache !== null) {
+      const got = nodeModelSection({
+        shardBytes: manifest.shards.map((s) => s.bytes),
+        shardSamples: list.shardSizes,
+        sampleBytes: list.sampleBytes,
+        order: o.order,
+        seed: o.seed,
+        cacheBytesPerNode: o.shardCache?.maxBytes ?? Math.ceil(manifest.totals.shardBytes / 2),
+        cacheSaid: o.shardCache === null ? 'no --cache-size was given, so each node is modelled with a cache of half the dataset' : 'each node with a cache of --cache-size',
+      });
+      if (typeof got === 'string') notes.push(`${got}.`);
+      else model = got;
+    }
     const packTime = readPackSeconds(dataset);
     if (packTime.why !== undefined) notes.push(`Pack time unknown, so no break-even: ${packTime.why}.`);
     const cache = cacheInfo(o, [...acc.values()].flatMap((a) => a.epochs.map((e) => e.cache)), warmUp);
@@ -264,6 +280,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
       profiles,
       ...(throttled === undefined ? {} : { throttled }),
       ...(o.remote === null && o.shardCache === null ? {} : { remote: remoteSectionOf(o, dataset, manifest.totals.shardBytes, remoteRows) }),
+      ...(model === undefined ? {} : { model }),
       notes,
     });
   } finally {

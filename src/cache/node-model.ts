@@ -134,53 +134,154 @@ function perNode(m: Model, min: boolean): EpochTraffic[] {
   const out = m.reads.map(zero);
   for (let n = 0; n < m.nodes; n++) {
     // the node's reads over all modelled epochs, with when each shard is read next (MIN's knowledge of the plan)
-    const seq: { p: number; e: number }[] = [];
-    m.reads.forEach((byNode, e) => byNode[n]?.forEach((p) => seq.push({ p, e })));
+    const lengths = m.reads.map((byNode) => byNode[n]?.length ?? 0);
+    const seq = new Int32Array(lengths.reduce((a, b) => a + b, 0));
+    const epochOf = new Int32Array(seq.length);
+    let k = 0;
+    m.reads.forEach((byNode, e) => {
+      for (const p of byNode[n] ?? []) {
+        seq[k] = p;
+        epochOf[k++] = e;
+      }
+    });
     const next = new Float64Array(seq.length);
     const seen = new Map<number, number>();
     for (let i = seq.length - 1; i >= 0; i--) {
-      const s = m.shardOf[(seq[i] as { p: number }).p] as number;
+      const s = m.shardOf[seq[i] as number] as number;
       next[i] = seen.get(s) ?? Infinity;
       seen.set(s, i);
     }
-    const cached = new Map<number, number>(); // shard -> last use (LRU) or next use (MIN)
-    let used = 0;
-    seq.forEach(({ p, e }, i) => {
-      const t = out[e] as EpochTraffic;
+    const cache = min ? new MinCache(m.shardBytes) : new LruCache(m.shardBytes);
+    for (let i = 0; i < seq.length; i++) {
+      const p = seq[i] as number;
+      const t = out[epochOf[i] as number] as EpochTraffic;
       const s = m.shardOf[p] as number;
       const bytes = m.shardBytes[s] as number;
-      if (cached.has(s)) {
-        cached.set(s, min ? (next[i] as number) : i);
+      const key = min ? (next[i] as number) : i;
+      if (cache.touch(s, key)) {
         t.localBytes += m.spanOf[p] as number;
-        return;
-      }
-      const range = (): void => {
+      } else if (bytes <= m.cap && cache.makeRoom(bytes, m.cap, key)) {
+        cache.add(s, key);
+        t.remoteBytes += bytes;
+        t.remoteRequests += Math.max(1, Math.ceil(bytes / m.chunk));
+        t.localBytes += m.spanOf[p] as number;
+      } else {
         t.remoteBytes += m.spanOf[p] as number;
         t.remoteRequests++;
-      };
-      if (bytes > m.cap) return range();
-      const victims: number[] = [];
-      let free = m.cap - used;
-      const order = [...cached.entries()].sort((a, b) => (min ? b[1] - a[1] : a[1] - b[1]) || a[0] - b[0]);
-      for (const [v, key] of order) {
-        if (free >= bytes) break;
-        if (min && key <= (next[i] as number)) break; // every remaining one is needed sooner than s
-        victims.push(v);
-        free += m.shardBytes[v] as number;
       }
-      if (free < bytes) return range();
-      for (const v of victims) {
-        cached.delete(v);
-        used -= m.shardBytes[v] as number;
-      }
-      cached.set(s, min ? (next[i] as number) : i);
-      used += bytes;
-      t.remoteBytes += bytes;
-      t.remoteRequests += Math.max(1, Math.ceil(bytes / m.chunk));
-      t.localBytes += m.spanOf[p] as number;
-    });
+    }
   }
   return out;
+}
+
+/** Whole shards in a node's cache, least recently used first (a Map keeps insertion order). */
+class LruCache {
+  private readonly order = new Map<number, number>();
+  used = 0;
+  constructor(private readonly bytes: readonly number[]) {}
+  touch(s: number, _key: number): boolean {
+    if (!this.order.has(s)) return false;
+    this.order.delete(s);
+    this.order.set(s, 0);
+    return true;
+  }
+  makeRoom(need: number, cap: number, _key: number): boolean {
+    for (const s of this.order.keys()) {
+      if (cap - this.used >= need) break;
+      this.order.delete(s);
+      this.used -= this.bytes[s] as number;
+    }
+    return cap - this.used >= need;
+  }
+  add(s: number, _key: number): void {
+    this.order.set(s, 0);
+    this.used += this.bytes[s] as number;
+  }
+}
+
+/**
+ * Whole shards in a node's cache by next use (Belady's MIN): a max-heap of (next use, shard) with stale entries
+ * skipped. Room is made only from shards read later than the one that needs it; else nothing is evicted.
+ */
+class MinCache {
+  private readonly nextOf = new Map<number, number>();
+  private heap: [number, number][] = [];
+  used = 0;
+  constructor(private readonly bytes: readonly number[]) {}
+  touch(s: number, key: number): boolean {
+    if (!this.nextOf.has(s)) return false;
+    this.nextOf.set(s, key);
+    this.push([key, s]);
+    return true;
+  }
+  makeRoom(need: number, cap: number, key: number): boolean {
+    const taken: [number, number][] = [];
+    let free = cap - this.used;
+    while (free < need) {
+      const top = this.popLive();
+      if (top === undefined) break;
+      if (top[0] <= key) {
+        this.push(top); // needed no later than the shard asking: MIN keeps it
+        break;
+      }
+      taken.push(top);
+      free += this.bytes[top[1]] as number;
+    }
+    if (free < need) {
+      for (const t of taken) this.push(t);
+      return false;
+    }
+    for (const [, s] of taken) {
+      this.nextOf.delete(s);
+      this.used -= this.bytes[s] as number;
+    }
+    return true;
+  }
+  add(s: number, key: number): void {
+    this.nextOf.set(s, key);
+    this.push([key, s]);
+    this.used += this.bytes[s] as number;
+  }
+  /** The live entry with the furthest next use (ties: the higher shard), removed from the heap. */
+  private popLive(): [number, number] | undefined {
+    while (this.heap.length > 0) {
+      const top = this.pop();
+      if (this.nextOf.get(top[1]) === top[0]) return top;
+    }
+    return undefined;
+  }
+  private static above(a: [number, number], b: [number, number]): boolean {
+    return a[0] > b[0] || (a[0] === b[0] && a[1] > b[1]);
+  }
+  private push(e: [number, number]): void {
+    const h = this.heap;
+    h.push(e);
+    for (let i = h.length - 1; i > 0; ) {
+      const up = (i - 1) >> 1;
+      if (!MinCache.above(h[i] as [number, number], h[up] as [number, number])) break;
+      [h[i], h[up]] = [h[up] as [number, number], h[i] as [number, number]];
+      i = up;
+    }
+  }
+  private pop(): [number, number] {
+    const h = this.heap;
+    const top = h[0] as [number, number];
+    const last = h.pop() as [number, number];
+    if (h.length > 0) {
+      h[0] = last;
+      for (let i = 0; ; ) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let big = i;
+        if (l < h.length && MinCache.above(h[l] as [number, number], h[big] as [number, number])) big = l;
+        if (r < h.length && MinCache.above(h[r] as [number, number], h[big] as [number, number])) big = r;
+        if (big === i) break;
+        [h[i], h[big]] = [h[big] as [number, number], h[i] as [number, number]];
+        i = big;
+      }
+    }
+    return top;
+  }
 }
 
 function placement(m: Model): EpochTraffic[] {

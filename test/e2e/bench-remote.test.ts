@@ -27,8 +27,11 @@ function shardRangeBytes(log: AccessLogEntry[]): number {
     }, 0);
 }
 
+let lastOut = '';
+
 function bench(args: string[]): BenchReport {
   const out = path.join(tmpDir(), 'report');
+  lastOut = out;
   const r = shardkit(['bench', raw, ds, '--epochs', '2', '--repeat', '1', '--no-strace', '--order', 'random', '--out', out, ...args]);
   expect(r.status, r.stderr).toBe(0);
   const report = JSON.parse(fs.readFileSync(path.join(out, 'report.json'), 'utf8')) as BenchReport;
@@ -75,6 +78,16 @@ describe.skipIf(nginxSkipReason !== undefined)('bench --remote (real nginx)', ()
     expect(report.sides.shards.counters[1]?.samples).toBe(300);
     // each process's cache is its own subdirectory, removed after it: the user's dir is left as it was
     expect(fs.readdirSync(cacheDir)).toEqual([]);
+    // the many-nodes projection: labelled a model, 1 to 1024 nodes, four strategies each
+    const model = report.model;
+    expect(model?.label).toBe('model');
+    expect(model?.cacheBytesPerNode).toBe(2 * shardBytes);
+    expect(model?.rows.map((row) => row.nodes)).toEqual([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024].flatMap((n) => [n, n, n, n]));
+    const one = model?.rows.find((row) => row.nodes === 1 && row.strategy === 'per-node-min');
+    expect(one?.first.remoteBytes).toBe(shardBytes); // one node with room for all: each shard once, as measured above
+    expect(one?.later.remoteBytes).toBe(0);
+    const md = fs.readFileSync(path.join(lastOut, 'report.md'), 'utf8');
+    expect(md).toContain('## Many nodes reading one remote store (MODEL, not measured)');
   });
 
   it('with no cache: every epoch reads from the server, and the report says so', async () => {
