@@ -152,6 +152,14 @@ export class ShardCache {
     return this.options.maxBytes;
   }
 
+  /**
+   * A read of `shard` failed its member check: this process stops trusting its open copy. The next read checks the
+   * copy whole again (size, CRC32C) and, when it is damaged, removes it and fetches the shard anew.
+   */
+  suspect(shard: number): void {
+    this.dropReady(shard);
+  }
+
   /** Whether the shard's copy is ready or on its way in this process. */
   has(shard: number): boolean {
     return this.ready.has(shard) || this.inflight.has(shard);

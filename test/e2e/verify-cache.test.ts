@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CacheEvent } from '../../src/cache/shard-cache.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
 import { shardkit } from '../helpers/cli.js';
@@ -180,5 +181,51 @@ describe.skipIf(nginxSkipReason !== undefined)('verify with a shard cache (real 
     expect(quick.status).toBe(2);
     expect(quick.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INVALID_ARG: .*drop --quick or the cache\n$/);
     expect(shardkit(['verify', url, '--cache-dir', tmpDir()]).status).toBe(2);
+  });
+});
+
+describe.skipIf(nginxSkipReason !== undefined)('a cached copy damaged after this process checked it (real nginx)', () => {
+  let server2: NginxServer;
+  let root2: string;
+  beforeAll(async () => {
+    root2 = tmpDir();
+    await writeLoaderDataset(path.join(root2, 'ds'), 300, { shardBytes: 64 * 1024 });
+    server2 = await startNginx(root2);
+  });
+  afterAll(async () => {
+    await server2?.stop();
+  });
+
+  it('the damaged read fails with CHECKSUM naming the key; the next read checks the copy, removes it and fetches the shard again', async () => {
+    const dir = tmpDir();
+    const local = await openDataset(path.join(root2, 'ds'));
+    const events: CacheEvent[] = [];
+    const ds = await openDataset(`${server2.url}/ds`, { cache: { dir, maxBytes: 1 << 30, onEvent: (e) => events.push(e) } });
+    try {
+      const key = (await local.at(150)).key;
+      const want = (await local.get(key)).members.bin as Uint8Array;
+      expect(Buffer.from((await ds.get(key)).members.bin as Uint8Array).equals(Buffer.from(want))).toBe(true); // the copy is made, checked and open
+      const entry = (await local.index.at(150));
+      const shard = (local.shards[entry.shard] as { file: string; bytes: number });
+      const copy = copies(dir).get(shard.file) as string;
+      // damaged in place on disk, under this process's open copy
+      const fd = fs.openSync(copy, 'r+');
+      const at = entry.offset + (entry.members[0]?.offset ?? 0);
+      const one = Buffer.alloc(1);
+      fs.readSync(fd, one, 0, 1, at);
+      one[0] = (one[0] as number) ^ 0xff;
+      fs.writeSync(fd, one, 0, 1, at);
+      fs.closeSync(fd);
+      await expect(ds.get(key)).rejects.toMatchObject({ code: 'SHARDKIT_ERR_CHECKSUM', message: expect.stringContaining(key) });
+      const before = (await server2.accessLog()).length;
+      expect(Buffer.from((await ds.get(key)).members.bin as Uint8Array).equals(Buffer.from(want))).toBe(true);
+      const refetched = (await server2.accessLog()).slice(before).filter((e) => e.uri.endsWith(`/${shard.file}`));
+      expect(rangeBytes(refetched)).toBe(shard.bytes);
+      expect(events).toEqual([{ type: 'corrupt', shard: shard.file, reason: 'its copy fails its CRC32C' }]);
+      expect(fs.readFileSync(copies(dir).get(shard.file) as string).equals(fs.readFileSync(path.join(root2, 'ds', shard.file)))).toBe(true);
+    } finally {
+      await ds.close();
+      await local.close();
+    }
   });
 });
