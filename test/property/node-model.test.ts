@@ -123,6 +123,18 @@ describe('many nodes as a model (issue #25 part 4)', () => {
     );
   });
 
+  it('one node: after the first epoch, no cache policy fetches less than the dataset minus the cache (what bounds MIN against LRU)', () => {
+    // A shard read with no fetch in an epoch was in the cache when the epoch began; all such shards fit at once.
+    fc.assert(
+      fc.property(caseArb, (c) => {
+        const rows = projectNodes({ ...c, nodes: 1 });
+        for (const s of ['per-node-lru', 'per-node-min'] as const) {
+          expect(of(rows, s).epochs[1]?.remoteBytes ?? 0).toBeGreaterThanOrEqual(c.total - c.cacheBytesPerNode - 1e-6);
+        }
+      }),
+    );
+  });
+
   it('refuses a node count outside 1..1024 and an order of another length', () => {
     expect(() => projectNodes({ shardBytes: [1], shardSamples: [1], orders: [[0]], nodes: 0, cacheBytesPerNode: 1 })).toThrow(/between 1 and 1024 for nodes/);
     expect(() => projectNodes({ shardBytes: [1], shardSamples: [1], orders: [[0]], nodes: 1025, cacheBytesPerNode: 1 })).toThrow(/between 1 and 1024 for nodes/);
