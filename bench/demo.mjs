@@ -2,7 +2,8 @@
 /**
  * The README quick-start demo (`npm run demo`): synthesize a few thousand ImageNet-like JPEGs, pack them into
  * shards, derive a 224x224 resized dataset from the shards, and bench raw files vs shards. Prints the bench's
- * summary table and where the report is.
+ * summary table, where the report is, and how much disk the demo's directory takes and how to remove it (a few
+ * hundred MB at the default size; `shardkit-demo/` is in .gitignore).
  *
  * What the bench compares: the raw JPEGs vs shards packed from them WITHOUT passes, so both sides read the same
  * bytes. The resized dataset is shown as what a preprocessing pass produces (one derive, no small files
@@ -56,5 +57,30 @@ step('derive a resized copy', ['derive', shards, '--out', resized, '--pass', 're
 step('bench raw vs shards', ['bench', raw, shards, '--epochs', values.epochs, '--repeat', values.repeat, '--out', report]);
 process.stderr.write(
   `\ndemo done in ${((performance.now() - started) / 1000).toFixed(0)} s. The bench compared ${raw} (raw JPEGs) with ${shards} (the same bytes in shards);\n` +
-    `${resized} is the 224x224 resized variant, made from the shards in one pass. Open ${path.join(report, 'report.html')} for the charts.\n`,
+    `${resized} is the 224x224 resized variant, made from the shards in one pass. Open ${path.join(report, 'report.html')} for the charts.\n` +
+    `The demo's files take ${mebibytes(diskBytes(dir))} MiB in ${dir}${ignoredByGit(dir) ? ' (git ignores it)' : ''}; remove them with: rm -rf ${shellWord(dir)}\n`,
 );
+
+/** Bytes the files under `d` occupy on disk (st_blocks, as du counts). */
+function diskBytes(d) {
+  let total = 0;
+  for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+    const p = path.join(d, e.name);
+    if (e.isDirectory()) total += diskBytes(p);
+    else total += fs.lstatSync(p).blocks * 512;
+  }
+  return total;
+}
+
+function mebibytes(bytes) {
+  return (bytes / 2 ** 20).toFixed(0);
+}
+
+/** Whether `d` is inside a git work tree that ignores it (the clone's .gitignore lists shardkit-demo/). */
+function ignoredByGit(d) {
+  return spawnSync('git', ['check-ignore', '-q', d], { cwd: path.dirname(d) }).status === 0;
+}
+
+function shellWord(value) {
+  return /^[\w./@%+=:,-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}

@@ -23,9 +23,32 @@ export function parseChoice<T extends string>(text: string, what: string, choice
 export const HEADER_FLAGS = '-H, --header <header>';
 export const HEADER_HELP = 'HTTP request header for a remote dataset, "Name: value", or @FILE with one per line (keeps tokens out of ps); repeatable';
 
-/** openDataset's, verifyDataset's and derive's `http` option from `--header` values (none given: no option). */
-export function httpOption(values: readonly string[] | undefined): { http?: { headers: Record<string, string> } } {
-  return values === undefined || values.length === 0 ? {} : { http: { headers: httpHeaders(values) } };
+/** `--timeout`, for commands that read a dataset: the bound on every remote request, its retries included. */
+export const TIMEOUT_FLAGS = '--timeout <duration>';
+export const TIMEOUT_HELP =
+  'remote dataset: fail any request not answered in full within DURATION, retries included (e.g. 30s, 500ms, 2m; a plain number is seconds; default 120s); a server that stalls or trickles fails then';
+
+const DURATION_UNITS_MS: Record<string, number> = { ms: 1, s: 1000, '': 1000, m: 60_000, min: 60_000, h: 3_600_000 };
+
+/** A duration such as `30s`, `500ms`, `2m`, `1h` or `45` (seconds), in milliseconds. */
+export function parseDuration(text: string, what: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h|)\s*$/i.exec(text);
+  const ms = m === null ? NaN : Math.round(Number(m[1]) * (DURATION_UNITS_MS[(m[2] ?? '').toLowerCase()] as number));
+  if (!Number.isSafeInteger(ms) || ms < 1 || ms > 86_400_000) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a duration between 1ms and 24h (such as 30s, 500ms, 2m) for ${what} but received ${JSON.stringify(text)}`);
+  }
+  return ms;
+}
+
+/**
+ * openDataset's, verifyDataset's and derive's `http` option from `--header` values and `--timeout` (neither given:
+ * no option).
+ */
+export function httpOption(values: readonly string[] | undefined, timeout?: string): { http?: { headers?: Record<string, string>; deadlineMs?: number } } {
+  const headers = values === undefined || values.length === 0 ? undefined : httpHeaders(values);
+  const deadlineMs = timeout === undefined ? undefined : parseDuration(timeout, '--timeout');
+  if (headers === undefined && deadlineMs === undefined) return {};
+  return { http: { ...(headers === undefined ? {} : { headers }), ...(deadlineMs === undefined ? {} : { deadlineMs }) } };
 }
 
 /** `--max-member-bytes`, for commands that read members whole: openDataset's guard, raised for big files. */

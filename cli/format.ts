@@ -1,6 +1,16 @@
 /** Small formatting helpers for command output. */
 export { formatSize as humanBytes } from '../src/pack/size-arg.js';
 
+/** `1 shard`, `2 shards`: a count and its noun, plural unless the count is one (`noun` + s, or `many`). */
+export function count(n: number, noun: string, many = `${noun}s`): string {
+  return `${n} ${n === 1 ? noun : many}`;
+}
+
+/** An index's pages as info and verify both say them: the header page and the B+-tree pages. */
+export function indexPages(treePages: number): string {
+  return `${count(treePages + 1, 'index page')} (a header page and ${count(treePages, 'tree page')})`;
+}
+
 export function percent(ratio: number): string {
   return `${(ratio * 100).toFixed(1)}%`;
 }

@@ -1,3 +1,6 @@
+import { shellWord } from '../src/read/missing-manifest.js';
+import { releaseHeldLocks } from '../src/pack/write-lock.js';
+
 /**
  * Ctrl-C (SIGINT) or SIGTERM while a command writes files. The default action ends the process wherever it is,
  * in the middle of a write too, and leaves that file's temporary behind (`.shardkit-tmp-*`, see replace-file.ts).
@@ -8,6 +11,37 @@
 export function stopBetweenFiles(): void {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     // once: the listener is gone when it runs, so this kill takes the default action
-    process.once(signal, () => process.kill(process.pid, signal));
+    process.once(signal, () => {
+      // the target's lock goes with the process: nothing of extract's stays in the user's tree
+      releaseHeldLocks();
+      process.kill(process.pid, signal);
+    });
   }
+}
+
+/**
+ * Ctrl-C (SIGINT) or SIGTERM during a write that a journal makes resumable (pack, derive): prints one line, what
+ * `stopped()` says (where it stopped and how to finish), then ends the process by the same signal at once. The
+ * journal holds every finished shard, so stopping anywhere is safe (a kill is, too).
+ */
+export function sayWhenStopped(stopped: () => string): void {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      let line: string;
+      try {
+        line = stopped();
+      } catch {
+        line = 'stopped';
+      }
+      process.stderr.write(`shardkit: ${line}\n`);
+      process.kill(process.pid, signal);
+    });
+  }
+}
+
+/** The command line this process ran, as `shardkit ARGS`, with `add` appended and the flags in `drop` left out. */
+export function commandLine(add: readonly string[], drop: readonly string[]): string {
+  const args = process.argv.slice(2).filter((arg) => !drop.includes(arg));
+  for (const flag of add) if (!args.includes(flag)) args.push(flag);
+  return ['shardkit', ...args.map(shellWord)].join(' ');
 }

@@ -4,13 +4,13 @@ import './prestart.js';
 import { Command, CommanderError } from 'commander';
 import { VERSION } from '../src/version.js';
 import { ErrorCodes, ShardkitError } from '../formats/errors.js';
-import { EXIT_USAGE, reportError, setDebug } from './run-action.js';
+import { EXIT_USAGE, exitNow, reportError, setDebug } from './run-action.js';
 
 // `shardkit ls ds | head`: a closed pipe ends the output quietly, as for any Unix tool; any other failure to write
 // the output (a full disk, an I/O error) is one line on stderr and exit 1, as for any other error
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-  if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-  process.exit(reportError(new ShardkitError(ErrorCodes.IO, `cannot write to stdout: ${err.message}`, { cause: err })));
+  if (err.code === 'EPIPE') exitNow(typeof process.exitCode === 'number' ? process.exitCode : 0);
+  exitNow(reportError(new ShardkitError(ErrorCodes.IO, `cannot write to stdout: ${err.message}`, { cause: err })));
 });
 
 const program = new Command();

@@ -16,13 +16,32 @@ export function setDebug(on: boolean): void {
  */
 export function runAction<A extends unknown[]>(action: (...args: A) => Promise<number | void>): (...args: A) => Promise<void> {
   return async (...args: A) => {
+    // Node ends a process whose event loop is empty even while a promise is pending (a pass module's that never
+    // settles): without this the command would end with exit 0, its work undone, and not a word
+    const unfinished = (code: number): void => {
+      // a process.exit with a code of its own (a pass module's) keeps it
+      if (exitingOnPurpose || code !== 0) return;
+      process.stderr.write('shardkit: the command ended before it finished: something it waited for never settled (a --pass-module that returns a promise it never resolves?)\n');
+      process.exitCode = EXIT_PROBLEM;
+    };
+    process.once('exit', unfinished);
     try {
       const code = await action(...args);
       process.exitCode = code ?? EXIT_OK;
     } catch (err) {
       process.exitCode = reportError(err);
+    } finally {
+      process.off('exit', unfinished);
     }
   };
+}
+
+let exitingOnPurpose = false;
+
+/** process.exit for a command that stops on purpose before its action returns (stdout closed: `shardkit ls | head`). */
+export function exitNow(code: number): never {
+  exitingOnPurpose = true;
+  return process.exit(code);
 }
 
 export function reportError(err: unknown): number {

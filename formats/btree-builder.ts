@@ -36,6 +36,9 @@ interface OpenPage {
 
 const MAX_RECORDS_PER_PAGE = 0xffff;
 
+/** What a TOO_LARGE error advises, for both ways of setting the page size. */
+const LARGER_PAGES = '`--page-size` on the command line, `pageSize` in the library';
+
 /** A {@link BTreeBuilder} between two entries, as JSON (byte fields in base64). */
 export interface BuilderSnapshot {
   pageSize: number;
@@ -94,7 +97,7 @@ export class BTreeBuilder {
       throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample "${entry.key}" span length ${entry.length} does not end at its last member`, { key: entry.key });
     }
     if (keyBytes.length > this.maxKey) {
-      throw new ShardkitError(ErrorCodes.TOO_LARGE, `key "${entry.key.slice(0, 80)}…" is ${keyBytes.length} bytes; ${this.pageSize}-byte pages allow ${this.maxKey} (use a larger pageSize)`, { key: entry.key });
+      throw new ShardkitError(ErrorCodes.TOO_LARGE, `key "${entry.key.slice(0, 80)}…" is ${keyBytes.length} bytes; ${this.pageSize}-byte pages allow ${this.maxKey} (use larger pages: ${LARGER_PAGES})`, { key: entry.key });
     }
     // a record that no page can hold is refused before anything changes: the builder stays usable
     const saved = this.leafEncoder.state;
@@ -107,7 +110,7 @@ export class BTreeBuilder {
       }
       if (PAGE_HEADER_BYTES + record.length > this.pageSize) {
         this.leafEncoder.restore(saved);
-        throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample "${entry.key}" needs ${record.length} index bytes; ${this.pageSize}-byte pages hold ${this.pageSize - PAGE_HEADER_BYTES} (use a larger pageSize)`, { key: entry.key });
+        throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample "${entry.key}" with ${entry.members.length} members needs ${record.length} index bytes; ${this.pageSize}-byte pages hold ${this.pageSize - PAGE_HEADER_BYTES} (use larger pages: ${LARGER_PAGES})`, { key: entry.key });
       }
       const next = this.openPage(keyBytes);
       if (leaf === undefined) this.firstLeaf = next.pageNo;

@@ -12,3 +12,4 @@ export * from './tar-header.js';
 export * from './packed-layout.js';
 export * from './lz4.js';
 export * from './manifest.js';
+export * from './shard-index.js';

@@ -7,6 +7,13 @@ import { ErrorCodes, ShardkitError } from './errors.js';
 import { MAX_PAGE_SIZE, MIN_PAGE_SIZE, type Layout } from './index-layout.js';
 
 export const MANIFEST_FILE = 'manifest.json';
+/**
+ * The manifest's `extra` field that says how file names were cut into keys, when not WebDataset's rule: `"path"` for
+ * a pack with `--key-rule path` (key = the relative path without its last extension). Absent: WebDataset's rule.
+ * `reindex` reads tar member names back with it.
+ */
+export const KEY_RULE_EXTRA = 'keyRule';
+
 /** Recorded in the manifest's `extra` by `index` so `reindex` knows the shards follow the adoption rules (SPEC). */
 export const ADOPTED_EXTRA_KEY = 'adopted';
 export const MANIFEST_FORMAT = 'shardkit-dataset';

@@ -8,7 +8,7 @@ import { Codec, type CodecId, type MemberEntry } from './index-entry.js';
 import type { Layout } from './index-layout.js';
 import { compareKeys } from './key-order.js';
 import { lz4CompressMember } from './lz4.js';
-import { memberPath, type Sample } from './sample.js';
+import { memberPath, type KeyRule, type Sample } from './sample.js';
 import { encodeFileHeader, TAR_BLOCK, tarPadding } from './tar-header.js';
 
 export const LZ4_NAME_SUFFIX = '.lz4';
@@ -67,7 +67,7 @@ export function checkSample(sample: unknown): asserts sample is Sample {
 
 /**
  * Checks that a key can name files safely: relative, `/`-separated, no empty, `.` or `..` segments, no NUL or
- * backslash; and that extensions contain no `/`.
+ * backslash; and that extensions contain no `/`, NUL or backslash.
  */
 export function checkSampleNames(sample: Sample): void {
   checkKeyAndExts(sample.key, Object.keys(sample.members));
@@ -84,7 +84,8 @@ export function checkKeyAndExts(key: string, exts: readonly string[]): void {
   if (BAD_SEGMENT.test(key)) bad('has an empty, "." or ".." path segment');
   if (exts.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample ${JSON.stringify(key)} has no members`, { key });
   for (const ext of exts) {
-    if (ext.includes('/') || ext.includes('\0')) bad(`has a member extension ${JSON.stringify(ext)} with "/" or NUL`);
+    // a backslash too, as in keys: extract refuses such a path (a separator elsewhere), and refused the whole dataset
+    if (ext.includes('/') || ext.includes('\0') || ext.includes('\\')) bad(`has a member extension ${JSON.stringify(ext)} with "/", a backslash or NUL`);
     // UTF-8 cannot hold it: it would be stored as U+FFFD and read back as another name
     if (LONE_SURROGATE.test(ext)) bad(`has a member extension ${JSON.stringify(ext)} that is not valid Unicode (lone surrogate)`);
   }
@@ -94,10 +95,24 @@ export function checkKeyAndExts(key: string, exts: readonly string[]): void {
  * Checks that a key round-trips through tar member names: the tar layout names a member `key.ext` (`key` when the
  * extension is empty), and WebDataset, `shardkit reindex` and `index` split a name at the first dot of its basename.
  * A key with a dot in its last segment would come back as another key (`m.` with `x` is `m..x`: key `m`, ext `.x`;
- * key `a.b` with `c` and key `a` with `b.c` are both `a.b.c`). The packed layout stores no names and takes any key.
+ * key `a.b` with `c` and key `a` with `b.c` are both `a.b.c`). Under the path key rule (`rule` 'path', see KeyRule)
+ * names split at their last dot instead: keys may hold dots, extensions may not (`exts`: the sample's members).
+ * The packed layout stores no names and takes any key.
  * @throws ShardkitError INVALID_ARG saying why.
  */
-export function checkTarKey(key: string): void {
+export function checkTarKey(key: string, rule: KeyRule = 'webdataset', exts: readonly string[] = []): void {
+  if (rule === 'path') {
+    // names split back at their last dot: an extension must hold no dot, and a key with a dot in its last segment
+    // needs one (`dog.0` alone would read back as key `dog`, ext `0`)
+    const dotted = exts.find((ext) => ext.includes('.'));
+    if (dotted !== undefined) {
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample ${JSON.stringify(key)} has a member extension ${JSON.stringify(dotted)} with a "."; with key rule path a name splits at its last dot, so it would read back as another key`, { key });
+    }
+    if (key.indexOf('.', key.lastIndexOf('/') + 1) >= 0 && exts.includes('')) {
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample key ${JSON.stringify(key)} has a "." after its last "/" and a member without an extension, named ${JSON.stringify(key)}: it would read back as another key`, { key });
+    }
+    return;
+  }
   if (key.indexOf('.', key.lastIndexOf('/') + 1) < 0) return;
   throw new ShardkitError(
     ErrorCodes.INVALID_ARG,
@@ -139,10 +154,10 @@ function partsSink(parts: Uint8Array[]): SampleSink {
  * The bytes of one sample in a layout, and its index entry: see {@link encodeSampleTo}. The sample is checked
  * whole first ({@link checkSample}), so a bad one throws before any byte is made.
  */
-export function encodeSample(sample: Sample, layout: Layout, codec: CodecId): EncodedSample {
+export function encodeSample(sample: Sample, layout: Layout, codec: CodecId, rule: KeyRule = 'webdataset'): EncodedSample {
   checkSample(sample);
   const parts: Uint8Array[] = [];
-  return { ...encodeSampleTo(sample, layout, codec, partsSink(parts)), parts };
+  return { ...encodeSampleTo(sample, layout, codec, partsSink(parts), rule), parts };
 }
 
 /**
@@ -151,9 +166,9 @@ export function encodeSample(sample: Sample, layout: Layout, codec: CodecId): En
  * @throws ShardkitError UNSAFE_PATH for names that cannot be stored (see {@link checkSampleNames}); INVALID_ARG, in
  *   the tar layout, for a key with a dot in its last segment (see {@link checkTarKey}).
  */
-export function encodeSampleTo(sample: Sample, layout: Layout, codec: CodecId, sink: SampleSink): Omit<EncodedSample, 'parts'> {
+export function encodeSampleTo(sample: Sample, layout: Layout, codec: CodecId, sink: SampleSink, rule: KeyRule = 'webdataset'): Omit<EncodedSample, 'parts'> {
   checkSampleNames(sample);
-  if (layout === 'tar') checkTarKey(sample.key);
+  if (layout === 'tar') checkTarKey(sample.key, rule, Object.keys(sample.members));
   const members: MemberEntry[] = [];
   let pos = 0;
   let spanStart = -1;

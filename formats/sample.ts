@@ -33,11 +33,28 @@ export interface KeyAndExt {
   ext: string;
 }
 
-/** Splits a `/`-separated relative path into its WebDataset key and member extension. */
-export function splitKey(relativePath: string): KeyAndExt {
+/**
+ * How a file's relative path splits into a key and a member extension.
+ * - `webdataset` (default): the key ends at the basename's FIRST dot (`a/b.seg.png` -> `a/b`, `seg.png`), as
+ *   WebDataset's tar reader groups members.
+ * - `path`: the key ends at the basename's LAST dot (`dog.0.jpg` -> `dog.0`, `jpg`), so Kaggle-style names stay
+ *   apart. Tar member names are the same (key.ext is the original path), but WebDataset readers regroup them by
+ *   the first dot.
+ */
+export type KeyRule = 'webdataset' | 'path';
+
+export const KEY_RULES: readonly KeyRule[] = ['webdataset', 'path'];
+
+/** The index of the dot that ends the key in `name` (a basename), under `rule`; -1 for none. */
+export function keyDot(name: string, rule: KeyRule = 'webdataset'): number {
+  return rule === 'path' ? name.lastIndexOf('.') : name.indexOf('.');
+}
+
+/** Splits a `/`-separated relative path into its key and member extension (WebDataset's rule unless told). */
+export function splitKey(relativePath: string, rule: KeyRule = 'webdataset'): KeyAndExt {
   const slash = relativePath.lastIndexOf('/');
-  const dot = relativePath.indexOf('.', slash + 1);
-  if (dot < 0) return { key: relativePath, ext: '' };
+  const dot = rule === 'path' ? relativePath.lastIndexOf('.') : relativePath.indexOf('.', slash + 1);
+  if (dot <= slash) return { key: relativePath, ext: '' };
   return { key: relativePath.slice(0, dot), ext: relativePath.slice(dot + 1) };
 }
 
@@ -48,9 +65,11 @@ export function splitKey(relativePath: string): KeyAndExt {
  * and a basename that ends with its first dot (`q.`) would split into key `q` and an empty extension, which names
  * the file `q`: neither name comes back.
  */
-export function noKeyReason(basename: string): string | undefined {
+export function noKeyReason(basename: string, rule: KeyRule = 'webdataset'): string | undefined {
   const dot = basename.indexOf('.');
   if (dot === 0) return "its name starts with '.'";
+  // the path rule's key ends at the last dot: a name ending in a dot would lose it the same way
+  if (rule === 'path' && dot > 0 && basename.endsWith('.')) return 'its name ends with a dot (an empty extension would name it without the dot)';
   if (dot >= 0 && dot === basename.length - 1) return 'its name ends with its first dot (an empty extension would name it without the dot)';
   return undefined;
 }

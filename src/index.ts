@@ -1,6 +1,10 @@
 /**
  * shardkit's public API: `import { openDataset, pack, DatasetWriter } from 'shardkit'`.
  * Everything not exported here is internal and may change.
+ *
+ * Importing this module loads what reading needs (and the light, synchronous writing API: DatasetWriter, walks,
+ * passes, sizes); the whole-dataset operations load on their first call (src/on-demand.ts), and sharp, lz4-napi,
+ * vega and lmdb on first use. test/e2e/import-cost.test.ts checks it.
  */
 export { VERSION } from './version.js';
 
@@ -19,10 +23,12 @@ export { nativeAvailable } from './native/native.js';
 
 // writing
 export { DatasetWriter, type DatasetWriterOptions, type WriterStats } from './pack/dataset-writer.js';
-export { pack, defaultOutDir, type PackOptions, type PackResult, type PackProgress } from './pack/pack.js';
-export { append, type AppendOptions, type AppendResult } from './pack/append.js';
-export { derive, type DeriveOptions, type DeriveResult } from './pack/derive.js';
-export { mergeParts, type MergeResult } from './pack/merge.js';
+export { pack, append, derive, mergeParts } from './on-demand.js';
+export { defaultOutDir } from './pack/output-dir.js';
+export type { PackOptions, PackResult, PackProgress } from './pack/pack.js';
+export type { AppendOptions, AppendResult } from './pack/append.js';
+export type { DeriveOptions, DeriveResult } from './pack/derive.js';
+export type { MergeResult } from './pack/merge.js';
 export { parsePart, partOfKey, type PartSpec } from './pack/partition.js';
 export { walkSamples, walkSource, type WalkOptions, type WalkStats, type SourceSample } from './pack/walk.js';
 export { parseSize, formatSize } from './pack/size-arg.js';
@@ -36,7 +42,8 @@ export { mixtureCounts } from './read/mixture-counts.js';
 
 // continual learning: exemplar selection and buffers, rehearsal
 export { openRehearsal, Rehearsal, type RehearsalOptions } from './read/rehearsal.js';
-export { updateExemplarBuffer, type ExemplarBufferOptions, type ExemplarBufferResult, type ExemplarPolicy, type ExemplarRecord } from './pack/exemplar-buffer.js';
+export { updateExemplarBuffer } from './on-demand.js';
+export type { ExemplarBufferOptions, ExemplarBufferResult, ExemplarPolicy, ExemplarRecord } from './pack/exemplar-buffer.js';
 export { parseSelection, type Selection } from './pack/select.js';
 export { taskShards } from './read/dataset-subset.js';
 
@@ -45,17 +52,16 @@ export { planEpoch, mergeRankStates, rankCounts } from './read/epoch-plan.js';
 export { shuffles, SHUFFLE_NAMES, type ShuffleName } from './read/shuffle/index.js';
 
 // bench
-export { synthDataset } from './bench/synth.js';
+export { synthDataset, runBench, writeReport } from './on-demand.js';
 export { BUILTIN_PROFILES, projectEpoch, loadProfiles } from './bench/profiles.js';
-export { runBench } from './bench/run-bench.js';
-export { writeReport } from './bench/write-report.js';
 export type { BenchReport } from './bench/report.js';
 
 // integrity and recovery
-export { verifyDataset, type VerifyOptions, type VerifyReport, type DamagedSample } from './verify/verify-dataset.js';
-export { extractDataset, type ExtractOptions, type ExtractResult } from './verify/extract.js';
-export { reindexDataset, type ReindexOptions, type ReindexResult } from './adopt/reindex.js';
-export { adoptTars, type AdoptOptions, type AdoptResult } from './adopt/adopt-tars.js';
+export { verifyDataset, extractDataset, reindexDataset, adoptTars } from './on-demand.js';
+export type { VerifyOptions, VerifyReport, DamagedSample } from './verify/verify-dataset.js';
+export type { ExtractOptions, ExtractResult } from './verify/extract.js';
+export type { ReindexOptions, ReindexResult } from './adopt/reindex.js';
+export type { AdoptOptions, AdoptResult } from './adopt/adopt-tars.js';
 
 // loader
 export { Loader, type LoaderStats } from './read/loader.js';

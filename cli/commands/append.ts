@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { append, type AppendResult } from '../../src/pack/append.js';
+import { append } from '../../src/on-demand.js';
+import type { AppendResult } from '../../src/pack/append.js';
 import { parseSize, formatSize } from '../../src/pack/size-arg.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
 import { collect, parseChoice, parseCount } from '../args.js';
@@ -19,6 +20,7 @@ interface AppendFlags {
   force?: boolean;
   followSymlinks?: boolean;
   includeHidden?: boolean;
+  groupNumbered?: boolean;
   include: string[];
   exclude: string[];
   sync?: boolean;
@@ -44,6 +46,7 @@ export function registerAppend(program: Command): void {
     .option('--force', 'discard an interrupted append and start this one')
     .option('--follow-symlinks', 'follow symbolic links (default: skip and count them)')
     .option('--include-hidden', 'walk into directories starting with "." (see pack --help)')
+    .option('--group-numbered', 'keep files named STEM.N.EXT together as one sample STEM (see pack --help); the key rule is the dataset\'s own')
     .option('--include <glob>', 'only files matching GLOB (repeatable)', collect, [])
     .option('--exclude <glob>', 'leave out files matching GLOB (repeatable)', collect, [])
     .option('--sync', 'fsync the new shards and index before committing the manifest')
@@ -72,6 +75,7 @@ export function registerAppend(program: Command): void {
             force: flags.force === true,
             followSymlinks: flags.followSymlinks === true,
             includeHidden: flags.includeHidden === true,
+            groupNumbered: flags.groupNumbered === true,
             include: flags.include,
             exclude: flags.exclude,
             sync: flags.sync === true,

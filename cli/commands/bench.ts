@@ -3,11 +3,11 @@ import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { BenchProgress } from '../../src/bench/bench-options.js';
 import type { BenchReport, FirstAndSteady, SideResult } from '../../src/bench/report.js';
 import { epochsReadFromStorage } from '../../src/bench/report-build.js';
-import { runBench } from '../../src/bench/run-bench.js';
-import { writeReport } from '../../src/bench/write-report.js';
+import { formatSpread, ratioSpread } from '../../src/bench/report-spread.js';
+import { runBench, writeReport } from '../../src/on-demand.js';
 import { expectLocalPath } from '../../src/io/location.js';
 import { CACHE_DIR_FLAGS, CACHE_SIZE_FLAGS, cacheOption, parseChoice, parseCount } from '../args.js';
-import { humanBytes, table } from '../format.js';
+import { count, humanBytes, table } from '../format.js';
 import { progressBar } from '../progress.js';
 import { printJson, runAction } from '../run-action.js';
 
@@ -89,11 +89,13 @@ export function benchSummary(report: BenchReport): string {
   ];
   const c = report.comparison;
   const d = report.dataset;
+  // a ratio moves between identical runs: its range goes with it
+  const spread = formatSpread(ratioSpread(report, report.sides.raw, report.sides.shards));
   const lines = [
-    `${d.samples} samples, ${d.rawFiles} raw files (${humanBytes(d.rawBytes)}, ${humanBytes(d.rawAllocatedBytes)} allocated) vs ${d.shards} shards + index (${humanBytes(d.shardBytes + d.indexBytes)})`,
+    `${count(d.samples, 'sample')}, ${count(d.rawFiles, 'raw file')} (${humanBytes(d.rawBytes)}, ${humanBytes(d.rawAllocatedBytes)} allocated) vs ${count(d.shards, 'shard')} + index (${humanBytes(d.shardBytes + d.indexBytes)})`,
     `cache: ${report.options.cache.mode}${report.options.cache.mode === 'cold' ? `${report.options.cache.coldVerified ? ' (verified)' : ' (NOT verified: see report)'}, each epoch in a fresh process` : warmSuffix(sides)}, order ${report.options.order}, batch ${report.options.batch}, concurrency ${report.options.concurrency}, decode ${report.options.decode}`,
     table(rows),
-    `shards vs raw: ${c.speedup === null ? 'n/a' : c.speedup >= 1 ? `epochs ${fixed(c.speedup)}x faster` : `epochs ${fixed(1 / c.speedup)}x SLOWER`}, ${fixed(c.syscallsPerSampleRatio, 3)}x the syscalls per sample in a process's first epoch${c.steadyStateSyscallsPerSampleRatio === null ? '' : ` (${fixed(c.steadyStateSyscallsPerSampleRatio, 3)}x in later epochs)`}, break-even after ${d.packSeconds === null ? 'unknown (no usable pack time: see the report\'s notes)' : c.breakEvenEpochs === null ? 'never (shards not faster here)' : `${fixed(c.breakEvenEpochs)} epochs (pack took ${fixed(d.packSeconds)} s)`}`,
+    `shards vs raw: ${c.speedup === null ? 'n/a' : c.speedup >= 1 ? `epochs ${fixed(c.speedup)}x faster (${spread})` : `epochs ${fixed(1 / c.speedup)}x SLOWER (raw/shards time ratio ${spread})`}, ${fixed(c.syscallsPerSampleRatio, 3)}x the syscalls per sample in a process's first epoch${c.steadyStateSyscallsPerSampleRatio === null ? '' : ` (${fixed(c.steadyStateSyscallsPerSampleRatio, 3)}x in later epochs)`}, break-even after ${d.packSeconds === null ? 'unknown (no usable pack time: see the report\'s notes)' : c.breakEvenEpochs === null ? 'never (shards not faster here)' : `${fixed(c.breakEvenEpochs)} epochs (pack took ${fixed(d.packSeconds)} s)`}`,
   ];
   if (c.lmdbVsShards !== undefined) lines.push(`lmdb epoch / shards epoch: ${fixed(c.lmdbVsShards)}`);
   lines.push(...throttledSummary(report), ...remoteSummary(report));

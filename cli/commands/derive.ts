@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
-import { derive } from '../../src/pack/derive.js';
+import { derive } from '../../src/on-demand.js';
 import { parseSize } from '../../src/pack/size-arg.js';
 import { parseSelection } from '../../src/pack/select.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
-import { HEADER_FLAGS, HEADER_HELP, collect, httpOption, parseChoice, parseCount, CACHE_DIR_FLAGS, CACHE_DIR_HELP, CACHE_SIZE_FLAGS, CACHE_SIZE_HELP, cacheOption } from '../args.js';
+import { HEADER_FLAGS, HEADER_HELP, TIMEOUT_FLAGS, TIMEOUT_HELP, collect, httpOption, parseChoice, parseCount , CACHE_DIR_FLAGS, CACHE_DIR_HELP, CACHE_SIZE_FLAGS, CACHE_SIZE_HELP, cacheOption } from '../args.js';
 import { passStatsNotes, skippedLines } from '../format.js';
 import { progressBar } from '../progress.js';
 import { printJson, runAction } from '../run-action.js';
@@ -31,8 +31,9 @@ export function registerDerive(program: Command): void {
     .option(HEADER_FLAGS, HEADER_HELP, collect)
     .option(CACHE_DIR_FLAGS, CACHE_DIR_HELP)
     .option(CACHE_SIZE_FLAGS, CACHE_SIZE_HELP)
+    .option(TIMEOUT_FLAGS, TIMEOUT_HELP)
     .action(
-      runAction(async (dataset: string, flags: { out: string; select?: string; seed: string; shard: string; layout?: string; compress?: string; concurrency?: string; onError: string; resume?: boolean; force?: boolean; json?: boolean; quiet?: boolean; header?: string[]; cacheDir?: string; cacheSize?: string }) => {
+      runAction(async (dataset: string, flags: { out: string; select?: string; seed: string; shard: string; layout?: string; compress?: string; concurrency?: string; onError: string; resume?: boolean; force?: boolean; json?: boolean; quiet?: boolean; header?: string[]; timeout?: string; cacheDir?: string; cacheSize?: string }) => {
         const passes = await passesFromArgv(process.argv, process.cwd());
         const layout = flags.layout === undefined ? undefined : parseChoice(flags.layout, '--layout', ['tar', 'packed'] as const);
         const compress = flags.compress === undefined ? undefined : parseChoice(flags.compress, '--compress', ['none', 'lz4'] as const);
@@ -43,7 +44,7 @@ export function registerDerive(program: Command): void {
         try {
           r = await derive({
             dataset,
-            ...httpOption(flags.header),
+            ...httpOption(flags.header, flags.timeout),
             ...cacheOption(flags.cacheDir, flags.cacheSize),
             out: flags.out,
             passes,

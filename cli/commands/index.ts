@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { adoptTars } from '../../src/adopt/adopt-tars.js';
+import { count } from '../format.js';
+import { adoptTars } from '../../src/on-demand.js';
 import { parseCount } from '../args.js';
 import { printJson, runAction } from '../run-action.js';
 
@@ -21,7 +22,7 @@ export function registerIndex(program: Command): void {
         const lines = r.shards.map((s) => `${s.input} -> ${s.file} (${s.how})`);
         for (const s of m.skipped.slice(0, 20)) lines.push(`skipped ${s.path}: ${s.reason}`);
         if (m.skipped.length > 20) lines.push(`... and ${m.skipped.length - 20} more skipped (see manifest.json)`);
-        lines.push(`${opts.out}: ${m.totals.samples} samples, ${m.totals.members} members in ${m.shards.length} shards, ${m.skipped.length} entries skipped`);
+        lines.push(`${opts.out}: ${count(m.totals.samples, 'sample')}, ${count(m.totals.members, 'member')} in ${count(m.shards.length, 'shard')}, ${count(m.skipped.length, 'entry', 'entries')} skipped`);
         process.stdout.write(`${lines.join('\n')}\n`);
       }),
     );

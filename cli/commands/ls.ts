@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
-import { openDataset } from '../../src/read/dataset.js';
+import { openDataset } from '../../src/on-demand.js';
 import { describeEntry } from '../../src/read/inspect.js';
 import { printableName } from '../format.js';
 import { runAction } from '../run-action.js';
-import { HEADER_FLAGS, HEADER_HELP, collect, httpOption, parseCount, CACHE_DIR_FLAGS, CACHE_DIR_HELP, CACHE_SIZE_FLAGS, CACHE_SIZE_HELP, cacheOption } from '../args.js';
+import { HEADER_FLAGS, HEADER_HELP, TIMEOUT_FLAGS, TIMEOUT_HELP, collect, httpOption, parseCount , CACHE_DIR_FLAGS, CACHE_DIR_HELP, CACHE_SIZE_FLAGS, CACHE_SIZE_HELP, cacheOption } from '../args.js';
 
 export function registerLs(program: Command): void {
   program
@@ -17,10 +17,11 @@ export function registerLs(program: Command): void {
     .option(HEADER_FLAGS, HEADER_HELP, collect)
     .option(CACHE_DIR_FLAGS, CACHE_DIR_HELP)
     .option(CACHE_SIZE_FLAGS, CACHE_SIZE_HELP)
+    .option(TIMEOUT_FLAGS, TIMEOUT_HELP)
     .action(
-      runAction(async (location: string, opts: { long?: boolean; prefix?: string; limit?: string; json?: boolean; header?: string[]; cacheDir?: string; cacheSize?: string }) => {
+      runAction(async (location: string, opts: { long?: boolean; prefix?: string; limit?: string; json?: boolean; header?: string[]; timeout?: string; cacheDir?: string; cacheSize?: string }) => {
         const limit = opts.limit === undefined ? undefined : parseCount(opts.limit, '--limit');
-        const ds = await openDataset(location, { ...httpOption(opts.header), ...cacheOption(opts.cacheDir, opts.cacheSize) });
+        const ds = await openDataset(location, { ...httpOption(opts.header, opts.timeout), ...cacheOption(opts.cacheDir, opts.cacheSize) });
         try {
           const out: string[] = [];
           const flush = (): void => {

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { mergeParts } from '../../src/pack/merge.js';
+import { count } from '../format.js';
+import { mergeParts } from '../../src/on-demand.js';
 import { printJson, runAction } from '../run-action.js';
 
 export function registerMerge(program: Command): void {
@@ -18,7 +19,7 @@ export function registerMerge(program: Command): void {
         const summary = { out: flags.out, parts: parts.length, samples: r.manifest.totals.samples, shards: r.manifest.shards.length, linked: r.linked, copied: r.copied };
         if (flags.json) printJson(summary);
         else if (!flags.quiet) {
-          process.stdout.write(`merged ${summary.parts} parts: ${summary.samples} samples in ${summary.shards} shards at ${summary.out} (${summary.linked} shards hard linked, ${summary.copied} copied)\n`);
+          process.stdout.write(`merged ${count(summary.parts, 'part')}: ${count(summary.samples, 'sample')} in ${count(summary.shards, 'shard')} at ${summary.out} (${count(summary.linked, 'shard')} hard linked, ${summary.copied} copied)\n`);
         }
       }),
     );

@@ -1,12 +1,16 @@
 import type { Command } from 'commander';
-import { pack, defaultOutDir, type PackResult } from '../../src/pack/pack.js';
+import { pack } from '../../src/on-demand.js';
+import { defaultOutDir } from '../../src/pack/output-dir.js';
+import type { PackResult } from '../../src/pack/pack.js';
 import { parsePart } from '../../src/pack/partition.js';
 import { parseSize, formatSize } from '../../src/pack/size-arg.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
 import type { Pass } from '../../src/passes/pass.js';
 import { collect, parseChoice, parseCount } from '../args.js';
-import { passStatsNotes, skippedLines } from '../format.js';
+import { count, passStatsNotes, printableName, skippedLines } from '../format.js';
 import { progressBar } from '../progress.js';
+import { commandLine, sayWhenStopped } from '../interrupt.js';
+import { journalProgress } from '../../src/pack/journal.js';
 import { printJson, runAction } from '../run-action.js';
 
 interface PackFlags {
@@ -24,10 +28,13 @@ interface PackFlags {
   part?: string;
   followSymlinks?: boolean;
   includeHidden?: boolean;
+  groupNumbered?: boolean;
+  keyRule: string;
   include: string[];
   exclude: string[];
   pageSize: string;
   sync?: boolean;
+  verifySource?: boolean;
   json?: boolean;
   quiet?: boolean;
 }
@@ -66,10 +73,13 @@ export function registerPack(program: Command): void {
     .option('--part <i/n>', 'pack part I of N (0-based), to be combined with `shardkit merge`')
     .option('--follow-symlinks', 'follow symbolic links (default: skip and count them)')
     .option('--include-hidden', 'walk into directories starting with "." (.cache/x.jpg -> key .cache/x); a file starting with "." has no WebDataset key and fails the pack, or is skipped and listed with --on-error skip (default: skip and count all hidden names)')
+    .option('--key-rule <rule>', 'where a file\'s key ends: webdataset (the first dot of its name: a/b.seg.png -> key a/b, member seg.png) or path (the last dot: dog.0.jpg -> key dog.0, member jpg; tar -xf is unchanged, WebDataset readers regroup by the first dot)', 'webdataset')
+    .option('--group-numbered', 'keep files named STEM.N.EXT (clip.0.jpg, clip.1.jpg, ...) together as members of one sample STEM, WebDataset\'s rule; without it more than 3 such files of one stem stop the pack, since Kaggle-style names (dog.0.jpg ... dog.249.jpg) are meant as separate samples')
     .option('--include <glob>', 'only files matching GLOB (repeatable)', collect, [])
     .option('--exclude <glob>', 'leave out files matching GLOB (repeatable)', collect, [])
     .option('--page-size <bytes>', 'index page size (power of two, 1KiB..64KiB)', '4096')
     .option('--sync', 'fsync shards and index before committing the manifest')
+    .option('--verify-source', 'read every source file twice and fail with INPUT_CHANGED when the two differ: catches files written during the pack without their size, mtime or ctime changing (through a shared memory map), which the default check cannot see; costs a second read')
     .option('--json', 'print a JSON summary')
     .option('--quiet', 'print nothing on success')
     .action(
@@ -78,6 +88,7 @@ export function registerPack(program: Command): void {
         const layout = parseChoice(flags.layout, '--layout', ['tar', 'packed'] as const);
         const compress = parseChoice(flags.compress, '--compress', ['none', 'lz4'] as const);
         const onError = parseChoice(flags.onError, '--on-error', ['fail', 'skip'] as const);
+        const keyRule = parseChoice(flags.keyRule, '--key-rule', ['webdataset', 'path'] as const);
         const concurrency = flags.concurrency === undefined ? undefined : parseCount(flags.concurrency, '--concurrency', 1);
         const readThreads = flags.readThreads === undefined ? undefined : parseCount(flags.readThreads, '--read-threads', 0);
         const pageSize = parseSize(flags.pageSize, '--page-size');
@@ -86,11 +97,19 @@ export function registerPack(program: Command): void {
         if (passes.length > 0) await configureSharpForPacking();
         const interactive = !flags.json && !flags.quiet && process.stderr.isTTY === true;
         const bar = progressBar(interactive, 'samples');
+        const out = flags.out ?? defaultOutDir(src);
+        sayWhenStopped(() => {
+          bar.stop();
+          const kept = journalProgress(out);
+          if (kept === undefined) return `pack stopped before it wrote anything; run \`${commandLine([], [])}\` again to pack`;
+          const where = `${count(kept.samples, 'sample')} in ${count(kept.shards, 'finished shard')} kept in ${out}`;
+          return `pack stopped (${where}); finish it with \`${commandLine(['--resume'], ['--force'])}\`, or start over with --force`;
+        });
         let result: PackResult;
         try {
           result = await pack({
             source: src,
-            out: flags.out ?? defaultOutDir(src),
+            out,
             shardBytes,
             layout,
             compress,
@@ -101,9 +120,12 @@ export function registerPack(program: Command): void {
             force: flags.force === true,
             followSymlinks: flags.followSymlinks === true,
             includeHidden: flags.includeHidden === true,
+            groupNumbered: flags.groupNumbered === true,
+            keyRule,
             include: flags.include,
             exclude: flags.exclude,
             sync: flags.sync === true,
+            verifySource: flags.verifySource === true,
             prescan: interactive,
             ...(concurrency === undefined ? {} : { concurrency }),
             ...(readThreads === undefined ? {} : { readThreads }),
@@ -144,6 +166,7 @@ function packSummary(r: PackResult) {
     readThreads: r.readThreads,
     native: r.native,
     walk: r.walk,
+    datasetDirs: r.datasetDirs,
     passes: m.passes.map((p) => p.name),
     passStats: r.passStats,
   };
@@ -159,8 +182,18 @@ function summaryLine(s: ReturnType<typeof packSummary>): string {
   parts.push(...passStatsNotes(s.passStats));
   if (s.oversizeSamples > 0) parts.push(`${s.oversizeSamples} sample${s.oversizeSamples === 1 ? '' : 's'} larger than --shard, each in its own shard`);
   const w = s.walk;
-  const left = [w.skippedSymlinks && `${w.skippedSymlinks} symlinks`, w.skippedCycles && `${w.skippedCycles} symlink loops`, w.skippedHidden && `${w.skippedHidden} hidden`, w.skippedExcluded && `${w.skippedExcluded} excluded`, w.skippedOther && `${w.skippedOther} special files`].filter(Boolean);
+  const left = [
+    w.skippedSymlinks && count(w.skippedSymlinks, 'symlink'),
+    w.skippedCycles && count(w.skippedCycles, 'symlink loop'),
+    w.skippedHidden && `${w.skippedHidden} hidden`,
+    w.skippedExcluded && `${w.skippedExcluded} excluded`,
+    w.skippedOther && count(w.skippedOther, 'special file'),
+  ].filter(Boolean);
   if (left.length > 0) parts.push(`not packed: ${left.join(', ')}`);
+  if (s.datasetDirs.length > 0) {
+    const shown = s.datasetDirs.slice(0, 3).map(printableName).join(', ');
+    parts.push(`left out ${count(s.datasetDirs.length, 'dataset directory', 'dataset directories')} (shardkit output inside the source): ${shown}${s.datasetDirs.length > 3 ? ', ...' : ''}`);
+  }
   if (!s.native) parts.push('without the native addon (slower: `npm run build:native` builds it)');
   return parts.join('; ');
 }

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { reindexDataset } from '../../src/adopt/reindex.js';
+import { count } from '../format.js';
+import { reindexDataset } from '../../src/on-demand.js';
 import { printJson, runAction } from '../run-action.js';
 
 export function registerReindex(program: Command): void {
@@ -30,7 +31,7 @@ export function registerReindex(program: Command): void {
           : `old manifest unusable (${r.manifestProblem}): passes, files, skipped and extra are lost; compress inferred as ${m.compress}; ` +
             'nothing to check the shards against, so their bytes are indexed as they are (verify cannot tell damage in them from data)';
         const part = r.partFromShardNames && m.part !== undefined ? `; part ${m.part.index}/${m.part.count} (from the shard names)` : r.partProblem === undefined ? '' : `; ${r.partProblem}`;
-        process.stdout.write(`${dir}: reindexed ${m.totals.samples} samples in ${m.shards.length} shards; ${kept}${part}\n`);
+        process.stdout.write(`${dir}: reindexed ${count(m.totals.samples, 'sample')} in ${count(m.shards.length, 'shard')}; ${kept}${part}\n`);
       }),
     );
 }

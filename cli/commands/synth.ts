@@ -1,10 +1,11 @@
 import type { Command } from 'commander';
-import cliProgress from 'cli-progress';
-import { SYNTH_SIZES, synthDataset } from '../../src/bench/synth.js';
+import { synthDataset } from '../../src/on-demand.js';
+import { SYNTH_SIZES } from '../../src/bench/synth-sizes.js';
 import type { SynthProgress } from '../../src/bench/synth.js';
 import { parseChoice, parseCount } from '../args.js';
 import { humanBytes } from '../format.js';
 import { printJson, runAction } from '../run-action.js';
+import { loadCliProgress } from '../progress.js';
 
 const DEFAULT_CLASSES = 10;
 
@@ -37,7 +38,7 @@ export function registerSynth(program: Command): void {
         const seed = parseCount(flags.seed, '--seed', 0);
         const bar =
           process.stderr.isTTY && !flags.quiet && !flags.json
-            ? new cliProgress.SingleBar({ stream: process.stderr, format: 'synth [{bar}] {value}/{total} samples {mib} MiB' }, cliProgress.Presets.shades_classic)
+            ? new (loadCliProgress().SingleBar)({ stream: process.stderr, format: 'synth [{bar}] {value}/{total} samples {mib} MiB' }, loadCliProgress().Presets.shades_classic)
             : undefined;
         bar?.start(samples, 0, { mib: '0' });
         const onProgress = bar === undefined ? undefined : (p: SynthProgress): void => bar.update(p.samplesDone, { mib: (p.bytes / 2 ** 20).toFixed(0) });

@@ -11,11 +11,13 @@ import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { INDEX_MAGIC } from '../../formats/index-layout.js';
 import { ADOPTED_EXTRA_KEY, MANIFEST_FILE } from '../../formats/manifest.js';
+import { SHARD_INDEX_FILE, WIDS_KIND } from '../../formats/shard-index.js';
 import { INDEX_FILE } from '../pack/commit.js';
-import { fsCall } from '../pack/fs-errors.js';
+import { fsCall, makeDir } from '../pack/fs-errors.js';
 import { ADOPT_WORK_DIR } from './scan-tar.js';
 import { LOCK_FILE } from '../pack/write-lock.js';
 import { REPLACED_MANIFEST } from '../pack/output-dir.js';
+import { TEMP_PREFIX } from '../pack/replace-file.js';
 
 export interface AdoptInput {
   real: string;
@@ -24,7 +26,7 @@ export interface AdoptInput {
 
 /** Creates `out` when missing, or checks that `index` may write there (see above). */
 export function prepareAdoptOutput(out: string, inputs: readonly AdoptInput[], force: boolean): void {
-  fsCall('create', out, () => fs.mkdirSync(out, { recursive: true }));
+  makeDir(out);
   // a dataset there, or one a killed `index --force` was replacing (its manifest moved aside until the new one is in)
   const replaced = path.join(out, REPLACED_MANIFEST);
   const manifestFile = fs.existsSync(replaced) && !fs.existsSync(path.join(out, MANIFEST_FILE)) ? replaced : path.join(out, MANIFEST_FILE);
@@ -62,10 +64,11 @@ function madeByIndex(file: string): boolean {
 
 /**
  * What an output without a manifest may hold: the tars to index (in place, or a link an earlier run made to one),
- * and what an interrupted `index` leaves (its work directory, an index file, the temporary names).
+ * and what an interrupted `index` leaves (its work directory, an index file, a wids shard index, the temporary names).
  */
 function writtenByIndex(out: string, name: string, inputs: readonly AdoptInput[]): boolean {
-  if (name === ADOPT_WORK_DIR || name === `${INDEX_FILE}.tmp` || name === `${MANIFEST_FILE}.tmp`) return true;
+  // temporaries (a killed run's) are never a tar's name in `out`: see writerName in adopt-tars.ts
+  if (name === ADOPT_WORK_DIR || name.startsWith(TEMP_PREFIX)) return true;
   const file = path.join(out, name);
   let st: fs.Stats;
   try {
@@ -74,6 +77,7 @@ function writtenByIndex(out: string, name: string, inputs: readonly AdoptInput[]
     return false;
   }
   if (name === INDEX_FILE) return st.isFile() && startsWithIndexMagic(file);
+  if (name === SHARD_INDEX_FILE) return st.isFile() && isWidsShardIndex(file);
   if (st.isSymbolicLink()) {
     let target: string;
     try {
@@ -85,6 +89,16 @@ function writtenByIndex(out: string, name: string, inputs: readonly AdoptInput[]
   }
   // the tar itself, in place, or a hard link to it
   return st.isFile() && inputs.some((i) => i.st.ino === st.ino && i.st.dev === st.dev);
+}
+
+/** A shardindex.json as commitDataset writes it (a user's file of that name is not index's to replace). */
+function isWidsShardIndex(file: string): boolean {
+  try {
+    const doc = JSON.parse(fs.readFileSync(file, 'utf8')) as { __kind__?: unknown; name?: unknown };
+    return doc.__kind__ === WIDS_KIND && typeof doc.name === 'string' && doc.name.startsWith('shardkit-');
+  } catch {
+    return false;
+  }
 }
 
 function startsWithIndexMagic(file: string): boolean {

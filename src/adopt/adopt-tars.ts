@@ -11,6 +11,7 @@ import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { DEFAULT_PAGE_SIZE, validatePageSize } from '../../formats/index-layout.js';
 import { maxKeyBytes } from '../../formats/index-page.js';
 import { ADOPTED_EXTRA_KEY, MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
+import { SHARD_INDEX_FILE } from '../../formats/shard-index.js';
 import { INDEX_FILE } from '../pack/dataset-writer.js';
 import { expectLocalPath } from '../io/location.js';
 import { fsCall, ioError } from '../pack/fs-errors.js';
@@ -20,6 +21,8 @@ import { writeDatasetFiles } from './write-dataset-files.js';
 import { DEFAULT_MAX_MEMBER_BYTES } from '../read/dataset-options.js';
 import { WriteLock } from '../pack/write-lock.js';
 import { REPLACED_MANIFEST } from '../pack/output-dir.js';
+import { LOCK_FILE } from '../pack/write-lock.js';
+import { TEMP_PREFIX } from '../pack/replace-file.js';
 
 /** Work directory for the external sort, removed when done. */
 export { ADOPT_WORK_DIR };
@@ -79,6 +82,7 @@ async function adoptInto(out: string, inputs: Array<AdoptInput & { input: string
   const outReal = fs.realpathSync(out);
   const used = new Set<string>([MANIFEST_FILE, INDEX_FILE, ADOPT_WORK_DIR]);
   const placed: AdoptedShard[] = inputs.map(({ input, real, st }) => place(input, real, st, out, outReal, used, options.link ?? 'auto'));
+  refuseInputsAtOutputNames(out, inputs);
 
   const skipped: { path: string; reason: string }[] = [];
   const rules = { style: 'webdataset' as const, lz4: 'no' as const, maxKeyBytes: maxKeyBytes(pageSize), maxMemberBytes: DEFAULT_MAX_MEMBER_BYTES };
@@ -107,9 +111,41 @@ async function adoptInto(out: string, inputs: Array<AdoptInput & { input: string
   });
 }
 
+/**
+ * Names `index` itself creates or replaces in `out`: its index, manifest and wids shard index, their temporaries (`.tmp` names of
+ * earlier versions, TEMP_PREFIX ones now), its lock and work directory. A tar is never linked or used under one: a
+ * tar at `out/manifest.json.tmp` was overwritten with the manifest through the link.
+ */
+function writerName(name: string): boolean {
+  return name === MANIFEST_FILE || name === INDEX_FILE || name === SHARD_INDEX_FILE || name === LOCK_FILE || name === REPLACED_MANIFEST || name === ADOPT_WORK_DIR || name.endsWith('.tmp') || name.startsWith('.shardkit-') || name.startsWith(TEMP_PREFIX);
+}
+
+/** A name for a tar that `index` never writes (see writerName): `manifest.json.tmp` -> `manifest.json_tmp.tar`. */
+function adoptableName(name: string): string {
+  if (!writerName(name)) return name;
+  return `${name.replace(/^\./, '_').replace(/\.tmp$/, '_tmp')}.tar`;
+}
+
+/**
+ * The last guard before the index and manifest are renamed into place: neither name may be an input (same inode,
+ * or a link resolving to one), whatever put it there since the output was checked.
+ */
+function refuseInputsAtOutputNames(out: string, inputs: readonly AdoptInput[]): void {
+  for (const name of [MANIFEST_FILE, INDEX_FILE]) {
+    const file = path.join(out, name);
+    const st = lstatOrUndefined(file);
+    if (st === undefined) continue;
+    const target = st.isSymbolicLink() ? safeRealpath(file) : undefined;
+    const input = inputs.find((i) => (i.st.ino === st.ino && i.st.dev === st.dev) || i.real === target);
+    if (input !== undefined) {
+      throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `${file} is the tar ${input.real} to index, and index writes its ${name} there; move the tar or index into another directory`, { file });
+    }
+  }
+}
+
 /** Chooses the tar's name in `out` and links it there (or finds it already there). */
 function place(input: string, real: string, st: fs.Stats, out: string, outReal: string, used: Set<string>, link: 'auto' | 'symlink'): AdoptedShard {
-  const base = plainName(path.basename(real));
+  const base = adoptableName(plainName(path.basename(real)));
   if (path.dirname(real) === outReal && base === path.basename(real) && !used.has(base)) {
     used.add(base);
     return { input, file: base, how: 'in-place' };
@@ -118,7 +154,7 @@ function place(input: string, real: string, st: fs.Stats, out: string, outReal: 
   const stem = base.slice(0, base.length - ext.length);
   for (let n = 0; ; n++) {
     const name = n === 0 ? base : `${stem}-${n}${ext}`;
-    if (used.has(name)) continue;
+    if (used.has(name) || writerName(name)) continue;
     const dest = path.join(out, name);
     const existing = lstatOrUndefined(dest);
     if (existing !== undefined) {

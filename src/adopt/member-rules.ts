@@ -3,6 +3,7 @@
  * A skipped entry is listed in the manifest's `skipped` with the reason returned here; nothing a tar names is
  * ever followed, created or resolved on disk.
  */
+import { keyDot, type KeyRule } from '../../formats/sample.js';
 import { TarType } from '../../formats/tar-header.js';
 import type { TarEntry } from '../../formats/tar-scan.js';
 
@@ -26,6 +27,8 @@ export interface MemberRuleOptions {
    * writer can produce, extension-less members included.
    */
   style: 'webdataset' | 'shardkit';
+  /** Where a member name's key ends (see KeyRule): a dataset packed with `--key-rule path` records 'path'. */
+  keyRule?: KeyRule;
 }
 
 /** The member name an entry gives, after removing leading `./` segments (what `tar -C dir -cf x.tar .` writes). */
@@ -50,14 +53,14 @@ export function classifyEntry(entry: TarEntry, options: MemberRuleOptions): Memb
   if (segments.includes('..')) return { skip: 'path with a ".." segment' };
   if (segments.some((s) => s === '' || s === '.')) return { skip: 'path with an empty or "." segment' };
   const base = segments[segments.length - 1] as string;
-  const dot = base.indexOf('.');
+  const dot = keyDot(base, options.keyRule);
   if (options.style === 'webdataset') {
     if (segments.length === 1 && base.startsWith('__') && base.endsWith('__')) return { skip: 'WebDataset metadata entry' };
     if (dot < 0) return { skip: 'no extension (WebDataset ignores it)' };
   }
-  if (dot === 0) return { skip: 'hidden file: nothing before the first dot to use as a key' };
+  if (base.startsWith('.')) return { skip: 'hidden file: nothing before the first dot to use as a key' };
   // `q.` would be key `q` with an empty extension, which names the file `q`: not the member's name
-  if (dot === base.length - 1) return { skip: 'name ends in its first dot: the extension would be empty' };
+  if (dot === base.length - 1) return { skip: `name ends in its ${options.keyRule === 'path' ? 'last' : 'first'} dot: the extension would be empty` };
   const cut = name.length - base.length + (dot < 0 ? base.length : dot);
   return { key: name.slice(0, cut), ext: dot < 0 ? '' : name.slice(cut + 1), name };
 }

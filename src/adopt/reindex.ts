@@ -14,7 +14,7 @@ import path from 'node:path';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { DEFAULT_PAGE_SIZE, HEADER_BYTES, decodeIndexHeader, validatePageSize } from '../../formats/index-layout.js';
 import { maxKeyBytes } from '../../formats/index-page.js';
-import { ADOPTED_EXTRA_KEY, MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
+import { ADOPTED_EXTRA_KEY, KEY_RULE_EXTRA, MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { expectLocalPath } from '../io/location.js';
 import { INDEX_FILE } from '../pack/dataset-writer.js';
@@ -79,6 +79,8 @@ async function reindexLocked(dir: string, options: ReindexOptions): Promise<Rein
   const skipped: { path: string; reason: string }[] = [];
   const rules = {
     style: adopted ? ('webdataset' as const) : ('shardkit' as const),
+    // a dataset packed with --key-rule path cut its keys at the last dot: its names are read back the same way
+    ...(old?.extra[KEY_RULE_EXTRA] === 'path' ? { keyRule: 'path' as const } : {}),
     lz4: adopted || old?.compress === 'none' ? ('no' as const) : ('detect' as const),
     maxKeyBytes: maxKeyBytes(pageSize),
     maxMemberBytes: DEFAULT_MAX_MEMBER_BYTES,

@@ -40,9 +40,10 @@ const BYTES_PER_BLOCK = 512;
 
 /**
  * Stats every raw file the bench will read (`rawDir/key.ext` for every member of every sample). A missing file
- * means rawDir is not the source the dataset was packed from: INPUT, naming the file.
+ * means rawDir is not the source the dataset was packed from, or that the dataset's passes (named in `passes`)
+ * added or renamed members: INPUT, naming the file and which of the two it is.
  */
-export function rawFileFacts(rawDir: string, list: SampleList): RawFacts {
+export function rawFileFacts(rawDir: string, list: SampleList, passes: readonly string[] = []): RawFacts {
   let files = 0;
   let bytes = 0;
   let allocatedBytes = 0;
@@ -54,11 +55,12 @@ export function rawFileFacts(rawDir: string, list: SampleList): RawFacts {
       try {
         st = fs.statSync(file);
       } catch (err) {
-        throw new ShardkitError(
-          ErrorCodes.INPUT,
-          `${file} (member "${ext}" of sample "${key}") is missing: bench reads the raw files the dataset was packed from; pass that source directory as <raw-dir>`,
-          { file, key, cause: err },
-        );
+        const why =
+          passes.length === 0
+            ? 'bench reads the raw files the dataset was packed from; pass that source directory as <raw-dir>'
+            : `the dataset was made with passes (${passes.join(', ')}), which changed its members, and bench reads each ` +
+              'member from <raw-dir> as key.ext: bench a dataset packed from <raw-dir> without passes (`shardkit pack <raw-dir> --out DIR`)';
+        throw new ShardkitError(ErrorCodes.INPUT, `${file} (member "${ext}" of sample "${key}") is missing: ${why}`, { file, key, cause: err });
       }
       files++;
       bytes += st.size;

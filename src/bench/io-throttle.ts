@@ -188,7 +188,7 @@ export async function createThrottleGroup(cap: Extract<ThrottleCapability, { ok:
 
 /** The notes sentence when no throttled epochs ran: why the slow-storage figures are projections only. */
 export function throttleSupport(requested = false): string {
-  const base = 'Not measured on an IOPS-limited device: the storage profiles below are projections from the counted operations.';
+  const base = 'Not measured on an IOPS-limited device: the storage profiles (the PROJECTED section) are projections from the counted operations.';
   const root = isRoot();
   const v2 = ['/sys/fs/cgroup/cgroup.controllers', '/sys/fs/cgroup/unified/cgroup.controllers'].map(readable).some((t) => t !== undefined && /\bio\b/.test(t));
   const v1 = fs.existsSync(`/sys/fs/cgroup/blkio/${V1_READ_IOPS}`);

@@ -3,6 +3,7 @@ import { countersTable, datasetTable, epochsTable, projectionsTable, runTable, s
 import type { Table } from './report-tables.js';
 import type { BenchReport } from './report.js';
 import { nodeModelTable, remoteTable } from './remote-section.js';
+import { headline } from './report-spread.js';
 
 /** Escapes what would break a Markdown table cell: pipes and newlines. */
 function cell(text: string): string {
@@ -21,6 +22,7 @@ export function markdownTable(t: Table, level = 2): string {
 export function renderMarkdown(report: BenchReport): string {
   const parts = [
     `# shardkit bench: ${report.sides.raw.label} vs ${report.sides.shards.label}\n`,
+    `${headline(report).join(' ')}\n`,
     markdownTable(summaryTable(report)),
     markdownTable(datasetTable(report)),
     markdownTable(epochsTable(report)),

@@ -90,7 +90,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
   if (o.throttle !== null && (o.remote !== null || o.shardCache !== null)) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, '--throttle-iops limits the reads of this machine\'s disk, which a remote or cached shard side does not make: drop --throttle-iops, or --remote and --cache-dir');
   }
-  const raw = rawFileFacts(rawDir, list);
+  const raw = rawFileFacts(rawDir, list, manifest.passes.map((p) => p.name));
   const notes = describeComparison(o, manifest.passes.map((p) => p.name), raw.bytes, manifest.totals.bytes);
 
   const ownWorkDir = options.workDir === undefined;
@@ -112,7 +112,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
       versions.lmdb = lmdbVersion();
       notes.push(
         `LMDB side: the samples were copied into a new LMDB environment (${(directoryBytes(lmdbPath) / 1e6).toFixed(1)} MB on ${filesystemOf(lmdbPath)}, ` +
-          `built in ${seconds.toFixed(2)} s) keyed by sample key; it reads through mmap, so its "reads" are get() calls (one per sample) and its opens/stats/closes are 0; page faults are listed below.`,
+          `built in ${seconds.toFixed(2)} s) keyed by sample key; it reads through mmap, so its "reads" are get() calls (one per sample) and its opens/stats/closes are 0; its major page faults are in the note on LMDB page faults.`,
       );
     }
     const sides: SideName[] = o.lmdb ? ['raw', 'shards', 'lmdb'] : ['raw', 'shards'];

@@ -8,6 +8,7 @@ import { expectInteger, expectOneOf, expectString, invalidOption } from './expec
 import { deriveSeed, SeededRandom } from './seeded-random.js';
 import { makeImageNetLikeJpeg } from './synth-image.js';
 import { classLabel, largeArray, sampleMetadata, tokenIds } from './synth-members.js';
+import { SYNTH_SIZES, type SynthSizes } from './synth-sizes.js';
 
 /**
  * Synthetic Lots-Of-Small-Files datasets for benchmarks and tests. Every mode uses ImageNet's layout,
@@ -26,8 +27,7 @@ import { classLabel, largeArray, sampleMetadata, tokenIds } from './synth-member
  * the concurrency (given the same sharp/libvips build for the JPEGs).
  */
 
-export const SYNTH_SIZES = ['imagenet', 'tiny', 'mixed'] as const;
-export type SynthSizes = (typeof SYNTH_SIZES)[number];
+export { SYNTH_SIZES, type SynthSizes };
 
 export const SYNTH_MAX_SAMPLES = 100_000_000;
 /** The wnid scheme below is unique for up to 10^7 classes; 100 000 is already far past ImageNet-21k. */

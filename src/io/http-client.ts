@@ -1,15 +1,31 @@
-import http from 'node:http';
-import https from 'node:https';
+import { setMaxListeners } from 'node:events';
+import type http from 'node:http';
+import type https from 'node:https';
 import type { IncomingMessage } from 'node:http';
-import tls from 'node:tls';
+import { createRequire } from 'node:module';
+import type tls from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectIntegerInRange } from './io-options.js';
 import type { IoStats } from './io-stats.js';
 import { isRemote, redactLocation } from './location.js';
 
+/**
+ * node:http, node:https and node:tls, loaded with the first client: a process that reads local datasets only never
+ * needs them (about 10 ms of its start-up, measured by bench/startup.mjs).
+ */
+let net: { http: typeof http; https: typeof https; tls: typeof tls } | undefined;
+function netModules(): { http: typeof http; https: typeof https; tls: typeof tls } {
+  if (net === undefined) {
+    const requireBuiltin = createRequire(import.meta.url);
+    net = { http: requireBuiltin('node:http'), https: requireBuiltin('node:https'), tls: requireBuiltin('node:tls') };
+  }
+  return net;
+}
+
 export const DEFAULT_HTTP_RETRIES = 4;
 export const DEFAULT_HTTP_TIMEOUT_MS = 30_000;
+export const DEFAULT_HTTP_DEADLINE_MS = 120_000;
 export const DEFAULT_HTTP_BACKOFF_MS = 100;
 export const DEFAULT_HTTP_MAX_BACKOFF_MS = 10_000;
 export const DEFAULT_HTTP_MAX_SOCKETS = 16;
@@ -21,6 +37,12 @@ export interface HttpClientOptions {
   retries?: number;
   /** An attempt fails when no byte arrives for this long (connect, headers or body). Default 30000. */
   timeoutMs?: number;
+  /**
+   * Every request, its retries and backoff waits included, ends within this long: a server that answers a byte at
+   * a time just often enough to keep an attempt alive fails here (HTTP, not retried). Default 120000. The CLI's
+   * `--timeout` sets it.
+   */
+  deadlineMs?: number;
   /** First retry waits about this long; each further retry doubles it, with jitter. Default 100. */
   backoffMs?: number;
   /** Cap on one backoff wait (and on a server's Retry-After). Default 10000. */
@@ -91,6 +113,7 @@ export class HttpClient {
   readonly counters: HttpClientCounters = { connections: 0 };
   private readonly retries: number;
   private readonly timeoutMs: number;
+  private readonly deadlineMs: number;
   private readonly backoffMs: number;
   private readonly maxBackoffMs: number;
   private readonly headers: Record<string, string>;
@@ -107,7 +130,9 @@ export class HttpClient {
   constructor(options: HttpClientOptions = {}) {
     const maxSockets = expectIntegerInRange('maxSockets', options.maxSockets ?? DEFAULT_HTTP_MAX_SOCKETS, 1, 4096);
     this.retries = expectIntegerInRange('retries', options.retries ?? DEFAULT_HTTP_RETRIES, 0, 100);
-    this.timeoutMs = expectIntegerInRange('timeoutMs', options.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS, 1, 3_600_000);
+    this.deadlineMs = expectIntegerInRange('deadlineMs', options.deadlineMs ?? DEFAULT_HTTP_DEADLINE_MS, 1, 86_400_000);
+    // an attempt never waits longer than the whole request may take
+    this.timeoutMs = Math.min(this.deadlineMs, expectIntegerInRange('timeoutMs', options.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS, 1, 3_600_000));
     this.backoffMs = expectIntegerInRange('backoffMs', options.backoffMs ?? DEFAULT_HTTP_BACKOFF_MS, 0, 3_600_000);
     this.maxBackoffMs = expectIntegerInRange(
       'maxBackoffMs',
@@ -121,6 +146,10 @@ export class HttpClient {
     }
     this.sign = options.sign;
     this.stats = options.stats;
+    const { http, https, tls } = netModules();
+    // every request in flight listens on this one signal: a loader with 16+ of them is not a leak (Node warned
+    // MaxListenersExceededWarning on stderr)
+    setMaxListeners(0, this.closing.signal);
     // LIFO reuses the most recently used socket, so few sockets stay warm and idle ones age out.
     this.httpAgent = new http.Agent({ keepAlive: true, maxSockets, scheduling: 'lifo' });
     this.httpsAgent = new https.Agent({
@@ -141,11 +170,12 @@ export class HttpClient {
     headers: Record<string, string>,
     plan: (response: IncomingMessage) => BodyPlan,
   ): Promise<HttpExchange> {
+    const deadline = performance.now() + this.deadlineMs;
     for (let attempt = 0; ; attempt++) {
       const target = this.sign === undefined ? url : await this.signed(url);
       if (this.closed) throw this.closedError(url);
       try {
-        return await this.exchangeOnce(url, target, method, headers, plan);
+        return await this.exchangeOnce(url, target, method, headers, plan, deadline);
       } catch (err) {
         // close() destroys the sockets: what that breaks is not retried on new ones
         if (this.closed) throw this.closedError(url);
@@ -157,9 +187,12 @@ export class HttpClient {
             { file: redactLocation(url), cause: err.cause ?? err },
           );
         }
+        const delay = this.backoffDelay(attempt, err.retryAfterMs);
+        // no attempt could finish in time after this wait: fail now, not at the deadline
+        if (performance.now() + delay >= deadline) throw this.deadlineError(method, url, `${attempt + 1} attempt(s); the last: ${err.message}`);
         if (this.stats !== undefined) this.stats.retries++;
         try {
-          await sleep(this.backoffDelay(attempt, err.retryAfterMs), undefined, { signal: this.closing.signal });
+          await sleep(delay, undefined, { signal: this.closing.signal });
         } catch {
           throw this.closedError(url); // close() during the backoff: the read fails now, not when the sleep ends
         }
@@ -207,6 +240,16 @@ export class HttpClient {
     this.httpsAgent.destroy();
   }
 
+  /** The request could not finish within deadlineMs (HTTP; its cause a {@link HttpDeadlineError}). */
+  private deadlineError(method: string, url: string, what: string): ShardkitError {
+    const name = redactLocation(url);
+    return new ShardkitError(
+      ErrorCodes.HTTP,
+      `${method} ${name} did not finish within ${this.deadlineMs} ms (${what}); the server is down, stalled or too slow: try again later, or allow more time with --timeout (http.deadlineMs)`,
+      { file: name, cause: new HttpDeadlineError(this.deadlineMs) },
+    );
+  }
+
   private closedError(url: string): ShardkitError {
     const name = redactLocation(url);
     return new ShardkitError(ErrorCodes.CLOSED, `${name}: the dataset was closed while this request was in flight`, { file: name });
@@ -226,13 +269,16 @@ export class HttpClient {
     method: 'GET' | 'HEAD',
     headers: Record<string, string>,
     plan: (response: IncomingMessage) => BodyPlan,
+    deadline: number,
   ): Promise<HttpExchange> {
     return new Promise<HttpExchange>((resolve, reject) => {
       let settled = false;
       let timedOut = false;
+      let overall: NodeJS.Timeout | undefined;
       const settle = (err: Error | undefined, value?: HttpExchange): void => {
         if (settled) return;
         settled = true;
+        clearTimeout(overall);
         if (err !== undefined) reject(err);
         else resolve(value as HttpExchange);
       };
@@ -247,6 +293,7 @@ export class HttpClient {
         const agent = isHttps ? this.httpsAgent : this.httpAgent;
         // the signal also ends a request still queued in the agent for a socket, which destroy() leaves to be sent later
         const options = { method, headers: { ...this.headers, ...headers }, agent, signal: this.closing.signal };
+        const { http, https } = netModules();
         request = isHttps ? https.request(target, options) : http.request(target, options);
       } catch (err) {
         const message = `Cannot request ${redactLocation(url)}: ${errorText(err)}`;
@@ -265,6 +312,11 @@ export class HttpClient {
         timedOut = true;
         request.destroy();
       });
+      // the whole request's bound, however the bytes trickle in: progress that never ends is a failure
+      overall = setTimeout(() => {
+        settle(this.deadlineError(method, url, 'the answer was still coming'));
+        request.destroy();
+      }, Math.max(0, deadline - performance.now()));
       request.on('error', fail);
       request.on('response', (response) => {
         let bodyPlan: BodyPlan;
@@ -300,6 +352,18 @@ export class HttpClient {
       request.end();
     });
   }
+}
+
+/** The cause of a request that ran out of its deadline: {@link isHttpDeadline} tells it from other failures. */
+export class HttpDeadlineError extends Error {
+  constructor(readonly deadlineMs: number) {
+    super(`deadline of ${deadlineMs} ms passed`);
+  }
+}
+
+/** Whether `err` is a request that ran out of its deadline (the server, not the data, failed). */
+export function isHttpDeadline(err: unknown): boolean {
+  return err instanceof ShardkitError && err.cause instanceof HttpDeadlineError;
 }
 
 /** Collects a response body into one buffer, enforcing the length the plan expects. */

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes } from '../../formats/errors.js';
+import { carriedFiles } from '../../formats/shard-index.js';
 import type { Dataset } from '../read/dataset.js';
 import type { AppendTarget } from './append-stage.js';
 import { DatasetWriter } from './dataset-writer.js';
@@ -34,7 +35,7 @@ export async function restageWithout(staged: Dataset, out: string, duplicates: R
       }
       writer.add(await staged.read(entry));
     }
-    for (const name of m.files) writer.addFile(name, fs.readFileSync(path.join(staged.location, name)), 'the new samples');
+    for (const name of carriedFiles(m.files)) writer.addFile(name, fs.readFileSync(path.join(staged.location, name)), 'the new samples');
     for (const [k, v] of Object.entries(m.extra)) writer.setExtra(k, v);
     await writer.finish();
   } catch (err) {

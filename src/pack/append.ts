@@ -10,8 +10,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { Layout } from '../../formats/index-layout.js';
-import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
+import { KEY_RULE_EXTRA, MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
 import { splitKey } from '../../formats/sample.js';
+import { carriedFiles } from '../../formats/shard-index.js';
 import type { Pass } from '../passes/pass.js';
 import { expectLocalPath } from '../io/location.js';
 import { openDataset, type Dataset } from '../read/dataset.js';
@@ -24,7 +25,7 @@ import { crashPoint } from './crash-point.js';
 import { DEFAULT_SHARD_BYTES } from './dataset-writer-options.js';
 import { fsCall } from './fs-errors.js';
 import { IndexFileWriter } from './index-file.js';
-import { pack, type PackProgress } from './pack.js';
+import { expectSomeFile, pack, type PackProgress } from './pack.js';
 import { validateOnError } from './sample-pipeline.js';
 import { inKeyOrder } from './skipped.js';
 import { WriteLock } from './write-lock.js';
@@ -54,6 +55,8 @@ export interface AppendOptions {
   force?: boolean;
   followSymlinks?: boolean;
   includeHidden?: boolean;
+  /** Keep files named `stem.N.ext` together as one sample (see PackOptions.groupNumbered). */
+  groupNumbered?: boolean;
   include?: string[];
   exclude?: string[];
   /** fsync the new shards and index before the manifest. */
@@ -130,6 +133,14 @@ async function appendLocked(dir: string, options: AppendOptions, onError: 'fail'
       throw new ShardkitError(ErrorCodes.INVALID_ARG, `--resume needs the options of the interrupted append in ${dir} (shard size ${target.shardBytes}, on-error ${target.onError})`, { file: dir });
     }
     if (target === undefined) {
+      // an empty source is refused before anything is staged, as pack refuses one before writing
+      await expectSomeFile(options.source, path.resolve(options.source), {
+        followSymlinks: options.followSymlinks ?? false,
+        includeHidden: options.includeHidden ?? false,
+        ...(options.include === undefined ? {} : { include: options.include }),
+        ...(options.exclude === undefined ? {} : { exclude: options.exclude }),
+        ...(ds.manifest.extra[KEY_RULE_EXTRA] === 'path' ? { keyRule: 'path' as const } : {}),
+      }, 'append');
       const n = (ds.manifest.appends?.length ?? 0) + 1;
       target = { baseIndex: ds.manifest.index.crc32c, baseSamples: ds.size, previousIndex: ds.manifest.index.file, append: n, indexFile: appendIndexFile(n), firstShard: ds.shards.length, shardBytes, onError };
       writeTarget(stage, target);
@@ -150,7 +161,9 @@ async function appendLocked(dir: string, options: AppendOptions, onError: 'fail'
         resume: true,
         firstShard: target.firstShard,
         command: 'append',
-        ...pick(options, ['concurrency', 'readThreads', 'followSymlinks', 'includeHidden', 'include', 'exclude', 'sync', 'prescan', 'onProgress']),
+        // the new files are keyed as the dataset's were (see KeyRule)
+        ...(ds.manifest.extra[KEY_RULE_EXTRA] === 'path' ? { keyRule: 'path' as const } : {}),
+        ...pick(options, ['concurrency', 'readThreads', 'followSymlinks', 'includeHidden', 'groupNumbered', 'include', 'exclude', 'sync', 'prescan', 'onProgress']),
       });
       resumedSamples = packed.resumedSamples;
       crashPoint('append:staged');
@@ -245,7 +258,8 @@ async function finishCommitted(dir: string, manifest: Manifest, stage: StagePath
   const stagedFile = path.join(stage.added, MANIFEST_FILE);
   // gone only when a kill cut the stage's removal, the last step, short: the files were copied before it began
   const stagedManifest = fs.existsSync(stagedFile) ? parseManifest(fsCall('read', stagedFile, () => fs.readFileSync(stagedFile, 'utf8')), stagedFile) : undefined;
-  for (const name of stagedManifest?.files ?? []) writeAtomically(path.join(dir, name), fsCall('read', name, () => fs.readFileSync(path.join(stage.added, name))));
+  // (not the stage's shardindex.json, which lists the new shards alone: the commit wrote the dataset's own)
+  for (const name of carriedFiles(stagedManifest?.files ?? [])) writeAtomically(path.join(dir, name), fsCall('read', name, () => fs.readFileSync(path.join(stage.added, name))));
   for (const name of fs.readdirSync(dir)) {
     if (INDEX_FILE_NAME.test(name) && name !== target.indexFile && name !== target.previousIndex) fsCall('remove', name, () => fs.rmSync(path.join(dir, name), { force: true }));
   }

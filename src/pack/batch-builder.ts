@@ -46,6 +46,7 @@ export class BatchBuilder {
   constructor(
     private readonly encode: EncodeOptions | undefined,
     private readonly takeChunk: () => ArrayBuffer | undefined,
+    private readonly verifySource = false,
   ) {
     this.scratch = new Uint8Array(encode === undefined ? 0 : BATCH_BYTES);
   }
@@ -172,6 +173,7 @@ export class BatchBuilder {
             return (this.chunk as Uint8Array).subarray(at, at + size);
           },
           () => this.chunk?.subarray(this.used) ?? NOTHING,
+          this.verifySource,
         );
       }
       this.addSample(key, exts, sourceBytes, ranges);
@@ -183,11 +185,11 @@ export class BatchBuilder {
     this.scratchUsed = 0;
     const members: Record<string, Uint8Array> = {};
     files.forEach((file, i) => {
-      const bytes = readSourceFileInto(file, (size) => this.placeInScratch(size), () => this.scratchFree());
+      const bytes = readSourceFileInto(file, (size) => this.placeInScratch(size), () => this.scratchFree(), this.verifySource);
       sourceBytes += bytes.length;
       setMember(members, exts[i] as string, bytes);
     });
-    const encoded = encodeSampleTo({ key, members }, encode.layout, encode.codec, this.sink);
+    const encoded = encodeSampleTo({ key, members }, encode.layout, encode.codec, this.sink, encode.keyRule);
     this.addSample(
       key,
       encoded.members.map((m) => m.ext),

@@ -1,16 +1,17 @@
 /**
- * The last steps every way of making a dataset shares (pack, merge, reindex, index): write the index from entries
- * in key order, the extra files, and then the manifest, the commit point. Each file goes under a temporary name
+ * The last steps every way of making a dataset shares (pack, merge, derive, reindex, index): write the index from
+ * entries in key order, the extra files (and, for tar shards, shardindex.json for wids and WebDataset), and then the
+ * manifest, the commit point. Each file goes under a temporary name
  * and is renamed into place, so a crash leaves either no manifest or a complete dataset.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { crc32cHex } from '../../formats/checksum.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import type { Layout, ShardRecord } from '../../formats/index-layout.js';
+import { encodeShardIndex, hasShardIndex, SHARD_INDEX_FILE } from '../../formats/shard-index.js';
 import { MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION, serializeManifest, type Manifest, type ManifestAppend, type ManifestPart, type ManifestPass } from '../../formats/manifest.js';
 import { VERSION } from '../version.js';
-import { fsCall } from './fs-errors.js';
+import { replaceFile } from './replace-file.js';
 import { IndexFileWriter, writeIndexFile } from './index-file.js';
 
 export const INDEX_FILE = 'index.skidx';
@@ -48,8 +49,13 @@ export interface CommitInput {
 
 export function commitDataset(c: CommitInput): Manifest {
   const index = c.entries instanceof IndexFileWriter ? c.entries.finish(c.shards, c.sync) : writeIndexFile(path.join(c.dir, INDEX_FILE), c.entries, c.shards, c.layout, c.pageSize, c.sync);
-  for (const [name, bytes] of c.files) writeAtomically(path.join(c.dir, name), bytes);
-  const names = [...new Set([...c.files.keys(), ...(c.keepFiles ?? [])])].sort();
+  // shardindex.json is made here from the final shard list, whatever an input dataset (merge's parts, derive's
+  // source, reindex's old manifest) had: its sample counts are known only once the index is written
+  const files = new Map([...c.files].filter(([name]) => name !== SHARD_INDEX_FILE));
+  if (hasShardIndex(c.layout)) files.set(SHARD_INDEX_FILE, encodeShardIndex(crc32cHex(index.headerCrc), c.shards));
+  for (const [name, bytes] of files) writeAtomically(path.join(c.dir, name), bytes);
+  const kept = (c.keepFiles ?? []).filter((name) => name !== SHARD_INDEX_FILE);
+  const names = [...new Set([...files.keys(), ...kept])].sort();
   const manifest: Manifest = {
     format: MANIFEST_FORMAT,
     formatVersion: MANIFEST_VERSION,
@@ -76,8 +82,10 @@ export function commitDataset(c: CommitInput): Manifest {
   return manifest;
 }
 
+/**
+ * Writes `file` through a temporary of a random name (never `<file>.tmp`, a name an input may have: `index` keeps
+ * the user's tars in its output) and a rename: no link at either name is written through.
+ */
 export function writeAtomically(file: string, bytes: Uint8Array): void {
-  const tmp = `${file}.tmp`;
-  fsCall('write', tmp, () => fs.writeFileSync(tmp, bytes));
-  fsCall('rename', tmp, () => fs.renameSync(tmp, file));
+  replaceFile(file, bytes);
 }

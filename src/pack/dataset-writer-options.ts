@@ -3,6 +3,7 @@ import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { DEFAULT_PAGE_SIZE, validatePageSize, type Layout, type ShardRecord } from '../../formats/index-layout.js';
 import type { ManifestPart, ManifestPass } from '../../formats/manifest.js';
 import { PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
+import { KEY_RULES, type KeyRule } from '../../formats/sample.js';
 import { TAR_END_BYTES } from '../../formats/tar-header.js';
 import { expectLocalPath } from '../io/location.js';
 
@@ -12,6 +13,11 @@ export interface DatasetWriterOptions {
   /** Output directory (created when missing). */
   dir: string;
   layout?: Layout;
+  /**
+   * How the samples' keys were cut from file names (see KeyRule): 'path' lets tar keys hold dots (their names split at
+   * the last dot) and is recorded in the manifest's `extra.keyRule`. Default 'webdataset'.
+   */
+  keyRule?: KeyRule;
   compress?: 'none' | 'lz4';
   /** Shard byte budget; a shard exceeds it only when one sample alone does. Default 1 GiB. */
   shardBytes?: number;
@@ -75,6 +81,7 @@ export interface WriterStats {
 export interface ValidOptions {
   dir: string;
   layout: Layout;
+  keyRule: KeyRule;
   compress: 'none' | 'lz4';
   shardBytes: number;
   pageSize: number;
@@ -112,5 +119,7 @@ export function validateOptions(o: DatasetWriterOptions): ValidOptions {
   if (part !== undefined && !(Number.isSafeInteger(part.count) && part.count >= 1 && Number.isSafeInteger(part.index) && part.index >= 0 && part.index < part.count)) {
     bad('part', '{ index, count } with 0 <= index < count', part);
   }
-  return { dir: o.dir, layout, compress, shardBytes, pageSize, shardPrefix, firstShard, passes: o.passes ?? [], sync: o.sync ?? false, runEntries, part, command: o.command ?? 'pack' };
+  const keyRule = o.keyRule ?? 'webdataset';
+  if (!KEY_RULES.includes(keyRule)) bad('keyRule', KEY_RULES.map((r) => `"${r}"`).join(' or '), keyRule);
+  return { dir: o.dir, layout, keyRule, compress, shardBytes, pageSize, shardPrefix, firstShard, passes: o.passes ?? [], sync: o.sync ?? false, runEntries, part, command: o.command ?? 'pack' };
 }

@@ -10,9 +10,9 @@ import { utf8Bytes } from '../../formats/bytes.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { Codec, spanLength, type IndexEntry } from '../../formats/index-entry.js';
 import type { Layout, ShardRecord } from '../../formats/index-layout.js';
-import type { Manifest, ManifestPart, ManifestPass } from '../../formats/manifest.js';
+import { KEY_RULE_EXTRA, type Manifest, type ManifestPart, type ManifestPass } from '../../formats/manifest.js';
 import { encodePackedHeader } from '../../formats/packed-layout.js';
-import type { Sample } from '../../formats/sample.js';
+import type { KeyRule, Sample } from '../../formats/sample.js';
 import { checkSample, encodeSample, type EncodedSample } from '../../formats/sample-layout.js';
 import { assertKeyFits } from '../../formats/index-page.js';
 import { TAR_END_BYTES } from '../../formats/tar-header.js';
@@ -20,11 +20,12 @@ import { EntrySorter } from './entry-runs.js';
 import { IndexFileWriter, type IndexCheckpoint } from './index-file.js';
 import { fsCall } from './fs-errors.js';
 import { commitDataset, INDEX_FILE } from './commit.js';
-import { JournalWriter, WORK_DIR } from './journal.js';
+import { JournalWriter, WORK_DIR, isSkippableCode } from './journal.js';
 import { prepareDirectory, reservedNameUse } from './output-dir.js';
 import { WriteLock } from './write-lock.js';
 import { validateOptions, type DatasetWriterOptions, type WriterStats } from './dataset-writer-options.js';
 import { ShardFile } from './shard-file.js';
+import { InputDigest, type InputRange } from './input-proof.js';
 import { inKeyOrder, type SkippedInput } from './skipped.js';
 
 export { INDEX_FILE };
@@ -41,6 +42,8 @@ interface OpenShard {
 export class DatasetWriter {
   readonly dir: string;
   readonly layout: Layout;
+  /** How the samples' keys were cut from file names: tar member names split back the same way. */
+  readonly keyRule: KeyRule;
   readonly compress: 'none' | 'lz4';
   readonly shardBytes: number;
   readonly pageSize: number;
@@ -48,6 +51,10 @@ export class DatasetWriter {
   readonly resumedCursor: number;
   /** Of a resumed write: the last sample it had written and its input position, for the caller to check its input. */
   readonly resumedLast: { key: string; at: number } | undefined;
+  /** Of a resumed write: what proves its input unchanged (empty when the journal holds no proof; see input-proof.ts). */
+  readonly resumedInputs: InputRange[] = [];
+  /** The input samples consumed since the last shard, for the journal: pack notes each (see input-proof.ts). */
+  readonly inputDigest: InputDigest;
   private readonly prefix: string;
   private readonly firstShard: number;
   private readonly passes: ManifestPass[];
@@ -82,6 +89,9 @@ export class DatasetWriter {
     const o = validateOptions(options);
     this.dir = path.resolve(o.dir);
     this.layout = o.layout;
+    this.keyRule = o.keyRule;
+    // readers of the names (reindex) need the rule; WebDataset's is the default and goes unrecorded
+    if (o.keyRule === 'path') this.extra[KEY_RULE_EXTRA] = 'path';
     this.compress = o.compress;
     this.shardBytes = o.shardBytes;
     this.pageSize = o.pageSize;
@@ -130,12 +140,15 @@ export class DatasetWriter {
           this.stats.storedBytes += line.storedBytes;
           runs = line.runs;
           checkpoint = line.index;
+          if (line.inputs !== undefined && line.since !== undefined) this.resumedInputs.push({ end: line.cursor, inputs: line.inputs, since: line.since });
           this.cursor = line.cursor;
           if (line.last !== undefined) {
             this.lastKey = line.last.key;
             this.lastAt = line.last.at;
           }
         }
+        // a journal with a line without proof (an earlier version's, derive's) proves nothing
+        if (this.resumedInputs.length !== resumed.length) this.resumedInputs.length = 0;
         this.stats.shards = this.shards.length;
         this.journaled = { originalBytes: this.stats.originalBytes, storedBytes: this.stats.storedBytes, members: this.stats.members };
         this.skippedJournaled = this.skipped.length;
@@ -159,6 +172,8 @@ export class DatasetWriter {
       } else if ((resumed === undefined || resumed.length === 0) && options.liveIndex !== false) {
         this.live = new IndexFileWriter(path.join(this.dir, INDEX_FILE), this.layout, this.pageSize, liveFile);
       }
+      // after the output is made: its mkdir in a source that holds it is no change to the source
+      this.inputDigest = new InputDigest();
     } catch (err) {
       this.lock.abandon();
       throw err;
@@ -177,7 +192,7 @@ export class DatasetWriter {
     checkSample(sample);
     // the index limits keys: refuse here, before any byte is written, not at the end of the pack
     assertKeyFits(sample.key, this.pageSize);
-    this.addEncoded(sample.key, encodeSample(sample, this.layout, this.compress === 'lz4' ? Codec.lz4 : Codec.none));
+    this.addEncoded(sample.key, encodeSample(sample, this.layout, this.compress === 'lz4' ? Codec.lz4 : Codec.none, this.keyRule));
   }
 
   /**
@@ -293,10 +308,24 @@ export class DatasetWriter {
     return manifest;
   }
 
-  /** Stops without a manifest, deleting the shard being written; finished shards stay for `--resume`. */
-  abort(): void {
+  /**
+   * Stops without a manifest, deleting the shard being written; finished shards stay for `--resume`. `failure`, the
+   * error that stopped the write, is recorded in the journal (see JournalFailure) for the advice its directory gets.
+   */
+  abort(failure?: unknown): void {
     if (this.finished) return;
     this.finished = true;
+    if (isShardkitError(failure)) {
+      const input = isSkippableCode(failure.code) ? failure.file : undefined;
+      try {
+        // the advice for this directory then says what can succeed, not a resume that fails the same way
+        // the input error's own words, without the advice stoppedOnInput added to them
+        const words = isShardkitError(failure.cause, failure.code) ? failure.cause.stableMessage : failure.stableMessage;
+        this.journal.fail({ code: failure.code, message: words, ...(input === undefined ? {} : { input }) });
+      } catch {
+        // the journal cannot be written (the disk that failed): it then reads as interrupted, which it also is
+      }
+    }
     this.current?.file.discard();
     this.current = undefined;
     this.sorter.abort();
@@ -357,6 +386,7 @@ export class DatasetWriter {
       ...(index === undefined ? {} : { index }),
       cursor: this.cursor,
       ...(this.lastKey === undefined ? {} : { last: { key: this.lastKey, at: this.lastAt } }),
+      ...this.inputDigest.seal(),
       skipped: this.skipped.slice(this.skippedJournaled),
       originalBytes: this.stats.originalBytes - this.journaled.originalBytes,
       storedBytes: this.stats.storedBytes - this.journaled.storedBytes,

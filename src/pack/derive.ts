@@ -5,12 +5,14 @@
  * own of the same name. Resumable like pack.
  */
 import type { CacheOptions } from '../cache/shard-cache.js';
+import { withResumeAdvice } from './fs-errors.js';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectLocalPath, isRemote, resolveLocation } from '../io/location.js';
 import type { Layout } from '../../formats/index-layout.js';
-import { ADOPTED_EXTRA_KEY, MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
+import { ADOPTED_EXTRA_KEY, KEY_RULE_EXTRA, MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
 import { memberPath } from '../../formats/sample.js';
+import { carriedFiles } from '../../formats/shard-index.js';
 import type { Pass } from '../passes/pass.js';
 import { imageConcurrency } from '../passes/image-concurrency.js';
 import type { HttpClientOptions } from '../io/http-client.js';
@@ -88,7 +90,7 @@ export async function derive(given: DeriveOptions): Promise<DeriveResult> {
   try {
     // the source's class list and other pass outputs carry over (read now: a missing file fails before any write)
     const files = new Map<string, Uint8Array>();
-    for (const name of ds.manifest.files) files.set(name, await ds.readExtraFile(name));
+    for (const name of carriedFiles(ds.manifest.files)) files.set(name, await ds.readExtraFile(name));
     // not the adoption marker: the variant's shards are shardkit's own, and reindex must read them so
     const { [ADOPTED_EXTRA_KEY]: _adopted, ...extra } = ds.manifest.extra;
     const inherited: InheritedOutputs = { files, extra };
@@ -102,6 +104,8 @@ export async function derive(given: DeriveOptions): Promise<DeriveResult> {
     const writer = new DatasetWriter({
       dir: options.out,
       layout: options.layout ?? ds.manifest.layout,
+      // the variant keeps the source's keys, and so the rule its names split back by
+      ...(ds.manifest.extra[KEY_RULE_EXTRA] === 'path' ? { keyRule: 'path' as const } : {}),
       compress: options.compress ?? ds.manifest.compress,
       ...(options.shardBytes === undefined ? {} : { shardBytes: options.shardBytes }),
       passes: [...ds.manifest.passes, ...options.passes.map((p) => ({ name: p.name, params: p.params }))],
@@ -145,8 +149,8 @@ export async function derive(given: DeriveOptions): Promise<DeriveResult> {
       const manifest = await finishWithPassOutputs(writer, options.passes, inherited);
       return { manifest, resumedSamples: resumed, passStats: passStatsOf(options.passes) };
     } catch (err) {
-      writer.abort();
-      throw err;
+      writer.abort(err);
+      throw withResumeAdvice(err);
     }
   } finally {
     await ds.close();

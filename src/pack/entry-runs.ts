@@ -14,6 +14,7 @@ import { LeafRecordEncoder, decodeLeafRecord } from '../../formats/index-page.js
 import { compareKeys } from '../../formats/key-order.js';
 import { ShardkitError } from '../../formats/errors.js';
 import { fsCall } from './fs-errors.js';
+import { createFresh } from './replace-file.js';
 
 const READ_WINDOW_BYTES = 256 << 10;
 /**
@@ -34,7 +35,7 @@ class RunFile {
   count = 0;
 
   constructor(private readonly file: string) {
-    this.fd = fsCall('create', file, () => fs.openSync(file, 'w'));
+    this.fd = createFresh(file);
   }
 
   append(entry: IndexEntry, keyBytes: Uint8Array = utf8Bytes(entry.key)): void {

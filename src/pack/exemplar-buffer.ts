@@ -12,6 +12,7 @@
  * Seeded by (seed, task): the same inputs give the same buffer, byte for byte.
  */
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { carriedFiles } from '../../formats/shard-index.js';
 import type { Manifest } from '../../formats/manifest.js';
 import { openDataset, type Dataset } from '../read/dataset.js';
 import { shardRangePositions, taskShards } from '../read/dataset-subset.js';
@@ -92,7 +93,7 @@ export async function updateExemplarBuffer(options: ExemplarBufferOptions): Prom
         writer.add(await source.at(p.position));
       }
       // the class list of the grown dataset as of this task: every cls in the buffer indexes it
-      for (const name of ds.manifest.files) writer.addFile(name, await ds.readExtraFile(name), 'the dataset');
+      for (const name of carriedFiles(ds.manifest.files)) writer.addFile(name, await ds.readExtraFile(name), 'the dataset');
       for (const [k, v] of Object.entries(ds.manifest.extra)) if (k !== 'exemplars' && k !== 'adopted') writer.setExtra(k, v);
       writer.setExtra('exemplars', record);
       const manifest = await writer.finish();

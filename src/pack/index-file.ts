@@ -10,6 +10,7 @@ import { encodeIndexHeader, encodeShardTable, type Layout, type ShardRecord } fr
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { decodePage } from '../../formats/index-page.js';
 import { fsCall } from './fs-errors.js';
+import { createFresh, tempPathFor } from './replace-file.js';
 
 export interface WrittenIndex {
   bytes: number;
@@ -55,7 +56,7 @@ export interface IndexCheckpoint {
 }
 
 export interface IndexFileWriterOptions {
-  /** The temporary file (default `<finalPath>.tmp`). */
+  /** The temporary file (default: a random name next to finalPath, see tempPathFor). */
   tmpPath?: string;
   /** Continue the temporary file from this checkpoint (taken by {@link IndexFileWriter.checkpoint}). */
   resume?: IndexCheckpoint;
@@ -81,11 +82,11 @@ export class IndexFileWriter {
     private readonly pageSize: number,
     options: IndexFileWriterOptions = {},
   ) {
-    this.tmp = options.tmpPath ?? `${finalPath}.tmp`;
+    this.tmp = options.tmpPath ?? tempPathFor(finalPath);
     const sink = (pageNo: number, page: Uint8Array): void => this.write(page, pageNo * pageSize);
     const resume = options.resume;
     if (resume === undefined) {
-      this.fd = fsCall('create', this.tmp, () => fs.openSync(this.tmp, 'w+'));
+      this.fd = createFresh(this.tmp, true);
       this.builder = new BTreeBuilder(pageSize, sink);
       return;
     }
@@ -95,7 +96,7 @@ export class IndexFileWriter {
     }
     this.memberBytes = resume.memberBytes;
     this.storedBytes = resume.storedBytes;
-    this.fd = fsCall('open', this.tmp, () => fs.openSync(this.tmp, 'r+'));
+    this.fd = fsCall('open', this.tmp, () => fs.openSync(this.tmp, fs.constants.O_RDWR | fs.constants.O_NOFOLLOW));
   }
 
   /** Adds the next entry; keys must increase (DUPLICATE_KEY otherwise). `keyBytes`: its key's UTF-8, if at hand. */

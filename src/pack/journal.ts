@@ -8,6 +8,7 @@ import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
 import { resolveLocation } from '../io/location.js';
+import { replaceFile } from './replace-file.js';
 import { fsCall } from './fs-errors.js';
 import type { IndexCheckpoint } from './index-file.js';
 
@@ -34,6 +35,9 @@ export interface JournalShard {
    * still has that key there, since it skips `cursor` samples by count.
    */
   last?: { key: string; at: number };
+  /** SHA-256 of the input samples consumed since the previous line, and when their run began (see input-proof.ts). */
+  inputs?: string;
+  since?: number;
   /** Skips recorded since the previous line. */
   skipped: { path: string; reason: string }[];
   originalBytes: number;
@@ -41,9 +45,24 @@ export interface JournalShard {
   members: number;
 }
 
+/**
+ * Written when a pack or derive stopped on an error (not when it was killed): what failed, so the advice for the
+ * directory says what can succeed (a resume fails the same way until the cause is fixed). A resume drops it.
+ */
+export interface JournalFailure {
+  type: 'failed';
+  code: string;
+  /** The error's words that are the same every run (ShardkitError.stableMessage). */
+  message: string;
+  /** The input it failed on, when one is known. */
+  input?: string;
+}
+
 export interface JournalState {
   options: Record<string, unknown>;
   shards: JournalShard[];
+  /** Why the write stopped, when it stopped on an error after its last finished shard. */
+  failure?: JournalFailure;
 }
 
 export function journalPath(outDir: string): string {
@@ -54,11 +73,11 @@ export function readJournal(outDir: string): JournalState | undefined {
   const file = journalPath(outDir);
   if (!fs.existsSync(file)) return undefined;
   const lines = fsCall('read', file, () => fs.readFileSync(file, 'utf8')).split('\n');
-  const parsed: (JournalBegin | JournalShard)[] = [];
+  const parsed: JournalLine[] = [];
   for (const line of lines) {
     if (line.trim() === '') continue;
     try {
-      parsed.push(JSON.parse(line) as JournalBegin | JournalShard);
+      parsed.push(JSON.parse(line) as JournalLine);
     } catch {
       break; // a line cut short by a kill: everything before it stands
     }
@@ -67,7 +86,38 @@ export function readJournal(outDir: string): JournalState | undefined {
   if (begin?.type !== 'begin') {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `${file}: resume journal is damaged; start over with --force`, { file });
   }
-  return { options: begin.options, shards: parsed.slice(1).filter((l): l is JournalShard => l.type === 'shard') };
+  const last = parsed[parsed.length - 1] as JournalLine;
+  return {
+    options: begin.options,
+    shards: parsed.slice(1).filter((l): l is JournalShard => l.type === 'shard'),
+    ...(last.type === 'failed' ? { failure: last } : {}),
+  };
+}
+
+type JournalLine = JournalBegin | JournalShard | JournalFailure;
+
+/** Codes of input a write can leave out with `--on-error skip` (sample-pipeline.ts skips exactly these). */
+const SKIPPABLE = new Set<string>([ErrorCodes.INPUT, ErrorCodes.INPUT_CHANGED, ErrorCodes.TOO_LARGE, ErrorCodes.UNSAFE_PATH]);
+
+/** True when `code` is an input error that `--on-error skip` leaves out instead of stopping. */
+export function isSkippableCode(code: string): boolean {
+  return SKIPPABLE.has(code);
+}
+
+/** The command that finishes a write into `out`: the same source and options plus --resume. */
+function resumeCommand(command: string, out: string): string {
+  const word = /^[\w./@%+=:,-]+$/.test(out) ? out : `'${out.replace(/'/g, `'\\''`)}'`;
+  return `\`shardkit ${command} ${command === 'pack' ? '<src>' : '<dataset>'} --out ${word} --resume\``;
+}
+
+/** What to do after a write failed on `failure`: fix the cause (or skip such inputs) and resume, or start over. */
+export function failureAdvice(command: string, failure: Pick<JournalFailure, 'code' | 'input'>, out: string): string {
+  const resume = resumeCommand(command, out);
+  // one input file that --on-error skip can leave out (a walk-wide cause, such as folded names, has no file)
+  if (isSkippableCode(failure.code) && failure.input !== undefined) {
+    return `fix or remove ${failure.input} and finish with ${resume}, or add \`--on-error skip\` to leave such inputs out; \`--force\` starts over`;
+  }
+  return `${resume} fails the same way until the cause is fixed; start over with \`--force\` (also to change an option)`;
 }
 
 /**
@@ -84,10 +134,22 @@ export function unfinishedWriteAdvice(location: string): string | undefined {
     if (!Number.isSafeInteger(samples)) throw new Error('a shard line without its sample count');
     // derive records the source dataset it read (a resume checks it); pack does not
     const command = state.options.source === undefined ? 'pack' : 'derive';
-    return `an interrupted ${command} left ${samples} samples in ${state.shards.length} finished shards: finish it with \`shardkit ${command} --resume\` (its ${WORK_DIR}/ journal is there)`;
+    const kept = `${samples} sample${samples === 1 ? '' : 's'} in ${state.shards.length} finished shard${state.shards.length === 1 ? '' : 's'}`;
+    if (state.failure !== undefined) {
+      const { code, message } = state.failure;
+      return `a ${command} failed after ${kept} (${code}: ${message}): ${failureAdvice(command, state.failure, location)}`;
+    }
+    return `an interrupted ${command} left ${kept}: finish it with ${resumeCommand(command, location)} (same source and options; its ${WORK_DIR}/ journal is there)`;
   } catch {
     return `an interrupted write left a damaged journal in ${WORK_DIR}/: start over with \`--force\``;
   }
+}
+
+/** What an interrupted write in `dir` keeps: its finished shards and their samples; undefined without a journal. */
+export function journalProgress(dir: string): { samples: number; shards: number } | undefined {
+  const state = readJournal(dir);
+  if (state === undefined) return undefined;
+  return { samples: state.shards.reduce((n, line) => n + line.shard.samples, 0), shards: state.shards.length };
 }
 
 export class JournalWriter {
@@ -109,12 +171,15 @@ export class JournalWriter {
 
   /** Writes the whole journal aside and renames it over the old one: a kill leaves one or the other, never an empty file. */
   private replace(text: string): void {
-    const aside = `${this.file}.new`;
-    fsCall('write', aside, () => fs.writeFileSync(aside, text));
-    fsCall('rename', this.file, () => fs.renameSync(aside, this.file));
+    replaceFile(this.file, new TextEncoder().encode(text));
   }
 
-  append(line: JournalShard): void {
+  /** Records why the write stopped (see JournalFailure); the journal stays valid for a resume. */
+  fail(failure: Omit<JournalFailure, 'type'>): void {
+    this.append({ type: 'failed', ...failure });
+  }
+
+  append(line: JournalShard | JournalFailure): void {
     fsCall('write', this.file, () => fs.appendFileSync(this.file, `${JSON.stringify(line)}\n`));
   }
 }

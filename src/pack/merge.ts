@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { carriedFiles } from '../../formats/shard-index.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
 import type { Manifest, ManifestPart } from '../../formats/manifest.js';
 import { openDataset, type Dataset } from '../read/dataset.js';
@@ -65,7 +66,7 @@ export async function mergeParts(parts: string[], out: string, options: { force?
       for await (const e of ds.entries()) sorter.add({ key: e.key, shard: base + e.shard, offset: e.offset, length: e.length, members: e.members });
     }
     const files = new Map<string, Uint8Array>();
-    for (const name of first.files) files.set(name, fs.readFileSync(path.join((datasets[0] as Dataset).location, name)));
+    for (const name of carriedFiles(first.files)) files.set(name, fs.readFileSync(path.join((datasets[0] as Dataset).location, name)));
     const manifest = commitDataset({
       dir: out,
       entries: sorter.sorted(),

@@ -7,18 +7,24 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
+import { SHARD_INDEX_FILE } from '../../formats/shard-index.js';
 import { INDEX_FILE, INDEX_FILE_NAME } from './commit.js';
 import { APPEND_DIR } from './append-stage.js';
 import { fsCall } from './fs-errors.js';
 import { WORK_DIR, readJournal, type JournalShard } from './journal.js';
 import { PACK_REPORT_FILE } from './pack-report.js';
+import { isShardFileName } from './shard-names.js';
+import { TEMP_PREFIX } from './replace-file.js';
 import { LOCK_FILE, type WriteLock } from './write-lock.js';
+
+/** pack's default output directory: `<source>.shards`, next to the source. */
+export function defaultOutDir(source: string): string {
+  return `${path.resolve(source).replace(/[\\/]+$/, '')}.shards`;
+}
 
 /** Where --force moves the manifest of the dataset it replaces until that dataset's files are gone. */
 export const REPLACED_MANIFEST = '.shardkit-replaced-manifest.json';
 
-/** A shard file of any writer (any prefix, either layout), or its temporary name: what --force clears from an output. */
-const SHARD_FILE_NAME = /^[A-Za-z0-9._-]*\d{6}\.(tar|pack)(\.tmp)?$/;
 
 /**
  * What the dataset itself keeps under `name`, if anything: an extra file of that name would replace it when the
@@ -30,10 +36,11 @@ export function reservedNameUse(name: string): string | undefined {
   if (name === LOCK_FILE) return "its writer's lock";
   if (name === REPLACED_MANIFEST) return 'the manifest a --force replaces';
   if (INDEX_FILE_NAME.test(name)) return 'its index';
+  if (name === SHARD_INDEX_FILE) return 'its shard list for wids and WebDataset';
   if (name === APPEND_DIR) return 'an append in progress';
   if (name === PACK_REPORT_FILE) return "pack's report";
-  if (SHARD_FILE_NAME.test(name)) return 'shard files';
-  if (name.endsWith('.tmp')) return 'temporary files';
+  if (isShardFileName(name)) return 'shard files';
+  if (name.endsWith('.tmp') || name.startsWith(TEMP_PREFIX)) return 'temporary files';
   return undefined;
 }
 
@@ -41,7 +48,7 @@ export function reservedNameUse(name: string): string | undefined {
  * Makes `dir` ready for the writer holding `lock` (see write-lock.ts): refuses to overwrite a dataset or an
  * interrupted write unless told to, and on resume returns the journal lines whose shards are intact.
  */
-export function prepareDirectory(dir: string, workDir: string, resume: boolean, force: boolean, options: Record<string, unknown>, lock: WriteLock): JournalShard[] | undefined {
+export function prepareDirectory(dir: string, workDir: string, resume: boolean, asked: boolean, options: Record<string, unknown>, lock: WriteLock): JournalShard[] | undefined {
   const rm = (p: string): void => fsCall('remove', p, () => fs.rmSync(p, { recursive: true, force: true }));
   const list = (d: string): string[] => fsCall('list', d, () => fs.readdirSync(d).filter((name) => name !== LOCK_FILE));
   const hasManifest = fs.existsSync(path.join(dir, MANIFEST_FILE));
@@ -49,7 +56,10 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
   // else writes here: the lock)
   if (hasManifest && fs.existsSync(workDir)) rm(workDir);
   // --force starts over whatever the journal holds, a damaged one too: only a run without it reads the journal
-  const journal = fs.existsSync(workDir) && !force ? readJournal(dir) : undefined;
+  const found = fs.existsSync(workDir) && !asked ? readJournal(dir) : undefined;
+  // a write that failed before it finished a shard left nothing to keep: the next run starts over without --force
+  const force = asked || (found?.failure !== undefined && found.shards.length === 0);
+  const journal = force ? undefined : found;
   // the clean-up below deletes files by name: only in a directory that shardkit wrote, --force or not (a dead
   // writer's claimed lock says it wrote here, and so does the manifest a --force killed while it cleared the dataset
   // before had moved aside)
@@ -76,7 +86,7 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
     for (const name of list(dir)) {
       // pack-report.json describes the dataset replaced: left behind, it would describe this one wrongly (merge writes none)
       // an appended dataset's index has another name, and its previous one stays until the next append (SPEC)
-      if (name === WORK_DIR || name === APPEND_DIR || name === PACK_REPORT_FILE || owned.has(name) || SHARD_FILE_NAME.test(name) || INDEX_FILE_NAME.test(name)) rm(path.join(dir, name));
+      if (name === WORK_DIR || name === APPEND_DIR || name === PACK_REPORT_FILE || owned.has(name) || isShardFileName(name) || INDEX_FILE_NAME.test(name)) rm(path.join(dir, name));
     }
     rm(replaced);
   } else if (fs.existsSync(replaced)) {
@@ -84,10 +94,17 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
   } else if (hasManifest) {
     throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} already holds a finished dataset; use --force to replace it`, { file: dir });
   } else if (journal !== undefined && !resume) {
-    throw new ShardkitError(ErrorCodes.OUTPUT_EXISTS, `${dir} holds an interrupted pack or derive; finish it with that command's --resume, or use --force to start over`, { file: dir });
+    const failed = journal.failure === undefined ? undefined : `${journal.failure.code}: ${journal.failure.message}`;
+    throw new ShardkitError(
+      ErrorCodes.OUTPUT_EXISTS,
+      failed === undefined
+        ? `${dir} holds an interrupted pack or derive; finish it with that command's --resume, or use --force to start over`
+        : `${dir} holds a pack or derive that failed (${failed}); fix the cause and finish it with that command's --resume, or use --force to start over`,
+      { file: dir },
+    );
   }
   fsCall('create', workDir, () => fs.mkdirSync(workDir, { recursive: true }));
-  for (const name of list(dir)) if (name.endsWith('.tmp')) rm(path.join(dir, name));
+  for (const name of list(dir)) if (name.endsWith('.tmp') || name.startsWith(TEMP_PREFIX)) rm(path.join(dir, name));
   if (!resume || force || journal === undefined) return undefined;
   const { prepared: wasPrepared, source: wasSource, ...was } = journal.options;
   const { prepared, source, ...now } = options;
@@ -99,7 +116,13 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
     );
   }
   if (JSON.stringify(was) !== JSON.stringify(now)) {
-    throw new ShardkitError(ErrorCodes.INVALID_ARG, `--resume needs the options of the interrupted pack in ${dir} (${JSON.stringify(journal.options)})`, { file: dir });
+    const command = wasSource === undefined ? 'pack' : 'derive';
+    throw new ShardkitError(
+      ErrorCodes.INVALID_ARG,
+      `--resume needs the options of the interrupted ${command} in ${dir}: ${changedOptions(was, now).join(', ')}; ` +
+        'run again with the same options, or start over with --force',
+      { file: dir },
+    );
   }
   if (wasPrepared !== prepared) {
     throw new ShardkitError(
@@ -118,12 +141,48 @@ export function prepareDirectory(dir: string, workDir: string, resume: boolean, 
   return intact;
 }
 
-/** Files the manifest at `manifestPath` says belong to its dataset (the index alone when there is none). */
+/**
+ * Files the manifest at `manifestPath` says belong to its dataset (the index and the wids shard index alone when
+ * there is none: a write killed before its manifest may have written both).
+ */
 function ownedFiles(manifestPath: string): Set<string> {
   try {
     const m = JSON.parse(fs.readFileSync(manifestPath, 'utf8')) as Partial<Manifest>;
-    return new Set([INDEX_FILE, ...(m.shards ?? []).map((s) => s.file), ...(m.files ?? [])].filter((f) => typeof f === 'string' && !f.includes('/')));
+    return new Set([INDEX_FILE, SHARD_INDEX_FILE, ...(m.shards ?? []).map((s) => s.file), ...(m.files ?? [])].filter((f) => typeof f === 'string' && !f.includes('/')));
   } catch {
-    return new Set([INDEX_FILE]);
+    return new Set([INDEX_FILE, SHARD_INDEX_FILE]);
   }
+}
+
+/** The command-line flag of each option a journal records (see DatasetWriter's `decisive` options). */
+const OPTION_FLAGS: Record<string, string> = {
+  layout: '--layout',
+  compress: '--compress',
+  shardBytes: '--shard',
+  pageSize: '--page-size',
+  shardPrefix: '--part',
+  passes: '--pass',
+  'input.keyRule': '--key-rule',
+  'input.include': '--include',
+  'input.exclude': '--exclude',
+  'input.includeHidden': '--include-hidden',
+  'input.followSymlinks': '--follow-symlinks',
+  'input.groupNumbered': '--group-numbered',
+};
+
+/** "--page-size was 4096, now 8192" for each option that differs between a journal's and this run's. */
+export function changedOptions(was: Record<string, unknown>, now: Record<string, unknown>): string[] {
+  const flat = (options: Record<string, unknown>): Map<string, string> => {
+    const out = new Map<string, string>();
+    for (const [name, value] of Object.entries(options)) {
+      if (name === 'input' && typeof value === 'object' && value !== null) {
+        for (const [inner, v] of Object.entries(value)) out.set(`input.${inner}`, JSON.stringify(v));
+      } else out.set(name, JSON.stringify(value));
+    }
+    return out;
+  };
+  const before = flat(was);
+  const after = flat(now);
+  const names = [...new Set([...before.keys(), ...after.keys()])].filter((name) => before.get(name) !== after.get(name));
+  return names.map((name) => `${OPTION_FLAGS[name] ?? name} was ${before.get(name) ?? 'not set'}, now ${after.get(name) ?? 'not set'}`);
 }

@@ -4,6 +4,7 @@
  * option, not as a TypeError from deep inside the pack.
  */
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { KEY_RULES } from '../../formats/sample.js';
 import { expectBoolean } from '../io/io-options.js';
 import type { Pass } from '../passes/pass.js';
 import type { DeriveOptions } from './derive.js';
@@ -72,7 +73,10 @@ export function validatePackOptions(options: unknown): PackOptions {
   if (typeof o.source !== 'string' || o.source === '') invalid('a source directory path', 'source', o.source);
   if (o.out !== undefined && (typeof o.out !== 'string' || o.out === '')) invalid('an output directory path', 'out', o.out);
   if (o.passes !== undefined) expectPasses(o.passes);
-  for (const name of ['resume', 'force', 'followSymlinks', 'includeHidden', 'sync', 'prescan']) expectOptionalBoolean(o, name);
+  if (o.keyRule !== undefined && !(KEY_RULES as readonly unknown[]).includes(o.keyRule)) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected one of ${KEY_RULES.join(', ')} for keyRule but received ${JSON.stringify(o.keyRule)}`);
+  }
+  for (const name of ['resume', 'force', 'followSymlinks', 'includeHidden', 'groupNumbered', 'sync', 'prescan', 'verifySource']) expectOptionalBoolean(o, name);
   expectOptionalStrings(o, 'include');
   expectOptionalStrings(o, 'exclude');
   const part = o.part as { index?: unknown; count?: unknown } | undefined;

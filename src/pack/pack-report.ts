@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { replaceFile } from './replace-file.js';
 import type { PackResult } from './pack.js';
 
 export const PACK_REPORT_FILE = 'pack-report.json';
@@ -25,7 +26,7 @@ export function writePackReport(out: string, r: PackResult): void {
     passes: r.passStats,
   };
   try {
-    fs.writeFileSync(path.join(out, PACK_REPORT_FILE), `${JSON.stringify(doc, null, 2)}\n`);
+    replaceFile(path.join(out, PACK_REPORT_FILE), new TextEncoder().encode(`${JSON.stringify(doc, null, 2)}\n`));
   } catch {
     // the dataset is committed; a missing report only costs the bench its pack time
   }

@@ -3,11 +3,13 @@
  * walk order whatever the concurrency, so the same input and options give the same bytes; memory stays bounded
  * (two directory listings per level, a window of in-flight samples, the writer's bounded index runs).
  */
+import { withResumeAdvice } from './fs-errors.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectLocalPath } from '../io/location.js';
 import { isInside, realPathOf } from './paths.js';
+import { defaultOutDir } from './output-dir.js';
 import type { Layout } from '../../formats/index-layout.js';
 import { Codec } from '../../formats/index-entry.js';
 import type { Manifest } from '../../formats/manifest.js';
@@ -18,7 +20,7 @@ import { RunGrouper, walkSamples } from './group-samples.js';
 import { batchSamples, sampleError, type SampleInputError } from './source-batches.js';
 import { openSourceBatches, type ReaderThreads, type SourceBatches } from './source-threads.js';
 import { DEFAULT_READ_THREADS, initialReadThreads, workerAvailable } from './reader-start.js';
-import { memberPath, splitKey } from '../../formats/sample.js';
+import { memberPath, splitKey, type KeyRule } from '../../formats/sample.js';
 import { nativeAvailable, useNativeCrc32c } from '../native/native.js';
 import { runPipeline, settle, settleEncoded, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 import { partOfKey, partShardPrefix, type PartSpec } from './partition.js';
@@ -54,6 +56,17 @@ export interface PackOptions {
   passes?: Pass[];
   /** Samples in flight (reading + passes); default: the image concurrency for this machine's cores. */
   concurrency?: number;
+  /**
+   * Files named `stem.N.ext` (more than MAX_NUMBERED_MEMBERS of one stem) stop the pack by default: WebDataset's key
+   * rule folds Kaggle-style names (`dog.0.jpg` ... `dog.249.jpg`) into one sample `dog`. True keeps that grouping,
+   * for files that are parts of one sample (the frames of one clip).
+   */
+  groupNumbered?: boolean;
+  /**
+   * Where a file's key ends (see KeyRule): 'webdataset' (default, the first dot of its name) or 'path' (the last dot:
+   * `dog.0.jpg` -> key `dog.0`, ext `jpg`). Recorded in the manifest's `extra.keyRule` when 'path'.
+   */
+  keyRule?: KeyRule;
   /** 'fail' (default): the first unreadable file or undecodable image stops the pack. 'skip': leave it out, list it. */
   onError?: 'fail' | 'skip';
   resume?: boolean;
@@ -66,6 +79,14 @@ export interface PackOptions {
   exclude?: string[];
   /** fsync shards and index before the manifest. */
   sync?: boolean;
+  /**
+   * Read every source file twice and compare their CRC32C: INPUT_CHANGED when they differ. Without it, a file is
+   * refused when its size, mtime or ctime moved while it was read (GNU tar's check): a write through a shared
+   * memory map (mmap) can change the bytes without moving any of them, and is then packed torn. With it, such a
+   * change is caught when it falls between the two reads; a change after the second read, or one that is undone
+   * before it, is not. Costs a second read of every file (from the page cache, for files that fit in memory).
+   */
+  verifySource?: boolean;
   /**
    * Count the samples for progress totals (`totalSamples`) with a walk of its own that runs alongside the pack
    * (names only, no stat per file), so the pack does not wait for it. Passes with prepare() walk the keys before
@@ -93,6 +114,11 @@ export interface PackResult {
   /** What the walk found and left out. No `bytes`: pack walks names only (sizes come from the reads: sourceBytes). */
   walk: Omit<WalkStats, 'bytes'>;
   writer: WriterStats;
+  /**
+   * Directories inside the source left out because they hold a shardkit dataset or a write of one (an earlier pack's
+   * output), relative to the source, in walk order (see WalkStats.skippedDatasets).
+   */
+  datasetDirs: string[];
   /** Samples of this pack that a resume found already written. */
   resumedSamples: number;
   /** Bytes read from the source by this run (a resume reads only what was left). */
@@ -107,9 +133,7 @@ export interface PackResult {
   passStats: Record<string, Record<string, number>>;
 }
 
-export function defaultOutDir(source: string): string {
-  return `${path.resolve(source).replace(/[\\/]+$/, '')}.shards`;
-}
+export { defaultOutDir };
 
 /**
  * Packs a directory of files into a dataset (see PackOptions).
@@ -141,6 +165,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     badNames: onError,
     ...(options.include === undefined ? {} : { include: options.include }),
     ...(options.exclude === undefined ? {} : { exclude: options.exclude }),
+    ...(options.keyRule === undefined ? {} : { keyRule: options.keyRule }),
     // an output directory inside the source is never packed into itself (its exact path: a glob would match that
     // name anywhere in the tree)
     ...(isInside(realOut, realSource) ? { excludePaths: [path.relative(realSource, realOut).split(path.sep).join('/')] } : {}),
@@ -152,11 +177,14 @@ export async function pack(options: PackOptions): Promise<PackResult> {
   checkDeclaredOutputs(passes);
   const inPart = (key: string): boolean => options.part === undefined || partOfKey(key, options.part.count) === options.part.index;
 
-  const prepared = passes.some((p) => p.prepare) ? await prescan(source, walkOptions, inPart, passes) : undefined;
+  const groupNumbered = options.groupNumbered ?? false;
+  await expectSomeFile(options.source, source, walkOptions, options.command ?? 'pack');
+  const prepared = passes.some((p) => p.prepare) ? await prescan(source, { ...walkOptions, groupNumbered }, inPart, passes) : undefined;
 
   const writer = new DatasetWriter({
     dir: out,
     ...(options.layout === undefined ? {} : { layout: options.layout }),
+    ...(options.keyRule === undefined ? {} : { keyRule: options.keyRule }),
     ...(options.compress === undefined ? {} : { compress: options.compress }),
     ...(options.shardBytes === undefined ? {} : { shardBytes: options.shardBytes }),
     ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),
@@ -166,7 +194,14 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     ...(options.command === undefined ? {} : { command: options.command }),
     resume: options.resume ?? false,
     // a resume skips as many samples as the interrupted walk had let through: the same filters must choose them
-    resumeOptions: { include: options.include ?? [], exclude: options.exclude ?? [], includeHidden: walkOptions.includeHidden, followSymlinks: walkOptions.followSymlinks },
+    resumeOptions: {
+      include: options.include ?? [],
+      exclude: options.exclude ?? [],
+      includeHidden: walkOptions.includeHidden,
+      followSymlinks: walkOptions.followSymlinks,
+      ...(groupNumbered ? { groupNumbered } : {}),
+      ...(options.keyRule === 'path' ? { keyRule: 'path' } : {}),
+    },
     ...preparedOption(passes),
     force: options.force ?? false,
     sync: options.sync ?? false,
@@ -177,7 +212,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
   // the count for an ETA runs beside the pack; a walk failure is the pack's own walk's to report
   const counting = { stop: false };
   if (options.prescan && prepared === undefined) {
-    void countSamples(source, walkOptions, inPart, counting).then(
+    void countSamples(source, walkOptions, inPart, counting, groupNumbered).then(
       (n) => {
         if (n !== undefined) progress.totalSamples = left(n);
       },
@@ -195,21 +230,26 @@ export async function pack(options: PackOptions): Promise<PackResult> {
   };
 
   const resumed = writer.resumedCursor;
+  const datasetDirs: string[] = [];
   const batches = openSourceBatches(
     {
       root: source,
       ...walkOptions,
+      groupNumbered,
       ...(options.part === undefined ? {} : { part: options.part }),
       skip: resumed,
+      ...(options.verifySource === true ? { verifySource: true } : {}),
       // the walk that makes the tasks lists the names it refused (each once: the other walks only count samples)
       onSkip: (relPath: string, reason: WalkSkipReason, error?: ShardkitError) => {
-        if ((reason !== 'not-utf8' && reason !== 'no-key') || !inPart(splitKey(relPath).key)) return;
+        if (reason === 'dataset') datasetDirs.push(relPath);
+        if ((reason !== 'not-utf8' && reason !== 'no-key') || !inPart(splitKey(relPath, options.keyRule).key)) return;
         if (reason === 'not-utf8') writer.refuse(relPath, `${ErrorCodes.INPUT}: the name is not valid UTF-8 (shown with \\xNN for its bad bytes); keys and member names must be UTF-8`);
         else if (error !== undefined) writer.refuse(relPath, `${error.code}: ${error.message}`);
       },
       ...(writer.resumedLast === undefined ? {} : { skipCheck: writer.resumedLast }),
+      skipProof: writer.resumedInputs,
       // without passes, the reader thread encodes samples for the writer too
-      ...(passes.length === 0 ? { encode: { layout: writer.layout, codec: writer.compress === 'lz4' ? Codec.lz4 : Codec.none, pageSize: writer.pageSize } } : {}),
+      ...(passes.length === 0 ? { encode: { layout: writer.layout, codec: writer.compress === 'lz4' ? Codec.lz4 : Codec.none, pageSize: writer.pageSize, keyRule: writer.keyRule } } : {}),
     },
     readThreads,
   );
@@ -228,6 +268,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
       manifest,
       seconds: (performance.now() - started) / 1000,
       walk: walkCounts(batches.stats),
+      datasetDirs,
       writer: { ...writer.stats },
       resumedSamples: resumed,
       sourceBytes: counted.bytes,
@@ -238,8 +279,8 @@ export async function pack(options: PackOptions): Promise<PackResult> {
     writePackReport(out, result);
     return result;
   } catch (err) {
-    writer.abort();
-    throw err;
+    writer.abort(err);
+    throw withResumeAdvice(err);
   } finally {
     counting.stop = true;
   }
@@ -255,6 +296,7 @@ async function writeBatches(batches: SourceBatches, writer: DatasetWriter, onErr
     for (const s of batchSamples(batch, true)) {
       if (s.encoded !== undefined) settleEncoded(s.key, s.exts[0] as string, s.encoded, s.keyBytes, s.sourceBytes, writer, onError, counters);
       else settle({ name: memberPath(s.key, s.exts[0] as string), bytes: 0, kind: 'failed', error: sampleError(s.error as SampleInputError) }, writer, onError, counters);
+      writer.inputDigest.note(s.key, s.exts);
     }
     // the writer may still reference the batch's buffers: let go before they go back to the reader
     writer.release();
@@ -275,6 +317,7 @@ async function* pipelineItems(batches: SourceBatches): AsyncGenerator<PipelineIt
     for (const s of batchSamples(batch, false)) {
       yield {
         name: memberPath(s.key, s.exts[0] as string),
+        input: { key: s.key, exts: s.exts },
         load: () => {
           if (s.error !== undefined) throw sampleError(s.error);
           const paths = Object.fromEntries(s.exts.map((ext) => [ext, memberPath(s.key, ext)]));
@@ -290,7 +333,7 @@ async function* pipelineItems(batches: SourceBatches): AsyncGenerator<PipelineIt
  * holding them (each such pass gets a walk of its own), and counts the samples of this part on the first walk.
  * Passes see every key of the whole dataset (all parts), so class lists agree across parts.
  */
-async function prescan(source: string, walkOptions: WalkOptions, inPart: (key: string) => boolean, passes: readonly Pass[]): Promise<number> {
+async function prescan(source: string, walkOptions: WalkOptions & { groupNumbered: boolean }, inPart: (key: string) => boolean, passes: readonly Pass[]): Promise<number> {
   let samples = 0;
   let first = true;
   async function* keys(count: boolean): AsyncGenerator<string> {
@@ -307,10 +350,32 @@ async function prescan(source: string, walkOptions: WalkOptions, inPart: (key: s
   return samples;
 }
 
+/**
+ * Refuses a source without a file to pack (INPUT), before anything is written: an empty dataset made without a
+ * word hides a wrong path or filter. Says what the walk left out and the option that lets it in. Stops at the
+ * first file found, so a large tree costs a listing or two. (A part may still come out empty: a file of another part
+ * counts here.)
+ */
+export async function expectSomeFile(shown: string, source: string, walkOptions: WalkOptions, verb = 'pack'): Promise<void> {
+  const walk = walkSource(source, { ...walkOptions, badNames: 'skip', stat: false });
+  for await (const run of walk.runs()) if (run.names.length > 0) return;
+  const s = walk.stats;
+  const left = [
+    s.skippedHidden > 0 && `${s.skippedHidden} hidden (--include-hidden takes them)`,
+    s.skippedExcluded > 0 && `${s.skippedExcluded} left out by --include/--exclude`,
+    s.skippedSymlinks > 0 && `${s.skippedSymlinks} symbolic link${s.skippedSymlinks === 1 ? '' : 's'} (--follow-symlinks follows them)`,
+    s.skippedDatasets > 0 && `${s.skippedDatasets} shardkit dataset director${s.skippedDatasets === 1 ? 'y' : 'ies'}`,
+    s.skippedBadNames > 0 && `${s.skippedBadNames} name${s.skippedBadNames === 1 ? '' : 's'} that give no key`,
+    s.skippedOther > 0 && `${s.skippedOther} special file${s.skippedOther === 1 ? '' : 's'}`,
+  ].filter((x): x is string => typeof x === 'string');
+  const why = left.length === 0 ? `${shown} holds no files` : `the walk left out ${left.join(', ')}`;
+  throw new ShardkitError(ErrorCodes.INPUT, `no files to ${verb} under ${shown}: ${why}`, { file: source });
+}
+
 /** The samples of this part, by a walk of names only (no stat per file); undefined when told to stop first. */
-async function countSamples(source: string, walkOptions: WalkOptions, inPart: (key: string) => boolean, control: { stop: boolean }): Promise<number | undefined> {
+async function countSamples(source: string, walkOptions: WalkOptions, inPart: (key: string) => boolean, control: { stop: boolean }, groupNumbered: boolean): Promise<number | undefined> {
   let samples = 0;
-  const grouper = new RunGrouper();
+  const grouper = new RunGrouper({ groupNumbered, ...(walkOptions.keyRule === undefined ? {} : { keyRule: walkOptions.keyRule }) });
   for await (const run of walkSource(source, { ...walkOptions, order: 'sample', stat: false }).runs()) {
     if (control.stop) return undefined;
     for (const key of grouper.group(run).keys) if (inPart(key)) samples++;

@@ -36,7 +36,7 @@ const BAD_SEGMENT = /(?:^|[/\0])\.{0,2}(?:[/\0]|$)/;
  * a few calls instead of several per sample. False only means "check each sample" (which then finds the errors).
  */
 function taskNamesFit(task: SourceTask, keys: readonly string[], pageSize: number): boolean {
-  if (task.keys.includes('\\') || task.exts.includes('/') || LONE_SURROGATE.test(task.keys) || BAD_SEGMENT.test(task.keys)) return false;
+  if (task.keys.includes('\\') || task.exts.includes('/') || task.exts.includes('\\') || LONE_SURROGATE.test(task.keys) || BAD_SEGMENT.test(task.keys)) return false;
   if (task.counts.includes(0)) return false;
   // a UTF-16 code unit is at most 3 UTF-8 bytes
   const max = maxKeyBytes(pageSize);

@@ -2,12 +2,38 @@
  * Reads one sample's source files the way tar does (open, fstat, read, close), and checks that each file is
  * still what the walk saw: a file deleted, grown or rewritten during the pack is an error, not silent bad data.
  */
+import buffer from 'node:buffer';
 import fs from 'node:fs';
+import { crc32c } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { WalkEntry } from './walk.js';
 import { getSystemErrorMap } from 'node:util';
 import { nativeAddon, NativeErrorCodes, ReadSamplesStatus, type NativeAddon } from '../native/native.js';
 import { MAX_IO_CALL_BYTES } from '../io/io-options.js';
+
+/**
+ * The largest source file pack reads (each member sits whole in memory, for passes, LZ4 and its checksum): what
+ * one Uint8Array can hold. A larger file is TOO_LARGE, an input error that `--on-error skip` leaves out, instead of
+ * a RangeError from the allocation. SHARDKIT_TEST_MAX_MEMBER_BYTES lowers it (tests only: a sparse 5 GiB file
+ * would still be read whole to pack it).
+ */
+export const MAX_PACK_MEMBER_BYTES = Math.min(buffer.constants.MAX_LENGTH, 2 ** 32 - 1);
+
+function maxPackMemberBytes(): number {
+  const test = Number(process.env.SHARDKIT_TEST_MAX_MEMBER_BYTES);
+  return Number.isSafeInteger(test) && test > 0 ? Math.min(test, MAX_PACK_MEMBER_BYTES) : MAX_PACK_MEMBER_BYTES;
+}
+
+/** TOO_LARGE for a source file pack cannot hold in memory (see MAX_PACK_MEMBER_BYTES). */
+function checkPackable(file: WalkEntry, size: number): void {
+  const max = maxPackMemberBytes();
+  if (size <= max) return;
+  throw new ShardkitError(
+    ErrorCodes.TOO_LARGE,
+    `${file.absPath} has ${size} bytes, more than pack can hold in memory for one member (${max}); leave it out with --on-error skip or --exclude, or split it`,
+    { file: file.absPath },
+  );
+}
 
 /**
  * open, fstat, read, fstat, close. The file must still match what the walk saw (when the walk stat'ed it) and must
@@ -24,9 +50,9 @@ export function readSourceFile(file: WalkEntry): Uint8Array {
  * where `place(n)` puts any `n` bytes that fit in it: with the native addon, a file that fits is read straight
  * there, in one call instead of five.
  */
-export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uint8Array, free?: () => Uint8Array): Uint8Array {
+export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uint8Array, free?: () => Uint8Array, verify = false): Uint8Array {
   const readFile = nativeReadFile();
-  if (readFile !== undefined && file.size < 0) return readNative(readFile, file, place, free?.() ?? EMPTY);
+  if (readFile !== undefined && file.size < 0 && !verify) return readNative(readFile, file, place, free?.() ?? EMPTY);
   let fd: number;
   try {
     // O_NONBLOCK: a FIFO swapped in for a listed file must not block the pack (the fstat below refuses it)
@@ -38,6 +64,7 @@ export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uin
     const before = fs.fstatSync(fd);
     if (!before.isFile()) throw new ShardkitError(ErrorCodes.INPUT_CHANGED, `${file.absPath} is no longer a regular file`, { file: file.absPath });
     if (file.size >= 0 && (before.size !== file.size || before.mtimeMs !== file.mtimeMs)) throw changed(file);
+    checkPackable(file, before.size);
     const bytes = place(before.size);
     let off = 0;
     while (off < before.size) {
@@ -47,6 +74,13 @@ export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uin
     }
     const after = fs.fstatSync(fd);
     if (after.size !== before.size || after.mtimeMs !== before.mtimeMs || after.ctimeMs !== before.ctimeMs) throw changed(file);
+    if (verify && !sameOnSecondRead(fd, bytes)) {
+      throw new ShardkitError(
+        ErrorCodes.INPUT_CHANGED,
+        `${file.absPath} changed while it was being packed: a second read gave other bytes (a write through a memory map, or one that kept mtime and ctime); pack again once it is stable`,
+        { file: file.absPath },
+      );
+    }
     return bytes;
   } catch (cause) {
     if (cause instanceof ShardkitError) throw cause;
@@ -54,6 +88,27 @@ export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uin
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** Pieces of the second read of --verify-source. */
+const SECOND_READ_BYTES = 1 << 20;
+
+/**
+ * Reads the open file again and compares its CRC32C with that of `bytes` (pack's --verify-source): a file changed
+ * between two reads without its size, mtime or ctime moving (pages written through a shared memory map) is caught
+ * unless it changes back in between, or is changed after the second read.
+ */
+export function sameOnSecondRead(fd: number, bytes: Uint8Array): boolean {
+  const piece = Buffer.allocUnsafe(Math.min(SECOND_READ_BYTES, Math.max(1, bytes.length)));
+  let crc = 0;
+  let off = 0;
+  for (;;) {
+    const n = fs.readSync(fd, piece, 0, piece.length, off);
+    if (n === 0) break;
+    crc = crc32c(piece.subarray(0, n), crc);
+    off += n;
+  }
+  return off === bytes.length && crc >>> 0 === crc32c(bytes) >>> 0;
 }
 
 type NativeReadFile = NativeAddon['readFile'];
@@ -89,6 +144,7 @@ function readNative(readFile: NativeReadFile, file: WalkEntry, place: (size: num
     if (view.buffer !== free.buffer || view.byteOffset !== free.byteOffset) view.set(free.subarray(0, n));
     return view;
   }
+  checkPackable(file, -n - 1);
   const view = place(-n - 1);
   // read again where there is room; a file that changed size in between changed while it was being packed
   if (call(view) !== view.length) throw changed(file);

@@ -26,7 +26,7 @@ export type ThreadError = { type: 'error'; code?: ErrorCode; message: string; fi
  * (with buffers to reuse).
  */
 export type ReaderMessage =
-  | { type: 'init'; encode: EncodeOptions | undefined; ahead: number }
+  | { type: 'init'; encode: EncodeOptions | undefined; ahead: number; verifySource: boolean }
   | { type: 'task'; task: SourceTask }
   | { type: 'end' }
   | { type: 'credit'; chunks: ArrayBuffer[] };

@@ -18,6 +18,39 @@ const TEMP_RANDOM_BYTES = 8;
 // always a new file: a link planted under the temporary's name is refused, never written through
 const TEMP_FLAGS = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW;
 
+/**
+ * Creates `file` anew for writing (read too with `read`): whatever is at that name is unlinked first, then the
+ * file is made with O_EXCL | O_NOFOLLOW. A hard link there is only unlinked (the file it named keeps its other
+ * names and its bytes), and a symlink or link planted between the two calls is refused (UNSAFE_PATH), never
+ * written through. For the temporaries writers make in a directory that is theirs; a name that may be an input
+ * gets {@link tempPathFor} instead.
+ */
+export function createFresh(file: string, read = false): number {
+  fsRemove(file);
+  try {
+    return fs.openSync(file, (read ? fs.constants.O_RDWR : fs.constants.O_WRONLY) | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o666);
+  } catch (cause) {
+    const code = (cause as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST' || code === 'ELOOP') {
+      throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `${file} appeared while it was being created (a link?); refusing to write through it`, { file, cause });
+    }
+    throw ioError(cause, 'create', file);
+  }
+}
+
+/** A temporary name next to `file` that no other write uses (see {@link TEMP_PREFIX}). */
+export function tempPathFor(file: string): string {
+  return path.join(path.dirname(file), `${TEMP_PREFIX}${randomBytes(TEMP_RANDOM_BYTES).toString('hex')}`);
+}
+
+function fsRemove(file: string): void {
+  try {
+    fs.unlinkSync(file);
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError(cause, 'remove', file);
+  }
+}
+
 export interface ReplaceFileOptions {
   /** Mode given to open(2) for the new file (the umask applies). Default 0o666, as for fs.writeFileSync. */
   createMode?: number;
@@ -30,7 +63,7 @@ export interface ReplaceFileOptions {
  * symbolic link there is replaced, never written through (callers that must refuse a link check before).
  */
 export function replaceFile(file: string, bytes: Uint8Array, options: ReplaceFileOptions = {}): void {
-  const tmp = path.join(path.dirname(file), `${TEMP_PREFIX}${randomBytes(TEMP_RANDOM_BYTES).toString('hex')}`);
+  const tmp = tempPathFor(file);
   let fd: number;
   try {
     fd = fs.openSync(tmp, TEMP_FLAGS, options.createMode ?? 0o666);
@@ -52,6 +85,40 @@ export function replaceFile(file: string, bytes: Uint8Array, options: ReplaceFil
   } catch (cause) {
     if (open) quietly(() => fs.closeSync(fd));
     quietly(() => fs.unlinkSync(tmp));
+    throw ioError(cause, 'write', file);
+  }
+}
+
+/**
+ * {@link replaceFile} for bytes that come in pieces: `fill` is given a function that appends a piece; the file is
+ * renamed into place only once `fill` resolves, and removed if it (or a write) fails: a member whose checksum
+ * turns out wrong at its end never lands under its name.
+ */
+export async function replaceFileStreamed(file: string, fill: (write: (piece: Uint8Array) => void) => Promise<void>, options: ReplaceFileOptions = {}): Promise<void> {
+  const tmp = tempPathFor(file);
+  let fd: number;
+  try {
+    fd = fs.openSync(tmp, TEMP_FLAGS, options.createMode ?? 0o666);
+  } catch (cause) {
+    throw ioError(cause, 'create', file);
+  }
+  let open = true;
+  try {
+    if (options.keepMode !== undefined) fs.fchmodSync(fd, options.keepMode);
+    await fill((piece) => {
+      try {
+        writeAll(fd, piece);
+      } catch (cause) {
+        throw ioError(cause, 'write', file);
+      }
+    });
+    open = false;
+    fs.closeSync(fd);
+    fs.renameSync(tmp, file);
+  } catch (cause) {
+    if (open) quietly(() => fs.closeSync(fd));
+    quietly(() => fs.unlinkSync(tmp));
+    if (cause instanceof ShardkitError) throw cause;
     throw ioError(cause, 'write', file);
   }
 }

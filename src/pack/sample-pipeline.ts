@@ -13,6 +13,8 @@ import { runPasses } from './run-passes.js';
 export interface PipelineItem {
   /** Name for the manifest's skipped list (source path or key). */
   name: string;
+  /** The input sample's key and member extensions, noted for a resume's proof (see input-proof.ts). */
+  input?: { key: string; exts: readonly string[] };
   /** Produces the sample (reading it may fail with an input error). */
   load(): Promise<{ sample: Sample; ctx: PassContext }> | { sample: Sample; ctx: PassContext };
 }
@@ -24,14 +26,20 @@ export interface PipelineCounters {
 }
 
 /** What became of one input sample, ready for the writer. */
-export type Processed = { name: string; bytes: number } & ({ kind: 'ok'; sample: Sample } | { kind: 'dropped'; pass: string } | { kind: 'failed'; error: ShardkitError });
+export type Processed = { name: string; bytes: number; input?: PipelineItem['input'] } & ({ kind: 'ok'; sample: Sample } | { kind: 'dropped'; pass: string } | { kind: 'failed'; error: ShardkitError });
 
-/** Input errors a user may choose to skip; anything else (a bug, the output disk) always stops. */
+/** Input errors a user may choose to skip (a source file too large to hold included); anything else (a bug, the output disk) always stops. */
 function isInputError(err: unknown): err is ShardkitError {
-  return isShardkitError(err) && (err.code === ErrorCodes.INPUT || err.code === ErrorCodes.INPUT_CHANGED);
+  return isShardkitError(err) && (err.code === ErrorCodes.INPUT || err.code === ErrorCodes.INPUT_CHANGED || err.code === ErrorCodes.TOO_LARGE);
 }
 
 async function processItem(item: PipelineItem, passes: readonly Pass[]): Promise<Processed> {
+  const r = await processItemOnly(item, passes);
+  if (item.input !== undefined) r.input = item.input;
+  return r;
+}
+
+async function processItemOnly(item: PipelineItem, passes: readonly Pass[]): Promise<Processed> {
   let bytes = 0;
   try {
     const { sample, ctx } = await item.load();
@@ -53,6 +61,7 @@ export async function runPipeline(
   const counters: PipelineCounters = { samples: 0, bytes: 0, skipped: 0 };
   for await (const r of orderedMap(items, options.concurrency, (item) => processItem(item, passes))) {
     settle(r, writer, options.onError, counters);
+    if (r.input !== undefined) writer.inputDigest.note(r.input.key, r.input.exts);
     options.onEach?.(counters);
   }
   return counters;
@@ -70,7 +79,7 @@ export function settle(r: Processed, writer: DatasetWriter, onError: 'fail' | 's
   else if (onError === 'skip') {
     writer.skip(r.name, `${r.error.code}: ${r.error.stableMessage ?? r.error.message}`); // a manifest's words are the same every run
     counters.skipped++;
-  } else throw r.error;
+  } else throw stoppedOnInput(r.error, r.name);
   counters.samples++;
   counters.bytes += r.bytes;
 }
@@ -101,9 +110,22 @@ export function settleEncoded(
 
 /** A sample the layout or index cannot hold (key too long, unsafe name) is bad input like any other: skipped, or thrown. */
 function skipRefused(err: unknown, name: string, writer: DatasetWriter, onError: 'fail' | 'skip', counters: PipelineCounters): void {
-  if (onError !== 'skip' || !isShardkitError(err) || (err.code !== ErrorCodes.TOO_LARGE && err.code !== ErrorCodes.UNSAFE_PATH)) throw err;
+  if (!isShardkitError(err) || (err.code !== ErrorCodes.TOO_LARGE && err.code !== ErrorCodes.UNSAFE_PATH)) throw err;
+  if (onError !== 'skip') throw stoppedOnInput(err, name);
   writer.skip(name, `${err.code}: ${err.stableMessage ?? err.message}`);
   counters.skipped++;
+}
+
+/**
+ * The error that stops a write on the input `name` (`onError: 'fail'`), saying what can succeed: a resume as it is
+ * would fail the same way. `file` is the input, which the journal records (DatasetWriter.abort).
+ */
+function stoppedOnInput(err: ShardkitError, name: string): ShardkitError {
+  return new ShardkitError(
+    err.code,
+    `${err.message}; fix or remove ${name} and run again with --resume, or add --on-error skip to leave such inputs out (--force starts over)`,
+    { file: name, ...(err.key === undefined ? {} : { key: err.key }), cause: err },
+  );
 }
 
 export function validateConcurrency(concurrency: number): number {

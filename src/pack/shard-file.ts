@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import { crc32c } from '../../formats/checksum.js';
 import { FINGERPRINT_BYTES } from '../../formats/index-layout.js';
 import { fsCall } from './fs-errors.js';
+import { createFresh } from './replace-file.js';
 import { MAX_IO_CALL_BYTES } from '../io/io-options.js';
 
 const WRITE_BUFFER_BYTES = 4 << 20;
@@ -35,7 +36,7 @@ export class ShardFile {
     readonly finalPath: string,
     private readonly maxWriteBytes = MAX_IO_CALL_BYTES,
   ) {
-    this.fd = fsCall('create', tmpPath, () => fs.openSync(tmpPath, 'w'));
+    this.fd = createFresh(tmpPath);
   }
 
   /**

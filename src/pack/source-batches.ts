@@ -4,10 +4,12 @@
  * source-threads.ts runs the reads in threads; with no threads, the same code runs in the calling thread. Reader
  * threads load this module, not the walk's.
  */
+import type { InputRange } from './input-proof.js';
 import { sep } from 'node:path';
 import { ErrorCodes, ShardkitError, isShardkitError, type ErrorCode } from '../../formats/errors.js';
 import type { CodecId, MemberEntry } from '../../formats/index-entry.js';
 import type { Layout } from '../../formats/index-layout.js';
+import type { KeyRule } from '../../formats/sample.js';
 import type { EncodedSample } from '../../formats/sample-layout.js';
 import { memberPath } from '../../formats/sample.js';
 import { BatchBuilder } from './batch-builder.js';
@@ -19,22 +21,28 @@ import { nativeSampleReader, readTaskNative } from './read-samples.js';
  * The walk's filters, as WalkOptions has them: sourceTasks hands them on whole, so a filter added there reaches the
  * walk that makes the tasks (the output's own excludePaths once did not).
  */
-export type SourceWalkFilters = Required<Pick<WalkOptions, 'followSymlinks' | 'includeHidden'>> & Pick<WalkOptions, 'include' | 'exclude' | 'excludePaths' | 'badNames' | 'onSkip'>;
+export type SourceWalkFilters = Required<Pick<WalkOptions, 'followSymlinks' | 'includeHidden'>> & Pick<WalkOptions, 'include' | 'exclude' | 'excludePaths' | 'badNames' | 'onSkip' | 'keyRule'>;
 
 export interface SourceBatchOptions extends SourceWalkFilters {
   /** Absolute source directory. */
   root: string;
+  /** Keep files named `stem.N.ext` as members of sample `stem` (see MAX_NUMBERED_MEMBERS) instead of stopping. */
+  groupNumbered?: boolean;
   /** Only the samples of this part. */
   part?: PartSpec;
   /** Samples (of this part) to pass over without reading: written already by the run a `--resume` continues. */
   skip: number;
   /** The last of those written and its position: the walk must still find that key there (else INPUT_CHANGED). */
   skipCheck?: { key: string; at: number };
+  /** What the interrupted pack recorded of the samples it wrote: each is checked as the walk passes it over. */
+  skipProof?: InputRange[];
   /**
    * Encode each sample for the writer too (tar headers, LZ4, member CRCs; see encodeSample), so that work runs on
    * the reader's thread. Without it, batches carry the members' raw bytes (for passes).
    */
-  encode?: { layout: Layout; codec: CodecId; pageSize: number };
+  encode?: { layout: Layout; codec: CodecId; pageSize: number; keyRule?: KeyRule };
+  /** Read each source file twice and compare checksums (see readSourceFileInto): slower, for sources being written. */
+  verifySource?: boolean;
 }
 
 /**
@@ -193,9 +201,10 @@ export function sampleError(e: SampleInputError): ShardkitError {
  * Reads the samples of tasks into batches (raw members, or encoded with `encode`). `takeChunk` offers a recycled
  * buffer. Input errors of one sample are recorded on it; anything else ends the iteration with an error.
  */
-export async function* readTasks(tasks: AsyncIterable<SourceTask>, encode: EncodeOptions | undefined, takeChunk: () => ArrayBuffer | undefined = () => undefined): AsyncGenerator<SourceBatch> {
-  const builder = new BatchBuilder(encode, takeChunk);
-  const reader = nativeSampleReader(encode);
+export async function* readTasks(tasks: AsyncIterable<SourceTask>, encode: EncodeOptions | undefined, takeChunk: () => ArrayBuffer | undefined = () => undefined, verifySource = false): AsyncGenerator<SourceBatch> {
+  const builder = new BatchBuilder(encode, takeChunk, verifySource);
+  // the native reader reads each file once: a second read to compare is this thread's
+  const reader = verifySource ? undefined : nativeSampleReader(encode);
   for await (const t of tasks) {
     builder.task = t.task;
     if (reader !== undefined) yield* readTaskNative(t, encode as EncodeOptions, builder, reader, isSampleError);

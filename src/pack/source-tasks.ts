@@ -4,6 +4,7 @@
  */
 import { normalize } from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
+import { InputCheck } from './input-proof.js';
 import { RunGrouper } from './group-samples.js';
 import { partOfKey } from './partition.js';
 import { TASK_SAMPLES, type SourceBatchOptions, type SourceTask } from './source-batches.js';
@@ -14,10 +15,11 @@ import { walkSource, type WalkStats } from './walk.js';
  * the reader's fstat (no lstat per file in the walk), and readers find each file from the root, key and extension.
  */
 export async function* sourceTasks(options: SourceBatchOptions, stats: (s: WalkStats) => void): AsyncGenerator<SourceTask> {
-  const { root: source, part, skip, skipCheck: check, encode, ...filters } = options;
+  const { root: source, part, skip, skipCheck: check, skipProof, encode, groupNumbered, ...filters } = options;
   const walk = walkSource(source, { ...filters, stat: false });
   const root = normalize(source);
-  const grouper = new RunGrouper();
+  const grouper = new RunGrouper({ ...(groupNumbered === undefined ? {} : { groupNumbered }), ...(filters.keyRule === undefined ? {} : { keyRule: filters.keyRule }) });
+  const proof = skipProof === undefined || skipProof.length === 0 ? undefined : new InputCheck(source, skipProof, filters.followSymlinks);
   let seen = 0;
   let task = 0;
   let keys: string[] = [];
@@ -41,6 +43,7 @@ export async function* sourceTasks(options: SourceBatchOptions, stats: (s: WalkS
       if (part !== undefined && partOfKey(key, part.count) !== part.index) continue;
       if (seen < skip) {
         if (check !== undefined && seen === check.at && key !== check.key) throw sourceChanged(`sample ${seen + 1} is now ${JSON.stringify(key)}, the interrupted pack wrote ${JSON.stringify(check.key)} there`);
+        proof?.check(seen, key, samples.exts.slice(first, member) as string[]);
         seen++;
         continue;
       }

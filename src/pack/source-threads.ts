@@ -118,7 +118,7 @@ export function openSourceBatches(options: SourceBatchOptions, threads: ReaderTh
       const setStats = (s: WalkStats): void => {
         result.stats = s;
       };
-      if (threads === 0) return readTasks(sourceTasks(options, setStats), options.encode, () => spare.pop())[Symbol.asyncIterator]();
+      if (threads === 0) return readTasks(sourceTasks(options, setStats), options.encode, () => spare.pop(), options.verifySource === true)[Symbol.asyncIterator]();
       const setReaders = (n: number): void => {
         result.readers = n;
       };
@@ -137,9 +137,9 @@ class ReaderLane {
   /** Wall and thread CPU milliseconds of the reads behind the batches received (CPU < 0: not measured). */
   readonly reading = { wallMs: 0, cpuMs: 0 };
 
-  constructor(encode: EncodeOptions | undefined) {
+  constructor(encode: EncodeOptions | undefined, verifySource: boolean) {
     this.worker = startReader();
-    this.send({ type: 'init', encode, ahead: BATCHES_AHEAD });
+    this.send({ type: 'init', encode, ahead: BATCHES_AHEAD, verifySource });
     this.worker.on('message', (m: WorkerMessage) => {
       if (m.type === 'batch') {
         this.queue.push(m.batch);
@@ -203,7 +203,7 @@ async function* inWorkers(
   spareChunks: () => ArrayBuffer[],
 ): AsyncGenerator<SourceBatch> {
   const max = typeof threads === 'number' ? threads : threads.max;
-  const lanes = Array.from({ length: typeof threads === 'number' ? threads : threads.initial }, () => new ReaderLane(options.encode));
+  const lanes = Array.from({ length: typeof threads === 'number' ? threads : threads.initial }, () => new ReaderLane(options.encode, options.verifySource === true));
   setReaders(lanes.length);
   /** The lane of every task handed out and not yet written. */
   const laneOf = new Map<number, ReaderLane>();
@@ -229,7 +229,7 @@ async function* inWorkers(
     if (now.cpuMs >= 0 && now.wallMs - growth.last.wallMs < GROW_AFTER_MS) return;
     now.blocks = process.resourceUsage().fsRead;
     if (!growth.judge(now)) return;
-    lanes.push(new ReaderLane(options.encode));
+    lanes.push(new ReaderLane(options.encode, options.verifySource === true));
     setReaders(lanes.length);
     resumeWalk?.();
   };

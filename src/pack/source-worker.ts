@@ -13,7 +13,7 @@ const port = parentPort;
 if (port === null) throw new Error('source-worker.js runs only as a worker thread');
 useNativeCrc32c();
 
-let init: { encode: EncodeOptions | undefined } | undefined;
+let init: { encode: EncodeOptions | undefined; verifySource: boolean } | undefined;
 let credits = 0;
 let ended = false;
 const tasks: SourceTask[] = [];
@@ -21,7 +21,7 @@ const spare: ArrayBuffer[] = [];
 let wake: (() => void) | undefined;
 port.on('message', (m: ReaderMessage) => {
   if (m.type === 'init') {
-    init = { encode: m.encode };
+    init = { encode: m.encode, verifySource: m.verifySource };
     credits = m.ahead;
   } else if (m.type === 'task') tasks.push(m.task);
   else if (m.type === 'end') ended = true;
@@ -57,7 +57,7 @@ const serve = async (): Promise<void> => {
   try {
     while (init === undefined) await sleep();
     const measured = readTimesMeasured(init.encode);
-    for await (const batch of readTasks(incoming(), init.encode, () => spare.pop())) {
+    for await (const batch of readTasks(incoming(), init.encode, () => spare.pop(), init.verifySource)) {
       while (credits === 0) await sleep();
       credits--;
       post({ type: 'batch', batch, reading: takeReadTimes(measured) }, [...batch.chunks, batch.meta.buffer as ArrayBuffer]);

@@ -6,6 +6,7 @@ import { readdir } from 'node:fs/promises';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { NativeErrorCodes, type NativeAddon } from '../native/native.js';
 import type { WalkOrder } from './walk-order.js';
+import type { KeyRule } from '../../formats/sample.js';
 
 /**
  * One directory's entries as read: names, and per entry one character of `kinds` ('f' regular file, 'd' directory,
@@ -79,11 +80,19 @@ function utf8SequenceLength(b: Uint8Array, i: number): number {
  * that is not UTF-8 (handed back in `badNames`) from one that holds the character itself. The addon checks the
  * bytes itself and leaves such a listing to this path.
  */
-export async function readDirectory(absDir: string, relDir: string, order: WalkOrder, listDirectory: NativeAddon['listDirectory'] | undefined): Promise<RawListing> {
+export async function readDirectory(
+  absDir: string,
+  relDir: string,
+  order: WalkOrder,
+  listDirectory: NativeAddon['listDirectory'] | undefined,
+  rule: KeyRule = 'webdataset',
+): Promise<RawListing> {
+  // the addon sorts by WebDataset key (first dot) or by path: under the path rule the walk sorts the listing itself
+  const nativeSorts = order === 'path' || rule === 'webdataset';
   try {
     if (listDirectory !== undefined) {
-      const listing = await listDirectory(absDir, order === 'sample').then(
-        ([kinds, names]): RawListing => ({ kinds, names: kinds === '' ? [] : names.split('\0'), sorted: true }),
+      const listing = await listDirectory(absDir, order === 'sample' && nativeSorts).then(
+        ([kinds, names]): RawListing => ({ kinds, names: kinds === '' ? [] : names.split('\0'), sorted: nativeSorts }),
         (err: unknown) => {
           if ((err as NodeJS.ErrnoException).code === NativeErrorCodes.NOT_UTF8) return undefined;
           throw err;

@@ -15,6 +15,7 @@
  * against `d/` gives the same answer as comparing it against any path below `d`.
  */
 import { compareKeys, isSimpleKey } from '../../formats/key-order.js';
+import { keyDot, type KeyRule } from '../../formats/sample.js';
 
 export type WalkOrder = 'sample' | 'path';
 
@@ -24,10 +25,11 @@ export type WalkOrder = 'sample' | 'path';
  * order never depends on readdir. No name holds NUL, the smallest character, so comparing these strings compares
  * the (stem, ext, name) tuples, shorter prefix first: one string comparison per pair instead of up to three.
  */
-export function listingSortKey(name: string, isDirectory: boolean, order: WalkOrder): string {
+export function listingSortKey(name: string, isDirectory: boolean, order: WalkOrder, rule: KeyRule = 'webdataset'): string {
   if (isDirectory) return `${name}/`;
   if (order === 'path') return name;
-  const dot = name.indexOf('.');
+  // the key's end: the first dot (WebDataset) or the last (the path rule), as splitKey cuts it
+  const dot = keyDot(name, rule);
   if (dot < 0) return `${name}\0\0${name}`;
   return `${name.slice(0, dot)}\0${name.slice(dot + 1)}\0${name}`;
 }

@@ -4,11 +4,14 @@
  * size of the tree.
  */
 import type { Stats } from 'node:fs';
-import { lstat, stat } from 'node:fs/promises';
+import { lstat, readFile, stat } from 'node:fs/promises';
 import { normalize, sep } from 'node:path';
 import picomatch from 'picomatch';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import { noKeyReason } from '../../formats/sample.js';
+import { KEY_RULES, noKeyReason, type KeyRule } from '../../formats/sample.js';
+import { MANIFEST_FILE, MANIFEST_FORMAT } from '../../formats/manifest.js';
+import { WORK_DIR } from './journal.js';
+import { LOCK_FILE } from './write-lock.js';
 import { nativeAddon } from '../native/native.js';
 import { ioError, KIND_DIRECTORY, KIND_FILE, KIND_LINK, readDirectory, type RawListing } from './walk-listing.js';
 import { listingSortKey, sortListing, type WalkOrder } from './walk-order.js';
@@ -25,7 +28,7 @@ export interface WalkEntry {
 }
 
 /** Why an entry was left out; counted in {@link WalkStats} and reported to `onSkip`. */
-export type WalkSkipReason = 'symlink' | 'cycle' | 'hidden' | 'excluded' | 'not-included' | 'other' | 'not-utf8' | 'no-key';
+export type WalkSkipReason = 'symlink' | 'cycle' | 'hidden' | 'excluded' | 'not-included' | 'other' | 'not-utf8' | 'no-key' | 'dataset';
 
 /** Counters of one walk, updated as it goes (read them after the iteration ends for the totals). */
 export interface WalkStats {
@@ -50,6 +53,11 @@ export interface WalkStats {
    * out with `badNames: 'skip'`; a directory counts once, its contents are not visited.
    */
   skippedBadNames: number;
+  /**
+   * Directories below the root that hold a shardkit dataset (a manifest.json of format shardkit-dataset) or a write
+   * of one (its `.shardkit-work/` or lock): an earlier pack's output inside the source. Not entered.
+   */
+  skippedDatasets: number;
 }
 
 export interface WalkOptions {
@@ -86,6 +94,8 @@ export interface WalkOptions {
    * error). The walk's filters come first: a hidden, linked or excluded name is left out for that.
    */
   badNames?: 'fail' | 'skip';
+  /** How a file's name splits into key and extension (see KeyRule): what sample order sorts by. Default 'webdataset'. */
+  keyRule?: KeyRule;
   /** Told about every entry left out (for `--verbose` listings); for 'no-key', with the error that says why. */
   onSkip?: (relPath: string, reason: WalkSkipReason, error?: ShardkitError) => void;
 }
@@ -104,6 +114,21 @@ export interface SourceWalk extends AsyncIterable<WalkEntry> {
    * stat'ing them (whatever `stat` says; `stats.bytes` stays 0): for consumers that need names only.
    */
   runs(): AsyncIterable<FileRun>;
+}
+
+/**
+ * Whether a directory with these entries holds a shardkit dataset (a manifest.json of format shardkit-dataset) or a
+ * write of one (the journal's work directory, a writer's lock): what pack's summary calls a dataset directory.
+ */
+async function holdsDataset(absDir: string, names: readonly string[]): Promise<boolean> {
+  if (names.includes(WORK_DIR) || names.includes(LOCK_FILE)) return true;
+  if (!names.includes(MANIFEST_FILE)) return false;
+  try {
+    const manifest = JSON.parse(await readFile(childPath(absDir, MANIFEST_FILE), 'utf8')) as { format?: unknown };
+    return manifest.format === MANIFEST_FORMAT;
+  } catch {
+    return false; // unreadable or not JSON: a user's file that happens to be called manifest.json
+  }
 }
 
 /** How many file stats run at once within a listing: overlaps metadata latency without unbounded fan-out. */
@@ -144,7 +169,7 @@ export function runAbsPath(run: FileRun, name: string): string {
 }
 
 function emptyStats(): WalkStats {
-  return { files: 0, bytes: 0, directories: 0, skippedSymlinks: 0, skippedCycles: 0, skippedHidden: 0, skippedExcluded: 0, skippedOther: 0, skippedBadNames: 0 };
+  return { files: 0, bytes: 0, directories: 0, skippedSymlinks: 0, skippedCycles: 0, skippedHidden: 0, skippedExcluded: 0, skippedOther: 0, skippedBadNames: 0, skippedDatasets: 0 };
 }
 
 type Matcher = (relPath: string) => boolean;
@@ -202,7 +227,9 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
   const listDirectory = nativeAddon()?.listDirectory;
   const badNames = options.badNames ?? 'fail';
   if (badNames !== 'fail' && badNames !== 'skip') throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected one of fail, skip for badNames but received ${String(badNames)}`);
-  const readListing = (absDir: string, relDir: string): Promise<RawListing> => readDirectory(absDir, relDir, order, listDirectory);
+  const keyRule = options.keyRule ?? 'webdataset';
+  if (!KEY_RULES.includes(keyRule)) throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected one of ${KEY_RULES.join(', ')} for keyRule but received ${String(keyRule)}`);
+  const readListing = (absDir: string, relDir: string): Promise<RawListing> => readDirectory(absDir, relDir, order, listDirectory, keyRule);
 
   const skip = (relPath: string, reason: WalkSkipReason, error?: ShardkitError): void => {
     if (reason === 'symlink') stats.skippedSymlinks++;
@@ -210,6 +237,7 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
     else if (reason === 'hidden') stats.skippedHidden++;
     else if (reason === 'excluded' || reason === 'not-included') stats.skippedExcluded++;
     else if (reason === 'not-utf8' || reason === 'no-key') stats.skippedBadNames++;
+    else if (reason === 'dataset') stats.skippedDatasets++;
     else stats.skippedOther++;
     if (error === undefined) onSkip?.(relPath, reason);
     else onSkip?.(relPath, reason, error);
@@ -286,7 +314,7 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
       }
       // after the filters: an excluded name is left out for that; a file name that gives no key stops the walk or is skipped
       if (!isDirectory && (name.charCodeAt(0) === DOT || name.charCodeAt(name.length - 1) === DOT)) {
-        const why = noKeyReason(name);
+        const why = noKeyReason(name, keyRule);
         if (why !== undefined) {
           const relPath = `${relPrefix}${name}`;
           const error = new ShardkitError(ErrorCodes.INPUT, `Source file ${relPath} has no WebDataset key: ${why}`, { file: childPath(absDir, name) });
@@ -300,7 +328,7 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
       listed.push(entry);
     }
     if (sorted) return listed;
-    for (const entry of listed) entry.sortKey = listingSortKey(entry.name, entry.isDirectory, order);
+    for (const entry of listed) entry.sortKey = listingSortKey(entry.name, entry.isDirectory, order, keyRule);
     return sortListing(listed);
   }
 
@@ -356,9 +384,24 @@ export function walkSource(root: string, options: WalkOptions = {}): SourceWalk 
       }
       ancestors.add(identity);
     }
-    stats.directories++;
     try {
-      const listed = await list(absDir, relDir, await (listing ?? readListing(absDir, relDir)));
+      let raw: RawListing;
+      try {
+        raw = await (listing ?? readListing(absDir, relDir));
+      } catch (err) {
+        // a directory whose path is past PATH_MAX cannot be listed, and its keys would not fit an index anyway: with
+        // badNames 'skip' it is left out and listed, like a name that gives no key
+        if (badNames !== 'skip' || ((err as ShardkitError).cause as NodeJS.ErrnoException | undefined)?.code !== 'ENAMETOOLONG') throw err;
+        skip(relDir, 'no-key', new ShardkitError(ErrorCodes.TOO_LARGE, `${absDir}: the path is longer than the system allows (ENAMETOOLONG), and its keys longer than an index holds`, { file: absDir }));
+        return;
+      }
+      // an earlier pack's output inside the source is a dataset, not samples: packing it again would double the data
+      if (relDir !== '' && (await holdsDataset(absDir, raw.names))) {
+        skip(relDir, 'dataset');
+        return;
+      }
+      stats.directories++;
+      const listed = await list(absDir, relDir, raw);
       let ahead = listAhead(absDir, relDir, listed, 0);
       let run: FileRun = { absDir, relDir, names: [] };
       for (let i = 0; i < listed.length; i++) {

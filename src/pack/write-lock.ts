@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import { fsCall } from './fs-errors.js';
+import { fsCall, ioError, makeDir } from './fs-errors.js';
 
 export const LOCK_FILE = '.shardkit-lock';
 
@@ -31,6 +31,17 @@ interface LockOwner {
   claimed?: 0 | 1;
 }
 
+/** The locks this process holds, for {@link releaseHeldLocks}. */
+const held = new Set<WriteLock>();
+
+/**
+ * Releases every lock this process holds: for a command ended by a signal it handles (Ctrl-C between two files of
+ * an extract), so that no lock is left in the user's directory.
+ */
+export function releaseHeldLocks(): void {
+  for (const lock of [...held]) lock.release();
+}
+
 export class WriteLock {
   private released = false;
 
@@ -44,14 +55,16 @@ export class WriteLock {
     readonly file: string,
     private readonly owner: LockOwner,
     readonly tookOverClaimed: boolean,
-  ) {}
+  ) {
+    held.add(this);
+  }
 
   /**
    * Takes the lock of `dir` for `command`, or throws OUTPUT_EXISTS naming the writer that holds it.
    * @throws ShardkitError OUTPUT_EXISTS when another live process (or a process on another host) holds it.
    */
   static acquire(dir: string, command: string): WriteLock {
-    fsCall('create', dir, () => fs.mkdirSync(dir, { recursive: true }));
+    makeDir(dir);
     const file = path.join(dir, LOCK_FILE);
     const owner: LockOwner = { pid: process.pid, host: os.hostname(), command, started: new Date().toISOString(), claimed: 0 };
     let tookOverClaimed = false;
@@ -102,6 +115,7 @@ export class WriteLock {
   abandon(): void {
     if (this.released) return;
     this.released = true;
+    held.delete(this);
     try {
       const owner = readOwner(this.file);
       if (owner !== undefined) fs.writeFileSync(this.file, `${JSON.stringify({ ...owner, abandoned: true })}\n`);
@@ -114,6 +128,7 @@ export class WriteLock {
   release(): void {
     if (this.released) return;
     this.released = true;
+    held.delete(this);
     try {
       fs.rmSync(this.file, { force: true });
     } catch {
@@ -135,8 +150,16 @@ function tryCreate(file: string, owner: LockOwner): boolean {
   }
   try {
     fs.writeSync(fd, `${JSON.stringify(owner)}\n`);
-  } finally {
     fs.closeSync(fd);
+  } catch (cause) {
+    // a full disk: no empty lock is left behind to hold up the next writer
+    try {
+      fs.closeSync(fd);
+    } catch {
+      // closed above, or failing too: the write's error is the one to report
+    }
+    fs.rmSync(file, { force: true });
+    throw ioError(cause, 'write', file);
   }
   return true;
 }

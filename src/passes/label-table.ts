@@ -18,11 +18,13 @@
  * `json` holds the row's fields as a JSON object, in the table's field order.
  *
  * Ids are matched as written, except that a leading `./` is removed. A table without rows, duplicate ids (a JSON
- * object's names included), empty ids, rows with the wrong number of CSV fields and empty labels are errors that
+ * object's names included), rows that name one sample (its key, or paths of its members) with different fields,
+ * empty ids, rows with the wrong number of CSV fields and empty labels are errors that
  * name the file and row.
  */
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { compareKeys } from '../../formats/key-order.js';
+import { splitKey } from '../../formats/sample.js';
 import { parseCsv } from './csv.js';
 
 export type LabelTableMode = 'cls' | 'json';
@@ -58,6 +60,7 @@ export function parseCsvLabelTable(text: string, file: string): LabelTable {
   const names = header.slice(1);
   if (new Set(names).size !== names.length) throw tableError(file, `column names repeat in the header ${JSON.stringify(header.join(','))}`);
   const rows = new Map<string, Record<string, unknown>>();
+  const bySample: SampleRows = new Map();
   records.forEach((record, i) => {
     const where = `data row ${i + 1}`;
     if (record.length !== header.length) throw tableError(file, `${where} has ${record.length} fields, expected ${header.length} like the header`);
@@ -66,7 +69,7 @@ export function parseCsvLabelTable(text: string, file: string): LabelTable {
     names.forEach((name, c) => {
       fields[name] = record[c + 1];
     });
-    addRow(rows, record[0] as string, fields, file, where);
+    addRow(rows, bySample, record[0] as string, fields, file, where);
   });
   return finishTable(rows, file);
 }
@@ -80,6 +83,7 @@ export function parseJsonLabelTable(text: string, file: string): LabelTable {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `${file}: not valid JSON: ${(err as Error).message}`, { file, cause: err });
   }
   const rows = new Map<string, Record<string, unknown>>();
+  const bySample: SampleRows = new Map();
   if (Array.isArray(doc)) {
     doc.forEach((item: unknown, i) => {
       const where = `element ${i}`;
@@ -88,7 +92,7 @@ export function parseJsonLabelTable(text: string, file: string): LabelTable {
       if ((key === undefined) === (path === undefined)) throw tableError(file, `${where} needs exactly one of "key" and "path"`);
       const id = key ?? path;
       if (typeof id !== 'string') throw tableError(file, `${where}: "key"/"path" must be a string`);
-      addRow(rows, id, fields, file, where);
+      addRow(rows, bySample, id, fields, file, where);
     });
   } else if (isPlainObject(doc)) {
     // JSON.parse keeps the last of two equal names, silently
@@ -96,8 +100,8 @@ export function parseJsonLabelTable(text: string, file: string): LabelTable {
     if (twice !== undefined) throw tableError(file, `entry ${JSON.stringify(twice)} appears twice`);
     for (const [id, value] of Object.entries(doc)) {
       const where = `entry ${JSON.stringify(id)}`;
-      if (isPlainObject(value)) addRow(rows, id, value, file, where);
-      else if (typeof value === 'string' || typeof value === 'number') addRow(rows, id, { label: value }, file, where);
+      if (isPlainObject(value)) addRow(rows, bySample, id, value, file, where);
+      else if (typeof value === 'string' || typeof value === 'number') addRow(rows, bySample, id, { label: value }, file, where);
       else throw tableError(file, `${where}: expected an object of fields, a string or a number as its value`);
     }
   } else {
@@ -137,11 +141,25 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function addRow(rows: Map<string, Record<string, unknown>>, rawId: string, fields: Record<string, unknown>, file: string, where: string): void {
+/** The first row seen for each sample key, to find a second row that labels that sample otherwise. */
+type SampleRows = Map<string, { id: string; where: string; fields: string }>;
+
+function addRow(rows: Map<string, Record<string, unknown>>, bySample: SampleRows, rawId: string, fields: Record<string, unknown>, file: string, where: string): void {
   const id = normalizeTableId(rawId);
   if (id === '') throw tableError(file, `${where} has an empty key/path`);
   if (rows.has(id)) throw tableError(file, `${where}: ${JSON.stringify(id)} appears twice`);
   rows.set(id, fields);
+  // `c00/s0.txt,cat` and `c00/s0.json,dog` name two members of one sample: which row won was the pass's choice, silent
+  const { key } = splitKey(id);
+  const text = JSON.stringify(fields);
+  const first = bySample.get(key);
+  if (first === undefined) bySample.set(key, { id, where, fields: text });
+  else if (first.fields !== text) {
+    throw tableError(
+      file,
+      `${first.where} (${JSON.stringify(first.id)}: ${first.fields}) and ${where} (${JSON.stringify(id)}: ${text}) give sample ${JSON.stringify(key)} two different rows; keep one row per sample, or give its rows the same fields`,
+    );
+  }
 }
 
 function labelFieldOf(fields: Record<string, unknown>): string | undefined {

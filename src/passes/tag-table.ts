@@ -16,8 +16,8 @@ const encoder = new TextEncoder();
  * member of that name if the sample has one. A sample's row is the one whose id equals, in this order: its key;
  * a member's source relative path (`ctx.paths`, so rows keyed `cat/001.jpg` still match after `format=webp`);
  * a member's current path `key.ext`; the one row whose path has the sample's key (`cat/001.jpg` for key `cat/001`:
- * derive over a dataset whose members a format pass renamed sees only `cat/001.webp`; a key that several rows
- * share matches none of them). A sample without a row is counted in stats().untagged and passes through, except
+ * derive over a dataset whose members a format pass renamed sees only `cat/001.webp`; rows that share a key have
+ * the same fields, or the table was refused). A sample without a row is counted in stats().untagged and passes through, except
  * in cls mode a `cls` member it already had (from an earlier tag pass, in a derive): that indexed another class
  * list, which this pass replaces, so it is removed (stats().staleClsRemoved). Rows no sample used are counted in
  * stats().unusedRows.
@@ -63,17 +63,17 @@ export function tagTablePass(table: LabelTable, params: Record<string, unknown> 
   };
 }
 
-/** Row ids by the key of their path (`cat/001.jpg` -> `cat/001`), for the keys exactly one row has. */
+/**
+ * Row ids by the key of their path (`cat/001.jpg` -> `cat/001`): the first row of each key (the table refuses rows
+ * of one key with different fields, see label-table.ts, so any of them is the row).
+ */
 function rowsByKey(table: LabelTable): Map<string, string> {
   const out = new Map<string, string>();
-  const shared = new Set<string>();
   for (const id of table.rows.keys()) {
     const { key } = splitKey(id);
     if (key === id) continue; // an id without extension is a key, matched as such
-    if (out.has(key)) shared.add(key);
-    out.set(key, id);
+    if (!out.has(key)) out.set(key, id);
   }
-  for (const key of shared) out.delete(key);
   return out;
 }
 

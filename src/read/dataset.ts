@@ -5,6 +5,7 @@
  * while in use, under a bounded handle budget (LRU).
  */
 import path from 'node:path';
+import buffer from 'node:buffer';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
 import { indexRemedy, type ShardRecord } from '../../formats/index-layout.js';
@@ -21,7 +22,7 @@ import { IoStats } from '../io/io-stats.js';
 import { isRemote, redactLocation, resolveLocation } from '../io/location.js';
 import { openByteSource, readAll } from '../io/open-source.js';
 import { nativeAddon } from '../native/native.js';
-import { unfinishedWriteAdvice } from '../pack/journal.js';
+import { noManifestMessage } from './missing-manifest.js';
 import { crc32c } from '../../formats/checksum.js';
 import { DEFAULT_PAGE_CACHE_BYTES, IndexReader } from './index-reader.js';
 import { decodeRead, decodeRecord, decodeSpan, type DecodeContext } from './sample-decode.js';
@@ -49,6 +50,9 @@ export interface DatasetStats {
 export type { KeyRange };
 
 const EMPTY = new Uint8Array(0);
+
+/** The longest sample span get/read return whole: what one Uint8Array holds. */
+const MAX_SPAN_BYTES = buffer.constants.MAX_LENGTH;
 
 export class Dataset {
   readonly location: string;
@@ -134,8 +138,7 @@ export class Dataset {
         text = new TextDecoder().decode(bytes);
       } catch (err) {
         if (isShardkitError(err, ErrorCodes.SHARD_MISSING)) {
-          const why = (client === undefined ? unfinishedWriteAdvice(location) : undefined) ?? 'an unfinished pack has none: finish it with --resume';
-          throw new ShardkitError(ErrorCodes.NOT_A_DATASET, `${redactLocation(location)} is not a shardkit dataset (no ${MANIFEST_FILE}; ${why})`, { file: redactLocation(location), cause: err });
+          throw new ShardkitError(ErrorCodes.NOT_A_DATASET, noManifestMessage(location), { file: redactLocation(location), cause: err });
         }
         throw err;
       }
@@ -360,7 +363,7 @@ export class Dataset {
    * over maxMemberBytes. When they fail, checkEntry runs on the entry and throws its error, naming the sample.
    */
   checkRecord(leaf: LeafPage, slot: number): void {
-    if (!recordFits(leaf, slot, this.index.shards, this.maxMemberBytes)) this.checkEntry(leaf.entries[slot] as IndexEntry);
+    if (!recordFits(leaf, slot, this.index.shards, Math.min(this.maxMemberBytes, MAX_SPAN_BYTES))) this.checkEntry(leaf.entries[slot] as IndexEntry);
   }
 
   /** True when the dataset is behind an http(s) URL, or read through a shard cache (no synchronous reads). */
@@ -466,6 +469,16 @@ export class Dataset {
 
   /** @internal Refuses entries that point outside their shard or hold oversized members (damaged index). */
   checkEntry(entry: IndexEntry): void {
+    // a span or member no buffer holds (maxMemberBytes raised past it): a coded error, not a RangeError from the
+    // allocation; an entry outside its shard is CORRUPT_INDEX first
+    if (entry.length > MAX_SPAN_BYTES || entry.members.some((m) => m.size > MAX_SPAN_BYTES)) {
+      assertEntryFits(entry, this.index.shards, Number.MAX_SAFE_INTEGER, this.index.tree);
+      throw new ShardkitError(
+        ErrorCodes.TOO_LARGE,
+        `sample ${JSON.stringify(entry.key)} spans ${entry.length} bytes, more than one buffer holds (${MAX_SPAN_BYTES}): read it member by member with \`shardkit get --out FILE\` or \`shardkit extract\`, which stream`,
+        { key: entry.key },
+      );
+    }
     assertEntryFits(entry, this.index.shards, this.maxMemberBytes, this.index.tree);
   }
 

@@ -5,7 +5,8 @@
  * number of ranks. What is left of it (everything, or the suffix after a resume cursor) is dealt to the ranks
  * like cards: rank r takes remaining indices r, r+W, r+2W, ... so the ranks advance through the order together
  * and a checkpoint taken when every rank yielded k samples is exactly "the first k*W remaining indices".
- * Because the deal is recomputed from the cursor, a job can resume on a different number of ranks.
+ * Because the deal is recomputed from the cursor, a job can resume on a different number of ranks. A rank can
+ * also resume from its own state alone (same world size): it continues its deal where it stopped.
  */
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { EpochCursor, EpochState, OrderIdentity, RankState } from './epoch-state.js';
@@ -58,8 +59,9 @@ export interface EpochPlanOptions {
   /** Drop this rank's last batch when it is shorter than batchSize. Default false. */
   dropLast?: boolean;
   /**
-   * Continue an epoch: an EpochState (from `mergeRankStates`), or, when the job had one rank, that rank's
-   * RankState as returned by `plan.state()`. The plan then yields only what the state says was not yielded.
+   * Continue an epoch: an EpochState (from `mergeRankStates`, on any world size), or this rank's own RankState
+   * as returned by `plan.state()` (same rank, world size, partition, batchSize and dropLast), or the RankState of a
+   * job that had one rank (on any world size). The plan then yields only what the state says was not yielded.
    */
   resumeFrom?: EpochState | RankState;
 }
@@ -96,9 +98,14 @@ export interface EpochPlan {
   readonly worldSize: number;
   /** The epoch's order (same on every rank and world size). Shared: do not modify it. */
   readonly order: Uint32Array;
-  /** Order indices not yet yielded by any rank when this plan started (R). */
+  /**
+   * Order indices not yet yielded by any rank at the cursor this plan's deal starts from (R): the start of the
+   * epoch, the merged state resumed from, or, when a rank resumes its own state, the cursor its first plan had.
+   */
   readonly remaining: number;
-  /** Samples this rank yields (its whole share from the resume point, after partition and dropLast). */
+  /** This rank's dealt samples already yielded before this plan: a rank state's `yielded` when resuming it, else 0. */
+  readonly offset: number;
+  /** Samples this rank yields (its share from the resume point, after partition and dropLast). */
   readonly length: number;
   /** Batches of batchSize this rank yields; the last is short unless dropLast. */
   readonly batches: number;
@@ -136,29 +143,72 @@ function resolveIdentity(options: EpochPlanOptions): OrderIdentity {
   };
 }
 
-/** The cursor to start from: the beginning, or what `resumeFrom` says (checked against the identity). */
-function resolveStart(resumeFrom: unknown, identity: OrderIdentity): EpochCursor {
-  if (resumeFrom === undefined) return { consumed: 0, skip: [] };
+/**
+ * Where a plan starts: the cursor its deal is computed from, and how many of this rank's dealt samples were
+ * already yielded (`offset`, nonzero only when a rank resumes from its own state).
+ */
+interface PlanStart {
+  cursor: EpochCursor;
+  offset: number;
+}
+
+/** Names the merge function in messages: `mergeRankStates()` for plan states, `mergeLoaderStates()` for loaders. */
+export interface PlanNames {
+  merge: string;
+}
+
+const PLAN_NAMES: PlanNames = { merge: 'mergeRankStates()' };
+
+/**
+ * The start: the beginning, or what `resumeFrom` says (checked against the identity). A rank state resumes
+ * the same rank of the same world size where it stopped, keeping its plan's cursor so the states it saves
+ * still merge with the other ranks'. A single rank's state also resumes on any world size (merged first).
+ */
+function resolveStart(
+  resumeFrom: unknown,
+  identity: OrderIdentity,
+  rank: number,
+  worldSize: number,
+  lengthFrom: (cursor: EpochCursor) => number,
+  names: PlanNames,
+): PlanStart {
+  if (resumeFrom === undefined) return { cursor: { consumed: 0, skip: [] }, offset: 0 };
   if (typeof resumeFrom !== 'object' || resumeFrom === null || Array.isArray(resumeFrom)) {
     throw badState(`Expected a loader state object for resumeFrom but received ${String(resumeFrom)}`);
   }
   const state = resumeFrom as Record<string, unknown>;
   if (state['kind'] === 'rank') {
-    if (state['worldSize'] !== 1) {
+    const own = expectRankStateShape(state, 'resumeFrom');
+    if (own.rank === rank && own.worldSize === worldSize) {
+      expectSameIdentity(state, identity, 'resumeFrom');
+      const cursor = expectCursor(own.start, identity.samples, 'resumeFrom.start');
+      const length = lengthFrom(cursor);
+      if (length === own.length) return { cursor, offset: own.yielded };
+      // One rank alone may change its batching: merged below, its remaining samples are dealt afresh.
+      if (worldSize !== 1) {
+        throw badState(
+          `resumeFrom gave rank ${rank} of ${worldSize} ${own.length} samples but this loader gives it ${length}: ` +
+            `resume with the same partition, batchSize and dropLast, or merge the states of all ranks with ${names.merge}`,
+        );
+      }
+    } else if (own.worldSize !== 1) {
+      const mine = `this loader is rank ${rank} of ${worldSize}`;
       throw badState(
-        `resumeFrom is the state of rank ${String(state['rank'])} of ${String(state['worldSize'])}: ` +
-          'merge the states of all ranks with mergeRankStates() and resume from the result',
+        `resumeFrom is the state of rank ${own.rank} of ${own.worldSize}, but ${mine}: ` +
+          (own.worldSize === worldSize
+            ? `give each rank its own state, or merge the states of all ranks with ${names.merge} and resume every rank from the result`
+            : `to change the world size, merge the states of all ${own.worldSize} ranks with ${names.merge} and resume every rank from the result`),
       );
     }
     const merged = mergeRankStates([state as unknown as RankState]);
     expectSameIdentity(merged as unknown as Record<string, unknown>, identity, 'resumeFrom');
-    return { consumed: merged.consumed, skip: merged.skip };
+    return { cursor: { consumed: merged.consumed, skip: merged.skip }, offset: 0 };
   }
   if (state['kind'] !== 'epoch') {
     throw badState(`resumeFrom.kind must be "epoch" or "rank" but is ${JSON.stringify(state['kind'])}`);
   }
   expectSameIdentity(state, identity, 'resumeFrom');
-  return expectCursor(state, identity.samples, 'resumeFrom');
+  return { cursor: expectCursor(state, identity.samples, 'resumeFrom'), offset: 0 };
 }
 
 /**
@@ -193,7 +243,7 @@ function remainingToOrderIndex(cursor: EpochCursor): (q: number) => number {
  * const state = mergeRankStates(allRankStates);           // JSON, small
  * const next = planEpoch({ ...sameOptions, worldSize: 8, resumeFrom: state }); // any world size
  */
-export function planEpoch(options: EpochPlanOptions): EpochPlan {
+export function planEpoch(options: EpochPlanOptions, names: PlanNames = PLAN_NAMES): EpochPlan {
   if (typeof options !== 'object' || options === null) throw invalidArg('object', 'options', options);
   const identity = resolveIdentity(options);
   const worldSize = expectInteger(options.worldSize ?? 1, 1, 2 ** 31 - 1, 'worldSize');
@@ -203,7 +253,9 @@ export function planEpoch(options: EpochPlanOptions): EpochPlan {
   const batchSize = expectInteger(options.batchSize ?? 1, 1, 2 ** 31 - 1, 'batchSize');
   const dropLast = options.dropLast ?? false;
   if (typeof dropLast !== 'boolean') throw invalidArg('boolean', 'dropLast', dropLast);
-  const start = resolveStart(options.resumeFrom, identity);
+  const lengthFrom = (cursor: EpochCursor): number =>
+    rankCounts(identity.samples - cursor.consumed - cursor.skip.length, worldSize, partition, batchSize, dropLast).length;
+  const { cursor: start, offset } = resolveStart(options.resumeFrom, identity, rank, worldSize, lengthFrom, names);
 
   const order = shuffles[identity.shuffle](
     options.shardSizes,
@@ -216,14 +268,16 @@ export function planEpoch(options: EpochPlanOptions): EpochPlan {
   const counts = rankCounts(remaining, worldSize, partition, batchSize, dropLast);
   const toOrderIndex = remainingToOrderIndex(start);
 
+  // This plan yields the rank's dealt samples from `offset` on (0 unless it resumes the rank's own state).
+  const length = counts.length - offset;
   const at = (i: number): number => {
-    if (!Number.isInteger(i) || i < 0 || i >= counts.length) {
+    if (!Number.isInteger(i) || i < 0 || i >= length) {
       throw new ShardkitError(
         ErrorCodes.OUT_OF_RANGE,
-        `Expected integer between 0 and ${counts.length - 1} for sample index but received ${i}`,
+        `Expected integer between 0 and ${length - 1} for sample index but received ${i}`,
       );
     }
-    const q = rank + i * worldSize;
+    const q = rank + (offset + i) * worldSize;
     // Past the remaining indices: padding, which repeats the order from its start.
     const index = q < remaining ? toOrderIndex(q) : (q - remaining) % samples;
     return order[index] as number;
@@ -235,18 +289,20 @@ export function planEpoch(options: EpochPlanOptions): EpochPlan {
     worldSize,
     order,
     remaining,
-    length: counts.length,
-    batches: counts.batches,
+    offset,
+    length,
+    batches: Math.ceil(length / batchSize),
     padding: counts.padding,
     at,
     samples(from = 0) {
-      expectInteger(from, 0, counts.length, 'from'); // eagerly, not on the first next()
+      expectInteger(from, 0, length, 'from'); // eagerly, not on the first next()
       return (function* () {
-        for (let i = from; i < counts.length; i++) yield at(i);
+        for (let i = from; i < length; i++) yield at(i);
       })();
     },
     state(yielded: number): RankState {
-      expectInteger(yielded, 0, counts.length, 'yielded');
+      expectInteger(yielded, 0, length, 'yielded');
+      // Counted from the start of the rank's deal, so this state merges with the other ranks' states.
       return {
         ...identity,
         shuffleOptions: { ...identity.shuffleOptions },
@@ -255,7 +311,7 @@ export function planEpoch(options: EpochPlanOptions): EpochPlan {
         worldSize,
         start: { consumed: start.consumed, skip: start.skip.slice() },
         length: counts.length,
-        yielded,
+        yielded: offset + yielded,
       };
     },
   };

@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import { CODEC_NAMES, type IndexEntry } from '../../formats/index-entry.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { fsCall } from '../pack/fs-errors.js';
-import { replaceFile, writeAll } from '../pack/replace-file.js';
+import { replaceFile, replaceFileStreamed, writeAll } from '../pack/replace-file.js';
+import { shouldStream, streamMember } from './member-stream-read.js';
 import { expectLocalPath, redactLocation } from '../io/location.js';
 import type { Dataset } from './dataset.js';
 
@@ -79,6 +80,47 @@ export async function memberBytes(ds: Dataset, key: string, ext: string | undefi
     throw new ShardkitError(ErrorCodes.KEY_NOT_FOUND, `sample ${JSON.stringify(key)} has no member "${chosen}" (it has ${exts.join(', ')})`, { key });
   }
   return { ext: chosen, bytes };
+}
+
+/**
+ * `shardkit get`'s output of one member (chosen as {@link memberBytes} does) to a file or to `write`: whole when
+ * its sample is small, else read and written piece by piece (see member-stream-read.ts), a 9 GiB member included.
+ */
+export async function writeMember(ds: Dataset, key: string, ext: string | undefined, out: { file: string } | { write: (piece: Uint8Array) => Promise<void> }): Promise<void> {
+  const entry = await ds.locate(key);
+  if (!shouldStream(entry)) {
+    const { bytes } = await memberBytes(ds, key, ext);
+    if ('file' in out) saveFile(out.file, bytes);
+    else await out.write(bytes);
+    return;
+  }
+  const exts = entry.members.map((m) => m.ext);
+  const chosen = ext ?? (exts.length === 1 ? exts[0] : undefined);
+  if (chosen === undefined) throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample ${JSON.stringify(key)} has members ${exts.join(', ')}; choose one with --ext`, { key });
+  const member = entry.members.find((m) => m.ext === chosen);
+  if (member === undefined) throw new ShardkitError(ErrorCodes.KEY_NOT_FOUND, `sample ${JSON.stringify(key)} has no member "${chosen}" (it has ${exts.join(', ')})`, { key });
+  if (!('file' in out)) return streamMember(ds, entry, member, out.write);
+  expectLocalPath('--out', out.file);
+  const st = lstatOrUndefined(out.file);
+  if (st !== undefined && !st.isFile()) {
+    // a device or pipe (/dev/stdout) is written to as it is, as saveFile does
+    const fd = fsCall('write', out.file, () => fs.openSync(out.file, 'w'));
+    try {
+      await streamMember(ds, entry, member, (piece) => fsCall('write', out.file, () => writeAll(fd, piece)));
+    } finally {
+      fs.closeSync(fd);
+    }
+    return;
+  }
+  await replaceFileStreamed(out.file, (write) => streamMember(ds, entry, member, write), st === undefined ? {} : { keepMode: st.mode & PERMISSION_BITS });
+}
+
+function lstatOrUndefined(file: string): fs.Stats | undefined {
+  try {
+    return fs.lstatSync(file);
+  } catch {
+    return undefined;
+  }
 }
 
 const PERMISSION_BITS = 0o7777;

@@ -19,8 +19,9 @@ export interface DatasetIdentity {
 }
 
 /**
- * What `loader.state()` returns and `ds.loader({ resumeFrom })` takes. `progress` is one rank's RankState, or,
- * after {@link mergeLoaderStates}, the whole job's EpochState (which resumes on any number of ranks).
+ * What `loader.state()` returns and `ds.loader({ resumeFrom })` takes. `progress` is one rank's RankState (which
+ * resumes that rank, same world size), or, after {@link mergeLoaderStates}, the whole job's EpochState (which
+ * resumes on any number of ranks).
  */
 export interface LoaderState {
   format: typeof LOADER_STATE_FORMAT;

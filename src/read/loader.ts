@@ -156,7 +156,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
       ...(options.dropLast === undefined ? {} : { dropLast: options.dropLast }),
       ...(options.resumeFrom === undefined ? {} : { resumeFrom: expectLoaderState(options.resumeFrom, this.identity) }),
     };
-    this.plan = planEpoch(planOptions);
+    this.plan = planEpoch(planOptions, { merge: 'mergeLoaderStates()' });
     this.length = this.plan.length;
     this.batches = this.plan.batches;
     this.readLimit = pLimit(this.opts.concurrency);
@@ -219,8 +219,9 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
 
   /**
    * Where this rank stands, as small plain JSON: pass it as `resumeFrom` (same dataset and options) to get
-   * exactly the samples not yet yielded. Counts only batches already delivered. With several ranks, merge all
-   * ranks' states with `mergeLoaderStates` first.
+   * exactly the samples not yet yielded. Counts only batches already delivered. With several ranks, each rank
+   * resumes from its own state when the world size stays the same; to change the world size, merge all ranks'
+   * states with `mergeLoaderStates` and resume every rank from the result.
    */
   state(): LoaderState {
     return {

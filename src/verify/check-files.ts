@@ -2,6 +2,7 @@
  * The extra files a manifest lists in `files` (say, classes.txt from tag=dirname): each must be there and, in a
  * local directory, be a regular file. No checksum covers their bytes, so being there is all verify can prove.
  */
+import { isHttpDeadline } from '../io/http-client.js';
 import fs from 'node:fs/promises';
 import { ErrorCodes, isShardkitError } from '../../formats/errors.js';
 import { isRemote, resolveLocation } from '../io/location.js';
@@ -17,7 +18,7 @@ export async function checkExtraFiles(location: string, files: readonly string[]
       try {
         await source.size();
       } catch (err) {
-        if (!isShardkitError(err)) throw err;
+        if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
         problem(file, err.code === ErrorCodes.SHARD_MISSING ? 'is missing (the manifest lists it in files)' : err.message);
       } finally {
         await source.close();

@@ -8,6 +8,7 @@
  * shard. Also sums the members' original and stored bytes, for the caller to compare with the manifest.
  * Memory: one bit per page, 28 bytes per sample (the span table the shard pass needs anyway), 8 bytes per shard.
  */
+import { isHttpDeadline } from '../io/http-client.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import type { IndexHeader, ShardRecord } from '../../formats/index-layout.js';
@@ -151,7 +152,7 @@ export async function checkIndex(
     try {
       page = await pages.load(pageNo);
     } catch (err) {
-      if (!isShardkitError(err)) throw err;
+      if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
       problem(err.message);
       return 0;
     }
@@ -170,7 +171,7 @@ export async function checkIndex(
           // the writer's own rules: a key it would refuse names files outside the directory extract writes to
           checkKeyAndExts(e.key, e.members.map((m) => m.ext));
         } catch (err) {
-          if (!isShardkitError(err)) throw err;
+          if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
           problem(err.message, { key: e.key, shard: e.shard, offset: e.offset });
         }
         members += e.members.length;

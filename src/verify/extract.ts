@@ -9,8 +9,11 @@
  *   refused), and each file is written to a new temporary (O_NOFOLLOW | O_EXCL) renamed over its name once
  *   complete, so a hard link there is replaced, never written through, and a failed write (no space, EFBIG) leaves
  *   no cut-short file under a member's name.
- * A concurrent attacker swapping a directory for a symlink between the check and the open is out of scope: Node
- * has no openat(2).
+ * - one extract at a time per target directory (the write lock pack uses, `.shardkit-lock` there while it runs).
+ * - a local writer that swaps a directory of the target for a symlink while extract runs is not followed: files are
+ *   created through the descriptor of the directory extract opened and checked (see target-dirs.ts; Linux, through
+ *   /proc/self/fd). Without /proc, each directory is checked by path before its files are written, and a swap
+ *   between that check and the create is not caught.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -18,11 +21,14 @@ import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { MANIFEST_FILE } from '../../formats/manifest.js';
 import { memberPath } from '../../formats/sample.js';
 import { expectLocalPath, isRemote, resolveLocation } from '../io/location.js';
-import { fsCall, ioError } from '../pack/fs-errors.js';
+import { fsCall, ioError, makeDir } from '../pack/fs-errors.js';
 import { pathOverlap, realPathOf } from '../pack/paths.js';
-import { quietly, replaceFile } from '../pack/replace-file.js';
+import { quietly, replaceFile, replaceFileStreamed } from '../pack/replace-file.js';
+import { shouldStream, streamMember } from '../read/member-stream-read.js';
 import { openDataset, type OpenDatasetOptions } from '../read/dataset.js';
 import { probeNameFolding, WrittenPaths } from './written-paths.js';
+import { LOCK_FILE, WriteLock } from '../pack/write-lock.js';
+import { TargetDirs } from './target-dirs.js';
 
 export interface ExtractOptions {
   /** Only samples whose key starts with this. */
@@ -49,8 +55,21 @@ export async function extractDataset(location: string, dir: string, options: Ext
   const safeDirs = new Set<string>([root]);
   const range = options.prefix === undefined ? {} : { prefix: options.prefix };
   const created = !fs.existsSync(root);
+  let lock: WriteLock | undefined;
+  let dirs: TargetDirs | undefined;
   try {
-    fsCall('create', root, () => fs.mkdirSync(root, { recursive: true }));
+    makeDir(root);
+    // one writer per target: two extracts into one directory mixed their trees and both reported success
+    lock = WriteLock.acquire(root, 'extract');
+    dirs = TargetDirs.open(root);
+    // where a member's file is created: through its directory's descriptor (see target-dirs.ts), else by path with
+    // each directory checked first
+    const place = (relative: string, key: string): { file: string; shown: string } => {
+      const target = safeTarget(root, relative, key);
+      if (dirs !== undefined) return dirs.fileFor(relative);
+      ensureDirs(root, path.dirname(target), safeDirs);
+      return { file: target, shown: target };
+    };
     // two keys that differ only in case are two files where the file system keeps them apart, one file where not
     const written = new WrittenPaths(fsCall('write', root, () => probeNameFolding(root)));
     // every path is planned from the index before any file is written: a dataset extract refuses (a path outside
@@ -58,20 +77,33 @@ export async function extractDataset(location: string, dir: string, options: Ext
     try {
       for await (const entry of ds.entries(range)) {
         for (const m of entry.members) {
-          safeTarget(root, memberPath(entry.key, m.ext), entry.key);
+          const target = safeTarget(root, memberPath(entry.key, m.ext), entry.key);
+          if (target === lock.file) throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `refusing to extract ${JSON.stringify(LOCK_FILE)}: extract keeps its lock under that name`, { key: entry.key });
           written.claim(entry.key, m.ext);
         }
       }
     } catch (err) {
+      lock.release();
       if (created) quietly(() => fs.rmdirSync(root));
       throw err;
     }
     for await (const entry of ds.entries(range)) {
+      if (shouldStream(entry)) {
+        // a sample too large to hold: each member goes to its file as it is read (checked, then renamed into place)
+        for (const m of entry.members) {
+          const { file, shown } = place(memberPath(entry.key, m.ext), entry.key);
+          await named(file, shown, () => replaceFileStreamed(file, (write) => streamMember(ds, entry, m, write), { createMode: 0o644 }));
+          result.files++;
+          result.bytes += m.size;
+        }
+        result.samples++;
+        options.onProgress?.({ ...result });
+        continue;
+      }
       const sample = await ds.read(entry);
       for (const [ext, bytes] of Object.entries(sample.members)) {
-        const target = safeTarget(root, memberPath(sample.key, ext), sample.key);
-        ensureDirs(root, path.dirname(target), safeDirs);
-        writeMember(target, bytes);
+        const { file, shown } = place(memberPath(sample.key, ext), sample.key);
+        await named(file, shown, () => writeMember(file, bytes));
         result.files++;
         result.bytes += bytes.length;
       }
@@ -79,6 +111,8 @@ export async function extractDataset(location: string, dir: string, options: Ext
       options.onProgress?.({ ...result });
     }
   } finally {
+    dirs?.close();
+    lock?.release();
     await ds.close();
   }
   return result;
@@ -114,6 +148,18 @@ export function safeTarget(root: string, relative: string, key: string): string 
   const target = path.resolve(root, relative);
   if (!target.startsWith(root + path.sep)) unsafe('lands outside the target directory');
   return target;
+}
+
+/** Runs a write of `file` (maybe a /proc/self/fd path), its errors naming the member's real path `shown`. */
+async function named<T>(file: string, shown: string, write: () => T | Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    if (file === shown || !(err instanceof ShardkitError)) throw err;
+    const dir = path.dirname(file);
+    const message = err.message.split(file).join(shown).split(dir).join(path.dirname(shown));
+    throw new ShardkitError(err.code, message, { file: shown, ...(err.key === undefined ? {} : { key: err.key }), cause: err.cause });
+  }
 }
 
 /** Creates the directories from `root` down to `dir`, refusing any component that is a symlink or not a directory. */

@@ -1,9 +1,9 @@
 /** verify's first step: the manifest, or why there is none (an interrupted pack is finished by --resume, not reindex). */
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
-import { isRemote, redactLocation, resolveLocation } from '../io/location.js';
+import { redactLocation, resolveLocation } from '../io/location.js';
 import { readAll } from '../io/open-source.js';
-import { unfinishedWriteAdvice } from '../pack/journal.js';
+import { noManifestMessage } from '../read/missing-manifest.js';
 import type { Opener } from './verify-dataset.js';
 
 export async function readManifest(location: string, opener: Opener): Promise<Manifest> {
@@ -14,10 +14,7 @@ export async function readManifest(location: string, opener: Opener): Promise<Ma
   } catch (err) {
     if (isShardkitError(err, ErrorCodes.SHARD_MISSING)) {
       // reindex would make an interrupted pack's partial data look finished (and refuses to): --resume finishes it
-      const why =
-        (isRemote(location) ? undefined : unfinishedWriteAdvice(location)) ??
-        `if its shards are intact tar shards, \`shardkit reindex\` rebuilds it; an unfinished pack has none: finish it with --resume`;
-      throw new ShardkitError(ErrorCodes.NOT_A_DATASET, `${redactLocation(location)} is not a shardkit dataset (no ${MANIFEST_FILE}); ${why}`, { file: redactLocation(location), cause: err });
+      throw new ShardkitError(ErrorCodes.NOT_A_DATASET, noManifestMessage(location), { file: redactLocation(location), cause: err });
     }
     throw err;
   }

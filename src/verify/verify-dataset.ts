@@ -9,6 +9,8 @@
  * with its key; damage the index cannot place (a shard's padding or end blocks) is reported against the shard. A
  * shard that cannot be read (EIO, a directory) is a problem of its own, and the shards after it are still checked.
  */
+import { isHttpDeadline } from '../io/http-client.js';
+import { MemberStream, maxGatheredSpanBytes, verifyChunkBytes } from './member-stream.js';
 import { crc32c, crc32cHex } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry } from '../../formats/index-entry.js';
@@ -26,6 +28,7 @@ import { isRemote, redactLocation, resolveLocation } from '../io/location.js';
 import { openByteSource } from '../io/open-source.js';
 import { normalizedName } from '../adopt/member-rules.js';
 import { checkExtraFiles } from './check-files.js';
+import { checkShardIndex } from './check-shard-index.js';
 import { readManifest } from './read-manifest.js';
 import { VerifyCache, type VerifyCacheReport } from './verify-cache.js';
 import type { CacheOptions } from '../cache/shard-cache.js';
@@ -152,6 +155,7 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
       }
     }
     await checkExtraFiles(location, manifest.files, opener, problem);
+    await checkShardIndex(location, manifest, opener, problem);
     // without a usable index, the manifest still says what each shard should be (size and CRC32C)
     shards ??= manifest.shards.map((s) => ({ file: s.file, bytes: s.bytes, samples: s.samples, crc32c: Number.parseInt(s.crc32c, 16), fingerprint: -1 }));
     if (cacheOptions !== undefined) cache = VerifyCache.open(cacheOptions, location, manifest.index.crc32c, shards);
@@ -213,7 +217,7 @@ async function openIndex(location: string, opener: Opener, manifest: Manifest, p
   try {
     source = await openByteSource(resolveLocation(location, name), opener);
   } catch (err) {
-    if (!isShardkitError(err)) throw err;
+    if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
     problem(name, err.code === ErrorCodes.SHARD_MISSING ? `the index file is missing; ${indexRemedy(manifest.layout)}` : err.message);
     return undefined;
   }
@@ -240,7 +244,7 @@ async function openIndex(location: string, opener: Opener, manifest: Manifest, p
     return { source, header, shards };
   } catch (err) {
     await source.close();
-    if (!isShardkitError(err)) throw err;
+    if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
     problem(name, err.message);
     return undefined;
   }
@@ -270,7 +274,7 @@ interface ShardContext {
 async function openShard(ctx: ShardContext): Promise<{ source: ByteSource; size: number } | undefined> {
   const { record } = ctx;
   const unreadable = (err: unknown): undefined => {
-    if (!isShardkitError(err)) throw err;
+    if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
     ctx.changed(record.file);
     ctx.problem(record.file, err.code === ErrorCodes.SHARD_MISSING ? `missing: its ${record.samples} samples cannot be read` : err.message);
     return undefined;
@@ -302,7 +306,7 @@ async function readShard(ctx: ShardContext, source: ByteSource, offset: number, 
   try {
     return await source.read(offset, length);
   } catch (err) {
-    if (!isShardkitError(err)) throw err;
+    if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
     ctx.problem(ctx.record.file, `${err.message}; ${unchecked} not checked`);
     return undefined;
   }
@@ -331,7 +335,7 @@ function checkHead(ctx: ShardContext, head: Uint8Array, size: number): void {
     try {
       checkPackedHeader(head.subarray(0, PACKED_HEADER_BYTES), record.file);
     } catch (err) {
-      if (!isShardkitError(err)) throw err;
+      if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
       ctx.problem(record.file, err.message);
     }
   }
@@ -357,6 +361,11 @@ async function fullShard(ctx: ShardContext, onBytes: (n: number) => void): Promi
     : undefined;
   let next = 0;
   let spanBuf: Uint8Array | undefined;
+  /** A span too long to gather, checked as it streams past (see member-stream.ts). */
+  let streamed: MemberStream | undefined;
+  let streamedEntry: IndexEntry | undefined;
+  const maxGathered = maxGatheredSpanBytes();
+  const chunkBytes = verifyChunkBytes(VERIFY_CHUNK_BYTES);
   let crc = 0;
   let head: Uint8Array = new Uint8Array(0);
   let memberBytes = 0;
@@ -375,7 +384,7 @@ async function fullShard(ctx: ShardContext, onBytes: (n: number) => void): Promi
       try {
         bytes = m.codec === Codec.lz4 ? lz4DecompressMember(stored, m.size, `${record.file} byte ${at}`) : stored;
       } catch (err) {
-        if (!isShardkitError(err)) throw err;
+        if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
         bad(err.message);
         continue;
       }
@@ -404,7 +413,7 @@ async function fullShard(ctx: ShardContext, onBytes: (n: number) => void): Promi
     let pos = 0;
     while (pos < size) {
       const left = expected.length - next;
-      const chunk = await readShard(ctx, source, pos, Math.min(VERIFY_CHUNK_BYTES, size - pos), `the shard from byte ${pos} on (${left} sample${left === 1 ? '' : 's'}) was`);
+      const chunk = await readShard(ctx, source, pos, Math.min(chunkBytes, size - pos), `the shard from byte ${pos} on (${left} sample${left === 1 ? '' : 's'}) was`);
       if (chunk === undefined) {
         ctx.memberBytes = memberBytes;
         return false;
@@ -417,7 +426,7 @@ async function fullShard(ctx: ShardContext, onBytes: (n: number) => void): Promi
         try {
           scanner.push(chunk);
         } catch (err) {
-          if (!isShardkitError(err)) throw err;
+          if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
           scanError = { message: err.message, at: scanner.offset - 512, reported: false };
         }
       }
@@ -427,8 +436,26 @@ async function fullShard(ctx: ShardContext, onBytes: (n: number) => void): Promi
         const off = spans.offset[p] as number;
         const len = spans.span[p] as number;
         if (off >= end && len > 0) break;
-        if (off + len <= end && off >= pos && spanBuf === undefined) {
+        if (off + len <= end && off >= pos && spanBuf === undefined && streamed === undefined) {
           await checkEntry(p, chunk.subarray(off - pos, off - pos + len));
+        } else if (len > maxGathered) {
+          if (streamed === undefined) {
+            streamedEntry = await (pages as PageReader).entry(spans as SpanTable, p);
+            streamed = new MemberStream(streamedEntry, record.file);
+          }
+          const from = Math.max(off, pos);
+          const to = Math.min(off + len, end);
+          streamed.push(chunk.subarray(from - pos, to - pos), from);
+          if (off + len > end) break;
+          // the whole span has been read: every member's tar header has been scanned
+          const entry = streamedEntry as IndexEntry;
+          for (const v of streamed.finish()) {
+            const bad = (what: string): void => ctx.damage({ key: entry.key, shard: record.file, offset: v.at, what: `member "${v.member.ext}": ${what}` });
+            if (scanner !== undefined) checkTarHeader(entry, v.member.ext, v.member.storedSize, v.at, v.member.codec === Codec.lz4, bad);
+            memberBytes += v.member.size;
+            if (v.problem !== undefined) bad(v.problem);
+          }
+          streamed = undefined;
         } else {
           spanBuf ??= new Uint8Array(len);
           const from = Math.max(off, pos);

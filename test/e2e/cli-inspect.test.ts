@@ -44,6 +44,20 @@ describe('info / ls / get', () => {
     expect(JSON.parse(text(['info', empty, '--json']).out)).toMatchObject({ samples: 1, overhead: null });
   });
 
+  it('info and verify count index pages the same way (the header page and the tree pages), and say 1 shard, not 1 shards', async () => {
+    const one = tmpDir();
+    const w = new DatasetWriter({ dir: one, pageSize: 1024 });
+    for (let i = 0; i < 300; i++) w.add({ key: `k${String(i).padStart(4, '0')}`, members: { txt: enc.encode(String(i)) } });
+    await w.finish();
+    const tree = JSON.parse(text(['verify', one, '--json']).out).checked.pages as number;
+    expect(tree).toBeGreaterThan(2);
+    const pages = `${tree + 1} index pages (a header page and ${tree} tree pages)`;
+    expect(text(['info', one]).out).toMatch(new RegExp(`index\\s+[^\\n]*, ${pages.replace(/[()]/g, '\\$&')} of 1024 B, height`));
+    expect(JSON.parse(text(['info', one, '--json']).out).index.pages).toBe(tree + 1);
+    const verified = text(['verify', one]);
+    expect(verified.out).toBe(`ok: ${one}: 300 samples, ${pages}, 1 shard (301 KiB), 300 members, 790 B\n`);
+  });
+
   it('ls lists keys in order; --prefix, --limit, --long and --json', () => {
     const all = text(['ls', dir]).out.trim().split('\n');
     expect(all).toHaveLength(31);

@@ -63,7 +63,7 @@ describe('shardkit derive', () => {
     const kept = path.join(root, 'kept');
     expect(shardkit(['derive', base, '--out', kept, '--pass', 'resize=8x8']).status).toBe(0);
     expect(fs.readFileSync(path.join(kept, 'classes.txt'), 'utf8')).toBe('cat\ndog\n');
-    expect(manifest(kept).files).toEqual(['classes.txt']);
+    expect(manifest(kept).files).toEqual(['classes.txt', 'shardindex.json']);
     expect(manifest(kept).extra).toEqual({ classes: ['cat', 'dog'] });
     // a table with another class list than the source's
     const labels = path.join(root, 'labels.csv');
@@ -79,7 +79,7 @@ describe('shardkit derive', () => {
     fs.writeFileSync(ints, 'path,label\ncat/001.jpg,7\ncat/002.png,-1\n');
     const numbered = path.join(root, 'numbered');
     expect(shardkit(['derive', kept, '--out', numbered, '--pass', `tag=${ints}`]).status).toBe(0);
-    expect([manifest(numbered).files, manifest(numbered).extra, fs.existsSync(path.join(numbered, 'classes.txt'))]).toEqual([[], {}, false]);
+    expect([manifest(numbered).files, manifest(numbered).extra, fs.existsSync(path.join(numbered, 'classes.txt'))]).toEqual([['shardindex.json'], {}, false]);
     expect(shardkit(['get', numbered, 'cat/002', '--ext', 'cls']).stdout).toBe('-1');
   });
 

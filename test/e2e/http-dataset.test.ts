@@ -239,7 +239,8 @@ describe.skipIf(nginxSkipReason !== undefined)('datasets over http (real nginx o
     expect(log.filter((e) => e.status !== 200 && e.status !== 206).map((e) => [e.status, e.uri.split('?')[0]])).toEqual([[403, '/signed/ds/manifest.json']]);
     expect(asked.length).toBe(log.length - 1);
     expect(new Set(asked.map((u) => new URL(u).search))).toEqual(new Set(['']));
-    expect(new Set(log.map((e) => e.uri.split('?')[0]))).toEqual(new Set(['/signed/ds/manifest.json', `/signed/ds/${ds.manifest.index.file}`, ...ds.manifest.shards.map((s) => `/signed/ds/${s.file}`)]));
+    // verify also reads the files the manifest lists (shardindex.json, checked against the manifest)
+    expect(new Set(log.map((e) => e.uri.split('?')[0]))).toEqual(new Set(['/signed/ds/manifest.json', `/signed/ds/${ds.manifest.index.file}`, ...ds.manifest.shards.map((s) => `/signed/ds/${s.file}`), ...ds.manifest.files.map((f) => `/signed/ds/${f}`)]));
   });
 
   it('a signer that fails or returns no URL fails the read with a clear error', async () => {

@@ -1,34 +1,122 @@
 /**
  * `import 'shardkit'` in a training process loads what reading needs, not the image, compression, chart and
  * benchmark libraries: sharp, lz4-napi, @node-rs/crc32, vega and lmdb load on first use (together about 0.4 s of
- * start-up here). The check sees the CommonJS ones (sharp, lz4-napi, @node-rs/crc32, lmdb) in the require cache;
- * vega and vega-lite are ES modules, which no cache lists.
+ * start-up here), and the whole-dataset operations (pack, verify, bench, ...) on their first call. The checks list
+ * what a fresh process loaded, not how long it took: the CommonJS modules in the require cache, and every ES module
+ * through a loader hook (test/helpers/loaded-modules.ts). bench/startup.mjs measures the times.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { transformSync } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { straceAvailable } from '../../src/bench/strace.js';
 import { initialReadThreads } from '../../src/pack/reader-start.js';
 import { CLI, ROOT } from '../helpers/cli.js';
+import { loadedByScript, loadedModules } from '../helpers/loaded-modules.js';
 import { tmpDir } from '../helpers/tmp.js';
+
+/** What `import 'shardkit'` loads: package.json's exports (the bundle cli/bundle.mjs makes in dist/lib). */
+const PACKAGE_ENTRY = path.join(ROOT, (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { exports: { '.': { default: string } } }).exports['.'].default);
+/** tsc's output of src/index.ts: the same modules, one file each, under their own names. */
+const TSC_ENTRY = path.join(ROOT, 'dist', 'src', 'index.js');
+const HEAVY_PACKAGE = /node_modules[\\/](sharp|lz4-napi|@node-rs[\\/]crc32|lmdb|vega|vega-lite|cli-progress)[\\/]/;
+/** A declaration from each module src/on-demand.ts loads on first call (esbuild keeps the names of functions). */
+const ON_DEMAND_MARKERS = [
+  'async function pack(',
+  'async function derive(',
+  'async function mergeParts(',
+  'async function verifyDataset(',
+  'async function extractDataset(',
+  'async function reindexDataset(',
+  'async function adoptTars(',
+  'async function synthDataset(',
+  'async function runBench(',
+  'async function writeReport(',
+  'function renderHtml(',
+];
+/** Built-ins a local read does not need: http(s) loads with the first HTTP client, threads and children with a pack or a bench. */
+const NETWORK_AND_PROCESS_MODULES = ['node:http', 'node:https', 'node:tls', 'node:net', 'node:worker_threads', 'node:child_process'];
 
 describe('import cost', () => {
   it('importing the package (and opening nothing) loads none of the heavy optional libraries', () => {
+    for (const entry of [PACKAGE_ENTRY, TSC_ENTRY]) {
+      const { cjs, urls } = loadedByScript(`await import(${JSON.stringify(entry)});`);
+      expect(cjs.filter((p) => HEAVY_PACKAGE.test(p))).toEqual([]);
+      expect(urls.filter((u) => HEAVY_PACKAGE.test(u))).toEqual([]);
+      // the hook sees packages at all (p-limit is loaded): it is not vacuous
+      expect(urls.filter((u) => u.includes('/node_modules/p-limit/'))).toHaveLength(1);
+    }
+    // nor is the require cache: picomatch is CommonJS, a module of its own in tsc's output (the bundle holds a copy)
+    expect(loadedByScript(`await import(${JSON.stringify(TSC_ENTRY)});`).cjs.filter((p) => p.includes(`${path.sep}picomatch${path.sep}`)).length).toBeGreaterThan(0);
+  });
+
+  it("importing the reader from the package's entry (the bundle) loads no whole-dataset operation, no benchmark, no report and no network module", () => {
+    const script = `const { openDataset } = await import(${JSON.stringify(PACKAGE_ENTRY)}); if (typeof openDataset !== 'function') throw new Error('no openDataset');`;
+    const { urls } = loadedByScript(script);
+    expect(urls[urls.length - 1]).not.toBe(undefined);
+    expect(urls).toContain(pathToFileURL(PACKAGE_ENTRY).href);
+    const files = urls.filter((u) => u.startsWith('file:')).map((u) => fileURLToPath(u));
+    const lib = path.dirname(PACKAGE_ENTRY);
+    expect(files.filter((f) => !f.startsWith(`${lib}${path.sep}`) && !f.includes(`${path.sep}node_modules${path.sep}`))).toEqual([files[0]]);
+    const loadedCode = files.filter((f) => f.startsWith(`${lib}${path.sep}`)).map((f) => fs.readFileSync(f, 'utf8'));
+    const allCode = fs.readdirSync(lib).filter((f) => f.endsWith('.js')).map((f) => fs.readFileSync(path.join(lib, f), 'utf8'));
+    for (const marker of ON_DEMAND_MARKERS) {
+      // each marker is in the bundle (else the check would be vacuous), and in no file the import loaded
+      expect(allCode.some((code) => code.includes(marker)), marker).toBe(true);
+      expect(loadedCode.filter((code) => code.includes(marker)), marker).toEqual([]);
+    }
+    expect(urls.filter((u) => NETWORK_AND_PROCESS_MODULES.includes(u))).toEqual([]);
+  });
+
+  it("importing the reader from tsc's output loads no module of the pack pipeline, the benchmark (but its storage profiles), verify or adopt", () => {
+    const { urls } = loadedByScript(`const { openDataset } = await import(${JSON.stringify(TSC_ENTRY)}); void openDataset;`);
+    const src = urls.filter((u) => u.startsWith('file:')).map((u) => path.relative(path.join(ROOT, 'dist'), fileURLToPath(u)).split(path.sep).join('/'));
+    expect(src).toContain('src/read/dataset.js');
+    const onDemand = src.filter(
+      (p) =>
+        /^src\/(verify|adopt)\//.test(p) ||
+        /^src\/pack\/(pack|derive|merge|source-worker|reader-start|run-passes)\.js$/.test(p) ||
+        (p.startsWith('src/bench/') && !['src/bench/profiles.js', 'src/bench/expect-option.js'].includes(p)),
+    );
+    expect(onDemand).toEqual([]);
+    expect(urls.filter((u) => NETWORK_AND_PROCESS_MODULES.includes(u))).toEqual([]);
+  });
+
+  it("the package's entry (the bundle) runs the on-demand operations: pack (its reader threads included), open, read, verify, bench and its report", () => {
+    const dir = tmpDir();
+    const src = path.join(dir, 'src');
+    fs.mkdirSync(src);
+    for (let i = 0; i < 5; i++) fs.writeFileSync(path.join(src, `f${i}.txt`), `sample ${i}\n`);
     const script = `
-      import { createRequire } from 'node:module';
-      await import(${JSON.stringify(path.join(ROOT, 'dist/src/index.js'))});
-      const cjs = Object.keys(createRequire(import.meta.url).cache);
-      const heavy = cjs.filter((p) => /node_modules[\\\\/](sharp|lz4-napi|@node-rs[\\\\/]crc32|lmdb|vega|vega-lite)[\\\\/]/.test(p));
-      console.log(JSON.stringify({ heavy, cjs: cjs.length }));
+      const sk = await import(${JSON.stringify(PACKAGE_ENTRY)});
+      const out = ${JSON.stringify(path.join(dir, 'ds'))};
+      const packed = await sk.pack({ source: ${JSON.stringify(src)}, out, readThreads: 1 });
+      const ds = await sk.openDataset(out);
+      const first = new TextDecoder().decode(ds.atSync(0).members.txt);
+      await ds.close();
+      const verified = await sk.verifyDataset(out);
+      const report = await sk.runBench({ rawDir: ${JSON.stringify(src)}, dataset: out, epochs: 1, repeat: 1 });
+      const written = await sk.writeReport(${JSON.stringify(path.join(dir, 'report'))}, report);
+      console.log(JSON.stringify({ samples: packed.manifest.totals.samples, readThreads: packed.readThreads, first, damaged: verified.damaged.length, html: written.html }));
     `;
-    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
-    expect(r.status, r.stderr).toBe(0);
-    const { heavy, cjs } = JSON.parse(r.stdout) as { heavy: string[]; cjs: number };
-    expect(heavy).toEqual([]);
-    // the check sees CommonJS modules at all (picomatch, p-limit are loaded): it is not vacuous
-    expect(cjs).toBeGreaterThan(0);
+    const { urls, stdout } = loadedByScript(script);
+    const result = JSON.parse(stdout.split('\n')[0] as string) as { samples: number; readThreads: number; first: string; damaged: number; html: string };
+    expect(result).toMatchObject({ samples: 5, readThreads: 1, first: 'sample 0\n', damaged: 0 });
+    expect(fs.readFileSync(result.html, 'utf8')).toContain('<svg');
+    // one copy of every module: all from the bundle, none from tsc's output
+    expect(urls.filter((u) => u.startsWith(pathToFileURL(path.join(ROOT, 'dist', 'src')).href))).toEqual([]);
+  }, 120_000);
+
+  it('shardkit --help lists every command without loading any of their library operations, nor cli-progress', () => {
+    const { urls, stdout } = loadedModules([CLI, '--help']);
+    for (const command of ['pack', 'verify', 'bench']) expect(stdout).toContain(`  ${command} `);
+    const bin = path.dirname(CLI);
+    const loadedCode = urls.filter((u) => u.startsWith('file:') && fileURLToPath(u).startsWith(`${bin}${path.sep}`)).map((u) => fs.readFileSync(fileURLToPath(u), 'utf8'));
+    expect(loadedCode.length).toBeGreaterThan(1);
+    for (const marker of [...ON_DEMAND_MARKERS, 'function openDataset(']) expect(loadedCode.filter((code) => code.includes(marker)), marker).toEqual([]);
+    expect(urls.filter((u) => u.includes('cli-progress') || HEAVY_PACKAGE.test(u))).toEqual([]);
   });
 
   it('shardkit --version (which loads no command now) prints the version; --help still lists every command', () => {

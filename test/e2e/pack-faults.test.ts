@@ -2,7 +2,7 @@
  * Pack faults: an input deleted during the pack, no space left on the device, permission denied. Each ends in one
  * clear line, exit 1 and no manifest; `--resume` completes once the cause is fixed.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -117,5 +117,81 @@ describe('pack faults', () => {
     } finally {
       fs.rmSync(base, { recursive: true, force: true });
     }
+  });
+
+  it('a pack that failed on an input is not told to --resume as it is: fix it or skip it, --force starts over; a changed option is named', () => {
+    const src = tmpDir();
+    makeTree(src, 40);
+    fs.writeFileSync(path.join(src, 'd2', 'zz-broken.jpg'), 'not a jpeg');
+    const out = path.join(tmpDir(), 'ds');
+    const options = ['--out', out, '--shard', '16KB', '--pass', 'resize=8x8', '--concurrency', '1'];
+    const r = shardkit(['pack', src, ...options]);
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(
+      /^shardkit: SHARDKIT_ERR_INPUT: Cannot decode image member jpg of sample d2\/zz-broken in pass resize: .*; fix or remove d2\/zz-broken\.jpg and run again with --resume, or add --on-error skip to leave such inputs out \(--force starts over\)\n$/,
+    );
+    const info = shardkit(['info', out]);
+    expect(info.status).toBe(1);
+    expect(info.stderr).toMatch(/a pack failed after \d+ samples? in \d+ finished shards? \(SHARDKIT_ERR_INPUT: Cannot decode image member jpg of sample d2\/zz-broken in pass resize\): fix or remove d2\/zz-broken\.jpg/);
+    expect(info.stderr).toContain('`--force` starts over');
+    expect(info.stderr).not.toContain('interrupted');
+    const changed = shardkit(['pack', src, ...options, '--page-size', '8KiB', '--resume']);
+    expect(changed.status).toBe(2);
+    expect(changed.stderr).toBe(
+      `shardkit: SHARDKIT_ERR_INVALID_ARG: --resume needs the options of the interrupted pack in ${out}: --page-size was 4096, now 8192; run again with the same options, or start over with --force\n`,
+    );
+    const skipped = shardkit(['pack', src, ...options, '--resume', '--on-error', 'skip', '--json']);
+    expect(skipped.status, skipped.stderr).toBe(0);
+    expect(JSON.parse(skipped.stdout).skipped).toEqual([expect.objectContaining({ path: 'd2/zz-broken.jpg' })]);
+  });
+
+  it('Ctrl-C of a pack prints one line: what it kept and the command that finishes it', async () => {
+    const src = tmpDir();
+    makeTree(src, 300, 2000);
+    // a pass that waits forever on the last sample while HANG is set: the pack is stopped while it runs, never after
+    const mod = path.join(tmpDir(), 'hang.mjs');
+    fs.writeFileSync(mod, "export default (s) => (process.env.HANG && s.key === 'd2/f0299' ? new Promise(() => setInterval(() => {}, 1000)) : s);\n");
+    const out = path.join(tmpDir(), 'ds');
+    const args = ['pack', src, '--out', out, '--shard', '16KB', '--pass-module', mod, '--force'];
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HANG: '1' } });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const journal = path.join(out, '.shardkit-work', 'journal.jsonl');
+    await new Promise<void>((resolve, reject) => {
+      const timer = setInterval(() => {
+        if (fs.existsSync(journal) && fs.readFileSync(journal, 'utf8').split('\n').length > 30) {
+          clearInterval(timer);
+          child.kill('SIGINT');
+          resolve();
+        }
+      }, 5);
+      child.on('exit', () => {
+        clearInterval(timer);
+        reject(new Error('pack finished before it could be stopped'));
+      });
+    });
+    const signal = await new Promise((r) => child.on('exit', (_code, sig) => r(sig)));
+    expect(signal).toBe('SIGINT');
+    const kept = fs.readFileSync(journal, 'utf8').trim().split('\n').length - 1;
+    const resume = `shardkit pack ${src} --out ${out} --shard 16KB --pass-module ${mod} --resume`;
+    expect(stderr).toMatch(new RegExp(`^shardkit: pack stopped \\(\\d+ samples in ${kept} finished shards kept in ${out}\\); finish it with \`${resume}\`, or start over with --force\\n$`));
+    const finished = shardkit(resume.split(' ').slice(1).concat('--json'));
+    expect(finished.status, finished.stderr).toBe(0);
+    expect(JSON.parse(finished.stdout).resumedSamples).toBeGreaterThan(0);
+    expect(await sampleCount(out)).toBe(300);
+  });
+
+  it('a pass whose promise never settles ends the pack with exit 1 and one line, not exit 0 with nothing done', () => {
+    const src = tmpDir();
+    makeTree(src, 20);
+    const mod = path.join(tmpDir(), 'never.mjs');
+    // nothing keeps the event loop alive: Node ends the process while the pack still waits
+    fs.writeFileSync(mod, "export default (s) => (s.key === 'd1/f0010' ? new Promise(() => {}) : s);\n");
+    const out = path.join(tmpDir(), 'ds');
+    const r = shardkit(['pack', src, '--out', out, '--pass-module', mod]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe('shardkit: the command ended before it finished: something it waited for never settled (a --pass-module that returns a promise it never resolves?)\n');
+    expect(fs.existsSync(path.join(out, 'manifest.json'))).toBe(false);
   });
 });

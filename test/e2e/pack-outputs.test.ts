@@ -37,6 +37,21 @@ describe('pack --out', () => {
     expect(shardkit(['ls', path.join(src, 'out')]).stdout).toBe('a/1\na/2\na/out/x\nb/3\nb/out\n');
   });
 
+  it('a later pack leaves out every dataset inside the source (an earlier output, an interrupted one) and says so', () => {
+    const src = tree(path.join(tmpDir(), 'src'), { ...SOURCE, 'notes/manifest.json': '{"mine": true}' });
+    expect(shardkit(['pack', src, '--out', path.join(src, 'train', 'shards'), '--quiet']).status).toBe(0);
+    // an interrupted write of another dataset: its journal, no manifest
+    tree(path.join(src, 'wip'), { '.shardkit-work/journal.jsonl': '{"type":"begin","options":{}}\n', 'shard-000000.tar': 'x' });
+    const out = path.join(tmpDir(), 'again');
+    const r = shardkit(['pack', src, '--out', out]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/; left out 2 dataset directories \(shardkit output inside the source\): train\/shards, wip\n$/);
+    // a user's own manifest.json is no dataset: packed like any file
+    expect(shardkit(['ls', out]).stdout).toBe('a/1\na/2\nb/3\nnotes/manifest\n');
+    const json = JSON.parse(shardkit(['pack', src, '--out', out, '--force', '--json']).stdout);
+    expect(json).toMatchObject({ samples: 4, datasetDirs: ['train/shards', 'wip'], walk: { skippedDatasets: 2 } });
+  });
+
   it('refuses an output that is the source through a symlink', () => {
     const src = tree(path.join(tmpDir(), 'src'), SOURCE);
     const link = path.join(tmpDir(), 'link');
@@ -106,7 +121,7 @@ describe('merge --out', () => {
     const r = shardkit(['merge', ...parts, '--out', out, '--force']);
     expect(r.status, r.stderr).toBe(0);
     const merged = fs.readdirSync(out).sort();
-    expect(merged).toEqual(['index.skidx', 'manifest.json', 'notes.txt', ...fs.readdirSync(parts[0] as string).filter((f) => f.endsWith('.tar')), ...fs.readdirSync(parts[1] as string).filter((f) => f.endsWith('.tar'))].sort());
+    expect(merged).toEqual(['index.skidx', 'manifest.json', 'notes.txt', 'shardindex.json', ...fs.readdirSync(parts[0] as string).filter((f) => f.endsWith('.tar')), ...fs.readdirSync(parts[1] as string).filter((f) => f.endsWith('.tar'))].sort());
     expect(shardkit(['verify', out]).status).toBe(0);
     // a later reindex without the manifest sees the merged shards alone
     fs.rmSync(path.join(out, 'manifest.json'));

@@ -85,7 +85,7 @@ describe('shardkit pack', () => {
     const m = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
     expect(m.passes.map((p: { name: string }) => p.name)).toEqual(['resize', 'format', 'tag']);
     expect(m.passes[0].params).toMatchObject({ width: 16, height: 16, fit: 'cover' });
-    expect(m.files).toEqual(['classes.txt']);
+    expect(m.files).toEqual(['classes.txt', 'shardindex.json']);
   });
 
   it('normalizes to a float32 .npy tensor and tags from a CSV table', async () => {
@@ -116,7 +116,7 @@ describe('shardkit pack', () => {
     const dir = tmpDir();
     const mod = path.join(dir, 'check.mjs');
     // what `import { ShardkitError } from 'shardkit'` loads in a user's module
-    const pkg = JSON.stringify(path.join(ROOT, 'dist/src/index.js'));
+    const pkg = JSON.stringify(path.join(ROOT, (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { exports: { '.': { default: string } } }).exports['.'].default));
     fs.writeFileSync(mod, `import { ErrorCodes, ShardkitError } from ${pkg};\nexport default (s) => { if (s.key === 'cat/002') throw new ShardkitError(ErrorCodes.INPUT, 'label missing'); return s; };\n`);
     const skipped = path.join(dir, 'skip');
     const r = shardkit(['pack', IMAGES, '--out', skipped, ...GOOD, '--pass-module', mod, '--on-error', 'skip', '--quiet']);
@@ -125,7 +125,7 @@ describe('shardkit pack', () => {
     expect(m.skipped).toEqual([{ path: 'cat/002.png', reason: 'SHARDKIT_ERR_INPUT: label missing' }]);
     const failed = shardkit(['pack', IMAGES, '--out', path.join(dir, 'fail'), ...GOOD, '--pass-module', mod]);
     expect(failed.status).toBe(1);
-    expect(failed.stderr).toBe('shardkit: SHARDKIT_ERR_INPUT: label missing\n');
+    expect(failed.stderr).toBe('shardkit: SHARDKIT_ERR_INPUT: label missing; fix or remove cat/002.png and run again with --resume, or add --on-error skip to leave such inputs out (--force starts over)\n');
   });
 
   it("takes whatever else a pass module throws as that sample's failure, not shardkit's internal error", () => {
@@ -134,7 +134,7 @@ describe('shardkit pack', () => {
     fs.writeFileSync(mod, `export default (s) => { if (s.key === 'cat/002') return s.members.nope.length; return s; };\n`);
     const failed = shardkit(['pack', IMAGES, '--out', path.join(dir, 'fail'), ...GOOD, '--pass-module', mod]);
     expect(failed.status).toBe(1);
-    expect(failed.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INPUT: pass custom:buggy\.mjs failed on sample cat\/002: TypeError: Cannot read properties of undefined \(reading 'length'\)\n$/);
+    expect(failed.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INPUT: pass custom:buggy\.mjs failed on sample cat\/002: TypeError: Cannot read properties of undefined \(reading 'length'\); fix or remove cat\/002\.png and run again with --resume, or add --on-error skip to leave such inputs out \(--force starts over\)\n$/);
     expect(fs.existsSync(path.join(dir, 'fail', 'manifest.json'))).toBe(false);
     const skipped = path.join(dir, 'skip');
     const r = shardkit(['pack', IMAGES, '--out', skipped, ...GOOD, '--pass-module', mod, '--on-error', 'skip', '--quiet']);

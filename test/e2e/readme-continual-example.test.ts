@@ -5,59 +5,15 @@
  * stub reading mixed batches, resumed mid-task.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as shardkit from '../../src/index.js';
+import { ROOT } from '../helpers/cli.js';
+import { fencedBlocks } from '../helpers/markdown.js';
 import { tmpDir } from '../helpers/tmp.js';
 
-/** The README snippet, byte for byte. Keep the two in sync. */
-export const README_CONTINUAL_EXAMPLE = `import { synthDataset, pack, append, tagDirnamePass, updateExemplarBuffer, openRehearsal } from 'shardkit';
-import fs from 'node:fs';
-
-// five tasks of two new classes each, from synthetic ImageNet-style folders
-await synthDataset({ dir: 'raw', samples: 400, classes: 10, sizes: 'tiny', seed: 1 });
-const wnids = fs.readdirSync('raw/train').sort();
-for (let t = 0; t < 5; t++) {
-  for (const wnid of wnids.slice(2 * t, 2 * t + 2)) {
-    fs.mkdirSync(\`task\${t}/train\`, { recursive: true });
-    fs.renameSync(\`raw/train/\${wnid}\`, \`task\${t}/train/\${wnid}\`);
-  }
-}
-
-let buffer; // the exemplar buffer after the previous task
-for (let t = 0; t < 5; t++) {
-  // task t joins one growing dataset; tag=dirname numbers new classes after the old ones
-  if (t === 0) await pack({ source: 'task0', out: 'cl.shards', passes: [tagDirnamePass()] });
-  else await append({ dataset: 'cl.shards', source: \`task\${t}\` });
-
-  if (buffer !== undefined) {
-    // train on task t with exemplars of earlier tasks: 4 of every 16 samples
-    const r = await openRehearsal({ task: { dataset: 'cl.shards', task: t }, exemplars: { dataset: buffer }, ratio: 0.25 });
-    const options = { batchSize: 16, seed: 7, epoch: 0 };
-    const loader = r.loader(options);
-    let checkpoint;
-    const after = [];
-    for await (const batch of loader) {
-      const exemplars = batch.filter((s) => s.source === 1).length; // the training step goes here
-      console.log('task', t, 'batch', exemplars, 'exemplars of', batch.length);
-      if (loader.stats().batches === 2) checkpoint = JSON.stringify(loader.state()); // save it with the model
-      else if (checkpoint !== undefined) after.push(batch.map((s) => s.key).join());
-    }
-    // resumed mid-task (another process, say): the same batches as after the checkpoint
-    let same = 0;
-    for await (const batch of r.loader({ ...options, resumeFrom: JSON.parse(checkpoint) })) {
-      if (batch.map((s) => s.key).join() === after[same]) same++;
-    }
-    console.log('task', t, 'resumed', same, 'of', after.length, 'batches the same');
-    await r.close();
-  }
-
-  // keep at most 40 exemplars, the same number of each class seen so far (iCaRL's rule)
-  const next = \`buffer-\${t}\`;
-  const b = await updateExemplarBuffer({ dataset: 'cl.shards', task: t, previous: buffer, out: next, size: 40, policy: 'class-balanced', seed: 7 });
-  console.log('task', t, 'buffer', b.samples, JSON.stringify(b.manifest.extra.exemplars.perClass));
-  buffer = next;
-}
-`;
+const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+const [README_CONTINUAL_EXAMPLE = ''] = fencedBlocks(README, '## Growing datasets and continual learning', 'js');
 
 const IMPORT_LINES = "import { synthDataset, pack, append, tagDirnamePass, updateExemplarBuffer, openRehearsal } from 'shardkit';\nimport fs from 'node:fs';\n";
 

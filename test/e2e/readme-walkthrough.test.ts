@@ -10,27 +10,22 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI, ROOT } from '../helpers/cli.js';
+import { fencedBlocks } from '../helpers/markdown.js';
 import { tmpDir } from '../helpers/tmp.js';
 
-/** The fenced blocks of `lang` in the section of `markdown` that starts at `heading`, in order. */
-export function fencedBlocks(markdown: string, heading: string, lang: string): string[] {
-  const start = markdown.indexOf(`\n${heading}\n`);
-  if (start < 0) throw new Error(`no section ${heading}`);
-  const next = markdown.indexOf('\n## ', start + heading.length + 2);
-  const section = markdown.slice(start, next < 0 ? undefined : next);
-  const blocks: string[] = [];
-  const fence = new RegExp('^```' + lang + '\\n([\\s\\S]*?)^```$', 'gm');
-  for (const m of section.matchAll(fence)) blocks.push(m[1]!);
-  return blocks;
-}
+/** Debian's interpreter, which sees python3-torch and python3-crc32c (the python3 first on PATH may not). */
+const PYTHON = '/usr/bin/python3';
 
 const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
 
 describe('README walkthrough', () => {
-  it('runs line by line: synth, pack with passes, info, ls, get, verify, the loader, bench; then the library snippet', () => {
+  it('runs line by line: synth, pack with passes, info, ls, get, verify, the loader, bench; then the library and Python snippets', () => {
     const [inspect, measure] = fencedBlocks(README, '## Walkthrough', 'sh');
     const [loader] = fencedBlocks(README, '## Walkthrough', 'js');
     const [library] = fencedBlocks(README, '## The library in brief', 'js');
+    const [install, ...python] = [...fencedBlocks(README, '## Use from Python', 'sh'), ...fencedBlocks(README, '## Use from Python', 'python')];
+    expect(install).toContain('pip install --no-build-isolation ./formats/python');
+    expect(python).toHaveLength(2);
     expect(inspect && measure && loader && library).toBeTruthy();
 
     const dir = tmpDir();
@@ -59,6 +54,8 @@ describe('README walkthrough', () => {
       'SHARDKIT_EOF',
       'node library.mjs',
       'ls notes.shards/manifest.json photos-copy.shards/manifest.json',
+      // the Python snippets, with the package on PYTHONPATH standing in for its pip install
+      ...python.flatMap((code, i) => [`cat > snippet${i}.py <<'SHARDKIT_EOF'`, code.replace(/\n$/, ''), 'SHARDKIT_EOF', `PYTHONPATH=${JSON.stringify(path.join(ROOT, 'formats/python'))} ${PYTHON} snippet${i}.py`]),
       'ls first.jpg report/report.html report/report.md report/report.json photos.shards/manifest.json',
     ].join('\n');
     const r = spawnSync('bash', ['-euo', 'pipefail', '-c', script], {
@@ -70,6 +67,8 @@ describe('README walkthrough', () => {
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toContain('epoch 0: 1000 samples\nepoch 1: 64 samples\nresumed epoch 1: 936 more samples\n');
     expect(r.stdout).toContain('\n1000\ntrain/n01440764/n01440764_0\ntrain/n01440764/n01440764_1\n'); // library.mjs
+    expect(r.stdout).toContain('\n1000 train/n01440764/n01440764_0 100\n'); // Python, random access
+    expect(r.stdout).toContain('\n1 shardkit-loader-state 8\n'); // Python, a DataLoader over two epochs
     expect(r.stdout).toMatch(/^ok: photos-224\.shards: 1000 samples/m); // verify's line
     // get wrote the member's bytes: a JPEG no larger than 224x224
     const work = fs.readdirSync(dir).filter((d) => d.startsWith('tmp.'));

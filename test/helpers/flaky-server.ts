@@ -16,8 +16,9 @@ import path from 'node:path';
  * - `'empty200'`  answer 200 with no body (what nginx answers to a Range request on an empty file);
  * - `'416'`       answer 416 with `Content-Range: bytes *\/8192` (as if the file had 8192 bytes);
  * - `'ok'`        serve normally (to let the first requests through, e.g. a dataset's open, and fault later ones).
+ * - `'trickle'`   send the right headers, then 64 bytes of the body every 50 ms (never idle long, never done soon).
  */
-export type Fault = '503' | 'reset' | 'hang' | 'shortBody' | 'stallBody' | 'empty200' | '416' | 'ok';
+export type Fault = '503' | 'reset' | 'hang' | 'shortBody' | 'stallBody' | 'empty200' | '416' | 'ok' | 'trickle';
 
 export interface FlakyServer {
   url: string;
@@ -94,7 +95,7 @@ async function serveFile(
   root: string,
   req: http.IncomingMessage,
   res: http.ServerResponse,
-  fault: 'shortBody' | 'stallBody' | undefined,
+  fault: 'shortBody' | 'stallBody' | 'trickle' | undefined,
 ): Promise<void> {
   const pathname = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
   const file = path.join(root, path.normalize(pathname));
@@ -124,6 +125,20 @@ async function serveFile(
   res.writeHead(status, headers);
   if (fault === undefined) {
     res.end(req.method === 'HEAD' ? undefined : body);
+    return;
+  }
+  if (fault === 'trickle') {
+    let sent = 0;
+    const timer = setInterval(() => {
+      if (res.destroyed || sent >= body.length) {
+        clearInterval(timer);
+        if (!res.destroyed) res.end();
+        return;
+      }
+      res.write(body.subarray(sent, sent + 64));
+      sent += 64;
+    }, 50);
+    res.on('close', () => clearInterval(timer));
     return;
   }
   res.write(body.subarray(0, Math.floor(body.length / 2)));

@@ -1,11 +1,11 @@
 /** Builds source trees of small files in a temp directory for walk and pack tests. */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { tmpDir } from './tmp.js';
 
-/** A fresh empty temp directory; remove it with {@link removeTree}. */
+/** A fresh empty temp directory, removed when the test file finishes (see tmpDir), or earlier by {@link removeTree}. */
 export async function makeTempDir(prefix = 'shardkit-test-'): Promise<string> {
-  return mkdtemp(join(tmpdir(), prefix));
+  return tmpDir(prefix);
 }
 
 /** Writes `files` (relative path -> content) under `root`, creating directories. */

@@ -12,6 +12,11 @@ export function tmpDir(prefix = 'shardkit-test-'): string {
   return dir;
 }
 
+/** The directories tmpDir made that the test file's afterAll will remove (for the helper's own test). */
+export function pendingTmpDirs(): readonly string[] {
+  return made;
+}
+
 afterAll(() => {
   for (const dir of made.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
 });

@@ -50,14 +50,25 @@ describe('append (property)', () => {
         fc.boolean(),
         async (raw, groupOf, layout, compress, tag) => {
           // a key's files all go to one group: a key in two groups is a duplicate, refused by design
-          const files = raw.map((f, i) => ({ rel: `${f.dir}${f.base}.${f.ext}`, bytes: f.bytes, group: groupOf[i] as number }));
+          // the first file starts the dataset (pack refuses an empty source)
+          const files = raw.map((f, i) => ({ rel: `${f.dir}${f.base}.${f.ext}`, bytes: f.bytes, group: i === 0 ? 0 : (groupOf[i] as number) }));
           const root = tmpDir();
           const passes = () => (tag ? [tagDirnamePass()] : []);
           const all = path.join(root, 'all.shards');
           await pack({ source: write(path.join(root, 'all'), files), out: all, layout, compress, shardBytes: 4096, passes: passes(), readThreads: 0 });
           const grown = path.join(root, 'grown.shards');
           await pack({ source: write(path.join(root, 'g0'), files.filter((f) => f.group === 0)), out: grown, layout, compress, shardBytes: 4096, passes: passes(), readThreads: 0 });
-          for (const g of [1, 2]) await append({ dataset: grown, source: write(path.join(root, `g${g}`), files.filter((f) => f.group === g)), shardBytes: 4096, readThreads: 0 });
+          for (const g of [1, 2]) {
+            const group = files.filter((f) => f.group === g);
+            const source = write(path.join(root, `g${g}`), group);
+            if (group.length > 0) await append({ dataset: grown, source, shardBytes: 4096, readThreads: 0 });
+            else {
+              // an empty source is refused, and the dataset is left as it was, with nothing staged
+              const before = fs.readdirSync(grown).sort();
+              await expect(append({ dataset: grown, source, shardBytes: 4096, readThreads: 0 })).rejects.toMatchObject({ code: 'SHARDKIT_ERR_INPUT' });
+              expect(fs.readdirSync(grown).sort()).toEqual(before);
+            }
+          }
           expect(await samplesOf(grown)).toEqual(await samplesOf(all));
           const report = await verifyDataset(grown);
           expect(report.problems).toEqual([]);

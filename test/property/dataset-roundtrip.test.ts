@@ -12,7 +12,7 @@ import { tmpDir } from '../helpers/tmp.js';
 
 const segment = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }).filter((s) => !/[/\\.\0]/.test(s));
 const keyArb = fc.array(segment, { minLength: 1, maxLength: 3 }).map((parts) => parts.join('/'));
-const extArb = fc.oneof(fc.constantFrom('jpg', 'cls', 'seg.png', 'json', '0', 'txt', '__proto__'), fc.string({ minLength: 1, maxLength: 8 }).filter((s) => !/[/\0]/.test(s)));
+const extArb = fc.oneof(fc.constantFrom('jpg', 'cls', 'seg.png', 'json', '0', 'txt', '__proto__'), fc.string({ minLength: 1, maxLength: 8 }).filter((s) => !/[/\\\0]/.test(s)));
 const contentArb = fc.oneof(fc.uint8Array({ maxLength: 700 }), fc.constantFrom(new Uint8Array(3000).fill(7), new TextEncoder().encode('ab'.repeat(900))));
 const sampleArb = fc.record({ key: keyArb, members: fc.dictionary(extArb, contentArb, { minKeys: 1, maxKeys: 3 }) });
 

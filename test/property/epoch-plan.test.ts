@@ -167,6 +167,59 @@ describe('resume', () => {
     );
   });
 
+  it('same world size, any cuts: each rank resumed from its own state yields exactly its remaining samples', () => {
+    fc.assert(
+      fc.property(
+        baseArb,
+        worldArb,
+        partitionArb,
+        fc.integer({ min: 1, max: 9 }),
+        fc.boolean(),
+        fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 7, maxLength: 7 }),
+        (base, w, partition, batchSize, dropLast, cuts) => {
+          const extra = { partition, batchSize, dropLast };
+          const plans = plansFor(base, w, extra);
+          const states = plans.map((plan, r) => {
+            const k = Math.floor((cuts[r] as number) * (plan.length + 1)) % (plan.length + 1);
+            return { k, state: roundTrip(plan.state(k)) };
+          });
+          const resumed = states.map(({ state }, rank) => planEpoch({ ...base, ...extra, rank, worldSize: w, resumeFrom: state }));
+          resumed.forEach((plan, r) => {
+            const { k } = states[r]!;
+            expect([...plan.samples()]).toEqual([...plans[r]!.samples(k)]);
+            expect(plan.length).toBe(plans[r]!.length - k);
+            expect(plan.batches).toBe(Math.ceil(plan.length / batchSize));
+            expect(plan.offset).toBe(k);
+          });
+          // States saved after a per-rank resume still merge with the others' (and with those never resumed):
+          // the merge equals the one of the uninterrupted plans at the same counts.
+          const later = resumed.map((plan, r) => {
+            const j = Math.floor(((cuts[(r + 3) % 7] as number) * (plan.length + 1))) % (plan.length + 1);
+            return { total: states[r]!.k + j, state: plan.state(j) };
+          });
+          expect(mergeRankStates(later.map((l) => l.state))).toEqual(
+            mergeRankStates(plans.map((plan, r) => plan.state(later[r]!.total))),
+          );
+        },
+      ),
+    );
+  });
+
+  it('a rank state given to another rank or another world size is refused, naming the merge', () => {
+    fc.assert(
+      fc.property(baseArb, fc.integer({ min: 2, max: 7 }), fc.nat(), fc.nat(), (base, w, r1, r2) => {
+        const rank = r1 % w;
+        const state = planEpoch({ ...base, rank, worldSize: w }).state(0);
+        const other = (rank + 1 + (r2 % (w - 1))) % w;
+        for (const target of [{ rank: other, worldSize: w }, { rank: rank % (w - 1), worldSize: w - 1 }, { rank, worldSize: w + 1 }]) {
+          expect(() => planEpoch({ ...base, ...target, resumeFrom: state })).toThrow(
+            expect.objectContaining({ code: 'SHARDKIT_ERR_BAD_STATE', message: expect.stringContaining('merge the states of all') }),
+          );
+        }
+      }),
+    );
+  });
+
   it('keeps the state small: its size does not grow with N at step boundaries', () => {
     const sizes = (n: number) => [n, n, n, n];
     const stateBytes = (n: number) => {
@@ -232,6 +285,9 @@ describe('validation', () => {
       ['unsorted skip', () => planEpoch({ ...base, resumeFrom: { ...merged, skip: [9, 8] } })],
       ['skip below cursor', () => planEpoch({ ...base, resumeFrom: { ...merged, skip: [merged.consumed - 1] } })],
       ['rank state of W=3', () => planEpoch({ ...base, resumeFrom: states[0]! })],
+      ['rank 0 state on rank 1', () => planEpoch({ ...base, rank: 1, worldSize: 3, resumeFrom: states[0]! })],
+      ['own state, other batching', () => planEpoch({ ...base, rank: 0, worldSize: 3, batchSize: 3, dropLast: true, resumeFrom: states[0]! })],
+      ['own state, length over the deal', () => planEpoch({ ...base, rank: 0, worldSize: 3, resumeFrom: { ...states[0]!, length: 99, yielded: 9 } })],
       ['missing rank', () => mergeRankStates(states.slice(0, 2))],
       ['duplicate rank', () => mergeRankStates([states[0]!, states[0]!, states[2]!])],
       ['mixed plans', () => mergeRankStates([states[0]!, states[1]!, plansFor({ ...base, seed: 9 }, 3)[2]!.state(2)])],

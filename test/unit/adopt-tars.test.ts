@@ -203,7 +203,7 @@ with tarfile.open(sys.argv[1], 'w', format=tarfile.PAX_FORMAT) as t:
     const bytes = tars.map((t) => fs.readFileSync(t));
     const r = await adoptTars(tars, { out: dir });
     expect(r.shards.map((x) => x.how)).toEqual(['in-place', 'in-place']);
-    expect(fs.readdirSync(dir).sort()).toEqual(['index.skidx', 'manifest.json', 's-0.tar', 's-1.tar']);
+    expect(fs.readdirSync(dir).sort()).toEqual(['index.skidx', 'manifest.json', 's-0.tar', 's-1.tar', 'shardindex.json']);
     // a third tar added: --force replaces the index and manifest, the tars stay as they were
     const third = path.join(dir, 's-2.tar');
     await tarStreamTar(third, [{ name: 'c/3.txt', body: Buffer.from('three') }]);

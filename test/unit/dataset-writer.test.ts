@@ -283,7 +283,13 @@ describe('DatasetWriter', () => {
     const w = new DatasetWriter({ dir, pageSize: 1024 });
     w.add(sample(1));
     const many = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`m${i}`, enc.encode('x')]));
-    expect(() => w.add({ key: 'k/00002', members: many })).toThrow(expect.objectContaining({ code: ErrorCodes.TOO_LARGE }));
+    expect(() => w.add({ key: 'k/00002', members: many })).toThrow(
+      expect.objectContaining({
+        code: ErrorCodes.TOO_LARGE,
+        // names the option as the command line and the library spell it
+        message: expect.stringMatching(/^sample "k\/00002" with 200 members needs \d+ index bytes; 1024-byte pages hold \d+ \(use larger pages: `--page-size` on the command line, `pageSize` in the library\)$/),
+      }),
+    );
     w.add(sample(3));
     await w.finish();
     const ds = await openDataset(dir);
@@ -341,7 +347,7 @@ describe('DatasetWriter', () => {
     }
     w.addFile('shard-notes.tar', enc.encode('fine\n'));
     const m = await w.finish();
-    expect(m.files).toEqual(['shard-notes.tar']);
+    expect(m.files).toEqual(['shard-notes.tar', 'shardindex.json']);
     expect(m.shards.length).toBeGreaterThan(1);
     for (const s of m.shards) expect(fs.statSync(path.join(dir, s.file)).size).toBe(s.bytes);
   });
@@ -365,7 +371,9 @@ describe('DatasetWriter', () => {
     const w = new DatasetWriter({ dir, shardBytes: 4096, sourceDigest: 'source-index-digest' });
     for (let i = 0; i < 6; i++) w.add(sample(i, 3000));
     w.abort();
-    await expect(openDataset(dir)).rejects.toMatchObject({ message: expect.stringMatching(/an interrupted derive left 5 samples in 5 finished shards: finish it with `shardkit derive --resume`/) });
+    await expect(openDataset(dir)).rejects.toMatchObject({
+      message: expect.stringContaining(`an interrupted derive left 5 samples in 5 finished shards: finish it with \`shardkit derive <dataset> --out ${dir} --resume\``),
+    });
   });
 
   it('resumes after the last finished shard with byte-identical output', async () => {
@@ -381,7 +389,7 @@ describe('DatasetWriter', () => {
     expect(finished.length).toBeGreaterThan(1);
     await expect(openDataset(dir)).rejects.toMatchObject({
       code: ErrorCodes.NOT_A_DATASET,
-      message: expect.stringMatching(new RegExp(`an interrupted pack left (\\d+) samples in ${finished.length} finished shards: finish it with \`shardkit pack --resume\``)),
+      message: expect.stringMatching(new RegExp(`an interrupted pack left (\\d+) samples in ${finished.length} finished shards: finish it with \`shardkit pack <src> --out ${dir} --resume\``)),
     });
     expect(() => new DatasetWriter({ dir, shardBytes: 64 * 1024 })).toThrow(expect.objectContaining({ code: ErrorCodes.OUTPUT_EXISTS }));
     const r = new DatasetWriter({ dir, shardBytes: 64 * 1024, resume: true });

@@ -16,9 +16,9 @@ const shardLine = (i: number): JournalShard => ({
   members: 3,
 });
 
-const realWrite = fs.writeFileSync;
+const realWrite = fs.writeSync;
 afterEach(() => {
-  fs.writeFileSync = realWrite;
+  fs.writeSync = realWrite;
 });
 
 describe('JournalWriter', () => {
@@ -32,13 +32,13 @@ describe('JournalWriter', () => {
     journal.append(shardLine(1));
     const before = readJournal(out);
     expect(before?.shards.length).toBe(2);
-    // the process dies after writing half of the new text: what a SIGKILL during writeFileSync leaves
-    fs.writeFileSync = ((file: fs.PathOrFileDescriptor, data: string | NodeJS.ArrayBufferView) => {
-      realWrite(file, String(data).slice(0, 20));
+    // the write fails after half of the new text (the rewrite goes to a temporary renamed over the journal)
+    fs.writeSync = ((fd: number, data: NodeJS.ArrayBufferView) => {
+      realWrite(fd, (data as Uint8Array).subarray(0, 20));
       throw new Error('killed');
-    }) as typeof fs.writeFileSync;
+    }) as typeof fs.writeSync;
     expect(() => journal.rewrite({ options, shards: [shardLine(0)] })).toThrow();
-    fs.writeFileSync = realWrite;
+    fs.writeSync = realWrite;
     expect(readJournal(out)).toEqual(before);
     journal.rewrite({ options, shards: [shardLine(0)] });
     expect(readJournal(out)).toEqual({ options, shards: [shardLine(0)] });

@@ -168,6 +168,28 @@ describe('Dataset.loader', () => {
     await ds.close();
   });
 
+  it('each rank resumes from its own state on the same world size; another rank or world size is told to merge', async () => {
+    const ds = await dataset(200);
+    const options = { batchSize: 4, shuffle: 'full' as const, seed: 5, worldSize: 3 };
+    const whole = await Promise.all([0, 1, 2].map(async (rank) => (await collect(ds.loader({ ...options, rank }))).flat().map((s) => s.key)));
+    for (const rank of [0, 1, 2]) {
+      const first = ds.loader({ ...options, rank });
+      for (let b = 0; b < 2 + rank; b++) await first.next();
+      const state = JSON.parse(JSON.stringify(first.state())) as ReturnType<typeof first.state>;
+      await first.close();
+      const resumed = ds.loader({ ...options, rank, resumeFrom: state });
+      expect((await collect(resumed)).flat().map((s) => s.key)).toEqual(whole[rank]!.slice((2 + rank) * 4));
+      expect(() => ds.loader({ ...options, rank: (rank + 1) % 3, resumeFrom: state })).toThrow(
+        expect.objectContaining({ code: ErrorCodes.BAD_STATE, message: expect.stringContaining('mergeLoaderStates()') }),
+      );
+      expect(() => ds.loader({ ...options, rank: 0, worldSize: 2, resumeFrom: state })).toThrow(
+        `resumeFrom is the state of rank ${rank} of 3, but this loader is rank 0 of 2: to change the world size, ` +
+          'merge the states of all 3 ranks with mergeLoaderStates() and resume every rank from the result',
+      );
+    }
+    await ds.close();
+  });
+
   it('prefetch stays bounded in bytes (one batch beyond the bound at most)', async () => {
     const ds = await dataset(1000);
     const prefetch = 20_000;

@@ -386,11 +386,14 @@ describe('tag=FILE', () => {
     if (out === 'skip') throw new Error('skip');
     expect(text(out.members.cls)).toBe('0');
     expect(tag.stats?.()).toMatchObject({ tagged: 1, untagged: 0 });
-    // a key two rows share names no row
+    // two rows of one key with two labels: the table is refused (issue 26); with one label, either row is the row
     await writeFile(join(tmp, 'twice.csv'), 'path,label\ncat/001.jpg,cat\ncat/001.png,dog\n');
-    const twice = parsePassSpec('tag=twice.csv', { cwd: tmp });
-    expect(await twice.run(webp, { paths: { webp: 'cat/001.webp' } })).toBe(webp);
-    expect(twice.stats?.()).toMatchObject({ tagged: 0, untagged: 1 });
+    expect(() => parsePassSpec('tag=twice.csv', { cwd: tmp })).toThrow(/give sample "cat\/001" two different rows/);
+    await writeFile(join(tmp, 'agree.csv'), 'path,label\ncat/001.jpg,cat\ncat/001.png,cat\ndog/001.png,dog\n');
+    const agree = parsePassSpec('tag=agree.csv', { cwd: tmp });
+    const tagged = await agree.run(webp, { paths: { webp: 'cat/001.webp' } });
+    if (tagged === 'skip') throw new Error('skip');
+    expect(text(tagged.members.cls)).toBe('0');
   });
 
   it('matches by source path after a format pass renamed the member', async () => {

@@ -210,11 +210,11 @@ describe('reindexDataset', () => {
     // nothing written: no manifest for partial data, the journal still there for --resume
     expect(fs.readdirSync(dir).sort()).toEqual(before);
     const verified = verifyDataset(dir);
-    await expect(verified).rejects.toMatchObject({ code: ErrorCodes.NOT_A_DATASET, message: expect.stringContaining('finish it with `shardkit pack --resume`') });
+    await expect(verified).rejects.toMatchObject({ code: ErrorCodes.NOT_A_DATASET, message: expect.stringContaining(`finish it with \`shardkit pack <src> --out ${dir} --resume\``) });
     await expect(verified).rejects.not.toMatchObject({ message: expect.stringContaining('reindex') });
     // once the work directory is removed on purpose, what the pack wrote can be indexed
     fs.rmSync(path.join(dir, '.shardkit-work'), { recursive: true });
-    await expect(verifyDataset(dir)).rejects.toMatchObject({ message: expect.stringContaining('`shardkit reindex` rebuilds it') });
+    await expect(verifyDataset(dir)).rejects.toMatchObject({ message: expect.stringContaining(`if they are intact tar shards, \`shardkit reindex ${dir}\` rebuilds the index and manifest`) });
     const r = await reindexDataset(dir);
     expect(r.manifest.totals.samples).toBeGreaterThan(0);
   });

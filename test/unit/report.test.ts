@@ -5,7 +5,7 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { benchSummary } from '../../cli/commands/bench.js';
-import { chartSpecs, renderSvg } from '../../src/bench/charts.js';
+import { CHART_LAYOUTS, chartSpecs, renderSvg } from '../../src/bench/charts.js';
 import { projectEpoch } from '../../src/bench/profiles.js';
 import { renderHtml } from '../../src/bench/render-html.js';
 import { renderMarkdown } from '../../src/bench/render-md.js';
@@ -309,7 +309,8 @@ describe('renderers', () => {
   it('report.html holds one inline <svg> per chart and loads nothing from anywhere', async () => {
     const html = await renderHtml(report);
     const charts = chartSpecs(report);
-    expect((html.match(/<svg\b/g) ?? []).length).toBe(charts.length);
+    // each chart in both layouts; the style shows the one that fits the page
+    expect((html.match(/<svg\b/g) ?? []).length).toBe(charts.length * CHART_LAYOUTS.length);
     for (const c of charts) expect(html).toContain(`id="chart-${c.id}"`);
     expect(html).not.toMatch(/<script\b/i);
     expect(html).not.toMatch(/<link\b/i);

@@ -7,6 +7,7 @@ import { crc32cHex } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
+import { encodeShardIndex, SHARD_INDEX_FILE } from '../../formats/shard-index.js';
 import { FileSource } from '../../src/io/file-source.js';
 import { DatasetWriter, INDEX_FILE } from '../../src/pack/dataset-writer.js';
 import { writeIndexFile } from '../../src/pack/index-file.js';
@@ -63,6 +64,8 @@ async function rewriteIndex(dir: string, edit: (entries: IndexEntry[], shards: S
   editManifest(dir, (m) => {
     m.index = { ...m.index, bytes: w.bytes, crc32c: crc32cHex(w.headerCrc) };
     m.shards = shards.map((s) => ({ file: s.file, bytes: s.bytes, samples: s.samples, crc32c: crc32cHex(s.crc32c) }));
+    // and the wids shard list, which says what the manifest says
+    if (m.files.includes(SHARD_INDEX_FILE)) fs.writeFileSync(path.join(dir, SHARD_INDEX_FILE), encodeShardIndex(m.index.crc32c, m.shards));
   });
 }
 

@@ -1,0 +1,176 @@
+"""Lookups over the B+-tree index (formats/btree-reader.ts, SPEC "Invariants" and "Reading one sample").
+
+Every descent checks page bounds, levels and subtree counts against the parent, and the leaf chain is checked
+link by link (higher page numbers, key order), so a damaged or hostile index ends in CORRUPT_INDEX: never a loop,
+a read outside the file or a wrong answer from a consistent-looking path.
+"""
+import operator
+from bisect import bisect_left, bisect_right
+from collections import OrderedDict
+from typing import Callable, Iterator, Optional, Tuple
+
+from .errors import CORRUPT_INDEX, INVALID_ARG, OUT_OF_RANGE, ShardkitError, ShardkitIndexError
+from .index_layout import IndexHeader, index_remedy
+from .index_page import LeafPage, decode_page
+
+DEFAULT_PAGE_CACHE_BYTES = 64 << 20
+
+
+class BTree:
+    """The index's pages through a bounded LRU of decoded pages; ``read_page(page_no)`` returns the page's bytes."""
+
+    def __init__(self, header: IndexHeader, file: str, read_page: Callable[[int], bytes],
+                 cache_bytes: int = DEFAULT_PAGE_CACHE_BYTES):
+        self.header = header
+        self.file = file
+        self.read_page = read_page
+        self.capacity = max(16, cache_bytes // header.page_size)
+        self.cache: 'OrderedDict[int, object]' = OrderedDict()
+        self._last: Optional[Tuple[LeafPage, int]] = None
+
+    def _corrupt(self, page_no: int, why: str):
+        raise ShardkitError(CORRUPT_INDEX, f'{self.file}: page {page_no} {why}; {index_remedy(self.header.layout)}',
+                            file=self.file)
+
+    def page(self, page_no: int):
+        cache = self.cache
+        page = cache.get(page_no)
+        if page is not None:
+            try:
+                cache.move_to_end(page_no)
+            except KeyError:  # another thread evicted it just now
+                pass
+            return page
+        page = decode_page(self.read_page(page_no), page_no, self.file, self.header.layout)
+        cache[page_no] = page
+        if len(cache) > self.capacity:
+            cache.popitem(last=False)
+        return page
+
+    def _descend(self, page_no: int, level: int, count: int):
+        """The page a parent promised: inside the index, of the right type and level, holding ``count`` samples."""
+        if page_no < 1 or page_no >= self.header.page_count:
+            self._corrupt(page_no, 'is outside the index')
+        page = self.page(page_no)
+        if level == 0:
+            if not page.is_leaf:
+                self._corrupt(page_no, 'should be a leaf')
+            if len(page.keys) != count:
+                self._corrupt(page_no, f'holds {len(page.keys)} samples, its parent says {count}')
+        else:
+            if page.is_leaf or page.level != level:
+                self._corrupt(page_no, f'should be a branch at level {level}')
+            if page.starts[-1] != count:
+                self._corrupt(page_no, f'holds {page.starts[-1]} samples, its parent says {count}')
+        return page
+
+    def leaf_for_key(self, key: str) -> Optional[Tuple[LeafPage, int]]:
+        """The leaf that would hold ``key`` and the position of its first sample (None when the index is empty)."""
+        h = self.header
+        if h.entry_count == 0:
+            return None
+        page_no, level, base, count = h.root_page, h.height - 1, 0, h.entry_count
+        while True:
+            page = self._descend(page_no, level, count)
+            if page.is_leaf:
+                return page, base
+            i = bisect_right(page.keys, key) - 1
+            if i < 0:
+                i = 0
+            starts = page.starts
+            page_no, level, base, count = page.children[i], level - 1, base + starts[i], starts[i + 1] - starts[i]
+
+    def find(self, key: str) -> Optional[Tuple[LeafPage, int, int]]:
+        """(leaf, slot, position) of ``key``, or None."""
+        hit = self.leaf_for_key(key)
+        if hit is None:
+            return None
+        leaf, base = hit
+        slots = leaf.key_slots
+        if slots is None:
+            slots = leaf.key_slots = {k: i for i, k in enumerate(leaf.keys)}
+        slot = slots.get(key)
+        return None if slot is None else (leaf, slot, base + slot)
+
+    def lower_bound(self, key: str) -> int:
+        """Position of the first key >= ``key`` (entry_count when none)."""
+        hit = self.leaf_for_key(key)
+        if hit is None:
+            return 0
+        leaf, base = hit
+        return base + bisect_left(leaf.keys, key)
+
+    def leaf_at(self, position) -> Tuple[LeafPage, int]:
+        """The leaf holding ``position`` (0 <= position < entry_count) and its first sample's position."""
+        last = self._last
+        if last is not None:  # neighbouring positions (sequential, block-shuffled reads) skip the descent
+            slot = position - last[1]
+            if 0 <= slot < len(last[0].keys) and type(position) is int:
+                return last
+        if type(position) is not int:
+            try:
+                if isinstance(position, bool):
+                    raise TypeError
+                position = operator.index(position)  # numpy's integers, a one-element tensor
+            except TypeError:
+                raise ShardkitError(INVALID_ARG, f'Expected an integer for position but received {position!r}') from None
+        h = self.header
+        if position < 0 or position >= h.entry_count:
+            raise ShardkitIndexError(OUT_OF_RANGE, f'position {position} is outside [0, {h.entry_count})',
+                                     file=self.file)
+        page_no, level, base, count = h.root_page, h.height - 1, 0, h.entry_count
+        cache = self.cache
+        page_count = h.page_count
+        while True:
+            # the checks of _descend, inline: this loop runs for every random read
+            page = cache.get(page_no) if 0 < page_no < page_count else None
+            if page is None or page.is_leaf != (level == 0) or (level and page.level != level):
+                page = self._descend(page_no, level, count)
+            elif (len(page.keys) if level == 0 else page.starts[-1]) != count:
+                page = self._descend(page_no, level, count)  # raises with the message
+            if level == 0:
+                self._last = (page, base)
+                return self._last
+            starts = page.starts
+            i = bisect_right(starts, position - base, 0, len(starts) - 1) - 1
+            page_no, level, base, count = page.children[i], level - 1, base + starts[i], starts[i + 1] - starts[i]
+
+    def next_leaf(self, leaf: LeafPage) -> LeafPage:
+        """The leaf after ``leaf`` along the links: a higher page, a leaf, first key after ``leaf``'s last."""
+        def bad(why):
+            raise ShardkitError(CORRUPT_INDEX, f'{self.file}: leaf {leaf.page_no} {why}; '
+                                f'{index_remedy(self.header.layout)}', file=self.file)
+        if leaf.next == 0 or leaf.next >= self.header.page_count:
+            bad(f'links to page {leaf.next}')
+        nxt = self.page(leaf.next)
+        if not nxt.is_leaf:
+            bad(f'links to page {leaf.next}, which is not a leaf')
+        if nxt.keys[0] <= leaf.keys[-1]:
+            bad('links to a leaf out of key order')
+        return nxt
+
+    def scan(self, lo: int, hi: int) -> Iterator[Tuple[LeafPage, int]]:
+        """(leaf, slot) for positions lo..hi-1 in order: one descent, then along the leaf chain."""
+        if lo >= hi:
+            return
+        leaf, base = self.leaf_at(lo)
+        slot = lo - base
+        while True:
+            stop = min(len(leaf.keys), hi - base)
+            for i in range(slot, stop):
+                yield leaf, i
+            base += len(leaf.keys)
+            if base >= hi:
+                return
+            leaf = self.next_leaf(leaf)
+            slot = 0
+
+    def scan_reverse(self, lo: int, hi: int) -> Iterator[Tuple[LeafPage, int]]:
+        """(leaf, slot) for positions hi-1 down to lo: one descent per leaf (leaves link forward only)."""
+        pos = hi - 1
+        while pos >= lo:
+            leaf, base = self.leaf_at(pos)
+            stop = max(0, lo - base)
+            for i in range(pos - base, stop - 1, -1):
+                yield leaf, i
+            pos = base + stop - 1
