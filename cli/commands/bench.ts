@@ -6,7 +6,7 @@ import { epochsReadFromStorage } from '../../src/bench/report-build.js';
 import { formatSpread, ratioSpread } from '../../src/bench/report-spread.js';
 import { runBench, writeReport } from '../../src/on-demand.js';
 import { expectLocalPath } from '../../src/io/location.js';
-import { parseChoice, parseCount } from '../args.js';
+import { CACHE_DIR_FLAGS, CACHE_SIZE_FLAGS, cacheOption, parseChoice, parseCount } from '../args.js';
 import { count, humanBytes, table } from '../format.js';
 import { progressBar } from '../progress.js';
 import { printJson, runAction } from '../run-action.js';
@@ -28,6 +28,20 @@ interface BenchFlags {
   out?: string;
   json?: boolean;
   quiet?: boolean;
+  remote?: string;
+  cacheDir?: string;
+  cacheSize?: string;
+  cachePolicy: string;
+}
+
+/** runBench's `remote` and `shardCache` from --remote, --cache-dir, --cache-size and --cache-policy. */
+function remoteOptions(flags: BenchFlags): { remote?: string; shardCache?: { dir: string; maxBytes: number; policy: 'clairvoyant' | 'lru' } } {
+  const policy = parseChoice(flags.cachePolicy, '--cache-policy', ['clairvoyant', 'lru'] as const);
+  const { cache } = cacheOption(flags.cacheDir, flags.cacheSize);
+  return {
+    ...(flags.remote === undefined ? {} : { remote: flags.remote }),
+    ...(cache === undefined ? {} : { shardCache: { dir: cache.dir, maxBytes: cache.maxBytes, policy } }),
+  };
 }
 
 function throttleOption(flags: BenchFlags): { throttle?: { readIops: number; readBps?: number } } {
@@ -84,8 +98,19 @@ export function benchSummary(report: BenchReport): string {
     `shards vs raw: ${c.speedup === null ? 'n/a' : c.speedup >= 1 ? `epochs ${fixed(c.speedup)}x faster (${spread})` : `epochs ${fixed(1 / c.speedup)}x SLOWER (raw/shards time ratio ${spread})`}, ${fixed(c.syscallsPerSampleRatio, 3)}x the syscalls per sample in a process's first epoch${c.steadyStateSyscallsPerSampleRatio === null ? '' : ` (${fixed(c.steadyStateSyscallsPerSampleRatio, 3)}x in later epochs)`}, break-even after ${d.packSeconds === null ? 'unknown (no usable pack time: see the report\'s notes)' : c.breakEvenEpochs === null ? 'never (shards not faster here)' : `${fixed(c.breakEvenEpochs)} epochs (pack took ${fixed(d.packSeconds)} s)`}`,
   ];
   if (c.lmdbVsShards !== undefined) lines.push(`lmdb epoch / shards epoch: ${fixed(c.lmdbVsShards)}`);
-  lines.push(...throttledSummary(report));
+  lines.push(...throttledSummary(report), ...remoteSummary(report));
   return `${lines.join('\n')}\n`;
+}
+
+/** The remote section in one line: bytes from the source per epoch against the dataset, first in process / later. */
+function remoteSummary(report: BenchReport): string[] {
+  const r = report.remote;
+  if (r === undefined) return [];
+  const x = (e: { bytes: number }): string => (r.datasetBytes === 0 ? 'n/a' : `${(e.bytes / r.datasetBytes).toFixed(2)}x`);
+  const first = r.epochs.filter((e) => e.firstInProcess).map(x);
+  const later = r.epochs.filter((e) => !e.firstInProcess).map(x);
+  const cache = r.cache === null ? 'no cache' : `a ${humanBytes(r.cache.maxBytes)} ${r.cache.policy} cache, empty in each process`;
+  return [`shard side from ${r.source} (${cache}): bytes from the source per epoch, x the dataset: first in process ${first.join(', ') || 'n/a'}${later.length > 0 ? `; later ${later.join(', ')}` : ''}`];
 }
 
 /** The throttled section in a few lines, labelled as such (or why it did not run). */
@@ -119,6 +144,10 @@ export function registerBench(program: Command): void {
     .option('--profile <file>', 'JSON file of storage profiles for the projections')
     .option('--throttle-iops <n>', 'also measure, cold cache, with reads of the data\'s disk limited to N IOPS (root, cgroup blkio/io)')
     .option('--throttle-mbps <m>', 'with --throttle-iops: also limit read bandwidth to M MB/s')
+    .option('--remote <url>', 'the shard side reads the dataset from this http(s) URL (the same dataset: same index); the raw side still reads <raw-dir>')
+    .option(CACHE_DIR_FLAGS, 'the shard side reads through a node-local shard cache here; each shard-side process starts with an empty one (a fresh subdirectory, removed after it)')
+    .option(CACHE_SIZE_FLAGS, 'most bytes the shard cache holds (e.g. 512MiB); required with --cache-dir')
+    .option('--cache-policy <p>', 'clairvoyant (prefetch, evict by the plan: Belady\'s MIN) | lru (for comparison)', 'clairvoyant')
     .option('--no-strace', 'skip the strace cross-check')
     .option('--out <dir>', 'report directory (default ./shardkit-bench-<time>)')
     .option('--json', 'print report.json on stdout')
@@ -142,6 +171,7 @@ export function registerBench(program: Command): void {
           ...(flags.profile === undefined ? {} : { profileFile: flags.profile }),
           strace: flags.strace ? ('auto' as const) : false,
           ...throttleOption(flags),
+          ...remoteOptions(flags),
           command: ['shardkit', ...process.argv.slice(2)],
         };
         const bar = progressBar(!flags.json && !flags.quiet, 'samples');

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { verifyDataset } from '../../src/on-demand.js';
 import type { VerifyProgress } from '../../src/verify/verify-dataset.js';
 import { count, humanBytes, indexPages } from '../format.js';
-import { HEADER_FLAGS, HEADER_HELP, TIMEOUT_FLAGS, TIMEOUT_HELP, collect, httpOption } from '../args.js';
+import { HEADER_FLAGS, HEADER_HELP, TIMEOUT_FLAGS, TIMEOUT_HELP, collect, httpOption, CACHE_DIR_FLAGS, CACHE_SIZE_FLAGS, CACHE_SIZE_HELP, cacheOption } from '../args.js';
 import { EXIT_OK, EXIT_PROBLEM, printJson, runAction } from '../run-action.js';
 import { loadCliProgress } from '../progress.js';
 
@@ -15,8 +15,14 @@ export function registerVerify(program: Command): void {
     .option('--json', 'print the report as JSON')
     .option(HEADER_FLAGS, HEADER_HELP, collect)
     .option(TIMEOUT_FLAGS, TIMEOUT_HELP)
+    .option(
+      CACHE_DIR_FLAGS,
+      'fill this node-local shard cache on the way: every shard is still read and checked at the source (a copy proves nothing about it), and each intact one is copied, so a training run after it starts warm; a damaged shard is not copied, and an intact copy of it already cached is named for the repair',
+    )
+    .option(CACHE_SIZE_FLAGS, CACHE_SIZE_HELP)
     .action(
-      runAction(async (location: string, opts: { quick?: boolean; json?: boolean; header?: string[]; timeout?: string }) => {
+      runAction(async (location: string, opts: { quick?: boolean; json?: boolean; header?: string[]; timeout?: string; cacheDir?: string; cacheSize?: string }) => {
+        const cache = cacheOption(opts.cacheDir, opts.cacheSize);
         const http = httpOption(opts.header, opts.timeout);
         const bar =
           process.stderr.isTTY && !opts.json
@@ -34,7 +40,7 @@ export function registerVerify(program: Command): void {
         };
         let report;
         try {
-          report = await verifyDataset(location, { quick: opts.quick === true, onProgress, ...http });
+          report = await verifyDataset(location, { quick: opts.quick === true, onProgress, ...http, ...cache });
         } finally {
           if (phase !== '') bar?.stop();
         }
@@ -46,6 +52,11 @@ export function registerVerify(program: Command): void {
         for (const p of report.problems) lines.push(`problem  ${p.file}: ${p.what}`);
         for (const d of report.damaged) lines.push(`damaged  ${d.key}  (${d.shard} @ ${d.offset}): ${d.what}`);
         if (report.damagedCount > report.damaged.length) lines.push(`... and ${report.damagedCount - report.damaged.length} more damaged`);
+        for (const r of report.cache?.repairFrom ?? []) lines.push(`repair   ${r.shard}: the cache holds an intact copy (size and CRC32C as the index says): ${r.copy}; put it back in place of the damaged shard`);
+        if (report.cache !== undefined) {
+          const k = report.cache;
+          process.stderr.write(`shardkit: note: cache ${k.dir}: ${k.copied} shards copied (${humanBytes(k.copiedBytes)}), ${k.alreadyCached} already cached, ${k.notCopied} intact ones not copied (no room or being fetched by another process)\n`);
+        }
         const c = report.checked;
         const scope = report.quick ? 'quick check' : `${count(c.members, 'member')}, ${humanBytes(c.memberBytes)}`;
         lines.push(

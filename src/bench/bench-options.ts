@@ -1,5 +1,5 @@
 /** `runBench` options: documentation, defaults, and validation at the boundary (sharp-style messages). */
-import { expectLocalPath } from '../io/location.js';
+import { isRemote, expectLocalPath } from '../io/location.js';
 import type { StorageProfile } from './profiles.js';
 import type { SideName } from './report.js';
 import { expectInteger, expectOneOf, expectString, invalidOption } from './expect-option.js';
@@ -49,6 +49,17 @@ export interface RunBenchOptions {
    * Needs root and cgroup v1 blkio or v2 io; where not allowed the report says why and the bench goes on.
    */
   throttle?: { readIops: number; readBps?: number };
+  /**
+   * The same dataset behind an http(s) URL: the shard side reads it from there (through `shardCache` when given),
+   * while the raw side still reads `rawDir` and the dataset directory gives the facts. Its manifest must be the
+   * local one's (same index CRC32C).
+   */
+  remote?: string;
+  /**
+   * A node-local shard cache for the shard side (openDataset's `cache`): each shard-side process starts with an
+   * empty one, a fresh subdirectory of `dir` removed after it, so every process's first epoch fills it.
+   */
+  shardCache?: { dir: string; maxBytes: number; policy?: 'clairvoyant' | 'lru' };
   /** Where job files and the LMDB copy go; default a fresh directory under the OS temp dir, removed afterwards. */
   workDir?: string;
   /** The command line, recorded in the report. */
@@ -70,6 +81,8 @@ export interface ResolvedBenchOptions {
   seed: number;
   strace: boolean | 'auto';
   throttle: ThrottleLimits | null;
+  remote: string | null;
+  shardCache: { dir: string; maxBytes: number; policy: 'clairvoyant' | 'lru' } | null;
 }
 
 const MAX_EPOCHS = 1000;
@@ -97,7 +110,7 @@ export function resolveBenchOptions(o: RunBenchOptions): ResolvedBenchOptions {
   return {
     // the bench times this machine's reads of both sides (system calls, opens, the page cache): no http(s) dataset
     rawDir: expectLocalPath("bench's <raw-dir>", expectString('rawDir', o.rawDir)),
-    dataset: expectLocalPath("bench's <dataset>", expectString('dataset', o.dataset), 'copy it to a local directory first'),
+    dataset: expectLocalPath("bench's <dataset>", expectString('dataset', o.dataset), 'pass a local copy as <dataset> and the URL as --remote'),
     epochs: expectInteger('epochs', o.epochs ?? 2, 1, MAX_EPOCHS),
     order: expectOneOf('order', o.order ?? 'random', ['random', 'sequential']),
     batch: expectInteger('batch', o.batch ?? 32, 1, MAX_BATCH),
@@ -109,5 +122,25 @@ export function resolveBenchOptions(o: RunBenchOptions): ResolvedBenchOptions {
     seed: expectInteger('seed', o.seed ?? 0, 0, Number.MAX_SAFE_INTEGER),
     strace,
     throttle: resolveThrottle(o.throttle),
+    remote: resolveRemote(o.remote),
+    shardCache: resolveShardCache(o.shardCache),
+  };
+}
+
+function resolveRemote(r: unknown): string | null {
+  if (r === undefined) return null;
+  const url = expectString('remote', r);
+  if (!isRemote(url)) throw invalidOption('http(s) URL of the dataset', 'remote', r);
+  return url;
+}
+
+function resolveShardCache(c: unknown): ResolvedBenchOptions['shardCache'] {
+  if (c === undefined) return null;
+  if (typeof c !== 'object' || c === null) throw invalidOption('object { dir, maxBytes, policy? }', 'shardCache', c);
+  const { dir, maxBytes, policy } = c as { dir?: unknown; maxBytes?: unknown; policy?: unknown };
+  return {
+    dir: expectLocalPath('shardCache.dir', expectString('shardCache.dir', dir)),
+    maxBytes: expectInteger('shardCache.maxBytes', maxBytes, 1, Number.MAX_SAFE_INTEGER),
+    policy: expectOneOf('shardCache.policy', policy ?? 'clairvoyant', ['clairvoyant', 'lru']),
   };
 }

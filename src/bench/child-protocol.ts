@@ -3,6 +3,7 @@
  * file). Files, not IPC: the same child runs under `strace -f -c`, which sits between parent and child.
  */
 import type { GroupIoStatSource, GroupReads } from './cgroup-io-stat.js';
+import type { CacheStats } from '../cache/shard-cache.js';
 import type { EpochCounters, SideName } from './report.js';
 
 export interface EpochJob {
@@ -11,6 +12,10 @@ export interface EpochJob {
   rawDir: string;
   /** Shard side: the dataset directory. */
   dataset: string;
+  /** Shard side: read the dataset from this URL instead of `dataset` (bench --remote). */
+  remote?: string;
+  /** Shard side: read through this shard cache (the directory is this process's own, empty at start). */
+  shardCache?: { dir: string; maxBytes: number; policy: 'clairvoyant' | 'lru' };
   /** LMDB side: the environment directory. */
   lmdbPath: string;
   /** Sample keys in key order (position i = the dataset's i-th sample). */
@@ -67,6 +72,8 @@ export interface EpochResult extends Omit<EpochCounters, 'syscallsPerSample'> {
   /** Major page faults during the epoch (LMDB reads through mmap fault pages in instead of calling read). */
   majorPageFaults: number;
   cache: CacheDropResult | null;
+  /** Shard side with a remote source or a shard cache: HTTP requests, and the cache's counters over the epoch. */
+  remote?: { requests: number; cache: CacheStats | null };
   /** Throttled runs: reads the kernel charged to the throttle group during the epoch; null when unreadable. */
   groupReads?: GroupReads | null;
 }

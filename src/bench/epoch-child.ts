@@ -18,12 +18,16 @@ import { CHILD_READY_LINE, CHILD_START_LINE, type CacheDropResult, type ChildRes
 import { decodeMembers, importLmdb, lmdbOpenOptions } from './lmdb-side.js';
 import { ownResidentMappedBytes } from './mapped-memory.js';
 import { RawSampleReader } from './raw-reader.js';
+import { cacheStatsDelta } from './remote-section.js';
+import type { CacheStats } from '../cache/shard-cache.js';
 
 /** Yields batches of one epoch and what they cost; one per side. */
 interface SideRunner {
   /** Runs one epoch, calling `onBatch(samples, payloadBytes)` as batches arrive; returns the batch waits. */
   epoch(epoch: number, onBatch: OnBatch): Promise<number[]>;
   counters(): { opens: number; reads: number; mappedReads: number; stats: number; closes: number; bytesRead: number };
+  /** Shard side from a remote or through a cache: what the epoch sent to the source and what the cache did. */
+  remote?(): NonNullable<EpochResult['remote']>;
   reset(): void;
   close(): Promise<void>;
 }
@@ -96,7 +100,9 @@ async function rawRunner(job: EpochJob): Promise<SideRunner> {
 
 async function shardRunner(job: EpochJob): Promise<SideRunner> {
   const io = new IoStats();
-  const ds = await openDataset(job.dataset, { ioStats: io });
+  const cache = job.shardCache === undefined ? {} : { cache: { ...job.shardCache } };
+  const ds = await openDataset(job.remote ?? job.dataset, { ioStats: io, ...cache });
+  let cacheBefore: CacheStats | undefined = ds.stats().cache;
   // decode: 'image' hands back pixels, not the members' bytes: their payload is what the index says they hold
   const bytesOf = new Map(job.keys.map((key, i) => [key, job.sampleBytes[i] ?? 0]));
   return {
@@ -116,7 +122,18 @@ async function shardRunner(job: EpochJob): Promise<SideRunner> {
       return waits;
     },
     counters: () => io.snapshot(),
-    reset: () => io.reset(),
+    ...(job.remote === undefined && job.shardCache === undefined
+      ? {}
+      : {
+          remote: () => {
+            const now = ds.stats().cache;
+            return { requests: io.httpRequests, cache: now === undefined || cacheBefore === undefined ? null : cacheStatsDelta(now, cacheBefore) };
+          },
+        }),
+    reset: () => {
+      io.reset();
+      cacheBefore = ds.stats().cache;
+    },
     close: () => ds.close(),
   };
 }
@@ -225,6 +242,7 @@ async function main(jobFile: string): Promise<ChildResult> {
         storageReadBytes: storageBefore === null || storageAfter === null ? null : storageAfter - storageBefore,
         majorPageFaults: process.resourceUsage().majorPageFault - faultsBefore,
         cache,
+        ...(runner.remote === undefined ? {} : { remote: runner.remote() }),
         ...(groupReads === undefined ? {} : { groupReads }),
       });
     }

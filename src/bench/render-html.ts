@@ -7,6 +7,7 @@
  */
 import { CHART_LAYOUTS, renderCharts, shortLabel } from './charts.js';
 import type { RenderedChart } from './charts.js';
+import { nodeModelTable, remoteTable } from './remote-section.js';
 import { headline } from './report-spread.js';
 import { countersTable, datasetTable, epochsTable, projectionsTable, runTable, straceTable, summaryTable, throttledTable } from './report-tables.js';
 import type { Table } from './report-tables.js';
@@ -90,10 +91,12 @@ export async function renderHtml(report: BenchReport): Promise<string> {
     `<p class="headline"><strong>${escapeHtml(conclusion ?? '')}</strong> ${rest.map(escapeHtml).join(' ')}</p>`,
     tableSection(summaryTable(report)),
     `<section><h2>Charts (measured)</h2><div class="charts">${measured.map(chartFigure).join('\n')}</div></section>`,
+    ...(report.remote ? [tableSection(remoteTable(report.remote))] : []),
     ...(throttled ? [`<div class="${throttledClass}" id="throttled">${htmlTable(throttled)}<div class="charts">${throttledCharts.map(chartFigure).join('\n')}</div></div>`] : []),
     ...(report.projections.rows.length > 0
       ? [`<div class="projected">${htmlTable(projectionsTable(report))}<div class="charts">${projected.map(chartFigure).join('\n')}</div></div>`]
       : []),
+    ...(report.model ? [`<div class="projected">${htmlTable(nodeModelTable(report.model))}</div>`] : []),
     ...(report.notes.length > 0 ? [`<section><h2>Notes</h2><ul>${report.notes.map((n) => `<li>${escapeHtml(n)}</li>`).join('')}</ul></section>`] : []),
     tableSection(datasetTable(report)),
     foldedTable(epochsTable(report)),

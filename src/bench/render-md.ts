@@ -2,6 +2,7 @@
 import { countersTable, datasetTable, epochsTable, projectionsTable, runTable, straceTable, summaryTable, throttledTable } from './report-tables.js';
 import type { Table } from './report-tables.js';
 import type { BenchReport } from './report.js';
+import { nodeModelTable, remoteTable } from './remote-section.js';
 import { headline } from './report-spread.js';
 
 /** Escapes what would break a Markdown table cell: pipes and newlines. */
@@ -29,9 +30,11 @@ export function renderMarkdown(report: BenchReport): string {
   ];
   const strace = straceTable(report);
   if (strace) parts.push(markdownTable(strace));
+  if (report.remote) parts.push(markdownTable(remoteTable(report.remote)));
   const throttled = throttledTable(report);
   if (throttled) parts.push(markdownTable(throttled));
   if (report.projections.rows.length > 0) parts.push(markdownTable(projectionsTable(report)));
+  if (report.model) parts.push(markdownTable(nodeModelTable(report.model)));
   parts.push(markdownTable(runTable(report)));
   if (report.notes.length > 0) parts.push(`## Notes\n\n${report.notes.map((n) => `- ${n}`).join('\n')}\n`);
   return parts.join('\n');

@@ -23,6 +23,7 @@ import type {
 import { formatRunEpoch } from './report-format.js';
 import { downsampledCdf, median, percentileSorted } from './report-stats.js';
 import { throttledSection, type ThrottledMeasurement } from './report-throttled.js';
+import type { NodeModelSection, RemoteSection } from './remote-section.js';
 import type { ThrottleUnavailable } from './report.js';
 
 /** What the runner measured for one side. */
@@ -53,6 +54,10 @@ export interface BenchMeasurements {
   profiles: readonly StorageProfile[];
   /** Throttled epochs, when asked for: what they measured, or why they could not run. */
   throttled?: ThrottledMeasurement | ThrottleUnavailable;
+  /** With --remote or --cache-dir: the shard side's epochs against the source (measured). */
+  remote?: RemoteSection;
+  /** With --remote or --cache-dir: the many-nodes projection (a model). */
+  model?: NodeModelSection;
   notes?: string[];
   /** Defaults to now. */
   createdAt?: Date;
@@ -243,6 +248,8 @@ export function buildReport(input: BenchMeasurements): BenchReport {
     comparison: compareSides(raw, shards, dataset.packSeconds, lmdb),
     projections: projectSides(sides, input.profiles, input.options.concurrency, dataset.packSeconds),
     ...(input.throttled === undefined ? {} : { throttled: throttledSection(input.throttled) }),
+    ...(input.remote === undefined ? {} : { remote: input.remote }),
+    ...(input.model === undefined ? {} : { model: input.model }),
     notes,
   };
 }

@@ -6,6 +6,7 @@
  * Times are in seconds, sizes in bytes, rates in samples/s and MB/s (10^6 bytes/s), unless a name says otherwise.
  */
 import type { StorageProfile } from './profiles.js';
+import type { NodeModelSection, RemoteSection } from './remote-section.js';
 
 export const BENCH_REPORT_VERSION = 1;
 
@@ -284,5 +285,9 @@ export interface BenchReport {
   projections: Projections;
   /** Present when throttled epochs were asked for (--throttle-iops): measured on an IOPS-limited device, or why not. */
   throttled?: ThrottledSection;
+  /** Present with --remote or --cache-dir: the shard side read from the source (or through a shard cache), measured. */
+  remote?: RemoteSection;
+  /** With --remote or --cache-dir: N nodes reading one remote store, projected by a model (never measured). */
+  model?: NodeModelSection;
   notes: string[];
 }

@@ -26,6 +26,10 @@ import { BUILTIN_PROFILES, loadProfiles, mergeProfiles } from './profiles.js';
 import type { BenchReport, CacheInfo, SideName } from './report.js';
 import { buildReport, type SideMeasurement } from './report-build.js';
 import { runEpochChild } from './spawn-child.js';
+import { BenchCacheDirs, expectSameDataset, remoteEpochs } from './remote-runs.js';
+import { nodeModelSection } from './node-model-run.js';
+import type { NodeModelSection, RemoteEpoch, RemoteSection } from './remote-section.js';
+import { redactLocation } from '../io/location.js';
 import { straceAvailable, subtractCalls } from './strace.js';
 
 export type { BenchProgress, RunBenchOptions } from './bench-options.js';
@@ -82,12 +86,18 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
     await ds.close();
   }
   if (list.keys.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${dataset} holds no samples: nothing to bench`, { file: dataset });
+  if (o.remote !== null) await expectSameDataset(o.remote, manifest, dataset);
+  if (o.throttle !== null && (o.remote !== null || o.shardCache !== null)) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, '--throttle-iops limits the reads of this machine\'s disk, which a remote or cached shard side does not make: drop --throttle-iops, or --remote and --cache-dir');
+  }
   const raw = rawFileFacts(rawDir, list, manifest.passes.map((p) => p.name));
   const notes = describeComparison(o, manifest.passes.map((p) => p.name), raw.bytes, manifest.totals.bytes);
 
   const ownWorkDir = options.workDir === undefined;
   const workDir = ownWorkDir ? fs.mkdtempSync(path.join(os.tmpdir(), 'shardkit-bench-')) : path.resolve(options.workDir as string);
   fs.mkdirSync(workDir, { recursive: true });
+  const cacheDirs = new BenchCacheDirs(o.shardCache);
+  const remoteRows: RemoteEpoch[] = [];
   try {
     const lmdbPath = path.join(workDir, 'lmdb');
     const versions: Record<string, string> = { sharp: sharpLib().versions.sharp ?? 'unknown', libvips: sharpLib().versions.vips };
@@ -126,6 +136,8 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
       evictDirs: side === 'raw' ? [rawDir] : side === 'shards' ? [dataset] : [lmdbPath],
       probeFiles: side === 'raw' ? raw.probeFiles : side === 'shards' ? shardFiles.slice(0, 32) : [path.join(lmdbPath, 'data.mdb')],
       setupOnly: false,
+      ...(side === 'shards' && o.remote !== null ? { remote: o.remote } : {}),
+      ...(side === 'shards' ? cacheDirs.next() : {}),
       ...extra,
     });
 
@@ -151,6 +163,8 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
           });
           done = base + epochs.length * n;
           options.onProgress?.({ phase: 'epochs', side, done, total });
+          if (side === 'shards' && (o.remote !== null || o.shardCache !== null)) remoteRows.push(...remoteEpochs(result.epochs));
+          cacheDirs.removeAll();
           const a = acc.get(side) as SideAccumulator;
           a.epochs.push(...result.epochs);
           if (result.peakRssBytes >= a.peakRssBytes) {
@@ -208,6 +222,21 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
       notes.push(o.strace === false ? 'strace cross-check skipped (--no-strace).' : 'strace cross-check skipped: strace is not installed or not allowed here.');
     }
 
+    // with a remote side, the many-nodes projection (a model, kept apart from the measurements)
+    let model: NodeModelSection | undefined;
+    if (o.remote !== null || o.shardCache !== null) {
+      const got = nodeModelSection({
+        shardBytes: manifest.shards.map((s) => s.bytes),
+        shardSamples: list.shardSizes,
+        sampleBytes: list.sampleBytes,
+        order: o.order,
+        seed: o.seed,
+        cacheBytesPerNode: o.shardCache?.maxBytes ?? Math.ceil(manifest.totals.shardBytes / 2),
+        cacheSaid: o.shardCache === null ? 'no --cache-size was given, so each node is modelled with a cache of half the dataset' : 'each node with a cache of --cache-size',
+      });
+      if (typeof got === 'string') notes.push(`${got}.`);
+      else model = got;
+    }
     const packTime = readPackSeconds(dataset);
     if (packTime.why !== undefined) notes.push(`Pack time unknown, so no break-even: ${packTime.why}.`);
     const cache = cacheInfo(o, [...acc.values()].flatMap((a) => a.epochs.map((e) => e.cache)), warmUp);
@@ -250,9 +279,12 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
       ...(o.lmdb ? { lmdb: measurement('lmdb') } : {}),
       profiles,
       ...(throttled === undefined ? {} : { throttled }),
+      ...(o.remote === null && o.shardCache === null ? {} : { remote: remoteSectionOf(o, dataset, manifest.totals.shardBytes, remoteRows) }),
+      ...(model === undefined ? {} : { model }),
       notes,
     });
   } finally {
+    cacheDirs.removeAll();
     if (ownWorkDir) fs.rmSync(workDir, { recursive: true, force: true });
     else fs.rmSync(path.join(workDir, 'lmdb'), { recursive: true, force: true });
   }
@@ -344,4 +376,13 @@ function sideNotes(o: ResolvedBenchOptions, acc: Map<SideName, SideAccumulator>)
   }
   if (o.epochs > 1 && o.cache === 'warm') notes.push('Counters per epoch: the first epoch of each shard-side process includes opening each shard (open, fstat, one 4 KiB fingerprint read); later epochs reuse the handles.');
   return notes;
+}
+
+function remoteSectionOf(o: ResolvedBenchOptions, dataset: string, datasetBytes: number, epochs: RemoteEpoch[]): RemoteSection {
+  return {
+    source: o.remote === null ? `${dataset} (local, through the cache)` : redactLocation(o.remote).replace(/\?\.\.\.$/, ''),
+    cache: o.shardCache === null ? null : { maxBytes: o.shardCache.maxBytes, policy: o.shardCache.policy },
+    datasetBytes,
+    epochs,
+  };
 }

@@ -26,6 +26,7 @@ import { FileSource } from '../io/file-source.js';
 import { redactLocation } from '../io/location.js';
 import { copyName, datasetId, partName, scanCache, SPACE_LOCK } from './cache-dir.js';
 import { tryLock, unlock, withLock } from './cache-lock.js';
+import { CopyWriter } from './copy-writer.js';
 import { chooseVictims, type EvictionCandidate } from './eviction.js';
 
 export interface CacheOptions {
@@ -151,6 +152,14 @@ export class ShardCache {
     return this.options.maxBytes;
   }
 
+  /**
+   * A read of `shard` failed its member check: this process stops trusting its open copy. The next read checks the
+   * copy whole again (size, CRC32C) and, when it is damaged, removes it and fetches the shard anew.
+   */
+  suspect(shard: number): void {
+    this.dropReady(shard);
+  }
+
   /** Whether the shard's copy is ready or on its way in this process. */
   has(shard: number): boolean {
     return this.ready.has(shard) || this.inflight.has(shard);
@@ -161,6 +170,43 @@ export class ShardCache {
     await Promise.all([...this.inflight.values()].map((p) => p.promise.catch(() => undefined)));
     for (const r of this.ready.values()) await r.source.close();
     this.ready.clear();
+  }
+
+  /**
+   * Starts a copy of `shard` that the caller fills with bytes it reads from the source anyway (verify), so a later
+   * reader starts warm. `cached`: a copy is there already; `busy`: another process fetches it; `no-room`: making
+   * room would evict a shard `nextUse` ranks sooner (a verify keeps the shards it copied first, see verify-dataset.ts)
+   * or the shard is larger than maxBytes. The writer keeps the copy only if it checks out (copy-writer.ts).
+   */
+  async startCopy(shard: number, nextUse: (shard: number) => number): Promise<CopyWriter | 'cached' | 'busy' | 'no-room'> {
+    const record = this.shards[shard] as ShardRecord;
+    const copy = path.join(this.dir, copyName(record));
+    if (fs.existsSync(copy)) return 'cached';
+    if (record.bytes > this.options.maxBytes) return 'no-room';
+    const lock = `${copy}.lock`;
+    fs.mkdirSync(this.dir, { recursive: true });
+    if (!tryLock(lock)) return 'busy';
+    try {
+      if (fs.existsSync(copy)) {
+        unlock(lock);
+        return 'cached';
+      }
+      const part = path.join(this.dir, partName(path.basename(copy)));
+      if (!(await this.reserve(shard, part, nextUse))) {
+        unlock(lock);
+        return 'no-room';
+      }
+      return new CopyWriter(await fsp.open(part, 'r+'), record, part, copy, lock);
+    } catch (err) {
+      unlock(lock);
+      throw err;
+    }
+  }
+
+  /** The path of the shard's copy when there is one and it checks out (size and CRC32C), else undefined. */
+  async verifiedCopy(shard: number): Promise<string | undefined> {
+    const copy = path.join(this.dir, copyName(this.shards[shard] as ShardRecord));
+    return (await this.openVerified(shard, copy)) === undefined ? undefined : copy;
   }
 
   private acquire(shard: number, prefetch: boolean): Promise<Ready | undefined> {
@@ -275,7 +321,7 @@ export class ShardCache {
    * Makes room for `part` under the directory-wide lock: scans every file of the cache, evicts what the policy
    * picks, and creates `part` while still holding the lock, so concurrent reservations cannot overshoot maxBytes.
    */
-  private reserve(shard: number, part: string): Promise<boolean> {
+  private reserve(shard: number, part: string, nextUse = this.nextUse): Promise<boolean> {
     const record = this.shards[shard] as ShardRecord;
     return withLock(path.join(this.root, SPACE_LOCK), () => {
       const files = scanCache(this.root);
@@ -287,9 +333,9 @@ export class ShardCache {
         .filter((f) => f.complete)
         .map((f) => {
           const s = mine.get(f.path);
-          return { id: f.path, bytes: f.bytes, lastUse: f.mtimeMs, nextUse: s === undefined || this.nextUse === undefined ? Infinity : this.nextUse(s) };
+          return { id: f.path, bytes: f.bytes, lastUse: f.mtimeMs, nextUse: s === undefined || nextUse === undefined ? Infinity : nextUse(s) };
         });
-      const forUse = this.nextUse === undefined ? Infinity : this.nextUse(shard);
+      const forUse = nextUse === undefined ? Infinity : nextUse(shard);
       const victims = chooseVictims(candidates, need, forUse);
       if (victims === undefined) return false;
       for (const v of victims) {

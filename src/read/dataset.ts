@@ -287,7 +287,16 @@ export class Dataset {
 
   /** @internal How members of a shard's samples are decoded and named in errors (made once per shard and verify). */
   decodeContext(shard: number, verify = this.verify): DecodeContext {
-    return (this.decodeContexts[2 * shard + (verify ? 1 : 0)] ??= { dataset: redactLocation(this.location), shard: this.shardName(shard), verify, crc32c: this.memberCrc32c });
+    // through a cache, damage may be in the local copy (changed on disk after this process checked it): the copy is
+    // dropped, so the next read of the shard checks it again and fetches it anew when it is damaged
+    const cache = this.cache;
+    return (this.decodeContexts[2 * shard + (verify ? 1 : 0)] ??= {
+      dataset: redactLocation(this.location),
+      shard: this.shardName(shard),
+      verify,
+      crc32c: this.memberCrc32c,
+      ...(cache === undefined ? {} : { onDamage: () => cache.suspect(shard) }),
+    });
   }
 
   /**

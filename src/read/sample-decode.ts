@@ -12,6 +12,8 @@ export interface DecodeContext {
   verify: boolean;
   /** The CRC32C to verify with (the native addon's when built, else formats/checksum.ts crc32c). */
   crc32c: (bytes: Uint8Array) => number;
+  /** Told when a member of this shard fails its check, before the error is thrown (the shard cache drops its copy). */
+  onDamage?: () => void;
 }
 
 /**
@@ -98,6 +100,7 @@ export function decodeMember(entry: IndexEntry, m: MemberEntry, stored: Uint8Arr
   if (!ctx.verify) return bytes;
   const crc = storedCrc32c !== undefined && m.codec === Codec.none ? storedCrc32c : ctx.crc32c(bytes);
   if (crc !== m.crc32c) {
+    ctx.onDamage?.();
     throw new ShardkitError(ErrorCodes.CHECKSUM, `${where(entry, m, ctx)}: checksum mismatch, the stored bytes are damaged; run \`shardkit verify\``, details(entry, m, ctx));
   }
   return bytes;
@@ -108,6 +111,7 @@ function decompress(entry: IndexEntry, m: MemberEntry, stored: Uint8Array, ctx: 
   try {
     return lz4DecompressMember(stored, m.size, () => where(entry, m, ctx));
   } catch (err) {
+    ctx.onDamage?.();
     if (err instanceof ShardkitError) throw new ShardkitError(err.code, err.message, { ...details(entry, m, ctx), cause: err.cause });
     throw err;
   }

@@ -30,6 +30,8 @@ import { normalizedName } from '../adopt/member-rules.js';
 import { checkExtraFiles } from './check-files.js';
 import { checkShardIndex } from './check-shard-index.js';
 import { readManifest } from './read-manifest.js';
+import { VerifyCache, type VerifyCacheReport } from './verify-cache.js';
+import type { CacheOptions } from '../cache/shard-cache.js';
 import { adviseAroundDamagedShards } from './shard-remedy.js';
 import { PageReader, checkIndex, overlappingSpans, type SpanTable } from './check-index.js';
 
@@ -44,6 +46,12 @@ export interface VerifyOptions {
   maxReported?: number;
   /** For a dataset behind an http(s) URL: the HTTP client's options (headers, retries, `sign` for presigned URLs). */
   http?: HttpClientOptions;
+  /**
+   * A node-local shard cache to fill on the way (full check only): verify still reads every shard from the source,
+   * and copies each one that matches the index into the cache, so a training run after it starts warm
+   * (verify-cache.ts says why it never verifies a cached copy instead of the source).
+   */
+  cache?: CacheOptions;
 }
 
 export interface VerifyProgress {
@@ -75,6 +83,8 @@ export interface VerifyReport {
   damagedCount: number;
   /** Problems not tied to one sample: manifest, index structure, missing or changed shards. */
   problems: VerifyProblem[];
+  /** With the `cache` option: what was copied into it, and verified copies that can replace damaged shards. */
+  cache?: VerifyCacheReport & { repairFrom: { shard: string; copy: string }[] };
 }
 
 /** Verifies the dataset at `location` (directory or http(s) URL). Throws only when there is nothing to check. */
@@ -84,10 +94,13 @@ export async function verifyDataset(location: string, options: VerifyOptions = {
   if (!Number.isSafeInteger(maxReported) || maxReported < 0) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a non-negative integer for maxReported but received ${String(maxReported)}`);
   }
+  if (options.cache !== undefined && quick) {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, 'a cache is filled by a full verify (it copies the shards it streams); a quick verify reads no shard: drop --quick or the cache');
+  }
   // one client for the manifest, the index and every shard: their requests share kept-alive connections
   const client = isRemote(location) ? new HttpClient(options.http) : undefined;
   try {
-    return await verifyWith(location, client === undefined ? {} : { client }, quick, maxReported, options.onProgress);
+    return await verifyWith(location, client === undefined ? {} : { client }, quick, maxReported, options.onProgress, options.cache);
   } finally {
     client?.close();
   }
@@ -98,7 +111,7 @@ export interface Opener {
   client?: HttpClient;
 }
 
-async function verifyWith(location: string, opener: Opener, quick: boolean, maxReported: number, onProgress: VerifyOptions['onProgress']): Promise<VerifyReport> {
+async function verifyWith(location: string, opener: Opener, quick: boolean, maxReported: number, onProgress: VerifyOptions['onProgress'], cacheOptions: CacheOptions | undefined): Promise<VerifyReport> {
   const shown = redactLocation(location);
   const manifest = await readManifest(location, opener);
   const report: VerifyReport = {
@@ -121,6 +134,7 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
   let shards: ShardRecord[] | undefined = opened?.shards;
   let spans: SpanTable | undefined;
   let pages: PageReader | undefined;
+  let cache: VerifyCache | undefined;
   try {
     if (opened !== undefined) {
       pages = new PageReader(opened.source, opened.header);
@@ -144,6 +158,8 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
     await checkShardIndex(location, manifest, opener, problem);
     // without a usable index, the manifest still says what each shard should be (size and CRC32C)
     shards ??= manifest.shards.map((s) => ({ file: s.file, bytes: s.bytes, samples: s.samples, crc32c: Number.parseInt(s.crc32c, 16), fingerprint: -1 }));
+    if (cacheOptions !== undefined) cache = VerifyCache.open(cacheOptions, location, manifest.index.crc32c, shards);
+    const repairFrom: { shard: string; copy: string }[] = [];
     const byShard = spans?.byShard(shards.length);
     const skip = new Set<number>();
     if (spans !== undefined && byShard !== undefined && pages !== undefined) {
@@ -163,7 +179,7 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
     let done = 0;
     for (const [i, record] of shards.entries()) {
       const manifestShard = manifest.shards[i];
-      const ctx: ShardContext = { location, opener, manifest, record, manifestShard, changed, problem, damage, spans, pages, skip, positions: byShard?.[i] ?? new Uint32Array(0) };
+      const ctx: ShardContext = { location, opener, manifest, record, manifestShard, changed, problem, damage, spans, pages, skip, positions: byShard?.[i] ?? new Uint32Array(0), index: i, cache };
       if (manifestShard !== undefined && manifestShard.file !== record.file) problem(record.file, `the manifest names this shard ${manifestShard.file}`);
       const checked = quick ? await quickShard(ctx) : await fullShard(ctx, (n) => onProgress?.({ phase: 'shards', done: done + n, total }));
       done += quick ? 1 : record.bytes;
@@ -173,10 +189,16 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
         report.checked.shardBytes += record.bytes;
       }
       report.checked.memberBytes += ctx.memberBytes ?? 0;
+      if (cache !== undefined && changedShards.has(record.file)) {
+        const copy = await cache.verifiedCopy(i);
+        if (copy !== undefined) repairFrom.push({ shard: record.file, copy });
+      }
     }
     adviseAroundDamagedShards(report, [...changedShards]);
+    if (cache !== undefined) report.cache = { ...cache.report, repairFrom };
   } finally {
     await opened?.source.close();
+    await cache?.close();
   }
   report.ok = report.problems.length === 0 && report.damagedCount === 0;
   return report;
@@ -243,6 +265,10 @@ interface ShardContext {
   problem: (file: string, what: string) => void;
   damage: (d: DamagedSample) => void;
   memberBytes?: number;
+  /** The shard's position in the shard table. */
+  index: number;
+  /** The cache to copy an intact shard into as it is streamed. */
+  cache: VerifyCache | undefined;
 }
 
 async function openShard(ctx: ShardContext): Promise<{ source: ByteSource; size: number } | undefined> {
@@ -343,6 +369,9 @@ async function fullShard(ctx: ShardContext, onBytes: (n: number) => void): Promi
   let crc = 0;
   let head: Uint8Array = new Uint8Array(0);
   let memberBytes = 0;
+  // a copy for the cache, kept only if the streamed bytes turn out to be the shard the index describes
+  const copy = ctx.cache !== undefined && size === record.bytes ? await ctx.cache.start(ctx.index) : undefined;
+  let copied = false;
 
   const checkEntry = async (position: number, span: Uint8Array): Promise<void> => {
     const entry = await (pages as PageReader).entry(spans as SpanTable, position);
@@ -391,6 +420,7 @@ async function fullShard(ctx: ShardContext, onBytes: (n: number) => void): Promi
       }
       const end = pos + chunk.length;
       crc = crc32c(chunk, crc);
+      await copy?.write(chunk);
       if (pos < FINGERPRINT_BYTES) head = concat(head, chunk.subarray(0, FINGERPRINT_BYTES - pos));
       if (scanner !== undefined && scanError === undefined && !scanner.ended) {
         try {
@@ -449,8 +479,11 @@ async function fullShard(ctx: ShardContext, onBytes: (n: number) => void): Promi
       const entry = await (pages as PageReader).entry(spans, p);
       ctx.damage({ key: entry.key, shard: record.file, offset: entry.offset, what: `the shard ends at byte ${size}, before this sample's span ends` });
     }
+    copied = (await copy?.commit()) ?? false;
   } finally {
+    await copy?.abort();
     await source.close();
+    ctx.cache?.finished(ctx.index, record.bytes, copied, size === record.bytes && crc >>> 0 === record.crc32c >>> 0);
   }
   ctx.memberBytes = memberBytes;
   checkHead(ctx, head, size);

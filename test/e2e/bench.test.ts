@@ -57,7 +57,7 @@ describe('shardkit bench', () => {
   it('refuses a remote dataset at once, with exit 2, naming it without its credentials', () => {
     const r = shardkit(['bench', tmpDir(), 'https://user:secret@127.0.0.1:9/ds?sig=token', '--epochs', '1']);
     expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INVALID_ARG: bench's <dataset> must be a local path, not the URL https:\/\/127\.0\.0\.1:9\/ds\?\.\.\.: copy it to a local directory first\n/);
+    expect(r.stderr).toMatch(/^shardkit: SHARDKIT_ERR_INVALID_ARG: bench's <dataset> must be a local path, not the URL https:\/\/127\.0\.0\.1:9\/ds\?\.\.\.: pass a local copy as <dataset> and the URL as --remote\n/);
     expect(r.stderr).not.toMatch(/secret|token/);
   });
 });
