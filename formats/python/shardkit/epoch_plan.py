@@ -11,7 +11,7 @@ so a job can resume on another number of ranks, in either language.
 [[6, 5], [3, 7], [8]]
 """
 from bisect import bisect_right
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .epoch_state import (BAD_STATE, EPOCH_STATE_VERSION, MAX_SAMPLES, Cursor, bad_state, expect_cursor,
                           expect_identity_shape, expect_rank_state_shape, expect_same_identity, order_identity)
@@ -234,7 +234,10 @@ class EpochPlan:
         self.epoch = self.identity['epoch']
         self.seed = self.identity['seed']
         self.shuffle = shuffle
-        self.start: Cursor = self._resolve_start(resume_from)
+        self.start: Cursor
+        self.offset: int
+        """This rank's dealt samples already yielded before this plan: a rank state's ``yielded`` when resuming it."""
+        self.start, self.offset = self._resolve_start(resume_from)
 
         self.samples_total = self.identity['samples']
         self.order = SHUFFLES[shuffle](sizes, self.seed, self.epoch, options.get('windowShards', 0))
@@ -242,33 +245,55 @@ class EpochPlan:
         self.remaining = self.samples_total - self.start[0] - len(self.start[1])
         """Order indices no rank had read when this plan started."""
         counts = rank_counts(self.remaining, self.world_size, partition, self.batch_size, drop_last)
-        self.length: int = counts['length']
-        """Samples this rank yields: its whole share from the resume point, after partition and drop_last."""
-        self.num_batches: int = counts['batches']
+        self._dealt: int = counts['length']
+        self.length: int = counts['length'] - self.offset
+        """Samples this rank yields: its share from the resume point, after partition and drop_last."""
+        self.num_batches: int = -(-self.length // self.batch_size)
         self.padding: int = counts['padding']
         """Repeats added over all ranks by 'pad'."""
         self._to_order_index = _remaining_to_order_index(self.start)
 
-    def _resolve_start(self, resume_from: Any) -> Cursor:
+    def _length_from(self, cursor: Cursor) -> int:
+        remaining = self.identity['samples'] - cursor[0] - len(cursor[1])
+        return rank_counts(remaining, self.world_size, self.partition, self.batch_size, self.drop_last)['length']
+
+    def _resolve_start(self, resume_from: Any) -> Tuple[Cursor, int]:
+        """The cursor the deal starts from, and how many of this rank's dealt samples were already yielded (nonzero
+        only when a rank resumes from its own state: same rank and world size, as in Node's resolveStart)."""
         if resume_from is None:
-            return 0, []
+            return (0, []), 0
         if self.dataset_identity is not None:
             resume_from = expect_loader_state(resume_from, self.dataset_identity)
         if not isinstance(resume_from, dict):
             raise bad_state(f'Expected a loader state object for resumeFrom but received {resume_from!r}')
         kind = resume_from.get('kind')
         if kind == 'rank':
-            if resume_from.get('worldSize') != 1:
-                raise bad_state(f"resumeFrom is the state of rank {resume_from.get('rank')} of "
-                                f"{resume_from.get('worldSize')}: merge the states of all ranks with merge_states() "
-                                'and resume from the result')
+            own = expect_rank_state_shape(resume_from, 'resumeFrom')
+            if own['rank'] == self.rank and own['worldSize'] == self.world_size:
+                expect_same_identity(resume_from, self.identity, 'resumeFrom')
+                cursor = expect_cursor(own['start'], self.identity['samples'], 'resumeFrom.start')
+                length = self._length_from(cursor)
+                if length == own['length']:
+                    return cursor, own['yielded']
+                # one rank alone may change its batching: merged below, its remaining samples are dealt afresh
+                if self.world_size != 1:
+                    raise bad_state(f"resumeFrom gave rank {self.rank} of {self.world_size} {own['length']} samples but "
+                                    f'this loader gives it {length}: resume with the same partition, batch_size and '
+                                    'drop_last, or merge the states of all ranks with merge_states()')
+            elif own['worldSize'] != 1:
+                mine = f'this loader is rank {self.rank} of {self.world_size}'
+                advice = ('give each rank its own state, or merge the states of all ranks with merge_states() and '
+                          'resume every rank from the result') if own['worldSize'] == self.world_size else (
+                          f"to change the world size, merge the states of all {own['worldSize']} ranks with "
+                          'merge_states() and resume every rank from the result')
+                raise bad_state(f"resumeFrom is the state of rank {own['rank']} of {own['worldSize']}, but {mine}: {advice}")
             merged = merge_rank_states([resume_from])
             expect_same_identity(merged, self.identity, 'resumeFrom')
-            return merged['consumed'], merged['skip']
+            return (merged['consumed'], merged['skip']), 0
         if kind != 'epoch':
             raise bad_state(f'resumeFrom.kind must be "epoch" or "rank" but is {kind!r}')
         expect_same_identity(resume_from, self.identity, 'resumeFrom')
-        return expect_cursor(resume_from, self.identity['samples'], 'resumeFrom')
+        return expect_cursor(resume_from, self.identity['samples'], 'resumeFrom'), 0
 
     def __len__(self) -> int:
         return self.length
@@ -278,7 +303,7 @@ class EpochPlan:
         if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < self.length:
             raise ShardkitIndexError(OUT_OF_RANGE, f'Expected integer between 0 and {self.length - 1} for sample '
                                                    f'index but received {i!r}')
-        q = self.rank + i * self.world_size
+        q = self.rank + (self.offset + i) * self.world_size
         # Past the remaining indices: padding, which repeats the order from its start.
         index = self._to_order_index(q) if q < self.remaining else (q - self.remaining) % self.samples_total
         return self.order[index]
@@ -295,7 +320,7 @@ class EpochPlan:
         order, world, remaining, total = self.order, self.world_size, self.remaining, self.samples_total
         to_order_index = self._to_order_index
         consumed = self.start[0] if not self.start[1] else None  # no skip list: the q-th remaining is consumed + q
-        q = self.rank + start * world
+        q = self.rank + (self.offset + start) * world
         for _ in range(start, self.length):
             if q >= remaining:
                 yield order[(q - remaining) % total]  # padding
@@ -326,8 +351,9 @@ class EpochPlan:
             'rank': self.rank,
             'worldSize': self.world_size,
             'start': {'consumed': self.start[0], 'skip': list(self.start[1])},
-            'length': self.length,
-            'yielded': yielded,
+            'length': self._dealt,
+            # counted from the start of the rank's deal, so the state merges with the other ranks' states
+            'yielded': self.offset + yielded,
         })
         return state
 
