@@ -39,6 +39,11 @@ const DECODED = new Uint8Array(0);
 
 /** Reads the samples of `refs` (records that passed Dataset.checkRecord). */
 export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: BatchReadOptions): BatchRead {
+  const local = !ds.remote;
+  if (refs.length === 1 && local && options.slabs === undefined) {
+    const ref = refs[0] as RecordRef;
+    if (ref.length <= options.syncReadMaxBytes) return readOne(ds, ref, options.verify);
+  }
   const runs = planReads(refs, options);
   let bytes = 0;
   let reads = 0;
@@ -46,7 +51,6 @@ export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: Batc
     bytes += run.length;
     if (run.length > 0) reads++;
   }
-  const local = !ds.remote;
   // View mode reads a batch's local runs into one pooled slab. The default path gives each read a fresh buffer
   // of its own: one fresh buffer per batch (hundreds of KiB) was measured 2x slower per sample (bench/read.mjs,
   // 1-100 KiB samples), the allocator handing out new pages each time, while run-sized buffers reuse freed memory.
@@ -85,6 +89,18 @@ export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: Batc
           } else {
             samples[request] = ds.readRecordSync(ref.leaf, ref.slot, undefined, options.verify);
           }
+        } else if (lone !== undefined && allLone(refs, run)) {
+          // From a memory map, a coalesced read saves no system call, and its bytes would be copied and then
+          // checksummed in a second pass: each sample joins the lone ones instead (one pass copies and checksums),
+          // and no run-sized buffer is allocated. Each is then a read of its own span, holes left out.
+          runBytes[r] = DECODED;
+          if (run.shard !== lone.shard) {
+            flushLone();
+            lone.shard = run.shard;
+          }
+          for (const s of run.slices) lone.requests.push(s.request);
+          reads += run.slices.length - 1;
+          bytes -= run.length - spanBytes(run);
         } else {
           runBytes[r] = ds.readShardRangeSync(run.shard, run.offset, run.length, target, at);
         }
@@ -111,6 +127,31 @@ export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: Batc
     slab,
     samples: pending === undefined ? build() : Promise.all(pending).then(build),
   };
+}
+
+/**
+ * A batch of one local sample, read as Dataset.atSync reads it: no read planning, no run, no lone list (a loader
+ * with batchSize 1 pays this per sample).
+ */
+function readOne(ds: Dataset, ref: RecordRef, verify: boolean): BatchRead {
+  const samples = [ds.readRecordSync(ref.leaf, ref.slot, undefined, verify)];
+  return { bytes: ref.length, reads: ref.length > 0 ? 1 : 0, slab: undefined, samples };
+}
+
+/** Whether every sample of `run` is one uncompressed member (see isLone). */
+function allLone(refs: readonly RecordRef[], run: ReadRun): boolean {
+  for (const s of run.slices) {
+    const ref = refs[s.request] as RecordRef;
+    if (!isLone(ref.leaf, ref.slot)) return false;
+  }
+  return true;
+}
+
+/** Bytes of a run's spans, each copied on its own (a padded epoch's repeat of a span too). */
+function spanBytes(run: ReadRun): number {
+  let n = 0;
+  for (const s of run.slices) n += s.length;
+  return n;
 }
 
 /** Cuts each sample's span out of its run and decodes it (members are views of the run; CRC verified). */
