@@ -44,6 +44,8 @@ export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: Batc
     const ref = refs[0] as RecordRef;
     if (ref.length <= options.syncReadMaxBytes) return readOne(ds, ref, options.verify);
   }
+  const shard = local && options.slabs === undefined && ds.native && options.verify ? loneShard(refs, options.syncReadMaxBytes) : -1;
+  if (shard >= 0) return readLoneBatch(ds, shard, refs);
   const runs = planReads(refs, options);
   let bytes = 0;
   let reads = 0;
@@ -136,6 +138,34 @@ export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: Batc
 function readOne(ds: Dataset, ref: RecordRef, verify: boolean): BatchRead {
   const samples = [ds.readRecordSync(ref.leaf, ref.slot, undefined, verify)];
   return { bytes: ref.length, reads: ref.length > 0 ? 1 : 0, slab: undefined, samples };
+}
+
+/**
+ * The shard of a batch whose samples all lie in one shard, each one uncompressed member of 1 to `maxBytes` bytes;
+ * else -1. Read from its memory map, such a batch needs no read plan: each sample is copied and checksummed on its
+ * own in one native call for the batch, in any order (see readLoneBatch).
+ */
+function loneShard(refs: readonly RecordRef[], maxBytes: number): number {
+  if (refs.length === 0) return -1;
+  const shard = (refs[0] as RecordRef).shard;
+  for (let i = 0; i < refs.length; i++) {
+    const ref = refs[i] as RecordRef;
+    if (ref.shard !== shard || ref.length === 0 || ref.length > maxBytes || !isLone(ref.leaf, ref.slot)) return -1;
+  }
+  return shard;
+}
+
+/** A batch loneShard accepted: no planReads (its sort and run objects), one copyMany over the batch as it comes. */
+function readLoneBatch(ds: Dataset, shard: number, refs: readonly RecordRef[]): BatchRead {
+  const requests = new Array<number>(refs.length);
+  let bytes = 0;
+  for (let i = 0; i < refs.length; i++) {
+    requests[i] = i;
+    bytes += (refs[i] as RecordRef).length;
+  }
+  const samples = new Array<Sample>(refs.length);
+  ds.readLoneSamplesSync(shard, refs, requests, samples);
+  return { bytes, reads: refs.length, slab: undefined, samples };
 }
 
 /** Whether every sample of `run` is one uncompressed member (see isLone). */
