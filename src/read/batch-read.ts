@@ -4,6 +4,11 @@
  * costs no promise and no thread-pool round trip per sample (on a warm page cache a pread of a few KiB takes
  * ~3 us, a thread-pool round trip ~20 us); larger runs and http requests go through `limit` (bounded
  * concurrency) and the batch settles when they do.
+ *
+ * From memory maps, copying with verify, one-member uncompressed samples are not coalesced: each is copied with its
+ * CRC32C in one pass, all of a shard's in one native call (lone-samples.ts). A joined read there saves no system
+ * call and costs a second pass (copy, then checksum) and a run-sized buffer. A batch of one sample is read as
+ * Dataset.atSync reads it.
  */
 import type { Sample } from '../../formats/sample.js';
 import type { Dataset } from './dataset.js';
