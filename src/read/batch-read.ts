@@ -7,13 +7,15 @@
  *
  * From memory maps, copying with verify, one-member uncompressed samples are not coalesced: each is copied with its
  * CRC32C in one pass, all of a shard's in one native call (lone-samples.ts). A joined read there saves no system
- * call and costs a second pass (copy, then checksum) and a run-sized buffer. A batch of one sample is read as
- * Dataset.atSync reads it.
+ * call and costs a second pass (copy, then checksum) and a run-sized buffer. A batch of such samples in one shard
+ * skips read planning: in copy mode into arena views, in view mode into views carved from the batch's pooled slab.
+ * A batch of one sample (copy mode) is read as Dataset.atSync reads it.
  */
 import type { Sample } from '../../formats/sample.js';
 import type { Dataset } from './dataset.js';
 import { planReads, type CoalesceOptions, type ReadRun } from './fetch-plan.js';
 import { entryOf, isLone, type RecordRef } from './record-ref.js';
+import { carvedBytes, SlabCarver } from './lone-samples.js';
 import { decodeRecord, decodeSpan } from './sample-decode.js';
 import type { SlabPool } from './slab-pool.js';
 
@@ -49,8 +51,8 @@ export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: Batc
     const ref = refs[0] as RecordRef;
     if (ref.length <= options.syncReadMaxBytes) return readOne(ds, ref, options.verify);
   }
-  const shard = local && options.slabs === undefined && ds.native && options.verify ? loneShard(refs, options.syncReadMaxBytes) : -1;
-  if (shard >= 0) return readLoneBatch(ds, shard, refs);
+  const shard = local && ds.native && options.verify ? loneShard(refs, options.syncReadMaxBytes) : -1;
+  if (shard >= 0) return readLoneBatch(ds, shard, refs, options.slabs);
   const runs = planReads(refs, options);
   let bytes = 0;
   let reads = 0;
@@ -160,17 +162,29 @@ function loneShard(refs: readonly RecordRef[], maxBytes: number): number {
   return shard;
 }
 
-/** A batch loneShard accepted: no planReads (its sort and run objects), one copyMany over the batch as it comes. */
-function readLoneBatch(ds: Dataset, shard: number, refs: readonly RecordRef[]): BatchRead {
+/**
+ * A batch loneShard accepted: no planReads (its sort and run objects), one copyMany over the batch as it comes, into
+ * arena views (copy mode) or views carved from one pooled slab (view mode).
+ */
+function readLoneBatch(ds: Dataset, shard: number, refs: readonly RecordRef[], slabs: SlabPool | undefined): BatchRead {
   const requests = new Array<number>(refs.length);
   let bytes = 0;
+  let carved = 0;
   for (let i = 0; i < refs.length; i++) {
     requests[i] = i;
-    bytes += (refs[i] as RecordRef).length;
+    const length = (refs[i] as RecordRef).length;
+    bytes += length;
+    carved += carvedBytes(length);
   }
   const samples = new Array<Sample>(refs.length);
-  ds.readLoneSamplesSync(shard, refs, requests, samples);
-  return { bytes, reads: refs.length, slab: undefined, samples };
+  const slab = slabs?.take(carved);
+  try {
+    ds.readLoneSamplesSync(shard, refs, requests, samples, slab === undefined ? undefined : new SlabCarver(slab));
+  } catch (err) {
+    if (slab !== undefined) slabs?.give(slab);
+    throw err;
+  }
+  return { bytes, reads: refs.length, slab, samples };
 }
 
 /** Whether every sample of `run` is one uncompressed member (see isLone). */

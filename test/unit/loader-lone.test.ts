@@ -82,6 +82,51 @@ describe('loader over one-member samples', () => {
     );
   });
 
+  it('in view mode yields the same bytes, each batch valid until the next is asked for (memory maps and pread)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          sizes: fc.array(fc.oneof(fc.constant(0), fc.nat({ max: 40 }), fc.nat({ max: 3000 })), { minLength: 1, maxLength: 90 }),
+          layout: fc.constantFrom('tar' as const, 'packed' as const),
+          native: fc.boolean(),
+          batchSize: fc.integer({ min: 1, max: 70 }),
+          shuffle: fc.constantFrom<ShuffleName>('none', 'full', 'block'),
+          seed: fc.nat({ max: 1000 }),
+        }),
+        async ({ sizes, layout, native, batchSize, shuffle, seed }) => {
+          const dir = await writeLone(sizes, layout, 4 * 1024);
+          const ds = await openDataset(dir, { checkShards: 'size', native });
+          try {
+            const plan = planEpoch({ shardSizes: ds.shards.map((s) => s.samples), seed, epoch: 0, shuffle, batchSize });
+            let i = 0;
+            const held: Uint8Array[] = [];
+            for await (const batch of ds.loader({ batchSize, shuffle, seed, view: true })) {
+              for (const sample of batch) {
+                const want = ds.atSync(plan.at(i++));
+                expect(sample.key).toBe(want.key);
+                expect(sameBytes(sample.members.png, want.members.png)).toBe(true);
+                held.push(sample.members.png as Uint8Array);
+              }
+              // members of one batch never share bytes: each is a span of its own in the batch's buffer
+              const spans = held.filter((m) => m.length > 0).map((m) => [m.buffer, m.byteOffset, m.byteOffset + m.length] as const);
+              for (let a = 0; a < spans.length; a++) {
+                for (let b = a + 1; b < spans.length; b++) {
+                  const [x, y] = [spans[a]!, spans[b]!];
+                  if (x[0] === y[0]) expect(x[2] <= y[1] || y[2] <= x[1]).toBe(true);
+                }
+              }
+              held.length = 0;
+            }
+            expect(i).toBe(plan.length);
+          } finally {
+            await ds.close();
+          }
+        },
+      ),
+      { numRuns: 30 },
+    );
+  });
+
   it('from memory maps, key order copies each sample on its own: reads = samples, bytesRead = member bytes (no tar header read)', async () => {
     const sizes = Array.from({ length: 300 }, (_, i) => 100 + ((i * 7919) % 5000));
     const dir = await writeLone(sizes, 'tar', 256 * 1024);
