@@ -33,7 +33,7 @@ const memberBytes = (s) => {
 };
 const callgrind = (...args) => {
   const r = spawnSync('callgrind_control', [...args, String(process.pid)], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`callgrind_control ${args.join(' ')} failed (run under valgrind --tool=callgrind): ${r.stderr}${r.stdout}`);
+  if (r.status !== 0 || /Error/.test(r.stdout)) throw new Error(`callgrind_control ${args.join(' ')} failed (run under valgrind --tool=callgrind): ${r.stderr}${r.stdout}`);
 };
 let epoch = 0;
 const epochOf = (shuffle) =>
