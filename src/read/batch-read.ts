@@ -4,11 +4,18 @@
  * costs no promise and no thread-pool round trip per sample (on a warm page cache a pread of a few KiB takes
  * ~3 us, a thread-pool round trip ~20 us); larger runs and http requests go through `limit` (bounded
  * concurrency) and the batch settles when they do.
+ *
+ * From memory maps, copying with verify, one-member uncompressed samples are not coalesced: each is copied with its
+ * CRC32C in one pass, all of a shard's in one native call (lone-samples.ts). A joined read there saves no system
+ * call and costs a second pass (copy, then checksum) and a run-sized buffer. A batch of such samples in one shard
+ * skips read planning: in copy mode into arena views, in view mode into views carved from the batch's pooled slab.
+ * A batch of one sample (copy mode) is read as Dataset.atSync reads it.
  */
 import type { Sample } from '../../formats/sample.js';
 import type { Dataset } from './dataset.js';
 import { planReads, type CoalesceOptions, type ReadRun } from './fetch-plan.js';
 import { entryOf, isLone, type RecordRef } from './record-ref.js';
+import { carvedBytes, SlabCarver } from './lone-samples.js';
 import { decodeRecord, decodeSpan } from './sample-decode.js';
 import type { SlabPool } from './slab-pool.js';
 
@@ -39,6 +46,13 @@ const DECODED = new Uint8Array(0);
 
 /** Reads the samples of `refs` (records that passed Dataset.checkRecord). */
 export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: BatchReadOptions): BatchRead {
+  const local = !ds.remote;
+  if (refs.length === 1 && local && options.slabs === undefined) {
+    const ref = refs[0] as RecordRef;
+    if (ref.length <= options.syncReadMaxBytes) return readOne(ds, ref, options.verify);
+  }
+  const shard = local && ds.native && options.verify ? loneShard(refs, options.syncReadMaxBytes) : -1;
+  if (shard >= 0) return readLoneBatch(ds, shard, refs, options.slabs);
   const runs = planReads(refs, options);
   let bytes = 0;
   let reads = 0;
@@ -46,7 +60,6 @@ export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: Batc
     bytes += run.length;
     if (run.length > 0) reads++;
   }
-  const local = !ds.remote;
   // View mode reads a batch's local runs into one pooled slab. The default path gives each read a fresh buffer
   // of its own: one fresh buffer per batch (hundreds of KiB) was measured 2x slower per sample (bench/read.mjs,
   // 1-100 KiB samples), the allocator handing out new pages each time, while run-sized buffers reuse freed memory.
@@ -85,6 +98,18 @@ export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: Batc
           } else {
             samples[request] = ds.readRecordSync(ref.leaf, ref.slot, undefined, options.verify);
           }
+        } else if (lone !== undefined && allLone(refs, run)) {
+          // From a memory map, a coalesced read saves no system call, and its bytes would be copied and then
+          // checksummed in a second pass: each sample joins the lone ones instead (one pass copies and checksums),
+          // and no run-sized buffer is allocated. Each is then a read of its own span, holes left out.
+          runBytes[r] = DECODED;
+          if (run.shard !== lone.shard) {
+            flushLone();
+            lone.shard = run.shard;
+          }
+          for (const s of run.slices) lone.requests.push(s.request);
+          reads += run.slices.length - 1;
+          bytes -= run.length - spanBytes(run);
         } else {
           runBytes[r] = ds.readShardRangeSync(run.shard, run.offset, run.length, target, at);
         }
@@ -111,6 +136,71 @@ export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: Batc
     slab,
     samples: pending === undefined ? build() : Promise.all(pending).then(build),
   };
+}
+
+/**
+ * A batch of one local sample, read as Dataset.atSync reads it: no read planning, no run, no lone list (a loader
+ * with batchSize 1 pays this per sample).
+ */
+function readOne(ds: Dataset, ref: RecordRef, verify: boolean): BatchRead {
+  const samples = [ds.readRecordSync(ref.leaf, ref.slot, undefined, verify)];
+  return { bytes: ref.length, reads: ref.length > 0 ? 1 : 0, slab: undefined, samples };
+}
+
+/**
+ * The shard of a batch whose samples all lie in one shard, each one uncompressed member of 1 to `maxBytes` bytes;
+ * else -1. Read from its memory map, such a batch needs no read plan: each sample is copied and checksummed on its
+ * own in one native call for the batch, in any order (see readLoneBatch).
+ */
+function loneShard(refs: readonly RecordRef[], maxBytes: number): number {
+  if (refs.length === 0) return -1;
+  const shard = (refs[0] as RecordRef).shard;
+  for (let i = 0; i < refs.length; i++) {
+    const ref = refs[i] as RecordRef;
+    if (ref.shard !== shard || ref.length === 0 || ref.length > maxBytes || !isLone(ref.leaf, ref.slot)) return -1;
+  }
+  return shard;
+}
+
+/**
+ * A batch loneShard accepted: no planReads (its sort and run objects), one copyMany over the batch as it comes, into
+ * arena views (copy mode) or views carved from one pooled slab (view mode).
+ */
+function readLoneBatch(ds: Dataset, shard: number, refs: readonly RecordRef[], slabs: SlabPool | undefined): BatchRead {
+  const requests = new Array<number>(refs.length);
+  let bytes = 0;
+  let carved = 0;
+  for (let i = 0; i < refs.length; i++) {
+    requests[i] = i;
+    const length = (refs[i] as RecordRef).length;
+    bytes += length;
+    carved += carvedBytes(length);
+  }
+  const samples = new Array<Sample>(refs.length);
+  const slab = slabs?.take(carved);
+  try {
+    ds.readLoneSamplesSync(shard, refs, requests, samples, slab === undefined ? undefined : new SlabCarver(slab));
+  } catch (err) {
+    if (slab !== undefined) slabs?.give(slab);
+    throw err;
+  }
+  return { bytes, reads: refs.length, slab, samples };
+}
+
+/** Whether every sample of `run` is one uncompressed member (see isLone). */
+function allLone(refs: readonly RecordRef[], run: ReadRun): boolean {
+  for (const s of run.slices) {
+    const ref = refs[s.request] as RecordRef;
+    if (!isLone(ref.leaf, ref.slot)) return false;
+  }
+  return true;
+}
+
+/** Bytes of a run's spans, each copied on its own (a padded epoch's repeat of a span too). */
+function spanBytes(run: ReadRun): number {
+  let n = 0;
+  for (const s of run.slices) n += s.length;
+  return n;
 }
 
 /** Cuts each sample's span out of its run and decodes it (members are views of the run; CRC verified). */

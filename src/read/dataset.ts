@@ -26,7 +26,7 @@ import { noManifestMessage } from './missing-manifest.js';
 import { crc32c } from '../../formats/checksum.js';
 import { DEFAULT_PAGE_CACHE_BYTES, IndexReader } from './index-reader.js';
 import { decodeRead, decodeRecord, decodeSpan, type DecodeContext } from './sample-decode.js';
-import { readLoneSamples } from './lone-samples.js';
+import { readLoneSamples, type ViewSource } from './lone-samples.js';
 import { isLone, type RecordRef } from './record-ref.js';
 import { assertEntryFits, checkIndexMatchesManifest, checkOpenOptions, checkShardOnOpen, recordFits } from './dataset-checks.js';
 import { ReadArena } from './read-arena.js';
@@ -276,10 +276,10 @@ export class Dataset {
    * {@link readLoneSamples} reads them into arena views and decoded into `samples`. Records must have passed
    * checkRecord.
    */
-  readLoneSamplesSync(shard: number, refs: readonly RecordRef[], requests: readonly number[], samples: Sample[]): void {
+  readLoneSamplesSync(shard: number, refs: readonly RecordRef[], requests: readonly number[], samples: Sample[], into: ViewSource = this.arena): void {
     const source = this.pool.acquireSync(this.shardLocations[shard] as string) as FileSource;
     try {
-      readLoneSamples(source, this.arena, refs, requests, samples, this.decodeContext(shard, true));
+      readLoneSamples(source, into, refs, requests, samples, this.decodeContext(shard, true));
     } finally {
       this.pool.release(source);
     }

@@ -55,7 +55,9 @@ export interface LoaderOptions {
   view?: boolean;
   /**
    * Spans in one shard at most this many bytes apart are read together. Default 1 KiB locally (neighbours in a tar
-   * shard; copying a larger hole costs more than the read it saves), 64 KiB over http(s).
+   * shard; copying a larger hole costs more than the read it saves), 64 KiB over http(s). Shards read through memory
+   * maps (the native addon) in copy mode with verify copy one-member uncompressed samples one by one, each with its
+   * checksum in the same pass: there a joined read saves no system call, only adds a second pass over the bytes.
    */
   coalesceGapBytes?: number;
   /** Largest read made by joining spans (a larger sample is read alone). 0: one read per sample. Default 1 MiB. */

@@ -62,7 +62,10 @@ interface PendingBatch<S> {
   bytes: number;
   slab: Uint8Array | undefined;
   ready: boolean;
-  promise: Promise<S[]>;
+  /** The samples, when read synchronously (local batches): delivered without a promise. */
+  value: S[] | undefined;
+  /** Otherwise the samples when read (or the failure). */
+  promise: Promise<S[]> | undefined;
 }
 
 const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
@@ -129,6 +132,11 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
   private heldSlab: Uint8Array | undefined;
   /** next() calls run one after another, so batches are delivered (and counted) in order. */
   private delivery: Promise<unknown> = Promise.resolve();
+  /** next() calls whose delivery has not settled: with none, a batch read synchronously is delivered at once. */
+  private delivering = 0;
+  private readonly delivered = (): void => {
+    this.delivering--;
+  };
   /** Remote lookups run one batch after another, sorted by position, so each index page is fetched once. */
   private locateTail: Promise<unknown> = Promise.resolve();
   private fillScheduled = false;
@@ -201,8 +209,15 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
 
   /** The next batch; `done` after the last one, after an error, or after return()/close(). */
   next(): Promise<IteratorResult<S[], undefined>> {
+    if (this.delivering === 0) {
+      // Nothing before this call is still being delivered: a batch already read is returned without the promise
+      // chain (an async function, its await and two reactions per batch: with batchSize 1, per sample).
+      const now = this.deliverNow();
+      if (now !== undefined) return Promise.resolve(now);
+    }
+    this.delivering++;
     const result = this.delivery.then(() => this.deliver());
-    this.delivery = result.catch(() => undefined);
+    this.delivery = result.then(this.delivered, this.delivered);
     return result;
   }
 
@@ -241,11 +256,27 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     return { ...this.counters, cache: delta };
   }
 
-  private async deliver(): Promise<IteratorResult<S[], undefined>> {
-    if (this.heldSlab !== undefined) {
-      this.slabs?.give(this.heldSlab);
-      this.heldSlab = undefined;
+  /**
+   * deliver() without a promise, when its result is known now: the end, or a head batch read synchronously.
+   * Undefined when the head batch is still being read (or failed): deliver() then takes it from there.
+   */
+  private deliverNow(): IteratorResult<S[], undefined> | undefined {
+    this.giveBackHeldSlab();
+    if (this.finished) return DONE;
+    this.fill(2);
+    const head = this.queue[0];
+    if (head === undefined) {
+      this.finish();
+      return DONE;
     }
+    if (head.value === undefined) return undefined;
+    this.queue.shift();
+    this.scheduleFill();
+    return this.yielded(head, head.value);
+  }
+
+  private async deliver(): Promise<IteratorResult<S[], undefined>> {
+    this.giveBackHeldSlab();
     if (this.finished) return DONE;
     this.fill(2);
     const head = this.queue.shift();
@@ -255,15 +286,28 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     }
     if (!head.ready) this.counters.stalls++;
     this.scheduleFill();
+    if (head.value !== undefined) return this.yielded(head, head.value);
     let batch: S[];
     try {
-      batch = await head.promise;
+      batch = await (head.promise as Promise<S[]>);
     } catch (err) {
       if (this.finished) return DONE; // closed while this batch was in flight: its failure (CLOSED) reaches nobody
       this.finish();
       throw err;
     }
     if (this.finished) return DONE; // closed while this batch was in flight
+    return this.yielded(head, batch);
+  }
+
+  private giveBackHeldSlab(): void {
+    if (this.heldSlab !== undefined) {
+      this.slabs?.give(this.heldSlab);
+      this.heldSlab = undefined;
+    }
+  }
+
+  /** Counts `head` as yielded; its slab is the caller's until the next batch is asked for. */
+  private yielded(head: PendingBatch<S>, batch: S[]): IteratorYieldResult<S[]> {
     this.addPrefetched(-head.bytes);
     this.counters.batches++;
     this.counters.samples += head.count;
@@ -308,7 +352,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
   private start(batch: number): PendingBatch<S> {
     const first = batch * this.opts.batchSize;
     const count = Math.min(this.opts.batchSize, this.length - first);
-    const pending: PendingBatch<S> = { count, bytes: 0, slab: undefined, ready: false, promise: undefined as unknown as Promise<S[]> };
+    const pending: PendingBatch<S> = { count, bytes: 0, slab: undefined, ready: false, value: undefined, promise: undefined };
     this.cachePlan?.advance(first);
     this.setBytes(pending, Math.round(count * this.bytesPerSample));
     let promise: Promise<S[]>;
@@ -332,8 +376,13 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
         );
       } else {
         const result = this.fetch(pending, this.locateSync(first, count), first);
-        pending.ready = Array.isArray(result); // read synchronously: ready now, not a microtask later
-        promise = Array.isArray(result) ? Promise.resolve(result) : result;
+        if (Array.isArray(result)) {
+          // read synchronously: ready now, and delivered as it is (no promise made for it)
+          pending.ready = true;
+          pending.value = result;
+          return pending;
+        }
+        promise = result;
       }
     } catch (err) {
       promise = Promise.reject(err);

@@ -7,9 +7,35 @@
 import type { Sample } from '../../formats/sample.js';
 import type { FileSource } from '../io/file-source.js';
 import { COPY_MANY_ROW } from '../native/native.js';
-import type { ReadArena } from './read-arena.js';
+
 import { entryOf, type RecordRef } from './record-ref.js';
 import { decodeRecord, decodeSpan, type DecodeContext } from './sample-decode.js';
+
+/** Where the copies go: a ReadArena (owned bytes), or a view-mode slab carved in order (SlabCarver). */
+export interface ViewSource {
+  take(length: number): Uint8Array;
+}
+
+/**
+ * Views carved one after another from one slab (the loader's view mode: the batch's bytes live in a pooled slab until
+ * the next batch is asked for), each start 8-byte aligned as ReadArena's are. The slab must hold carvedBytes(lengths).
+ */
+export class SlabCarver implements ViewSource {
+  private used = 0;
+
+  constructor(private readonly slab: Uint8Array) {}
+
+  take(length: number): Uint8Array {
+    const view = new Uint8Array(this.slab.buffer, this.slab.byteOffset + this.used, length);
+    this.used += (length + 7) & ~7;
+    return view;
+  }
+}
+
+/** Bytes a SlabCarver needs for samples of `length` bytes each, in all. */
+export function carvedBytes(length: number): number {
+  return (length + 7) & ~7;
+}
 
 /** The copy rows (see NativeAddon.copyMany), grown to the largest batch; calls are synchronous, so one will do. */
 let spec = new Float64Array(64 * COPY_MANY_ROW);
@@ -20,7 +46,7 @@ let spec = new Float64Array(64 * COPY_MANY_ROW);
  * not mapped or a copy fails, each sample is read alone (readIntoSyncCrc32c), which throws the failure for the
  * sample it concerns.
  */
-export function readLoneSamples(source: FileSource, arena: ReadArena, refs: readonly RecordRef[], requests: readonly number[], samples: Sample[], ctx: DecodeContext): void {
+export function readLoneSamples(source: FileSource, arena: ViewSource, refs: readonly RecordRef[], requests: readonly number[], samples: Sample[], ctx: DecodeContext): void {
   const views = new Array<Uint8Array>(requests.length);
   if (spec.length < requests.length * COPY_MANY_ROW) spec = new Float64Array(requests.length * COPY_MANY_ROW);
   // rows [first, end) all target one buffer: an arena slab, or a large sample's own buffer
