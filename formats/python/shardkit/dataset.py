@@ -123,6 +123,7 @@ class Dataset:
         self._check_index_matches_manifest(header)
         self._tree = BTree(header, index_name, self._read_page, page_cache_bytes)
         self._shard_locations = [resolve_location(self.location, s.file) for s in self._shards]
+        self._shard_bytes = [s.bytes for s in self._shards]
 
     def _read_local(self, path: str) -> bytes:
         fd, size = open_file(path)
@@ -347,6 +348,14 @@ class Dataset:
     def _read_record(self, leaf, slot) -> dict:
         record = leaf.records[slot]
         key = leaf.keys[slot]
+        shard, offset, length, _members, lone_ext, lone_crc = record
+        if (lone_ext is not None and length <= self.max_member_bytes and shard < len(self._shard_bytes)
+                and offset + length <= self._shard_bytes[shard]):
+            # the common record, one stored member filling its span, with _check_record's checks inline
+            span = self._read_span(shard, offset, length) if length else b''
+            if self.verify and crc32c(span) != lone_crc:
+                self._checksum_error(key, shard, offset, _members[0])
+            return {'__key__': key, lone_ext: span}
         self._check_record(key, record)
         length = record[2]
         return self._decode(key, record, self._read_span(record[0], record[1], length) if length else b'')
@@ -425,11 +434,7 @@ class Dataset:
                 self._http_files[shard] = f
             return f.read(offset, length)
         path = self._shard_locations[shard]
-        fd = self._pool.acquire(path, lambda fd, size: self._check_local_shard(shard, fd, size))
-        try:
-            return pread_exact(fd, offset, length, path)
-        finally:
-            self._pool.release(path)
+        return self._pool.pread(path, offset, length, lambda fd, size: self._check_local_shard(shard, fd, size))
 
     def _check_local_shard(self, shard: int, fd: int, size: int):
         if shard in self._checked:
