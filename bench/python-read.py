@@ -16,7 +16,7 @@ Parts (--parts, comma-separated):
 - open: opening a dataset of --open-samples samples in a fresh process (import, open, first read).
 
     npm run build && /usr/bin/python3 bench/python-read.py [--samples 5000] [--rounds 5] [--parts reads,loader,open]
-        [--open-samples 1000000]
+        [--open-samples 1000000] [--persistent-workers]
 """
 import argparse
 import json
@@ -164,7 +164,7 @@ def child(side: str, work: str, seed: int):
     print(json.dumps({'rate': len(order) / t, 'cpuRate': len(order) / c}))
 
 
-def loader_child(side: str, work: str, seed: int):
+def loader_child(side: str, work: str, seed: int, persistent: bool):
     """One warm epoch, then one timed epoch of a DataLoader with two workers; prints samples/s (wall and CPU)."""
     import torch
     from torch.utils.data import DataLoader
@@ -180,13 +180,23 @@ def loader_child(side: str, work: str, seed: int):
     else:
         data = NoReads([os.path.getsize(os.path.join(work, 'raw', k + '.jpg')) for k in keys])
     loader = DataLoader(data, batch_size=64, shuffle=True, num_workers=2, collate_fn=skt.list_collate,
-                        generator=torch.Generator().manual_seed(seed))
-    n = sum(len(b) for b in loader)  # warm: page cache; workers start again each epoch, as without persistence
-    c, t = cpu_seconds(), time.perf_counter()
+                        generator=torch.Generator().manual_seed(seed), persistent_workers=persistent)
+    n = sum(len(b) for b in loader)  # warm: the page cache (and, with persistent workers, the workers)
+    c, t = cpu_seconds() + (workers_cpu_seconds(loader) if persistent else 0), time.perf_counter()
     m = sum(len(b) for b in loader)
-    t, c = time.perf_counter() - t, cpu_seconds() - c
+    t, c = time.perf_counter() - t, cpu_seconds() + (workers_cpu_seconds(loader) if persistent else 0) - c
     assert n == m == len(keys)
     print(json.dumps({'rate': m / t, 'cpuRate': m / c}))
+
+
+def workers_cpu_seconds(loader) -> float:
+    """CPU time of a DataLoader's live (persistent) workers, from /proc/PID/stat (utime and stime, in ticks)."""
+    total = 0
+    for w in loader._iterator._workers:
+        with open(f'/proc/{w.pid}/stat') as f:
+            fields = f.read().rsplit(')', 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf('SC_CLK_TCK')
 
 
 def open_child(directory: str):
@@ -211,7 +221,8 @@ def measure(sides, ratios, flag, work, a):
     rounds = []
     for r in range(a.rounds):
         order = sides if r % 2 == 0 else sides[::-1]
-        rounds.append({s: run_child([flag, s, '--work', work, '--seed', str(a.seed + r)]) for s in order})
+        extra = ['--persistent-workers'] if a.persistent_workers else []
+        rounds.append({s: run_child([flag, s, '--work', work, '--seed', str(a.seed + r), *extra]) for s in order})
     out = {}
     for what in ('rate', 'cpuRate'):
         out['samplesPerSecond' if what == 'rate' else 'samplesPerCpuSecond'] = {
@@ -228,6 +239,8 @@ def main():
     p.add_argument('--rounds', type=int, default=5)
     p.add_argument('--open-samples', type=int, default=1_000_000, help='samples of the dataset opened (0: skip)')
     p.add_argument('--parts', default='reads,loader,open')
+    p.add_argument('--persistent-workers', action='store_true',
+                   help='DataLoader(persistent_workers=True): workers keep their files and decoded index pages')
     p.add_argument('--child')
     p.add_argument('--loader-child')
     p.add_argument('--open-child')
@@ -237,7 +250,7 @@ def main():
     if a.child:
         return child(a.child, a.work, a.seed)
     if a.loader_child:
-        return loader_child(a.loader_child, a.work, a.seed)
+        return loader_child(a.loader_child, a.work, a.seed, a.persistent_workers)
     if a.open_child:
         return open_child(a.open_child)
     import lmdb
