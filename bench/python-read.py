@@ -3,10 +3,20 @@
 same samples: real small files of 1-100 KiB (log-uniform sizes), random order, warm page cache, checksums verified.
 
 Each side runs in its own child process (one untimed pass to warm the page cache and the index pages, then a timed
-pass over every sample in a seeded random order); sides alternate round by round and the figures are medians. The
-machine may be shared: read the ratios, not the absolute rates. Also times opening a dataset in a fresh process.
+pass over every sample in a seeded random order); sides alternate round by round. Every side reports wall time and
+CPU time (its process, plus its DataLoader workers); ratios are taken within a round, and the figures are their
+medians with the lowest and highest round. The machine may be shared: read the ratios (CPU ratios are the steadier
+ones under load), not the absolute rates.
 
-    npm run build && /usr/bin/python3 bench/python-read.py [--samples 5000] [--rounds 5] [--open-samples 1000000]
+Parts (--parts, comma-separated):
+- reads: ds[i] and ds.get(key), checksums verified (and ds[i] without), vs open().read() and py-lmdb txn.get.
+- loader: an epoch of DataLoader(num_workers=2, batch_size=64, shuffle, collate_fn=list_collate) over
+  shardkit.torch.ShardkitDataset vs a minimal raw-file Dataset vs a py-lmdb Dataset (one txn per batch), no decode;
+  and over a Dataset that reads nothing (bytes of each sample's size made in memory): the DataLoader's own cost.
+- open: opening a dataset of --open-samples samples in a fresh process (import, open, first read).
+
+    npm run build && /usr/bin/python3 bench/python-read.py [--samples 5000] [--rounds 5] [--parts reads,loader,open]
+        [--open-samples 1000000] [--persistent-workers]
 """
 import argparse
 import json
@@ -15,6 +25,7 @@ import os
 import random
 import shutil
 import statistics
+import resource
 import subprocess
 import sys
 import tempfile
@@ -25,6 +36,79 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, 'formats', 'python'))
 CLI = os.path.join(ROOT, 'dist', 'bin', 'shardkit.cjs')
 SIDES = ['raw', 'shardkit-position', 'shardkit-key', 'shardkit-position-noverify', 'lmdb']
+LOADER_SIDES = ['loader-shardkit', 'loader-raw', 'loader-lmdb', 'loader-floor']
+READ_RATIOS = [('position / open().read()', 'shardkit-position', 'raw'),
+               ('position / lmdb txn.get', 'shardkit-position', 'lmdb'),
+               ('key / lmdb txn.get', 'shardkit-key', 'lmdb'),
+               ('position without verify / open().read()', 'shardkit-position-noverify', 'raw'),
+               ('position without verify / lmdb txn.get', 'shardkit-position-noverify', 'lmdb')]
+LOADER_RATIOS = [('DataLoader shardkit / raw files', 'loader-shardkit', 'loader-raw'),
+                 ('DataLoader shardkit / lmdb', 'loader-shardkit', 'loader-lmdb'),
+                 ('DataLoader shardkit / no reading at all', 'loader-shardkit', 'loader-floor')]
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of its waited-for children (the DataLoader's workers, once joined)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+class RawFiles:
+    """The minimal raw-file map-style Dataset: one open().read() per sample."""
+
+    def __init__(self, paths):
+        self.paths = paths
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        with open(self.paths[i], 'rb') as f:
+            return f.read()
+
+
+class NoReads:
+    """The DataLoader's own cost: each sample is zero bytes of its size, made in memory (no file, no read)."""
+
+    def __init__(self, sizes):
+        self.sizes = sizes
+
+    def __len__(self):
+        return len(self.sizes)
+
+    def __getitem__(self, i):
+        return bytes(self.sizes[i])
+
+
+class LmdbSamples:
+    """A py-lmdb map-style Dataset: the environment opened in each worker, one read transaction per batch."""
+
+    def __init__(self, path, keys):
+        self.path = path
+        self.keys = [k.encode() for k in keys]
+        self.env = None
+
+    def __len__(self):
+        return len(self.keys)
+
+    def _env(self):
+        if self.env is None:
+            import lmdb
+            self.env = lmdb.open(self.path, readonly=True, lock=False)
+        return self.env
+
+    def __getitem__(self, i):
+        with self._env().begin() as txn:
+            return txn.get(self.keys[i])
+
+    def __getitems__(self, indices):
+        with self._env().begin() as txn:
+            get = txn.get
+            return [get(self.keys[i]) for i in indices]
+
+    def __getstate__(self):
+        return {**self.__dict__, 'env': None}
 
 
 def make_tree(root: str, n: int, seed: int):
@@ -74,9 +158,45 @@ def child(side: str, work: str, seed: int):
                 for i in order:
                     get(bkeys[i])
     run()  # warm: page cache, index pages, file handles
-    t = time.perf_counter()
+    c, t = cpu_seconds(), time.perf_counter()
     run()
-    print(json.dumps({'rate': len(order) / (time.perf_counter() - t)}))
+    t, c = time.perf_counter() - t, cpu_seconds() - c
+    print(json.dumps({'rate': len(order) / t, 'cpuRate': len(order) / c}))
+
+
+def loader_child(side: str, work: str, seed: int, persistent: bool):
+    """One warm epoch, then one timed epoch of a DataLoader with two workers; prints samples/s (wall and CPU)."""
+    import torch
+    from torch.utils.data import DataLoader
+    import shardkit.torch as skt
+    with open(os.path.join(work, 'keys.json')) as f:
+        keys = json.load(f)
+    if side == 'loader-shardkit':
+        data = skt.ShardkitDataset(os.path.join(work, 'ds'))
+    elif side == 'loader-raw':
+        data = RawFiles([os.path.join(work, 'raw', k + '.jpg') for k in keys])
+    elif side == 'loader-lmdb':
+        data = LmdbSamples(os.path.join(work, 'lmdb'), keys)
+    else:
+        data = NoReads([os.path.getsize(os.path.join(work, 'raw', k + '.jpg')) for k in keys])
+    loader = DataLoader(data, batch_size=64, shuffle=True, num_workers=2, collate_fn=skt.list_collate,
+                        generator=torch.Generator().manual_seed(seed), persistent_workers=persistent)
+    n = sum(len(b) for b in loader)  # warm: the page cache (and, with persistent workers, the workers)
+    c, t = cpu_seconds() + (workers_cpu_seconds(loader) if persistent else 0), time.perf_counter()
+    m = sum(len(b) for b in loader)
+    t, c = time.perf_counter() - t, cpu_seconds() + (workers_cpu_seconds(loader) if persistent else 0) - c
+    assert n == m == len(keys)
+    print(json.dumps({'rate': m / t, 'cpuRate': m / c}))
+
+
+def workers_cpu_seconds(loader) -> float:
+    """CPU time of a DataLoader's live (persistent) workers, from /proc/PID/stat (utime and stime, in ticks)."""
+    total = 0
+    for w in loader._iterator._workers:
+        with open(f'/proc/{w.pid}/stat') as f:
+            fields = f.read().rsplit(')', 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf('SC_CLK_TCK')
 
 
 def open_child(directory: str):
@@ -96,18 +216,41 @@ def run_child(args):
     return json.loads(out.stdout)
 
 
+def measure(sides, ratios, flag, work, a):
+    """Rounds of one child per side, alternating the side order; medians and per-round ratio ranges."""
+    rounds = []
+    for r in range(a.rounds):
+        order = sides if r % 2 == 0 else sides[::-1]
+        extra = ['--persistent-workers'] if a.persistent_workers else []
+        rounds.append({s: run_child([flag, s, '--work', work, '--seed', str(a.seed + r), *extra]) for s in order})
+    out = {}
+    for what in ('rate', 'cpuRate'):
+        out['samplesPerSecond' if what == 'rate' else 'samplesPerCpuSecond'] = {
+            s: round(statistics.median(r[s][what] for r in rounds)) for s in sides}
+        rs = {name: sorted(r[x][what] / r[y][what] for r in rounds) for name, x, y in ratios}
+        out['ratios' if what == 'rate' else 'cpuRatios'] = {
+            name: f'{statistics.median(v):.2f} ({v[0]:.2f}-{v[-1]:.2f})' for name, v in rs.items()}
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--samples', type=int, default=5000)
     p.add_argument('--rounds', type=int, default=5)
     p.add_argument('--open-samples', type=int, default=1_000_000, help='samples of the dataset opened (0: skip)')
+    p.add_argument('--parts', default='reads,loader,open')
+    p.add_argument('--persistent-workers', action='store_true',
+                   help='DataLoader(persistent_workers=True): workers keep their files and decoded index pages')
     p.add_argument('--child')
+    p.add_argument('--loader-child')
     p.add_argument('--open-child')
     p.add_argument('--work')
     p.add_argument('--seed', type=int, default=1)
     a = p.parse_args()
     if a.child:
         return child(a.child, a.work, a.seed)
+    if a.loader_child:
+        return loader_child(a.loader_child, a.work, a.seed, a.persistent_workers)
     if a.open_child:
         return open_child(a.open_child)
     import lmdb
@@ -128,29 +271,19 @@ def main():
                 with open(os.path.join(raw, k + '.jpg'), 'rb') as f:
                     txn.put(k.encode(), f.read())
         env.close()
-        rates = {s: [] for s in SIDES}
-        for r in range(a.rounds):
-            sides = SIDES if r % 2 == 0 else SIDES[::-1]
-            for s in sides:
-                rates[s].append(run_child(['--child', s, '--work', work, '--seed', str(a.seed + r)])['rate'])
-        med = {s: statistics.median(v) for s, v in rates.items()}
-        result = {
-            'samples': a.samples, 'rounds': a.rounds, 'bytes': sum(os.path.getsize(os.path.join(raw, k + '.jpg')) for k in keys),
-            'samplesPerSecond': {s: round(v) for s, v in med.items()},
-            'ratios': {
-                'position / open().read()': med['shardkit-position'] / med['raw'],
-                'position / lmdb txn.get': med['shardkit-position'] / med['lmdb'],
-                'key / lmdb txn.get': med['shardkit-key'] / med['lmdb'],
-                'position without verify / open().read()': med['shardkit-position-noverify'] / med['raw'],
-                'position without verify / lmdb txn.get': med['shardkit-position-noverify'] / med['lmdb'],
-            },
-        }
+        parts = a.parts.split(',')
+        result = {'samples': a.samples, 'rounds': a.rounds,
+                  'bytes': sum(os.path.getsize(os.path.join(raw, k + '.jpg')) for k in keys)}
+        if 'reads' in parts:
+            result['reads'] = measure(SIDES, READ_RATIOS, '--child', work, a)
+        if 'loader' in parts:
+            result['loader'] = measure(LOADER_SIDES, LOADER_RATIOS, '--loader-child', work, a)
         from shardkit import checksum
-        result['crc32c'] = 'crc32c module' + (' (hardware)' if getattr(__import__('crc32c'), 'hardware_based', False) else ' (software)') if checksum.NATIVE else 'pure Python'
-        if a.open_samples:
+        result['crc32c'] = checksum.BACKEND
+        if checksum.crc32c_module is not None:
+            result['crc32c'] += ', crc32c module ' + ('hardware' if __import__('crc32c').hardware_based else 'software')
+        if 'open' in parts and a.open_samples:
             big = os.path.join(work, 'big')
-            tiny = os.path.join(work, 'tiny')
-            os.makedirs(tiny)
             script = ("import {DatasetWriter} from '" + os.path.join(ROOT, 'dist/src/pack/dataset-writer.js') + "';"
                       "const w=new DatasetWriter({dir:process.argv[1],layout:'packed'});"
                       f"for(let i=0;i<{a.open_samples};i++)w.add({{key:'train/'+String(i).padStart(8,'0'),members:{{cls:Buffer.from([i&255])}}}});"

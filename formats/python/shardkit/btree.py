@@ -70,9 +70,15 @@ class BTree:
         if h.entry_count == 0:
             return None
         page_no, level, base, count = h.root_page, h.height - 1, 0, h.entry_count
+        cache = self.cache
+        page_count = h.page_count
         while True:
-            page = self._descend(page_no, level, count)
-            if page.is_leaf:
+            # the checks of _descend, inline for cached pages, as in leaf_at
+            page = cache.get(page_no) if 0 < page_no < page_count else None
+            if (page is None or page.is_leaf != (level == 0) or (level and page.level != level)
+                    or (len(page.keys) if level == 0 else page.starts[-1]) != count):
+                page = self._descend(page_no, level, count)
+            if level == 0:
                 return page, base
             i = bisect_right(page.keys, key) - 1
             if i < 0:

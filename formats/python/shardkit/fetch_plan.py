@@ -24,13 +24,13 @@ class ReadRun(NamedTuple):
 def plan_reads(requests: Sequence[Tuple[int, int, int]], gap_bytes: int, max_read_bytes: int) -> List[ReadRun]:
     """Runs ordered by (shard, offset) for ``requests`` of (shard, offset, length); each request is in exactly one
     run's slices."""
-    order = sorted(range(len(requests)), key=lambda i: (requests[i][0], requests[i][1], -requests[i][2], i))
+    order = sorted([(r[0], r[1], -r[2], i) for i, r in enumerate(requests)])
     runs: List[ReadRun] = []
     shard = -1
     run_offset = run_end = 0
     slices = None
-    for i in order:
-        s, offset, length = requests[i]
+    for s, offset, length, i in order:
+        length = -length
         end = offset + length
         if slices is not None and s == shard and (
                 offset < run_end or (offset - run_end <= gap_bytes and end - run_offset <= max_read_bytes)):

@@ -127,6 +127,36 @@ class HandlePool:
             self._evict()
             return fd
 
+    def pread(self, path: str, offset: int, length: int, on_open=None) -> bytes:
+        """:func:`pread_exact` of ``path`` between :meth:`acquire` and :meth:`release`, in one call: the path every
+        local sample read takes."""
+        handle = None
+        with self._lock:
+            if self.generation == _generation:
+                handle = self.handles.get(path)
+                if handle is not None:
+                    handle[1] += 1
+                    if len(self.handles) > 1:
+                        self.handles.move_to_end(path)
+        if handle is None:
+            fd = self.acquire(path, on_open)
+            handle = self.handles[path]  # acquire holds it: it stays until the release below
+        else:
+            fd = handle[0]
+        try:
+            try:
+                data = os.pread(fd, length, offset)
+            except OSError:
+                data = b''
+            if len(data) != length:  # short or failed: pread_exact retries and names the error
+                data = pread_exact(fd, offset, length, path)
+        finally:
+            with self._lock:
+                handle[1] -= 1
+                if len(self.handles) > self.max_open:
+                    self._evict()
+        return data
+
     def release(self, path: str) -> None:
         with self._lock:
             handle = self.handles.get(path)

@@ -8,7 +8,7 @@ uncompressed member filling its span (the common case, read without a loop).
 import struct
 from typing import List, NamedTuple, Optional
 
-from .byte_reader import MAX_SAFE_INTEGER, ByteReader, unzigzag
+from .byte_reader import MAX_SAFE_INTEGER, MAX_VARINT_BYTES, ByteReader, unzigzag
 from .checksum import crc32c
 from .errors import CORRUPT_INDEX, ShardkitError
 from .index_layout import index_remedy
@@ -111,8 +111,15 @@ def _decode_leaf(r: ByteReader, page_no: int, next_leaf: int, count: int) -> Lea
     records = []
     prev_key = b''
     prev = None
+    data = r.data
     for i in range(count):
-        key_bytes, record = decode_leaf_record(r, prev_key, prev, i)
+        found = None
+        if prev is not None and len(prev[4]) == 1:
+            found = _decode_same_shape_record(data, r.pos, r.end, prev_key, prev)
+        if found is None:
+            key_bytes, record = decode_leaf_record(r, prev_key, prev, i)
+        else:
+            key_bytes, record, r.pos = found
         key = record[0]
         if i > 0 and keys[-1] >= key:  # str order is code point order, which is UTF-8 byte order
             r.fail(f'record {i} is out of key order')
@@ -121,6 +128,75 @@ def _decode_leaf(r: ByteReader, page_no: int, next_leaf: int, count: int) -> Lea
         prev_key = key_bytes
         prev = record
     return LeafPage(page_no, next_leaf, keys, records)
+
+
+def _varint_at(data, pos: int, end: int):
+    """(value, next position) of a well-formed varint at ``pos``; (-1, pos) when it is not one."""
+    value = 0
+    shift = 0
+    for _ in range(MAX_VARINT_BYTES):
+        if pos >= end:
+            return -1, pos
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (value, pos) if value <= MAX_SAFE_INTEGER else (-1, pos)
+        shift += 7
+    return -1, pos
+
+
+_U32 = struct.Struct('<I')
+
+
+def _decode_same_shape_record(data, pos: int, end: int, prev_key: bytes, prev):
+    """The common leaf record, read without a ByteReader: same shard and shape as ``prev`` (one member).
+    Returns (key bytes, record, next position) as :func:`decode_leaf_record` would, or None for any other or any
+    malformed record, which :func:`decode_leaf_record` then decodes from the same position (and names the problem).
+    Index pages are decoded again in every DataLoader worker, every epoch without persistent workers."""
+    if pos + 2 > end:
+        return None
+    shared = data[pos]
+    suffix_length = data[pos + 1]
+    if shared >= 0x80 or suffix_length >= 0x80:  # keys of 128 bytes or more take the general decoder
+        return None
+    pos += 2
+    if shared > len(prev_key) or pos + suffix_length + 1 > end:
+        return None
+    key_bytes = prev_key[:shared] + data[pos:pos + suffix_length]
+    pos += suffix_length
+    try:
+        key = key_bytes.decode('utf-8')
+    except UnicodeDecodeError:
+        return None
+    flags = data[pos]
+    pos += 1
+    prev_end = prev[2] + prev[3]
+    if flags == RECORD_SAME_SHARD | RECORD_CONTIGUOUS | RECORD_SAME_SHAPE:
+        offset = prev_end
+    elif flags == RECORD_SAME_SHARD | RECORD_SAME_SHAPE:
+        gap, pos = _varint_at(data, pos, end)
+        if gap < 0:
+            return None
+        offset = prev_end + unzigzag(gap)
+    else:
+        return None
+    if offset < 0 or offset > MAX_SAFE_INTEGER:
+        return None
+    like = prev[4][0]
+    codec = like[M_CODEC]
+    size, pos = _varint_at(data, pos, end)
+    stored = size
+    if codec != CODEC_NONE:
+        stored, pos = _varint_at(data, pos, end)
+    if size < 0 or stored < 0 or pos + 4 > end:
+        return None
+    crc = _U32.unpack_from(data, pos)[0]
+    ext = like[M_EXT]
+    member = (ext, 0, size, stored, codec, crc)
+    if codec == CODEC_NONE:
+        return key_bytes, (key, prev[1], offset, stored, (member,), ext, crc), pos + 4
+    return key_bytes, (key, prev[1], offset, stored, (member,), None, None), pos + 4
 
 
 def decode_leaf_record(r: ByteReader, prev_key: bytes, prev, i: int):

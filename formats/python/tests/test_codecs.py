@@ -48,6 +48,44 @@ def test_crc32c_pure_equals_native(data, seed):
         assert checksum.crc32c_pure(data, seed) == checksum.crc32c(data, seed)
 
 
+BACKENDS = {'isal': checksum.crc32c_isal, 'crc32c': checksum.crc32c_module}
+
+
+@pytest.mark.parametrize('name', sorted(BACKENDS))
+@settings(max_examples=100, deadline=None)
+@given(data=st.binary(max_size=3000), seed=st.integers(0, 2 ** 32 - 1), cut=st.integers(0, 3000),
+       kind=st.sampled_from([bytes, bytearray, memoryview]))
+def test_crc32c_backends_equal_pure(name, data, seed, cut, kind):
+    """Every backend gives the pure version's value, from any buffer type, and continues a CRC across pieces."""
+    fn = BACKENDS[name]
+    if fn is None:
+        pytest.skip(f'the {name} backend is not installed here')
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        want = checksum.crc32c_pure(data, seed)
+    assert fn(kind(data), seed) == want
+    cut = min(cut, len(data))
+    assert fn(kind(data[cut:]), fn(kind(data[:cut]), seed)) == want
+
+
+def test_crc32c_isal_splits_long_inputs(monkeypatch):
+    if checksum.crc32c_isal is None:
+        pytest.skip('libisal2 is not installed here')
+    data = bytes(range(256)) * 40
+    want = checksum.crc32c_module(data) if checksum.crc32c_module else checksum.crc32c_pure(data)
+    monkeypatch.setattr(checksum, 'ISAL_MAX_CALL_BYTES', 1000)  # 11 pieces, the last one short
+    assert checksum.crc32c_isal(data) == want
+    assert checksum.crc32c_isal(data, 0x12345678) == checksum.crc32c_isal(data[5000:], checksum.crc32c_isal(data[:5000], 0x12345678))
+
+
+def test_crc32c_backend_is_the_fastest_installed():
+    assert checksum.crc32c is {'isal': checksum.crc32c_isal, 'crc32c': checksum.crc32c_module,
+                               'pure': checksum.crc32c_pure}[checksum.BACKEND]
+    if checksum.crc32c_isal is not None:
+        assert checksum.BACKEND == 'isal'
+    assert checksum.NATIVE == (checksum.BACKEND != 'pure')
+
+
 def test_crc32c_check_value_and_warning():
     assert checksum.crc32c(b'123456789') == 0xE3069283
     checksum._warned = False

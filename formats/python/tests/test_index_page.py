@@ -110,3 +110,65 @@ def test_wrong_place_and_hostile_records():
 
 
 RECORD_FLAGS_SAME_SHARD = 1
+
+
+@st.composite
+def same_shape_entries(draw):
+    """Leaves as packs write them for one-file samples: mostly one member of one extension, neighbours in one shard
+    (contiguous, or a tar header apart), keys sharing prefixes, some long; sometimes LZ4, a second member, a new
+    shard."""
+    n = draw(st.integers(1, 40))
+    prefix = draw(st.sampled_from(['', 'n01440764/', 'x' * 130 + '/', 'Ω/ж/']))
+    keys = sorted({prefix + draw(st.text('ab0ü😀', min_size=1, max_size=6)) for _ in range(n)})
+    codec = draw(st.sampled_from([0, 0, 1]))
+    entries, end, shard = [], 0, 0
+    for key in keys:
+        size = draw(st.integers(0, 2 ** 21))
+        stored = size if codec == 0 else draw(st.integers(0, 2 ** 21))
+        members = [('jpg', 0, size, stored, codec, draw(st.integers(0, 2 ** 32 - 1)))]
+        if draw(st.integers(0, 9)) == 0:
+            members.append(('cls', stored + 3, 1, 1, 0, 7))
+        if draw(st.integers(0, 9)) == 0 and entries:
+            shard += 1
+        # a hostile index may point before the shard's start (a negative offset): refused, by either path
+        offset = end + draw(st.sampled_from([0, 0, 512, 1536, -end - 1])) if entries else draw(st.integers(0, 2 ** 40))
+        if offset < 0 and shard != entries[-1][1]:
+            offset = end  # a record in a new shard stores its offset as an unsigned varint
+        entries.append((key, shard, offset, members))
+        end = offset + members[-1][1] + members[-1][3]
+    return entries
+
+
+def decode_both(page):
+    """decode_page's result (records, or the error's code and message) with and without the same-shape fast path."""
+    from shardkit import index_page
+
+    def run():
+        try:
+            leaf = decode_page(page, 3, 'i')
+            return leaf.keys, leaf.records
+        except ShardkitError as e:
+            return e.code, str(e)
+
+    fast = run()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(index_page, '_decode_same_shape_record', lambda *a: None)
+        general = run()
+    return fast, general
+
+
+@settings(max_examples=200, deadline=None)
+@given(entries=same_shape_entries(), damage=st.lists(st.tuples(st.integers(0, 4000), st.integers(1, 255)), max_size=3))
+def test_same_shape_fast_path_equals_the_general_decoder(entries, damage):
+    """Whole records (lone member fields too), on intact pages and on pages with bytes changed (and resealed, so
+    the record decoder sees the damage): the same records or the same error."""
+    records = bytearray(encode_leaf_records(entries))
+    fast, general = decode_both(seal(bytes(records), PAGE_TYPE_LEAF, len(entries), 3, 9, 8192))
+    assert fast == general
+    if all(e[2] >= 0 for e in entries):
+        assert fast[0] == [e[0] for e in entries]
+    for at, xor in damage:
+        if records:
+            records[at % len(records)] ^= xor
+    fast, general = decode_both(seal(bytes(records), PAGE_TYPE_LEAF, len(entries), 3, 9, 8192))
+    assert fast == general
