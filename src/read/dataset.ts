@@ -67,6 +67,8 @@ export class Dataset {
   private readonly checked = new Set<number>();
   private readonly checkShards: 'size' | 'fingerprint';
   private readonly maxMemberBytes: number;
+  /** What the fast record check lets through: maxMemberBytes, and no more than one buffer holds. */
+  private readonly recordLimitBytes: number;
   private readonly client: HttpClient | undefined;
   private readonly isRemote: boolean;
   private closed = false;
@@ -94,6 +96,7 @@ export class Dataset {
     // With a cache, every shard fetched is checked whole (CRC32C) before use: the 4 KiB fingerprint read is not sent.
     this.checkShards = options.cache !== undefined ? 'size' : (options.checkShards ?? 'fingerprint');
     this.maxMemberBytes = options.maxMemberBytes ?? DEFAULT_MAX_MEMBER_BYTES;
+    this.recordLimitBytes = Math.min(this.maxMemberBytes, MAX_SPAN_BYTES);
     this.shardLocations = index.shards.map((s) => resolveLocation(location, s.file));
     this.shardLocations.forEach((loc, i) => this.shardByLocation.set(loc, i));
     const addon = options.native === false ? undefined : nativeAddon();
@@ -363,7 +366,7 @@ export class Dataset {
    * over maxMemberBytes. When they fail, checkEntry runs on the entry and throws its error, naming the sample.
    */
   checkRecord(leaf: LeafPage, slot: number): void {
-    if (!recordFits(leaf, slot, this.index.shards, Math.min(this.maxMemberBytes, MAX_SPAN_BYTES))) this.checkEntry(leaf.entries[slot] as IndexEntry);
+    if (!recordFits(leaf, slot, this.index.shards, this.recordLimitBytes)) this.checkEntry(leaf.entries[slot] as IndexEntry);
   }
 
   /** True when the dataset is behind an http(s) URL, or read through a shard cache (no synchronous reads). */
