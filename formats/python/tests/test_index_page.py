@@ -3,7 +3,7 @@ from the SPEC, and damaged pages refused with CORRUPT_INDEX."""
 import struct
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from page_codec import branch_page, encode_leaf_records, leaf_page, seal
@@ -133,7 +133,7 @@ def same_shape_entries(draw):
         # a hostile index may point before the shard's start (a negative offset): refused, by either path
         offset = end + draw(st.sampled_from([0, 0, 512, 1536, -end - 1])) if entries else draw(st.integers(0, 2 ** 40))
         if offset < 0 and shard != entries[-1][1]:
-            offset = end  # a record in a new shard stores its offset as an unsigned varint
+            offset = max(end, 0)  # a record in a new shard stores its offset as an unsigned varint
         entries.append((key, shard, offset, members))
         end = offset + members[-1][1] + members[-1][3]
     return entries
@@ -158,6 +158,9 @@ def decode_both(page):
 
 
 @settings(max_examples=200, deadline=None)
+# a hostile negative offset followed by a record in a new shard (which stores its offset unsigned)
+@example(entries=[('0', 0, 0, [('jpg', 0, 0, 0, 0, 0)]), ('00', 0, -1, [('jpg', 0, 0, 0, 0, 0)]),
+                  ('a', 1, 0, [('jpg', 0, 0, 0, 0, 0)])], damage=[])
 @given(entries=same_shape_entries(), damage=st.lists(st.tuples(st.integers(0, 4000), st.integers(1, 255)), max_size=3))
 def test_same_shape_fast_path_equals_the_general_decoder(entries, damage):
     """Whole records (lone member fields too), on intact pages and on pages with bytes changed (and resealed, so
