@@ -7,7 +7,9 @@
 from .dataset import Dataset, open_dataset
 from .epoch_plan import EpochPlan, merge_states
 from .errors import ShardkitError
+from .mixture_plan import MixturePlan, mixture_counts
 
 __version__ = '0.1.0'
 
-__all__ = ['Dataset', 'EpochPlan', 'ShardkitError', 'merge_states', 'open_dataset', '__version__']
+__all__ = ['Dataset', 'EpochPlan', 'MixturePlan', 'ShardkitError', 'merge_states', 'mixture_counts', 'open_dataset',
+           '__version__']

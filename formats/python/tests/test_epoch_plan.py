@@ -294,8 +294,8 @@ def test_a_rank_state_of_several_ranks_does_not_resume_alone():
 def test_the_docstring_examples_run():
     import doctest
 
-    from shardkit import epoch_plan, prng, shuffle_block, shuffle_full, shuffle_none
-    for module in (prng, shuffle_none, shuffle_full, shuffle_block, epoch_plan):
+    from shardkit import epoch_plan, mixture_plan, prng, shuffle_block, shuffle_full, shuffle_none
+    for module in (prng, shuffle_none, shuffle_full, shuffle_block, epoch_plan, mixture_plan):
         failed, tried = doctest.testmod(module, extraglobs={'EpochPlan': EpochPlan})
         assert failed == 0 and tried > 0, module.__name__
 
