@@ -1,5 +1,7 @@
+import { journalProgress } from '../src/pack/journal.js';
 import { shellWord } from '../src/read/missing-manifest.js';
 import { releaseHeldLocks } from '../src/pack/write-lock.js';
+import { count } from './format.js';
 
 /**
  * Ctrl-C (SIGINT) or SIGTERM while a command writes files. The default action ends the process wherever it is,
@@ -37,6 +39,20 @@ export function sayWhenStopped(stopped: () => string): void {
       process.kill(process.pid, signal);
     });
   }
+}
+
+/**
+ * sayWhenStopped for a command that writes through a journal in `workDir` (pack and derive: the output; append:
+ * its stage): what the journal kept, and the command line that finishes it.
+ */
+export function sayWhenJournalStopped(command: string, workDir: string, before: () => void): void {
+  sayWhenStopped(() => {
+    before();
+    const kept = journalProgress(workDir);
+    if (kept === undefined) return `${command} stopped before it wrote anything; run \`${commandLine([], [])}\` again to ${command}`;
+    const where = `${count(kept.samples, 'sample')} in ${count(kept.shards, 'finished shard')} kept in ${workDir}`;
+    return `${command} stopped (${where}); finish it with \`${commandLine(['--resume'], ['--force'])}\`, or start over with --force`;
+  });
 }
 
 /** The command line this process ran, as `shardkit ARGS`, with `add` appended and the flags in `drop` left out. */

@@ -5,6 +5,8 @@ import { parseSize, formatSize } from '../../src/pack/size-arg.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
 import { collect, parseChoice, parseCount } from '../args.js';
 import { skippedLines } from '../format.js';
+import { stagePaths } from '../../src/pack/append-stage.js';
+import { sayWhenJournalStopped } from '../interrupt.js';
 import { progressBar } from '../progress.js';
 import { printJson, runAction } from '../run-action.js';
 import { passesFromArgv } from './pack.js';
@@ -64,6 +66,7 @@ export function registerAppend(program: Command): void {
         if (given.length > 0) await configureSharpForPacking();
         const interactive = !flags.json && !flags.quiet && process.stderr.isTTY === true;
         const bar = progressBar(interactive, 'samples');
+        sayWhenJournalStopped('append', stagePaths(dataset).added, () => bar.stop());
         let result: AppendResult;
         try {
           result = await append({

@@ -5,6 +5,7 @@ import { parseSelection } from '../../src/pack/select.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
 import { HEADER_FLAGS, HEADER_HELP, TIMEOUT_FLAGS, TIMEOUT_HELP, collect, httpOption, parseChoice, parseCount , CACHE_DIR_FLAGS, CACHE_DIR_HELP, CACHE_SIZE_FLAGS, CACHE_SIZE_HELP, cacheOption } from '../args.js';
 import { passStatsNotes, skippedLines } from '../format.js';
+import { sayWhenJournalStopped } from '../interrupt.js';
 import { progressBar } from '../progress.js';
 import { printJson, runAction } from '../run-action.js';
 import { passesFromArgv } from './pack.js';
@@ -40,6 +41,7 @@ export function registerDerive(program: Command): void {
         const concurrency = flags.concurrency === undefined ? undefined : parseCount(flags.concurrency, '--concurrency', 1);
         if (passes.length > 0) await configureSharpForPacking();
         const bar = progressBar(!flags.json && !flags.quiet, 'samples');
+        sayWhenJournalStopped('derive', flags.out, () => bar.stop());
         let r;
         try {
           r = await derive({

@@ -9,8 +9,7 @@ import type { Pass } from '../../src/passes/pass.js';
 import { collect, parseChoice, parseCount } from '../args.js';
 import { count, passStatsNotes, printableName, skippedLines } from '../format.js';
 import { progressBar } from '../progress.js';
-import { commandLine, sayWhenStopped } from '../interrupt.js';
-import { journalProgress } from '../../src/pack/journal.js';
+import { sayWhenJournalStopped } from '../interrupt.js';
 import { printJson, runAction } from '../run-action.js';
 
 interface PackFlags {
@@ -98,13 +97,7 @@ export function registerPack(program: Command): void {
         const interactive = !flags.json && !flags.quiet && process.stderr.isTTY === true;
         const bar = progressBar(interactive, 'samples');
         const out = flags.out ?? defaultOutDir(src);
-        sayWhenStopped(() => {
-          bar.stop();
-          const kept = journalProgress(out);
-          if (kept === undefined) return `pack stopped before it wrote anything; run \`${commandLine([], [])}\` again to pack`;
-          const where = `${count(kept.samples, 'sample')} in ${count(kept.shards, 'finished shard')} kept in ${out}`;
-          return `pack stopped (${where}); finish it with \`${commandLine(['--resume'], ['--force'])}\`, or start over with --force`;
-        });
+        sayWhenJournalStopped('pack', out, () => bar.stop());
         let result: PackResult;
         try {
           result = await pack({
