@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 from .epoch_state import (BAD_STATE, EPOCH_STATE_VERSION, MAX_SAMPLES, Cursor, bad_state, expect_cursor,
                           expect_identity_shape, expect_rank_state_shape, expect_same_identity, order_identity)
 from .errors import INVALID_ARG, OUT_OF_RANGE, TOO_LARGE, ShardkitError, ShardkitIndexError
-from .js_values import MAX_SAFE_INTEGER, as_int, js_json, received
+from .js_values import MAX_SAFE_INTEGER, as_int, received
 from .loader_state import DatasetIdentity, expect_loader_state, loader_state, merge_loader_states
 from .prng import Seed
 from .shuffle import DEFAULT_WINDOW_SHARDS, SHUFFLE_NAMES, SHUFFLES
@@ -118,7 +118,6 @@ def merge_rank_states(states: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     samples = as_int(identity['samples'])
     world_size = as_int(first['worldSize'])
     start = expect_cursor(first.get('start'), samples, 'states[0].start')
-    start_json = js_json({'consumed': start[0], 'skip': start[1]})
     if len(states) != world_size:
         raise bad_state(f'mergeRankStates needs all {world_size} rank states but received {len(states)}')
     remaining = samples - start[0] - len(start[1])
@@ -129,8 +128,8 @@ def merge_rank_states(states: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
         expect_same_identity(state, identity, f'states[{i}]')
         if as_int(state['worldSize']) != world_size:
             raise bad_state(f"states[{i}] has worldSize {state['worldSize']} but states[0] has {world_size}")
-        # Compared as JSON text, as Node does (so a start with reordered or extra keys is refused there too).
-        if js_json(state.get('start')) != start_json:
+        # compared by value, as Node does: a state file rewritten with its keys in another order is the same state
+        if expect_cursor(state.get('start'), samples, f'states[{i}].start') != start:
             raise bad_state(f'states[{i}] started from another cursor than states[0]: they are not from one plan')
         length = as_int(state['length'])
         if length > most_per_rank:
