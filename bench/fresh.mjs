@@ -137,7 +137,9 @@ async function prepare(opts) {
   if (!fs.existsSync(stamp) || fs.readFileSync(path.join(dir, 'tree.txt'), 'utf8') !== tree.dir) {
     fs.rmSync(dir, { recursive: true, force: true });
     fs.mkdirSync(dir, { recursive: true });
-    await pack({ source: tree.dir, out: path.join(dir, 'ds') });
+    // key rule 'path': one sample per file (a real tree has names like RelNotes/1.5.0.2.txt, which the default
+    // WebDataset rule would fold into one sample of numbered members, and refuses)
+    await pack({ source: tree.dir, out: path.join(dir, 'ds'), keyRule: 'path' });
     const ds = await openDataset(path.join(dir, 'ds'));
     const files = [];
     for await (const e of ds.entries()) files.push(e.members.map((m) => path.join(tree.dir, memberPath(e.key, m.ext))));
