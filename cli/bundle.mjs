@@ -10,8 +10,9 @@
  * 26-44 ms to import through Node's CommonJS loader, and a one-file pack took 0.87x the time with them in the bundle
  * (median of 15 alternated pairs).
  *
- * The library is bundled too, into dist/lib: `index.js` (what `import 'shardkit'` loads, package.json's exports)
- * and `formats.js` (`shardkit/formats`), which share their chunks (one ShardkitError class for both). Importing the
+ * The library is bundled too, into dist/lib: `index.js` (what `import 'shardkit'` loads, package.json's exports),
+ * `read.js` (`shardkit/read`, the reading API alone: what it loads is about half of what index.js loads) and
+ * `formats.js` (`shardkit/formats`), which share their chunks (one ShardkitError class for all three). Importing the
  * reader from tsc's ~65 modules took 1.7x `node -e 0`, from a bundle 1.3x (bench/startup.mjs). The types stay
  * tsc's (dist/src/index.d.ts).
  *
@@ -67,7 +68,7 @@ await bundle(out, { shardkit: path.join(dist, 'cli/main.js'), ...threads });
 // loaded 72 files instead of 55). Its worker and child are one file each (they share no object with the library:
 // they talk through messages and pipes), so that they do not split the library's chunks either.
 const lib = path.join(dist, 'lib');
-await bundle(lib, { index: path.join(dist, 'src/index.js'), formats: path.join(dist, 'formats/index.js') });
+await bundle(lib, { index: path.join(dist, 'src/index.js'), read: path.join(dist, 'src/read-api.js'), formats: path.join(dist, 'formats/index.js') });
 await bundle(lib, threads, { splitting: false, fresh: false });
 // the bin: a CommonJS launcher that sizes libuv's pool before the bundle loads (see cli/launcher.cjs)
 fs.copyFileSync(path.join(root, 'cli', 'launcher.cjs'), path.join(out, 'shardkit.cjs'));
