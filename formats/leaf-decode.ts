@@ -79,6 +79,9 @@ export function decodeLeafColumns(r: ByteReader, count: number): LeafColumns {
   let memberRows = new Float64Array(count * MEMBER_COLUMNS);
   const exts: string[] = [];
   const extIds = new Map<string, number>();
+  const extAt: number[] = []; // where in the page an extension was first spelled out, its length and its id
+  const extLength: number[] = [];
+  const extById: number[] = [];
   let allAscii = true; // every key so far is ASCII
   let prevAscii = true; // the previous key is (a first key shares nothing)
   let prevStart = 0; // the previous key's bytes: keyBytes[prevStart, prevEnd)
@@ -156,11 +159,30 @@ export function decodeLeafColumns(r: ByteReader, count: number): LeafColumns {
           if (i === 0 || m >= prevCount) r.fail(`record ${i} member ${m} reuses a missing extension`);
           ext = memberRows[(prevFirst + m) * MEMBER_COLUMNS + M_EXT] as number;
         } else {
-          const name = r.utf8(r.varint());
-          let id = extIds.get(name);
-          if (id === undefined) {
-            id = exts.push(propertyName(name)) - 1; // members objects are keyed by it on every read
-            extIds.set(name, id);
+          const nameLength = r.varint();
+          const nameAt = r.pos;
+          r.bytesView(nameLength); // bounds check only
+          // an extension the page spelled out before: found by its bytes, not decoded again (a TextDecoder call)
+          let id = sameBytesAs(bytes, nameAt, nameLength, extAt, extLength);
+          if (id < 0) {
+            let name: string;
+            try {
+              name = utf8Decoder.decode(bytes.subarray(nameAt, nameAt + nameLength));
+            } catch {
+              return r.fail(`invalid UTF-8 at byte ${nameAt}`);
+            }
+            id = extIds.get(name) ?? -1;
+            if (id < 0) {
+              id = exts.push(propertyName(name)) - 1; // members objects are keyed by it on every read
+              extIds.set(name, id);
+            }
+            if (extAt.length < MAX_EXTS_BY_BYTES) {
+              extAt.push(nameAt);
+              extLength.push(nameLength);
+              extById.push(id);
+            }
+          } else {
+            id = extById[id] as number;
           }
           ext = id;
         }
@@ -220,6 +242,21 @@ export function decodeLeafColumns(r: ByteReader, count: number): LeafColumns {
     }
   }
   return { keys, simple, rows, memberRows: members * MEMBER_COLUMNS === memberRows.length ? memberRows : memberRows.slice(0, members * MEMBER_COLUMNS), exts };
+}
+
+/** Extensions a leaf remembers by their bytes (a leaf has a few: jpg, cls, json...; more are decoded each time). */
+const MAX_EXTS_BY_BYTES = 8;
+
+/** The index `i` of the spelling bytes[at[i], at[i] + length[i]) equal to bytes[from, from + n), or -1. */
+function sameBytesAs(bytes: Uint8Array, from: number, n: number, at: readonly number[], length: readonly number[]): number {
+  for (let i = 0; i < at.length; i++) {
+    if (length[i] !== n) continue;
+    const start = at[i] as number;
+    let k = 0;
+    while (k < n && bytes[start + k] === bytes[from + k]) k++;
+    if (k === n) return i;
+  }
+  return -1;
 }
 
 /** Whether bytes[from, to) are all ASCII. */
