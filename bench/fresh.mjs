@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * Fresh-process benchmark (issue 28, goal 3): what a training job pays at start. A process that imports shardkit
- * (`import('shardkit')`, the package entry), opens the dataset and reads one epoch in random order, timed from spawn
+ * (`import('shardkit')`, the package entry, or with `--entry shardkit/read` the reading API alone), opens the dataset and reads one epoch in random order, timed from spawn
  * to exit, against a process that reads the raw files with `readFileSync` in the same order. Both sides get the
  * order ready-made (the raw side a file of paths, the shardkit side a file of positions: the loader's own plan for
  * seed 1, epoch 0, shuffle 'full'), both verify what they must (shardkit checks every member's CRC32C; raw checks
@@ -17,7 +17,8 @@
  * which the machine's load does not stretch. --cpu-prof DIR also writes one `node --cpu-prof` profile per shardkit
  * side and prints the files that took the most self time.
  *
- *   npm run build && node bench/fresh.mjs [--real A|B | --tree DIR] [--runs 5] [--epochs 4] [--cpu-prof DIR] [--json FILE]
+ *   npm run build && node bench/fresh.mjs [--real A|B | --tree DIR] [--runs 5] [--epochs 4] [--entry shardkit|shardkit/read]
+ *                                         [--cpu-prof DIR] [--json FILE]
  *
  * Goal: a fresh shardkit process >= 1.5x the fresh raw process on tree A (5,000 files).
  */
@@ -38,7 +39,7 @@ const SEED = 1;
 const BATCH = 64;
 
 /** Child: one side, from process start. Prints timestamps (ms since the process started) and bytes as JSON. */
-async function child(side, dir, epochs) {
+async function child(side, dir, epochs, entry) {
   const t = { scriptStart: performance.now() };
   const c = { scriptStart: cpuNow() };
   const mark = (name) => {
@@ -60,7 +61,7 @@ async function child(side, dir, epochs) {
       mark(`epoch${e}`);
     }
   } else {
-    const { openDataset, planEpoch } = await import('shardkit');
+    const { openDataset, planEpoch } = await import(entry);
     mark('imported');
     const ds = await openDataset(path.join(dir, 'ds'));
     mark('opened');
@@ -110,8 +111,11 @@ function spawnTimed(args, env = process.env) {
   return { ms, out: last ? JSON.parse(last) : undefined };
 }
 
+/** What the shardkit sides import: --entry (the package's main entry, or shardkit/read, the reading API alone). */
+let entry = 'shardkit';
+
 function sideArgs(side, dir, epochs, prof) {
-  return [...(prof ? ['--cpu-prof', '--cpu-prof-dir', prof] : []), SELF, '--child', side, '--dir', dir, '--epochs', String(epochs)];
+  return [...(prof ? ['--cpu-prof', '--cpu-prof-dir', prof] : []), SELF, '--child', side, '--dir', dir, '--epochs', String(epochs), '--entry', entry];
 }
 
 /** Self time per script file in a .cpuprofile, top `n`, in ms. */
@@ -137,7 +141,9 @@ async function prepare(opts) {
   if (!fs.existsSync(stamp) || fs.readFileSync(path.join(dir, 'tree.txt'), 'utf8') !== tree.dir) {
     fs.rmSync(dir, { recursive: true, force: true });
     fs.mkdirSync(dir, { recursive: true });
-    await pack({ source: tree.dir, out: path.join(dir, 'ds') });
+    // key rule 'path': one sample per file (a real tree has names like RelNotes/1.5.0.2.txt, which the default
+    // WebDataset rule would fold into one sample of numbered members, and refuses)
+    await pack({ source: tree.dir, out: path.join(dir, 'ds'), keyRule: 'path' });
     const ds = await openDataset(path.join(dir, 'ds'));
     const files = [];
     for await (const e of ds.entries()) files.push(e.members.map((m) => path.join(tree.dir, memberPath(e.key, m.ext))));
@@ -159,8 +165,10 @@ async function main() {
     const i = args.indexOf(flag);
     return i < 0 ? dflt : args[i + 1];
   };
-  if (opt('--child')) return child(opt('--child'), opt('--dir'), Number(opt('--epochs', '1')));
-  const opts = { real: opt('--real', opt('--tree') ? '' : 'A'), tree: opt('--tree', ''), dir: opt('--dir', ''), runs: Number(opt('--runs', '5')), epochs: Number(opt('--epochs', '4')), prof: opt('--cpu-prof', ''), json: opt('--json', '') };
+  if (opt('--child')) return child(opt('--child'), opt('--dir'), Number(opt('--epochs', '1')), opt('--entry', 'shardkit'));
+  const opts = { real: opt('--real', opt('--tree') ? '' : 'A'), tree: opt('--tree', ''), dir: opt('--dir', ''), runs: Number(opt('--runs', '5')), epochs: Number(opt('--epochs', '4')), prof: opt('--cpu-prof', ''), json: opt('--json', ''), entry: opt('--entry', 'shardkit') };
+  if (opts.entry !== 'shardkit' && opts.entry !== 'shardkit/read') throw new Error(`--entry is shardkit or shardkit/read, not ${opts.entry}`);
+  entry = opts.entry;
   const { dir, tree } = await prepare(opts);
 
   const sides = ['node -e 0', 'raw', 'atSync', 'loader'];
@@ -222,7 +230,7 @@ async function main() {
   const report = {
     tree: { dir: tree.dir, files: n, fingerprint: tree.fingerprint, bytes: expected },
     machine: { cpus: os.cpus().length, node: process.version, loadAverage: os.loadavg().map(r1) },
-    settings: { runs: opts.runs, order: 'full shuffle, seed 1, epoch 0 (the loader plan); same order on every side', cache: 'warm', verify: 'shardkit: CRC32C on every member; raw: none', loaderBatch: BATCH },
+    settings: { entry: opts.entry, runs: opts.runs, order: 'full shuffle, seed 1, epoch 0 (the loader plan); same order on every side', cache: 'warm', verify: 'shardkit: CRC32C on every member; raw: none', loaderBatch: BATCH },
     spawnToExitMs: Object.fromEntries(sides.map((s) => [s, { ...stat(runs[s]), runs: runs[s].map(r1) }])),
     ratios: {
       'fresh atSync vs fresh raw (goal >= 1.5)': { ofMedians: r1((median(runs.raw) / median(runs.atSync)) * 100) / 100, pairedRuns: stat(paired('atSync')) },

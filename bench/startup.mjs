@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * Start-up cost of a fresh process, as ratios to `node -e 0` (Node's own start): importing the package (what
- * package.json's exports name), importing it, opening a dataset and reading one sample, `shardkit --help`,
+ * package.json's exports name; `shardkit/read` too), importing it, opening a dataset and reading one sample, `shardkit --help`,
  * `--version`, and packing 10 small files. The variants run alternated, one process each in turn, `--runs` rounds;
  * each figure is the median wall time over the rounds, with min and max, and the median CPU time (GNU time). With `--baseline DIR` (another built
  * checkout, e.g. `git worktree add /tmp/base main && cd /tmp/base && npm ci`), each variant also runs there, in the
@@ -30,8 +30,11 @@ function variantsOf(root, tag) {
   const entry = JSON.stringify(path.join(root, pkg.exports['.'].default));
   const cli = path.join(root, pkg.bin.shardkit);
   const out = path.join(work, `out-${tag}`);
+  // shardkit/read (the reading API alone) where the checkout has it: a baseline from before it runs without
+  const read = pkg.exports['./read'] === undefined ? undefined : JSON.stringify(path.join(root, pkg.exports['./read'].default));
   return {
     "import('shardkit')": ['--input-type=module', '-e', `await import(${entry})`],
+    ...(read === undefined ? {} : { "import('shardkit/read')": ['--input-type=module', '-e', `await import(${read})`] }),
     'import, openDataset, atSync(0)': ['--input-type=module', '-e', `const { openDataset } = await import(${entry}); const ds = await openDataset(${JSON.stringify(out)}); ds.atSync(0); await ds.close();`],
     'shardkit --help': [cli, '--help'],
     'shardkit --version': [cli, '--version'],

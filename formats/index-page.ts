@@ -8,7 +8,21 @@ import { ErrorCodes, ShardkitError } from './errors.js';
 import { compareKeys, isSimpleKey } from './key-order.js';
 import { Codec, type CodecId, type IndexEntry, type MemberEntry } from './index-entry.js';
 import { indexRemedy, type Layout } from './index-layout.js';
-import { propertyName } from './sample.js';
+import {
+  MEMBER_CODEC_MASK,
+  MEMBER_COLUMNS,
+  MEMBER_EXT_SAME,
+  MEMBER_KNOWN_FLAGS,
+  MIN_MEMBER_BYTES,
+  MemberColumn,
+  RECORD_COLUMNS,
+  RECORD_CONTIGUOUS,
+  RECORD_KNOWN_FLAGS,
+  RECORD_SAME_SHAPE,
+  RECORD_SAME_SHARD,
+  RecordColumn,
+} from './leaf-format.js';
+import { decodeLeafColumns } from './leaf-decode.js';
 
 export const PAGE_HEADER_BYTES = 16;
 export const PAGE_TYPE = 0; //   u8   PageType
@@ -20,19 +34,17 @@ export const PAGE_LINK = 12; //  u32  leaf: next leaf (0 = last); branch: level 
 
 export const PageType = { branch: 1, leaf: 2 } as const;
 
-/** Record flag bits: what a leaf record takes from the previous record of its page instead of storing it. */
-export const RECORD_SAME_SHARD = 0x01;
-/** The span starts where the previous record's span ends (implies SAME_SHARD). */
-export const RECORD_CONTIGUOUS = 0x02;
-/** Same member count, and each member's extension, codec and gap equal the previous record's. */
-export const RECORD_SAME_SHAPE = 0x04;
-const RECORD_KNOWN_FLAGS = RECORD_SAME_SHARD | RECORD_CONTIGUOUS | RECORD_SAME_SHAPE;
-
-/** Member flag bits (low nibble is the codec). */
-export const MEMBER_CODEC_MASK = 0x0f;
-/** The member's extension equals the extension of the member at the same index in the previous record. */
-export const MEMBER_EXT_SAME = 0x10;
-const MEMBER_KNOWN_FLAGS = MEMBER_CODEC_MASK | MEMBER_EXT_SAME;
+export {
+  MEMBER_CODEC_MASK,
+  MEMBER_COLUMNS,
+  MEMBER_EXT_SAME,
+  MemberColumn,
+  RECORD_COLUMNS,
+  RECORD_CONTIGUOUS,
+  RECORD_SAME_SHAPE,
+  RECORD_SAME_SHARD,
+  RecordColumn,
+} from './leaf-format.js';
 
 /** Bytes of a branch record beyond its key: varint key length (<= 3), u32 child, varint count (<= 8). */
 const BRANCH_RECORD_OVERHEAD = 3 + 4 + 8;
@@ -77,17 +89,6 @@ export interface LeafPage {
   /** A hash table of `keys` for exact lookups, built by a reader on its first key lookup in this leaf (undefined until then). */
   keyTable: Int32Array | undefined;
 }
-
-/**
- * Columns of {@link LeafPage.rows}: record i's are at i * RECORD_COLUMNS + column. A record of one member stored
- * uncompressed (which then fills its span) has that member's CRC32C and extension in loneCrc32c and loneExt; any
- * other has -1 there.
- */
-export const RecordColumn = { shard: 0, offset: 1, length: 2, firstMember: 3, memberCount: 4, loneCrc32c: 5, loneExt: 6 } as const;
-export const RECORD_COLUMNS = 7;
-/** Columns of {@link LeafPage.memberRows}: member rows of record i start at its firstMember. */
-export const MemberColumn = { offset: 0, size: 1, storedSize: 2, codec: 3, crc32c: 4, ext: 5 } as const;
-export const MEMBER_COLUMNS = 6;
 
 export interface BranchPage {
   type: 'branch';
@@ -236,22 +237,13 @@ export function decodePage(page: Uint8Array, expectedPageNo: number, file: strin
 
 function decodeLeaf(r: ByteReader, pageNo: number, next: number, count: number, keepEntries: boolean): LeafPage {
   if (next !== 0 && next <= pageNo) r.fail(`links to earlier page ${next}`);
-  const keys: string[] = new Array(count);
-  const entries: IndexEntry[] = new Array(count);
-  const state: LeafRecordState = { prevKey: new Uint8Array(0), prev: undefined };
-  let simple = true;
-  for (let i = 0; i < count; i++) {
-    const entry = decodeLeafRecord(r, state, i);
-    if (i > 0 && compareKeys(keys[i - 1] as string, entry.key) >= 0) r.fail(`record ${i} is out of key order`);
-    keys[i] = entry.key;
-    entries[i] = entry;
-    simple &&= isSimpleKey(entry.key);
-  }
-  const { rows, memberRows, exts } = leafColumns(entries);
-  return new DecodedLeaf(pageNo, next, simple, keys, rows, memberRows, exts, keepEntries ? entries : undefined);
+  const { keys, simple, rows, memberRows, exts } = decodeLeafColumns(r, count);
+  const leaf = new DecodedLeaf(pageNo, next, simple, keys, rows, memberRows, exts, undefined);
+  if (keepEntries) void leaf.entries; // made now, for the caller about to walk them
+  return leaf;
 }
 
-/** A leaf as decodePage returns it: entry objects kept from decoding (keepEntries), or made on first use. */
+/** A leaf as decodePage returns it: entry objects made on first use (at once with keepEntries). */
 class DecodedLeaf implements LeafPage {
   readonly type = 'leaf';
   keyTable: Int32Array | undefined = undefined;
@@ -296,56 +288,11 @@ function entriesFromColumns(leaf: LeafPage): IndexEntry[] {
   return entries;
 }
 
-/** {@link LeafPage.rows}, memberRows and exts for decoded entries. */
-function leafColumns(entries: readonly IndexEntry[]): Pick<LeafPage, 'rows' | 'memberRows' | 'exts'> {
-  let memberCount = 0;
-  for (const e of entries) memberCount += e.members.length;
-  const rows = new Float64Array(entries.length * RECORD_COLUMNS);
-  const memberRows = new Float64Array(memberCount * MEMBER_COLUMNS);
-  const exts: string[] = [];
-  const extIds = new Map<string, number>();
-  let m = 0;
-  for (let i = 0; i < entries.length; i++) {
-    const e = entries[i] as IndexEntry;
-    const r = i * RECORD_COLUMNS;
-    rows[r + RecordColumn.shard] = e.shard;
-    rows[r + RecordColumn.offset] = e.offset;
-    rows[r + RecordColumn.length] = e.length;
-    rows[r + RecordColumn.firstMember] = m;
-    rows[r + RecordColumn.memberCount] = e.members.length;
-    rows[r + RecordColumn.loneCrc32c] = -1;
-    rows[r + RecordColumn.loneExt] = -1;
-    for (const member of e.members) {
-      let ext = extIds.get(member.ext);
-      if (ext === undefined) {
-        ext = exts.push(propertyName(member.ext)) - 1; // members objects are keyed by it on every read
-        extIds.set(member.ext, ext);
-      }
-      member.ext = exts[ext] as string; // the same name for reads that decode from the entries (Dataset.readSync)
-      const q = m++ * MEMBER_COLUMNS;
-      memberRows[q + MemberColumn.offset] = member.offset;
-      memberRows[q + MemberColumn.size] = member.size;
-      memberRows[q + MemberColumn.storedSize] = member.storedSize;
-      memberRows[q + MemberColumn.codec] = member.codec;
-      memberRows[q + MemberColumn.crc32c] = member.crc32c;
-      memberRows[q + MemberColumn.ext] = ext;
-      if (e.members.length === 1 && member.codec === Codec.none) {
-        rows[r + RecordColumn.loneCrc32c] = member.crc32c;
-        rows[r + RecordColumn.loneExt] = ext;
-      }
-    }
-  }
-  return { rows, memberRows, exts };
-}
-
 /** What a leaf record is relative to: the previous record of its page (none for the first). */
 export interface LeafRecordState {
   prevKey: Uint8Array;
   prev: IndexEntry | undefined;
 }
-
-/** The fewest bytes a member's record takes: flags, gap and size (a byte each at least) and its CRC-32C (4). */
-const MIN_MEMBER_BYTES = 7;
 
 /** Decodes one leaf record at the reader's position and advances `state`. */
 export function decodeLeafRecord(r: ByteReader, state: LeafRecordState, i: number): IndexEntry {

@@ -1,0 +1,280 @@
+/**
+ * Decodes a leaf page's records straight into its columns (LeafPage.rows, memberRows, exts) and keys, in one pass
+ * over the bytes: no IndexEntry or member object, no key buffer and no TextDecoder call per record. It makes the
+ * same checks as {@link decodeLeafRecord} (the record-at-a-time decoder, which stays the reference: the property
+ * test test/property/leaf-decode.test.ts holds both to the same result and the same error on any page), in the
+ * same order, with the same messages.
+ *
+ * Why: a fresh process touches every leaf once in its first epoch, and decoding a leaf record by record (an entry,
+ * its members, a key buffer, a TextDecoder call and a key comparison each) took ~8 us a record before the code was
+ * optimized: 40 of the ~150 ms a first epoch of 5,000 samples took (bench/fresh.mjs).
+ *
+ * Keys are compared as bytes (their UTF-8 order is the key order: key-order.ts), from the first byte a record does
+ * not share with the previous one. Pure-ASCII keys, nearly all keys, are decoded as one Latin-1 string per leaf and
+ * cut at their ends; a key with any other byte is checked and decoded by the strict UTF-8 decoder, where the
+ * reference decoder checks it.
+ */
+import { type ByteReader, unzigzag, utf8Decoder } from './bytes.js';
+import { Codec } from './index-entry.js';
+import { isSimpleKey } from './key-order.js';
+import {
+  MEMBER_CODEC_MASK,
+  MEMBER_COLUMNS,
+  MEMBER_EXT_SAME,
+  MEMBER_KNOWN_FLAGS,
+  MIN_MEMBER_BYTES,
+  MemberColumn,
+  RECORD_COLUMNS,
+  RECORD_CONTIGUOUS,
+  RECORD_KNOWN_FLAGS,
+  RECORD_SAME_SHAPE,
+  RECORD_SAME_SHARD,
+  RecordColumn,
+} from './leaf-format.js';
+import { propertyName } from './sample.js';
+
+/** A leaf's keys and its records as columns (LeafPage's `keys`, `simple`, `rows`, `memberRows`, `exts`). */
+export interface LeafColumns {
+  keys: string[];
+  simple: boolean;
+  rows: Float64Array;
+  memberRows: Float64Array;
+  exts: string[];
+}
+
+// column offsets as plain numbers: this code runs cold (interpreted) in a fresh process, where each property read costs
+const SHARD = RecordColumn.shard;
+const OFFSET = RecordColumn.offset;
+const LENGTH = RecordColumn.length;
+const FIRST_MEMBER = RecordColumn.firstMember;
+const MEMBER_COUNT = RecordColumn.memberCount;
+const LONE_CRC32C = RecordColumn.loneCrc32c;
+const LONE_EXT = RecordColumn.loneExt;
+const M_OFFSET = MemberColumn.offset;
+const M_SIZE = MemberColumn.size;
+const M_STORED_SIZE = MemberColumn.storedSize;
+const M_CODEC = MemberColumn.codec;
+const M_CRC32C = MemberColumn.crc32c;
+const M_EXT = MemberColumn.ext;
+
+/** Key bytes of the leaf being decoded, back to back (grown as needed, reused: decoding is synchronous). */
+let keyBytes = new Uint8Array(8192);
+
+function growKeyBytes(need: number): void {
+  let size = keyBytes.length * 2;
+  while (size < need) size *= 2;
+  const next = new Uint8Array(size);
+  next.set(keyBytes);
+  keyBytes = next;
+}
+
+/**
+ * Decodes `count` records from `r` (positioned at the first). Throws through `r.fail` on the first damage found,
+ * with the message {@link decodeLeafRecord} and decodeLeaf give for it.
+ */
+export function decodeLeafColumns(r: ByteReader, count: number): LeafColumns {
+  const bytes = r.bytes;
+  const keyEnds = new Int32Array(count);
+  const rows = new Float64Array(count * RECORD_COLUMNS);
+  let memberRows = new Float64Array(count * MEMBER_COLUMNS);
+  const exts: string[] = [];
+  const extIds = new Map<string, number>();
+  const extAt: number[] = []; // where in the page an extension was first spelled out, its length and its id
+  const extLength: number[] = [];
+  const extById: number[] = [];
+  let allAscii = true; // every key so far is ASCII
+  let prevAscii = true; // the previous key is (a first key shares nothing)
+  let prevStart = 0; // the previous key's bytes: keyBytes[prevStart, prevEnd)
+  let prevEnd = 0;
+  let members = 0; // member rows filled
+  let prevFirst = 0; // the previous record's first member row and member count
+  let prevCount = 0;
+  let prevShard = 0;
+  let prevSpanEnd = 0; // the previous record's offset + length
+  const keyTexts: (string | undefined)[] = new Array(count); // keys decoded one by one (a leaf with a non-ASCII key)
+  for (let i = 0; i < count; i++) {
+    const shared = r.varint();
+    const suffixLength = r.varint();
+    const prevLength = prevEnd - prevStart;
+    if (shared > prevLength) r.fail(`record ${i} shares more key bytes than the previous key has`);
+    const suffixAt = r.pos;
+    r.bytesView(suffixLength); // bounds check only
+    const start = prevEnd;
+    const end = start + shared + suffixLength;
+    if (end > keyBytes.length) growKeyBytes(end);
+    keyBytes.copyWithin(start, prevStart, prevStart + shared);
+    let keyAscii: boolean = prevAscii || asciiBytes(keyBytes, prevStart, prevStart + shared);
+    for (let k = 0; k < suffixLength; k++) {
+      const b = bytes[suffixAt + k] as number;
+      keyBytes[start + shared + k] = b;
+      if (b >= 0x80) keyAscii = false;
+    }
+    if (!keyAscii) {
+      // this key, or one before it, has a byte above 0x7f: check it as the reference decoder does
+      try {
+        keyTexts[i] = utf8Decoder.decode(keyBytes.subarray(start, end));
+      } catch {
+        r.fail(`record ${i} has a key that is not UTF-8`);
+      }
+    }
+    prevAscii = keyAscii;
+    allAscii &&= keyAscii;
+    const flags = r.u8();
+    if ((flags & ~RECORD_KNOWN_FLAGS) !== 0) r.fail(`record ${i} has unknown flags ${flags}`);
+    if (i === 0 && flags !== 0) r.fail(`record ${i} refers to a previous record the page does not have`);
+    if ((flags & RECORD_CONTIGUOUS) !== 0 && (flags & RECORD_SAME_SHARD) === 0) r.fail(`record ${i} is contiguous across shards`);
+    const shard = flags & RECORD_SAME_SHARD ? prevShard : r.varint();
+    let offset: number;
+    if (!(flags & RECORD_SAME_SHARD)) offset = r.varint();
+    else if (flags & RECORD_CONTIGUOUS) offset = prevSpanEnd;
+    else offset = prevSpanEnd + unzigzag(r.varint());
+    if (!Number.isSafeInteger(offset) || offset < 0) r.fail(`record ${i} has a negative offset`);
+    const sameShape = (flags & RECORD_SAME_SHAPE) !== 0;
+    const memberCount = sameShape ? prevCount : r.varint();
+    if (memberCount === 0) r.fail(`record ${i} has no members`);
+    if (!sameShape && memberCount * MIN_MEMBER_BYTES > r.end - r.pos) r.fail(`record ${i} claims ${memberCount} members, more than the page holds`);
+    if ((members + memberCount) * MEMBER_COLUMNS > memberRows.length) {
+      const next = new Float64Array(Math.max(memberRows.length * 2, (members + memberCount) * MEMBER_COLUMNS));
+      next.set(memberRows);
+      memberRows = next;
+    }
+    const first = members;
+    let memberEnd = 0;
+    for (let m = 0; m < memberCount; m++) {
+      const q = (first + m) * MEMBER_COLUMNS;
+      let ext: number;
+      let codec: number;
+      let gap: number;
+      if (sameShape) {
+        const p = (prevFirst + m) * MEMBER_COLUMNS;
+        ext = memberRows[p + M_EXT] as number;
+        codec = memberRows[p + M_CODEC] as number;
+        gap = m === 0 ? (memberRows[p + M_OFFSET] as number) : (memberRows[p + M_OFFSET] as number) - ((memberRows[p - MEMBER_COLUMNS + M_OFFSET] as number) + (memberRows[p - MEMBER_COLUMNS + M_STORED_SIZE] as number));
+      } else {
+        const memberFlags = r.u8();
+        if ((memberFlags & ~MEMBER_KNOWN_FLAGS) !== 0) r.fail(`record ${i} member ${m} has unknown flags ${memberFlags}`);
+        codec = memberFlags & MEMBER_CODEC_MASK;
+        if (codec !== Codec.none && codec !== Codec.lz4) r.fail(`record ${i} member ${m} has unknown codec ${codec}`);
+        if (memberFlags & MEMBER_EXT_SAME) {
+          if (i === 0 || m >= prevCount) r.fail(`record ${i} member ${m} reuses a missing extension`);
+          ext = memberRows[(prevFirst + m) * MEMBER_COLUMNS + M_EXT] as number;
+        } else {
+          const nameLength = r.varint();
+          const nameAt = r.pos;
+          r.bytesView(nameLength); // bounds check only
+          // an extension the page spelled out before: found by its bytes, not decoded again (a TextDecoder call)
+          let id = sameBytesAs(bytes, nameAt, nameLength, extAt, extLength);
+          if (id < 0) {
+            let name: string;
+            try {
+              name = utf8Decoder.decode(bytes.subarray(nameAt, nameAt + nameLength));
+            } catch {
+              return r.fail(`invalid UTF-8 at byte ${nameAt}`);
+            }
+            id = extIds.get(name) ?? -1;
+            if (id < 0) {
+              id = exts.push(propertyName(name)) - 1; // members objects are keyed by it on every read
+              extIds.set(name, id);
+            }
+            if (extAt.length < MAX_EXTS_BY_BYTES) {
+              extAt.push(nameAt);
+              extLength.push(nameLength);
+              extById.push(id);
+            }
+          } else {
+            id = extById[id] as number;
+          }
+          ext = id;
+        }
+        gap = r.varint();
+      }
+      const memberOffset = memberEnd + gap;
+      const size = r.varint();
+      const storedSize = codec === Codec.none ? size : r.varint();
+      memberRows[q + M_OFFSET] = memberOffset;
+      memberRows[q + M_SIZE] = size;
+      memberRows[q + M_STORED_SIZE] = storedSize;
+      memberRows[q + M_CODEC] = codec;
+      memberRows[q + M_CRC32C] = r.u32();
+      memberRows[q + M_EXT] = ext;
+      memberEnd = memberOffset + storedSize;
+    }
+    if ((memberRows[first * MEMBER_COLUMNS + M_OFFSET] as number) !== 0) r.fail(`record ${i} span does not start at its first member`);
+    // key order: the bytes from the first one not shared with the previous key (UTF-8 order is key order)
+    if (i > 0 && !follows(prevStart + shared, prevEnd, start + shared, end)) r.fail(`record ${i} is out of key order`);
+    const row = i * RECORD_COLUMNS;
+    rows[row + SHARD] = shard;
+    rows[row + OFFSET] = offset;
+    rows[row + LENGTH] = memberEnd;
+    rows[row + FIRST_MEMBER] = first;
+    rows[row + MEMBER_COUNT] = memberCount;
+    const lone = memberCount === 1 && memberRows[first * MEMBER_COLUMNS + M_CODEC] === Codec.none;
+    rows[row + LONE_CRC32C] = lone ? (memberRows[first * MEMBER_COLUMNS + M_CRC32C] as number) : -1;
+    rows[row + LONE_EXT] = lone ? (memberRows[first * MEMBER_COLUMNS + M_EXT] as number) : -1;
+    members += memberCount;
+    keyEnds[i] = end;
+    prevStart = start;
+    prevEnd = end;
+    prevFirst = first;
+    prevCount = memberCount;
+    prevShard = shard;
+    prevSpanEnd = offset + memberEnd;
+  }
+  // the keys' bytes run over [keyStart(0), keyEnds[count - 1]): each key follows the previous one
+  const keys: string[] = new Array(count);
+  let simple = true;
+  if (allAscii) {
+    const text = latin1(keyBytes, keyEnds[count - 1] as number);
+    let at = 0;
+    for (let i = 0; i < count; i++) {
+      const end = keyEnds[i] as number;
+      keys[i] = text.slice(at, end);
+      at = end;
+    }
+  } else {
+    let at = 0;
+    for (let i = 0; i < count; i++) {
+      const end = keyEnds[i] as number;
+      const key = keyTexts[i] ?? utf8Decoder.decode(keyBytes.subarray(at, end));
+      keys[i] = key;
+      simple &&= isSimpleKey(key);
+      at = end;
+    }
+  }
+  return { keys, simple, rows, memberRows: members * MEMBER_COLUMNS === memberRows.length ? memberRows : memberRows.slice(0, members * MEMBER_COLUMNS), exts };
+}
+
+/** Extensions a leaf remembers by their bytes (a leaf has a few: jpg, cls, json...; more are decoded each time). */
+const MAX_EXTS_BY_BYTES = 8;
+
+/** The index `i` of the spelling bytes[at[i], at[i] + length[i]) equal to bytes[from, from + n), or -1. */
+function sameBytesAs(bytes: Uint8Array, from: number, n: number, at: readonly number[], length: readonly number[]): number {
+  for (let i = 0; i < at.length; i++) {
+    if (length[i] !== n) continue;
+    const start = at[i] as number;
+    let k = 0;
+    while (k < n && bytes[start + k] === bytes[from + k]) k++;
+    if (k === n) return i;
+  }
+  return -1;
+}
+
+/** Whether bytes[from, to) are all ASCII. */
+function asciiBytes(bytes: Uint8Array, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if ((bytes[i] as number) >= 0x80) return false;
+  return true;
+}
+
+/** Whether keyBytes[b, bEnd) sorts after keyBytes[a, aEnd) (the two keys from a shared prefix on). */
+function follows(a: number, aEnd: number, b: number, bEnd: number): boolean {
+  for (; a < aEnd && b < bEnd; a++, b++) {
+    const d = (keyBytes[b] as number) - (keyBytes[a] as number);
+    if (d !== 0) return d > 0;
+  }
+  return bEnd - b > aEnd - a;
+}
+
+/** The first `n` bytes of `bytes` as a one-byte string (all ASCII here, so Latin-1 is UTF-8). */
+function latin1(bytes: Uint8Array, n: number): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, n).toString('latin1');
+}

@@ -1,0 +1,143 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { utf8Bytes } from '../../formats/bytes.js';
+import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
+import { LeafRecordEncoder, PAGE_HEADER_BYTES, PageType, RECORD_COLUMNS, RecordColumn, decodePage, sealPage, type LeafPage } from '../../formats/index-page.js';
+import { compareKeys } from '../../formats/key-order.js';
+import { referenceLeaf } from '../helpers/leaf-reference.js';
+
+const PAGE_SIZE = 4096;
+
+/** Keys: ASCII paths with shared prefixes, any Unicode (astral too), lone surrogates (not UTF-8: dropped). */
+const keyArb = fc.oneof(
+  fc.tuple(fc.constantFrom('train/', 'train/n01/', 'val/', 'é/', ''), fc.string({ minLength: 1, maxLength: 12 })).map(([a, b]) => a + b),
+  fc.string({ unit: 'grapheme', minLength: 1, maxLength: 10 }),
+  fc.string({ unit: 'binary', minLength: 1, maxLength: 6 }),
+);
+const memberArb = fc.record({
+  ext: fc.constantFrom('jpg', 'cls', 'seg.png', '__proto__', 'é', 'json'),
+  gap: fc.oneof(fc.constant(0), fc.nat(1024)),
+  size: fc.nat(100_000),
+  lz4: fc.boolean(),
+  crc32c: fc.nat(0xffffffff),
+});
+const recordArb = fc.record({ shard: fc.nat(3), gap: fc.oneof(fc.constant(0), fc.constant(-1), fc.nat(5000)), members: fc.array(memberArb, { minLength: 1, maxLength: 3 }) });
+
+/** Entries for sorted unique `keys`, each record's span after the previous one's (or anywhere with gap -1). */
+function entriesFor(keys: string[], records: fc.RecordValue<{ shard: number; gap: number; members: fc.RecordValue<{ ext: string; gap: number; size: number; lz4: boolean; crc32c: number }>[] }>[]): IndexEntry[] {
+  let end = 0;
+  return keys.map((key, i) => {
+    const rec = records[i % records.length]!;
+    let at = 0;
+    const members: MemberEntry[] = rec.members.map((m, j) => {
+      const offset = j === 0 ? 0 : at + m.gap;
+      const storedSize = m.lz4 ? Math.max(1, m.size >> 1) : m.size;
+      at = offset + storedSize;
+      return { ext: m.ext, offset, size: m.size, storedSize, codec: m.lz4 ? Codec.lz4 : Codec.none, crc32c: m.crc32c };
+    });
+    const offset = rec.gap < 0 ? (i * 7919) % 100_000 : end + rec.gap;
+    end = offset + at;
+    return { key, shard: rec.shard, offset, length: at, members };
+  });
+}
+
+/** The records of `entries` that fit one page, sealed into it; returns the page and how many went in. */
+function leafPage(entries: IndexEntry[]): { page: Uint8Array; count: number } {
+  const page = new Uint8Array(PAGE_SIZE);
+  const enc = new LeafRecordEncoder();
+  let at = PAGE_HEADER_BYTES;
+  let count = 0;
+  for (const e of entries) {
+    const rec = enc.encode(e, utf8Bytes(e.key));
+    if (at + rec.length > PAGE_SIZE || count === 0xffff) break;
+    page.set(rec, at);
+    at += rec.length;
+    count++;
+  }
+  sealPage(page, PageType.leaf, count, 1, 0);
+  return { page, count };
+}
+
+/** decodePage's result on a leaf, or its error, in the terms the reference decoder gives. */
+function outcome(page: Uint8Array): unknown {
+  try {
+    const leaf = decodePage(page, 1, 'idx') as LeafPage;
+    const lone = Array.from({ length: leaf.keys.length }, (_, i) => leaf.rows[i * RECORD_COLUMNS + RecordColumn.loneCrc32c]);
+    const loneExt = Array.from({ length: leaf.keys.length }, (_, i) => leaf.rows[i * RECORD_COLUMNS + RecordColumn.loneExt]);
+    // a lone member's extension is in its row too, and names the same extension as its member row
+    loneExt.forEach((ext, i) => {
+      if (ext !== -1) expect(leaf.exts[ext!]).toBe(leaf.entries[i]!.members[0]!.ext);
+    });
+    return { keys: leaf.keys, simple: leaf.simple, entries: leaf.entries, loneCrc32c: lone };
+  } catch (err) {
+    const e = err as { code?: string; message?: string };
+    return { code: e.code, message: e.message };
+  }
+}
+
+function referenceOutcome(page: Uint8Array): unknown {
+  try {
+    return referenceLeaf(page, 'idx');
+  } catch (err) {
+    const e = err as { code?: string; message?: string };
+    return { code: e.code, message: e.message };
+  }
+}
+
+describe('leaf decoding into columns (formats/leaf-decode.ts)', () => {
+  it('gives what the record-by-record decoder gives on any valid leaf: keys, entries, lone columns', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(keyArb, { minLength: 1, maxLength: 300 }), fc.array(recordArb, { minLength: 1, maxLength: 20 }), (raw, records) => {
+        const keys = raw.filter((k) => k.isWellFormed()).sort(compareKeys);
+        fc.pre(keys.length > 0);
+        const { page, count } = leafPage(entriesFor(keys, records));
+        const got = outcome(page) as { keys: string[] };
+        expect(got).toEqual(referenceLeaf(page, 'idx'));
+        expect(got.keys).toEqual(keys.slice(0, count));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('gives the same error, word for word, or the same result on a damaged leaf with a good checksum', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(keyArb, { minLength: 1, maxLength: 60 }),
+        fc.array(recordArb, { minLength: 1, maxLength: 6 }),
+        fc.array(fc.tuple(fc.nat(), fc.nat(255)), { minLength: 1, maxLength: 4 }),
+        fc.nat(0xffff),
+        (raw, records, flips, countDelta) => {
+          const keys = raw.filter((k) => k.isWellFormed()).sort(compareKeys);
+          fc.pre(keys.length > 0);
+          const { page, count } = leafPage(entriesFor(keys, records));
+          const end = page.findLastIndex((b) => b !== 0) + 1;
+          for (const [at, value] of flips) page[PAGE_HEADER_BYTES + (at % Math.max(1, end - PAGE_HEADER_BYTES + 4))] = value;
+          // sometimes claim another record count
+          const claimed = countDelta % 4 === 0 ? (count + (countDelta >> 2)) % 0x10000 || 1 : count;
+          sealPage(page, PageType.leaf, claimed, 1, 0);
+          expect(outcome(page)).toEqual(referenceOutcome(page));
+        },
+      ),
+      { numRuns: 1500 },
+    );
+  });
+
+  it('checks a key whose shared prefix ends inside a UTF-8 sequence, and keys after a non-ASCII one', () => {
+    const m = { ext: 'txt', offset: 0, size: 1, storedSize: 1, codec: Codec.none, crc32c: 5 } as const;
+    const entry = (key: string, i: number): IndexEntry => ({ key, shard: 0, offset: i, length: 1, members: [{ ...m }] });
+    // 'aé' then 'aéb', 'b', 'bc': ASCII keys after a non-ASCII one, all decoded
+    const { page } = leafPage(['aé', 'aéb', 'b', 'bc'].map(entry));
+    expect(outcome(page)).toEqual(referenceLeaf(page, 'idx'));
+    expect((outcome(page) as { keys: string[] }).keys).toEqual(['aé', 'aéb', 'b', 'bc']);
+    // record 1 shares 2 bytes of 'aé' (61 c3 a9): 'a' + the first byte of 'é', then an ASCII suffix 'z'
+    const bytes = page.slice();
+    const records = Buffer.from(bytes.subarray(PAGE_HEADER_BYTES));
+    const second = records.indexOf(Buffer.from([0x03, 0x01, 0x62])); // shared 3, suffix 1 'b'
+    expect(second).toBeGreaterThan(0);
+    bytes[PAGE_HEADER_BYTES + second] = 0x02;
+    bytes[PAGE_HEADER_BYTES + second + 2] = 0x7a;
+    sealPage(bytes, PageType.leaf, 4, 1, 0);
+    expect(outcome(bytes)).toEqual({ code: 'SHARDKIT_ERR_CORRUPT_INDEX', message: 'idx: page 1: record 1 has a key that is not UTF-8' });
+    expect(referenceOutcome(bytes)).toEqual(outcome(bytes));
+  });
+});
