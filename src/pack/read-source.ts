@@ -40,7 +40,7 @@ function checkPackable(file: WalkEntry, size: number): void {
   if (size <= max) return;
   const err = new ShardkitError(
     ErrorCodes.TOO_LARGE,
-    `${file.absPath} has ${size} bytes, more than one buffer holds (${max}), and passes need each member whole in memory; leave it out with --on-error skip or --exclude, or pack it without --pass`,
+    `${file.absPath} has ${size} bytes, more than one buffer holds (${max}), and passes need each member whole in memory (pack it without --pass, or leave it out with --exclude)`,
     { file: file.absPath },
   );
   tooLargeToHold.add(err);
