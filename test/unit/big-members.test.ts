@@ -22,6 +22,9 @@ import { extractDataset } from '../../src/verify/extract.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { writeMember } from '../../src/read/inspect.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { hasTool, run } from '../helpers/tools.js';
+import { closeStreamedSample, openStreamedSample } from '../../src/pack/streamed-sample.js';
+import { tarPadding } from '../../formats/tar-header.js';
 
 afterEach(() => {
   delete process.env.SHARDKIT_TEST_MAX_SPAN_BYTES;
@@ -259,6 +262,29 @@ describe('pack streams a member larger than a buffer', () => {
     const ref = await pack({ ...base, out: path.join(tmpDir(), 'ref') });
     expect(shardBytesOf(r.out)).toEqual(shardBytesOf(ref.out));
     expect(r.manifest.shards).toEqual(ref.manifest.shards);
+  });
+});
+
+describe('the header of a streamed member of 8 GiB or more', () => {
+  it('streamed_header_past_8GiB: GNU tar and Python tarfile read its pax size (a sparse tar around it)', () => {
+    const src = tmpDir();
+    const file = path.join(src, 'huge.bin');
+    const size = 8 * 2 ** 30 + 1; // past ustar's 11 octal digits
+    fs.closeSync(fs.openSync(file, 'w'));
+    fs.truncateSync(file, size); // sparse: never read here
+    const sample = openStreamedSample('d/huge', ['bin'], [file], 'tar', Codec.none);
+    closeStreamedSample(sample.members);
+    const header = sample.headers[0]!;
+    expect(sample.bytes).toBe(header.length + size + tarPadding(size));
+    // the header, then the data and padding as a hole, then the end of the archive
+    const tar = path.join(tmpDir(), 'a.tar');
+    fs.writeFileSync(tar, header);
+    fs.truncateSync(tar, sample.bytes + 2 * 512);
+    hasTool('tar');
+    expect(run('tar', ['-tvf', tar]).trim().split(/\s+/).filter((_, i) => i === 2 || i === 5)).toEqual([String(size), 'd/huge.bin']);
+    hasTool('python3');
+    const listed = run('python3', ['-c', 'import sys, tarfile\nprint([(m.name, m.size) for m in tarfile.open(sys.argv[1])])', tar]).trim();
+    expect(listed).toBe(`[('d/huge.bin', ${size})]`);
   });
 });
 
