@@ -11,6 +11,7 @@ import { compareKeys } from '../../formats/key-order.js';
 import { memberPath } from '../../formats/sample.js';
 import { LZ4_NAME_SUFFIX } from '../../formats/sample-layout.js';
 import { encodeFileHeader, tarPadding } from '../../formats/tar-header.js';
+import { crashPoint } from './crash-point.js';
 import type { ShardFile } from './shard-file.js';
 import { checkSecondRead, closeSource, openSource, streamSource, type OpenSource } from './stream-source.js';
 
@@ -96,6 +97,7 @@ export function writeStreamedSample(sample: StreamedSample, shard: ShardFile, pi
       shard.write(bytes);
       // the piece is read into again: written or copied before that
       shard.settle();
+      crashPoint('pack:streamed-piece');
     });
     if (verifySource) checkSecondRead(m.source, piece, crc);
     const size = m.source.size;

@@ -87,4 +87,22 @@ describe('members past the buffer limit, end to end', () => {
     expect(listed).toContain('d/big.bin');
     expect(listed).toContain('d/zero.bin');
   });
+
+  it('big_member_killed_while_streamed: no manifest, and --resume gives the bytes of an uninterrupted pack', () => {
+    const { src } = tree();
+    const out = path.join(tmpDir(), 'ds');
+    const args = ['pack', src, '--out', out, '--shard', '1MiB', '--quiet'];
+    // killed (SIGKILL) after the first piece of the first streamed file is in its shard
+    const killed = shardkit(args, { env: { ...LIMITS, SHARDKIT_CRASH_AT: 'pack:streamed-piece' } });
+    expect(killed.status).toBe(-1);
+    expect(fs.existsSync(path.join(out, 'manifest.json'))).toBe(false);
+    const resumed = shardkit([...args, '--resume'], { env: LIMITS });
+    expect(resumed.stderr).toBe('');
+    expect(resumed.status).toBe(0);
+    const ref = path.join(tmpDir(), 'ref');
+    expect(shardkit(['pack', src, '--out', ref, '--shard', '1MiB', '--quiet']).status).toBe(0);
+    const files = (dir: string): string[] => fs.readdirSync(dir).filter((f) => /\.(tar|skidx)$/.test(f) || f === 'manifest.json').sort();
+    expect(files(out)).toEqual(files(ref));
+    for (const f of files(ref)) expect(fs.readFileSync(path.join(out, f)).equals(fs.readFileSync(path.join(ref, f))), f).toBe(true);
+  });
 });
