@@ -227,7 +227,9 @@ export class DatasetWriter {
     if (this.layout === 'tar') checkTarKey(key, this.keyRule, exts);
     const sample = openStreamedSample(key, exts, paths, this.layout, this.compress === 'lz4' ? Codec.lz4 : Codec.none);
     try {
-      this.beforeSample(sample.bytes);
+      // the files are open and stat'ed: what fails from here (a file changed while read) is rare, and may have closed
+      // the shard before this sample (as any sample that fits no more would have)
+      const oversize = this.beforeSample(sample.bytes);
       const shard = this.current ?? this.openShard();
       const mark = shard.file.mark();
       try {
@@ -239,6 +241,7 @@ export class DatasetWriter {
         else this.sorter.add(entry, keyBytes);
         this.afterSample(key, members, sample.sourceBytes);
       } catch (err) {
+        if (oversize) this.stats.oversizeSamples--;
         shard.file.rewind(mark);
         // a shard opened for this sample alone goes: the next sample opens it again, as if this one had never come
         if (shard.file.samples === 0) {
@@ -271,14 +274,19 @@ export class DatasetWriter {
     this.afterSample(key, encoded.members, encoded.originalBytes);
   }
 
-  /** Closes the current shard when a sample of `bytes` would take it over budget; counts a sample over budget alone. */
-  private beforeSample(bytes: number): void {
+  /**
+   * Closes the current shard when a sample of `bytes` would take it over budget; counts a sample over budget alone
+   * (returns whether it did).
+   */
+  private beforeSample(bytes: number): boolean {
     const trailer = this.layout === 'tar' ? TAR_END_BYTES : 0;
     if (this.current !== undefined && this.current.file.samples > 0 && this.current.file.bytes + bytes + trailer > this.shardBytes) {
       this.closeShard();
     }
     const at = this.current?.file.bytes ?? (this.layout === 'packed' ? PACKED_HEADER_BYTES : 0);
-    if ((this.current === undefined || this.current.file.samples === 0) && at + bytes + trailer > this.shardBytes) this.stats.oversizeSamples++;
+    const oversize = (this.current === undefined || this.current.file.samples === 0) && at + bytes + trailer > this.shardBytes;
+    if (oversize) this.stats.oversizeSamples++;
+    return oversize;
   }
 
   /** Counts a sample written. */

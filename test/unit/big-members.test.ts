@@ -231,15 +231,20 @@ describe('pack streams a member larger than a buffer', () => {
     const again = growDuringStream(victim);
     let r;
     try {
-      r = await withEnv(streamed, () => pack({ source: src, out: path.join(tmpDir(), 'ds'), readThreads: 0, onError: 'skip' }));
+      r = await withEnv(streamed, () => pack({ source: src, out: path.join(tmpDir(), 'ds'), readThreads: 0, onError: 'skip', shardBytes: 1 << 20 }));
     } finally {
       again.restore();
     }
     expect(r.manifest.skipped.map((s) => s.path)).toEqual(['d/big.bin']);
-    // the same shard and index as a pack of the tree without that sample
+    expect(r.writer.samples).toBe(3);
+    expect(r.writer.storedBytes).toBe(5 + (4 << 20) + 512 + 4);
+    // counted once, for d/zero.bin: the failed sample took its count back
+    expect(r.writer.oversizeSamples).toBe(1);
+    // the same shards and index as a pack of the tree without that sample (one shard per sample: a.txt's was closed
+    // for d/big, whose own shard went with it)
     fs.rmSync(victim);
     fs.rmSync(path.join(src, 'd/big.json'));
-    const ref = await pack({ source: src, out: path.join(tmpDir(), 'ref'), readThreads: 0 });
+    const ref = await pack({ source: src, out: path.join(tmpDir(), 'ref'), readThreads: 0, shardBytes: 1 << 20 });
     expect(shardBytesOf(r.out)).toEqual(shardBytesOf(ref.out));
     expect((await verifyDataset(r.out)).ok).toBe(true);
   });
