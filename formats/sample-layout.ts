@@ -73,8 +73,17 @@ export function checkSampleNames(sample: Sample): void {
   checkKeyAndExts(sample.key, Object.keys(sample.members));
 }
 
-/** {@link checkSampleNames} for a key and its member extensions. */
-export function checkKeyAndExts(key: string, exts: readonly string[]): void {
+/**
+ * {@link checkKeyAndExts} for names already stored in a dataset: an extension may hold a backslash, as writers
+ * before issue 26 stored them. Where `/` is the only separator it is a character of one file name, and extract
+ * writes it so (SPEC "Samples, keys, members").
+ */
+export function checkStoredKeyAndExts(key: string, exts: readonly string[]): void {
+  checkKeyAndExts(key, exts, true);
+}
+
+/** {@link checkSampleNames} for a key and its member extensions (`extBackslash`: see {@link checkStoredKeyAndExts}). */
+export function checkKeyAndExts(key: string, exts: readonly string[], extBackslash = false): void {
   const bad = (why: string): never => {
     throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `sample key ${JSON.stringify(key)} ${why}`, { key });
   };
@@ -85,7 +94,7 @@ export function checkKeyAndExts(key: string, exts: readonly string[]): void {
   if (exts.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample ${JSON.stringify(key)} has no members`, { key });
   for (const ext of exts) {
     // a backslash too, as in keys: extract refuses such a path (a separator elsewhere), and refused the whole dataset
-    if (ext.includes('/') || ext.includes('\0') || ext.includes('\\')) bad(`has a member extension ${JSON.stringify(ext)} with "/", a backslash or NUL`);
+    if (ext.includes('/') || ext.includes('\0') || (!extBackslash && ext.includes('\\'))) bad(`has a member extension ${JSON.stringify(ext)} with "/", a backslash or NUL`);
     // UTF-8 cannot hold it: it would be stored as U+FFFD and read back as another name
     if (LONE_SURROGATE.test(ext)) bad(`has a member extension ${JSON.stringify(ext)} that is not valid Unicode (lone surrogate)`);
   }

@@ -10,7 +10,7 @@ import { assertKeyFits } from '../../formats/index-page.js';
 import { memberPath, setMember } from '../../formats/sample.js';
 import { checkKeyAndExts, encodeSampleTo, type SampleSink } from '../../formats/sample-layout.js';
 import { encodeFileHeader, encodeShortFileHeaderInto, TAR_BLOCK, tarPadding } from '../../formats/tar-header.js';
-import { readSourceFileInto } from './read-source.js';
+import { isTooLargeToHold, readSourceFileInto } from './read-source.js';
 import type { EncodeOptions, SampleInputError, SourceBatch } from './source-batches.js';
 import type { WalkEntry } from './walk.js';
 
@@ -145,10 +145,22 @@ export class BatchBuilder {
 
   /** Records a sample that could not be read (or cannot be stored), with its error. */
   addFailed(key: string, exts: readonly string[], err: ShardkitError): void {
+    this.addError(key, exts, { code: err.code as ErrorCode, message: err.message, ...(err.file === undefined ? {} : { file: err.file }) });
+  }
+
+  /**
+   * Records a sample with a file too large to read whole, which the writer streams (`stream` on its error: see
+   * SampleInputError). `err` is what it is if it cannot be streamed.
+   */
+  private addToStream(key: string, exts: readonly string[], err: ShardkitError): void {
+    this.addError(key, exts, { code: err.code as ErrorCode, message: err.message, ...(err.file === undefined ? {} : { file: err.file }), stream: true });
+  }
+
+  private addError(key: string, exts: readonly string[], error: SampleInputError): void {
     this.names.push(key, ...exts);
     const i = this.metaRoom(4);
     this.meta.set([exts.length, 0, this.errors.length, 0], i);
-    this.errors.push({ code: err.code as ErrorCode, message: err.message, ...(err.file === undefined ? {} : { file: err.file }) });
+    this.errors.push(error);
     this.count++;
   }
 
@@ -184,11 +196,18 @@ export class BatchBuilder {
     checkKeyAndExts(key, exts);
     this.scratchUsed = 0;
     const members: Record<string, Uint8Array> = {};
-    files.forEach((file, i) => {
-      const bytes = readSourceFileInto(file, (size) => this.placeInScratch(size), () => this.scratchFree(), this.verifySource);
-      sourceBytes += bytes.length;
-      setMember(members, exts[i] as string, bytes);
-    });
+    try {
+      files.forEach((file, i) => {
+        const bytes = readSourceFileInto(file, (size) => this.placeInScratch(size), () => this.scratchFree(), this.verifySource);
+        sourceBytes += bytes.length;
+        setMember(members, exts[i] as string, bytes);
+      });
+    } catch (err) {
+      if (!isTooLargeToHold(err)) throw err;
+      // the writer streams this sample's files into the shard itself (DatasetWriter.addStreamed)
+      this.addToStream(key, exts, err as ShardkitError);
+      return;
+    }
     const encoded = encodeSampleTo({ key, members }, encode.layout, encode.codec, this.sink, encode.keyRule);
     this.addSample(
       key,

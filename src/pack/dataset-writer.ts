@@ -8,12 +8,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { utf8Bytes } from '../../formats/bytes.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
-import { Codec, spanLength, type IndexEntry } from '../../formats/index-entry.js';
+import { Codec, spanLength, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
 import type { Layout, ShardRecord } from '../../formats/index-layout.js';
 import { KEY_RULE_EXTRA, type Manifest, type ManifestPart, type ManifestPass } from '../../formats/manifest.js';
-import { encodePackedHeader } from '../../formats/packed-layout.js';
+import { encodePackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
 import type { KeyRule, Sample } from '../../formats/sample.js';
-import { checkSample, encodeSample, type EncodedSample } from '../../formats/sample-layout.js';
+import { checkKeyAndExts, checkSample, checkTarKey, encodeSample, type EncodedSample } from '../../formats/sample-layout.js';
 import { assertKeyFits } from '../../formats/index-page.js';
 import { TAR_END_BYTES } from '../../formats/tar-header.js';
 import { EntrySorter } from './entry-runs.js';
@@ -25,6 +25,8 @@ import { prepareDirectory, reservedNameUse } from './output-dir.js';
 import { WriteLock } from './write-lock.js';
 import { validateOptions, type DatasetWriterOptions, type WriterStats } from './dataset-writer-options.js';
 import { ShardFile } from './shard-file.js';
+import { STREAM_PIECE_BYTES } from './stream-source.js';
+import { closeStreamedSample, openStreamedSample, writeStreamedSample } from './streamed-sample.js';
 import { InputDigest, type InputRange } from './input-proof.js';
 import { inKeyOrder, type SkippedInput } from './skipped.js';
 
@@ -75,6 +77,8 @@ export class DatasetWriter {
   private readonly files = new Map<string, Uint8Array>();
   private readonly extra: Record<string, unknown> = {};
   private current: OpenShard | undefined;
+  /** Where streamed samples are read into (see addStreamed), made at the first. */
+  private streamPiece: Uint8Array | undefined;
   private cursor: number;
   /** The last sample written and its input position (two fields: no object per sample on the write path). */
   private lastKey: string | undefined;
@@ -208,28 +212,89 @@ export class DatasetWriter {
     if (!retain) this.release();
   }
 
+  /**
+   * Writes sample `key` straight from its source files (`paths[i]` is the file of member `exts[i]`), each read in
+   * pieces: for files too large to hold in one buffer (see streamed-sample.ts). The same bytes as
+   * {@link DatasetWriter.addEncoded} would write for them, members stored uncompressed. Returns the bytes read.
+   * @throws ShardkitError UNSAFE_PATH, TOO_LARGE or INVALID_ARG for names or keys the dataset cannot hold, as
+   *   {@link DatasetWriter.add}; INPUT or INPUT_CHANGED for a file that cannot be read or changed while it was (with
+   *   `verifySource`, also between two reads). Then nothing of the sample stays in the shard: the writer is usable.
+   */
+  addStreamed(key: string, exts: readonly string[], paths: readonly string[], verifySource = false): number {
+    this.assertOpen();
+    checkKeyAndExts(key, exts);
+    assertKeyFits(key, this.pageSize);
+    if (this.layout === 'tar') checkTarKey(key, this.keyRule, exts);
+    const sample = openStreamedSample(key, exts, paths, this.layout, this.compress === 'lz4' ? Codec.lz4 : Codec.none);
+    try {
+      // the files are open and stat'ed: what fails from here (a file changed while read) is rare, and may have closed
+      // the shard before this sample (as any sample that fits no more would have)
+      const oversize = this.beforeSample(sample.bytes);
+      const shard = this.current ?? this.openShard();
+      const mark = shard.file.mark();
+      try {
+        this.streamPiece ??= new Uint8Array(STREAM_PIECE_BYTES);
+        const { spanStart, members } = writeStreamedSample(sample, shard.file, this.streamPiece, verifySource);
+        const entry = { key, shard: this.shards.length, offset: mark.bytes + spanStart, length: spanLength(members), members };
+        const keyBytes = utf8Bytes(key);
+        if (this.live !== undefined) this.addLive(this.live, entry, keyBytes);
+        else this.sorter.add(entry, keyBytes);
+        this.afterSample(key, members, sample.sourceBytes);
+      } catch (err) {
+        if (oversize) this.stats.oversizeSamples--;
+        shard.file.rewind(mark);
+        // a shard opened for this sample alone goes: the next sample opens it again, as if this one had never come
+        if (shard.file.samples === 0) {
+          shard.file.discard();
+          this.current = undefined;
+        }
+        throw err;
+      }
+      shard.file.samples++;
+    } finally {
+      closeStreamedSample(sample.members);
+    }
+    return sample.sourceBytes;
+  }
+
   /** Lets go of the caller memory that `addEncoded(..., true)` may still reference (writes or copies it). */
   release(): void {
     this.current?.file.settle();
   }
 
   private append(key: string, encoded: EncodedSample, keyBytes: Uint8Array): void {
-    const trailer = this.layout === 'tar' ? TAR_END_BYTES : 0;
-    if (this.current !== undefined && this.current.file.samples > 0 && this.current.file.bytes + encoded.bytes + trailer > this.shardBytes) {
-      this.closeShard();
-    }
+    this.beforeSample(encoded.bytes);
     const shard = this.current ?? this.openShard();
-    if (shard.file.samples === 0 && shard.file.bytes + encoded.bytes + trailer > this.shardBytes) this.stats.oversizeSamples++;
     const entry = { key, shard: this.shards.length, offset: shard.file.bytes + encoded.spanStart, length: spanLength(encoded.members), members: encoded.members };
     // indexed first: a sample the index refuses (TOO_LARGE) leaves no bytes in the shard
     if (this.live !== undefined) this.addLive(this.live, entry, keyBytes);
     else this.sorter.add(entry, keyBytes);
     for (const part of encoded.parts) shard.file.write(part);
     shard.file.samples++;
+    this.afterSample(key, encoded.members, encoded.originalBytes);
+  }
+
+  /**
+   * Closes the current shard when a sample of `bytes` would take it over budget; counts a sample over budget alone
+   * (returns whether it did).
+   */
+  private beforeSample(bytes: number): boolean {
+    const trailer = this.layout === 'tar' ? TAR_END_BYTES : 0;
+    if (this.current !== undefined && this.current.file.samples > 0 && this.current.file.bytes + bytes + trailer > this.shardBytes) {
+      this.closeShard();
+    }
+    const at = this.current?.file.bytes ?? (this.layout === 'packed' ? PACKED_HEADER_BYTES : 0);
+    const oversize = (this.current === undefined || this.current.file.samples === 0) && at + bytes + trailer > this.shardBytes;
+    if (oversize) this.stats.oversizeSamples++;
+    return oversize;
+  }
+
+  /** Counts a sample written. */
+  private afterSample(key: string, members: readonly MemberEntry[], originalBytes: number): void {
     this.stats.samples++;
-    this.stats.members += encoded.members.length;
-    this.stats.originalBytes += encoded.originalBytes;
-    for (const m of encoded.members) this.stats.storedBytes += m.storedSize;
+    this.stats.members += members.length;
+    this.stats.originalBytes += originalBytes;
+    for (const m of members) this.stats.storedBytes += m.storedSize;
     this.lastKey = key;
     this.lastAt = this.cursor;
     this.cursor++;

@@ -22,7 +22,7 @@ import { openSourceBatches, type ReaderThreads, type SourceBatches } from './sou
 import { DEFAULT_READ_THREADS, initialReadThreads, workerAvailable } from './reader-start.js';
 import { memberPath, splitKey, type KeyRule } from '../../formats/sample.js';
 import { nativeAvailable, useNativeCrc32c } from '../native/native.js';
-import { runPipeline, settle, settleEncoded, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
+import { runPipeline, settle, settleEncoded, settleStreamed, validateConcurrency, validateOnError, type PipelineCounters, type PipelineItem } from './sample-pipeline.js';
 import { partOfKey, partShardPrefix, type PartSpec } from './partition.js';
 import { checkDeclaredOutputs, finishWithPassOutputs, passStatsOf, preparedOption, preparePasses } from './run-passes.js';
 import { walkSource, type WalkOptions, type WalkSkipReason, type WalkStats } from './walk.js';
@@ -260,7 +260,7 @@ export async function pack(options: PackOptions): Promise<PackResult> {
       progress.skipped = c.skipped;
       report();
     };
-    const counted = passes.length === 0 ? await writeBatches(batches, writer, onError, onEach) : await runPipeline(pipelineItems(batches), passes, writer, { concurrency, onError, onEach });
+    const counted = passes.length === 0 ? await writeBatches(batches, writer, { root: source, onError, verifySource: options.verifySource === true }, onEach) : await runPipeline(pipelineItems(batches), passes, writer, { concurrency, onError, onEach });
     const manifest = await finishWithPassOutputs(writer, passes);
     report(true);
     const result: PackResult = {
@@ -288,13 +288,21 @@ export async function pack(options: PackOptions): Promise<PackResult> {
 
 /**
  * Without passes there is nothing to wait for between reading and writing: each batch goes straight to the writer
- * (no promise per sample), and its buffers go back to the reader for the next one.
+ * (no promise per sample), and its buffers go back to the reader for the next one. A sample with a file too large
+ * to hold is streamed by the writer from its files under `root` (see DatasetWriter.addStreamed).
  */
-async function writeBatches(batches: SourceBatches, writer: DatasetWriter, onError: 'fail' | 'skip', onEach: (c: PipelineCounters) => void): Promise<PipelineCounters> {
+async function writeBatches(
+  batches: SourceBatches,
+  writer: DatasetWriter,
+  o: { root: string; onError: 'fail' | 'skip'; verifySource: boolean },
+  onEach: (c: PipelineCounters) => void,
+): Promise<PipelineCounters> {
   const counters: PipelineCounters = { samples: 0, bytes: 0, skipped: 0 };
+  const { onError } = o;
   for await (const batch of batches) {
     for (const s of batchSamples(batch, true)) {
       if (s.encoded !== undefined) settleEncoded(s.key, s.exts[0] as string, s.encoded, s.keyBytes, s.sourceBytes, writer, onError, counters);
+      else if (s.error?.stream === true) settleStreamed(s.key, s.exts, s.exts.map((ext) => path.join(o.root, memberPath(s.key, ext))), writer, onError, counters, o.verifySource);
       else settle({ name: memberPath(s.key, s.exts[0] as string), bytes: 0, kind: 'failed', error: sampleError(s.error as SampleInputError) }, writer, onError, counters);
       writer.inputDigest.note(s.key, s.exts);
     }

@@ -12,27 +12,39 @@ import { nativeAddon, NativeErrorCodes, ReadSamplesStatus, type NativeAddon } fr
 import { MAX_IO_CALL_BYTES } from '../io/io-options.js';
 
 /**
- * The largest source file pack reads (each member sits whole in memory, for passes, LZ4 and its checksum): what
- * one Uint8Array can hold. A larger file is TOO_LARGE, an input error that `--on-error skip` leaves out, instead of
- * a RangeError from the allocation. SHARDKIT_TEST_MAX_MEMBER_BYTES lowers it (tests only: a sparse 5 GiB file
- * would still be read whole to pack it).
+ * The largest source file pack reads whole (each member of a sample read into memory, for passes, LZ4 and its
+ * checksum): what one Uint8Array can hold. A larger file is TOO_LARGE here. Without passes, pack then streams it
+ * into the shard instead (stream-source.ts; the error is {@link isTooLargeToHold}); with passes, which need the
+ * whole member, it stays an input error that `--on-error skip` leaves out. SHARDKIT_TEST_MAX_MEMBER_BYTES lowers
+ * the limit (tests only: the streamed path then runs on files of a few MiB).
  */
 export const MAX_PACK_MEMBER_BYTES = Math.min(buffer.constants.MAX_LENGTH, 2 ** 32 - 1);
 
-function maxPackMemberBytes(): number {
+/** {@link MAX_PACK_MEMBER_BYTES}, or the smaller SHARDKIT_TEST_MAX_MEMBER_BYTES. */
+export function maxPackMemberBytes(): number {
   const test = Number(process.env.SHARDKIT_TEST_MAX_MEMBER_BYTES);
   return Number.isSafeInteger(test) && test > 0 ? Math.min(test, MAX_PACK_MEMBER_BYTES) : MAX_PACK_MEMBER_BYTES;
+}
+
+/** The TOO_LARGE errors of {@link checkPackable}: a file a pack without passes streams instead. */
+const tooLargeToHold = new WeakSet<object>();
+
+/** Whether `err` says that a source file is too large to read whole (and may be streamed): see MAX_PACK_MEMBER_BYTES. */
+export function isTooLargeToHold(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && tooLargeToHold.has(err);
 }
 
 /** TOO_LARGE for a source file pack cannot hold in memory (see MAX_PACK_MEMBER_BYTES). */
 function checkPackable(file: WalkEntry, size: number): void {
   const max = maxPackMemberBytes();
   if (size <= max) return;
-  throw new ShardkitError(
+  const err = new ShardkitError(
     ErrorCodes.TOO_LARGE,
-    `${file.absPath} has ${size} bytes, more than pack can hold in memory for one member (${max}); leave it out with --on-error skip or --exclude, or split it`,
+    `${file.absPath} has ${size} bytes, more than one buffer holds (${max}), and passes need each member whole in memory (pack it without --pass, or leave it out with --exclude)`,
     { file: file.absPath },
   );
+  tooLargeToHold.add(err);
+  throw err;
 }
 
 /**
@@ -63,17 +75,17 @@ export function readSourceFileInto(file: WalkEntry, place: (size: number) => Uin
   try {
     const before = fs.fstatSync(fd);
     if (!before.isFile()) throw new ShardkitError(ErrorCodes.INPUT_CHANGED, `${file.absPath} is no longer a regular file`, { file: file.absPath });
-    if (file.size >= 0 && (before.size !== file.size || before.mtimeMs !== file.mtimeMs)) throw changed(file);
+    if (file.size >= 0 && (before.size !== file.size || before.mtimeMs !== file.mtimeMs)) throw changedError(file);
     checkPackable(file, before.size);
     const bytes = place(before.size);
     let off = 0;
     while (off < before.size) {
       const n = fs.readSync(fd, bytes, off, Math.min(before.size - off, MAX_IO_CALL_BYTES), off);
-      if (n === 0) throw changed(file);
+      if (n === 0) throw changedError(file);
       off += n;
     }
     const after = fs.fstatSync(fd);
-    if (after.size !== before.size || after.mtimeMs !== before.mtimeMs || after.ctimeMs !== before.ctimeMs) throw changed(file);
+    if (after.size !== before.size || after.mtimeMs !== before.mtimeMs || after.ctimeMs !== before.ctimeMs) throw changedError(file);
     if (verify && !sameOnSecondRead(fd, bytes)) {
       throw new ShardkitError(
         ErrorCodes.INPUT_CHANGED,
@@ -132,7 +144,7 @@ function readNative(readFile: NativeReadFile, file: WalkEntry, place: (size: num
       return readFile(file.absPath, target, 0, target.length);
     } catch (cause) {
       const code = (cause as NodeJS.ErrnoException).code;
-      if (code === NativeErrorCodes.CHANGED) throw changed(file);
+      if (code === NativeErrorCodes.CHANGED) throw changedError(file);
       if (code === NativeErrorCodes.NOT_FILE) throw new ShardkitError(ErrorCodes.INPUT_CHANGED, `${file.absPath} is no longer a regular file`, { file: file.absPath });
       throw inputError(file, cause, (cause as NodeJS.ErrnoException).syscall === 'open' ? 'open' : 'read');
     }
@@ -147,7 +159,7 @@ function readNative(readFile: NativeReadFile, file: WalkEntry, place: (size: num
   checkPackable(file, -n - 1);
   const view = place(-n - 1);
   // read again where there is room; a file that changed size in between changed while it was being packed
-  if (call(view) !== view.length) throw changed(file);
+  if (call(view) !== view.length) throw changedError(file);
   return view;
 }
 
@@ -157,17 +169,19 @@ function readNative(readFile: NativeReadFile, file: WalkEntry, place: (size: num
  */
 export function nativeReadError(absPath: string, status: number, errno: number, syscall: string): ShardkitError {
   const file: WalkEntry = { relPath: absPath, absPath, size: -1, mtimeMs: -1 };
-  if (status === ReadSamplesStatus.CHANGED) return changed(file);
+  if (status === ReadSamplesStatus.CHANGED) return changedError(file);
   if (status === ReadSamplesStatus.NOT_FILE) return new ShardkitError(ErrorCodes.INPUT_CHANGED, `${absPath} is no longer a regular file`, { file: absPath });
   const [code, message] = getSystemErrorMap().get(-errno) ?? ['EUNKNOWN', `errno ${errno}`];
   return inputError(file, Object.assign(new Error(`${syscall}: ${message}`), { code, syscall }), syscall === 'open' ? 'open' : 'read');
 }
 
-function changed(file: WalkEntry): ShardkitError {
+/** INPUT_CHANGED for a file that changed while it was read. */
+export function changedError(file: WalkEntry): ShardkitError {
   return new ShardkitError(ErrorCodes.INPUT_CHANGED, `${file.absPath} changed while it was being packed; pack again (or --resume) once it is stable`, { file: file.absPath });
 }
 
-function inputError(file: WalkEntry, cause: unknown, action: string): ShardkitError {
+/** INPUT (or INPUT_CHANGED for a file gone) for a system error of `action` on a source file. */
+export function inputError(file: WalkEntry, cause: unknown, action: string): ShardkitError {
   const code = (cause as NodeJS.ErrnoException)?.code;
   if (code === 'ENOENT') return new ShardkitError(ErrorCodes.INPUT_CHANGED, `${file.absPath} vanished while it was being packed`, { file: file.absPath, cause });
   const why = code === 'EACCES' || code === 'EPERM' ? 'permission denied' : ((cause as Error)?.message ?? String(cause));

@@ -108,6 +108,23 @@ export function settleEncoded(
   counters.bytes += bytes;
 }
 
+/**
+ * {@link settle} for a sample with a file too large to hold, which the writer streams from its source files
+ * (DatasetWriter.addStreamed): written, or, on bad input, skipped or thrown as `onError` says.
+ */
+export function settleStreamed(key: string, exts: readonly string[], paths: readonly string[], writer: DatasetWriter, onError: 'fail' | 'skip', counters: PipelineCounters, verifySource: boolean): void {
+  let bytes: number;
+  try {
+    bytes = writer.addStreamed(key, exts, paths, verifySource);
+  } catch (err) {
+    if (!isInputError(err)) throw err;
+    settle({ name: memberPath(key, exts[0] as string), bytes: 0, kind: 'failed', error: err }, writer, onError, counters);
+    return;
+  }
+  counters.samples++;
+  counters.bytes += bytes;
+}
+
 /** A sample the layout or index cannot hold (key too long, unsafe name) is bad input like any other: skipped, or thrown. */
 function skipRefused(err: unknown, name: string, writer: DatasetWriter, onError: 'fail' | 'skip', counters: PipelineCounters): void {
   if (!isShardkitError(err) || (err.code !== ErrorCodes.TOO_LARGE && err.code !== ErrorCodes.UNSAFE_PATH)) throw err;

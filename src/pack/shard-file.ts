@@ -1,6 +1,8 @@
 /**
  * Writes one shard file under a temporary name with large buffered writes, computing as it goes the CRC32C of the
  * whole file and the fingerprint (CRC32C of its first FINGERPRINT_BYTES); `commit()` renames it into place.
+ * {@link ShardFile.mark} and {@link ShardFile.rewind} take back a sample written piece by piece (a streamed member
+ * whose source changed under the read): the file is cut back, the checksums restored.
  */
 import fs from 'node:fs';
 import { crc32c } from '../../formats/checksum.js';
@@ -12,6 +14,13 @@ import { MAX_IO_CALL_BYTES } from '../io/io-options.js';
 const WRITE_BUFFER_BYTES = 4 << 20;
 /** A run of caller bytes at least this long is written from where it lies instead of copied into the buffer. */
 const DIRECT_WRITE_BYTES = 64 << 10;
+
+/** Where a shard file stood: see {@link ShardFile.mark}. */
+export interface ShardMark {
+  bytes: number;
+  crc: number;
+  headBytes: number;
+}
 
 export class ShardFile {
   private readonly fd: number;
@@ -26,6 +35,8 @@ export class ShardFile {
   private crc = 0;
   private readonly head = new Uint8Array(FINGERPRINT_BYTES);
   private headBytes = 0;
+  /** Bytes on disk: where the next write(2) goes (writes are positional, so a rewind needs no seek). */
+  private flushed = 0;
   /** Bytes written so far (buffered included). */
   bytes = 0;
   samples = 0;
@@ -91,7 +102,29 @@ export class ShardFile {
 
   private writeFully(data: Uint8Array): void {
     let off = 0;
-    while (off < data.length) off += fsCall('write', this.tmpPath, () => fs.writeSync(this.fd, data, off, Math.min(data.length - off, this.maxWriteBytes)));
+    while (off < data.length) off += fsCall('write', this.tmpPath, () => fs.writeSync(this.fd, data, off, Math.min(data.length - off, this.maxWriteBytes), this.flushed + off));
+    this.flushed += data.length;
+  }
+
+  /**
+   * Writes out everything so far and returns where the file stands, for {@link ShardFile.rewind}. No caller memory is
+   * referenced afterwards.
+   */
+  mark(): ShardMark {
+    this.settle();
+    this.flush();
+    return { bytes: this.bytes, crc: this.crc, headBytes: this.headBytes };
+  }
+
+  /** Cuts the file back to `mark` (taken by {@link ShardFile.mark}, nothing rewound since): as if nothing had been written after it. */
+  rewind(mark: ShardMark): void {
+    this.pending = undefined;
+    this.buffered = 0;
+    fsCall('truncate', this.tmpPath, () => fs.ftruncateSync(this.fd, mark.bytes));
+    this.flushed = mark.bytes;
+    this.bytes = mark.bytes;
+    this.crc = mark.crc;
+    this.headBytes = mark.headBytes;
   }
 
   /** Flushes, optionally fsyncs, closes and renames into place. Returns the checksums. */

@@ -98,6 +98,11 @@ export interface SampleInputError {
   code: ErrorCode;
   message: string;
   file?: string;
+  /**
+   * A file of the sample is too large to read whole (TOO_LARGE): the writer streams the sample's files into the
+   * shard instead (see DatasetWriter.addStreamed). Only when encoding.
+   */
+  stream?: true;
 }
 
 /**

@@ -14,7 +14,7 @@ import type { IndexEntry } from '../../formats/index-entry.js';
 import type { IndexHeader, ShardRecord } from '../../formats/index-layout.js';
 import { PAGE_FLAGS, decodePage, type LeafPage, type Page } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
-import { checkKeyAndExts } from '../../formats/sample-layout.js';
+import { checkStoredKeyAndExts } from '../../formats/sample-layout.js';
 import type { ByteSource } from '../io/byte-source.js';
 
 /** Where every sample's span is, by position in key order; `leaf`/`slot` find its entry again. */
@@ -168,8 +168,9 @@ export async function checkIndex(
         if (lastKey !== undefined && compareKeys(lastKey, e.key) >= 0) problem(`key ${JSON.stringify(e.key)} (page ${pageNo}) does not come after ${JSON.stringify(lastKey)}`, { key: e.key });
         lastKey = e.key;
         try {
-          // the writer's own rules: a key it would refuse names files outside the directory extract writes to
-          checkKeyAndExts(e.key, e.members.map((m) => m.ext));
+          // the writer's own rules: a key it would refuse names files outside the directory extract writes to (an
+          // extension with a backslash, which earlier writers stored, stays one file name)
+          checkStoredKeyAndExts(e.key, e.members.map((m) => m.ext));
         } catch (err) {
           if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
           problem(err.message, { key: e.key, shard: e.shard, offset: e.offset });

@@ -137,12 +137,20 @@ function refuseOverlap(location: string, root: string): void {
   }
 }
 
-/** The absolute path for a member, or UNSAFE_PATH when it would not stay inside `root`. */
+/**
+ * The absolute path for a member, or UNSAFE_PATH when it would not stay inside `root`. A backslash (which pack no
+ * longer takes in a name, but older datasets may hold in an extension) is kept as a character of its file name
+ * where `/` is the only separator, and refused on Windows.
+ */
 export function safeTarget(root: string, relative: string, key: string): string {
   const unsafe = (why: string): never => {
     throw new ShardkitError(ErrorCodes.UNSAFE_PATH, `refusing to extract ${JSON.stringify(relative)}: ${why}`, { key });
   };
-  if (relative === '' || relative.includes('\0') || relative.includes('\\')) unsafe('empty, or contains NUL or a backslash');
+  if (relative === '' || relative.includes('\0')) unsafe('empty, or contains NUL');
+  // a backslash separates paths on Windows only; elsewhere it is a character of one name, as GNU tar writes it
+  if (path.sep === '\\' && relative.includes('\\')) {
+    unsafe('a backslash separates paths on this system; write that member under a name of your choice with `shardkit get <dataset> <key> --ext <ext> --out <file>`');
+  }
   if (relative.startsWith('/') || path.isAbsolute(relative)) unsafe('absolute path');
   if (relative.split('/').some((s) => s === '' || s === '.' || s === '..')) unsafe('has an empty, "." or ".." segment');
   const target = path.resolve(root, relative);

@@ -10,6 +10,11 @@ import { HttpClient } from '../../src/io/http-client.js';
 import { HttpSource } from '../../src/io/http-source.js';
 import { pack } from '../../src/pack/pack.js';
 import { extractDataset } from '../../src/verify/extract.js';
+import { verifyDataset } from '../../src/verify/verify-dataset.js';
+import { DatasetWriter } from '../../src/pack/dataset-writer.js';
+import { crc32c } from '../../formats/checksum.js';
+import { Codec } from '../../formats/index-entry.js';
+import { encodeFileHeader, tarPadding } from '../../formats/tar-header.js';
 import { startFlakyServer } from '../helpers/flaky-server.js';
 import { httpFiles } from '../helpers/http-files.js';
 import { run } from '../helpers/tools.js';
@@ -31,6 +36,38 @@ describe('issue 26, also noted', () => {
     await extractDataset(r.out, target);
     expect(fs.readdirSync(target)).toEqual(['b.txt']);
   });
+
+  for (const layout of ['tar', 'packed'] as const) {
+    it(`backslash_in_an_extension_of_an_existing_dataset (${layout}): extract writes it as one file name, verify and GNU tar agree`, async () => {
+      // as an earlier shardkit wrote it (pack and DatasetWriter.add refuse such names now): encoded by hand
+      const dir = path.join(tmpDir(), 'ds');
+      const w = new DatasetWriter({ dir, layout });
+      const add = (key: string, ext: string, text: string): void => {
+        const data = Buffer.from(text);
+        const name = `${key}.${ext}`;
+        const header = layout === 'tar' ? encodeFileHeader(name, data.length) : new Uint8Array(0);
+        const pad = layout === 'tar' ? new Uint8Array(tarPadding(data.length)) : new Uint8Array(0);
+        const members = [{ ext, offset: 0, size: data.length, storedSize: data.length, codec: Codec.none, crc32c: crc32c(data) }];
+        w.addEncoded(key, { parts: [header, data, pad], bytes: header.length + data.length + pad.length, spanStart: header.length, members, originalBytes: data.length });
+      };
+      add('a', 'x\\..\\..\\y', 'odd');
+      add('b', 'txt', 'fine');
+      await w.finish();
+      const v = await verifyDataset(dir);
+      expect(v.damaged).toEqual([]);
+      expect(v.ok).toBe(true);
+      const target = path.join(tmpDir(), 'x');
+      const r = await extractDataset(dir, target);
+      expect(r.files).toBe(2);
+      expect(fs.readdirSync(target).sort()).toEqual(['a.x\\..\\..\\y', 'b.txt']);
+      expect(fs.readFileSync(path.join(target, 'a.x\\..\\..\\y'), 'utf8')).toBe('odd');
+      if (layout === 'tar') {
+        const byTar = tmpDir();
+        run('tar', ['-xf', path.join(dir, 'shard-000000.tar'), '-C', byTar]);
+        expect(fs.readdirSync(byTar).sort()).toEqual(['a.x\\..\\..\\y', 'b.txt']);
+      }
+    });
+  }
 
   it('paths_over_4096_bytes_with_on_error_skip: the deep directory is skipped and listed, the rest packed', async () => {
     const src = tmpDir();

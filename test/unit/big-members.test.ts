@@ -1,13 +1,15 @@
 /**
  * Issue 26, item 3 (family: sizes past 2^31 and 2^32 everywhere). Spans too long to hold are checked as they
  * stream (the threshold lowered here with SHARDKIT_TEST_MAX_SPAN_BYTES, so that small shards take that path);
- * pack refuses a file larger than a buffer with TOO_LARGE, which --on-error skip leaves out (a real sparse 5 GiB
+ * pack streams a file larger than a buffer into its shard (the limit lowered with SHARDKIT_TEST_MAX_MEMBER_BYTES),
+ * and refuses it with TOO_LARGE, which --on-error skip leaves out, where a pass needs it whole (a real sparse 5 GiB
  * file: refused at its fstat, never read).
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { crc32c } from '../../formats/checksum.js';
 import { ErrorCodes } from '../../formats/errors.js';
 import { Codec, type IndexEntry } from '../../formats/index-entry.js';
@@ -20,6 +22,9 @@ import { extractDataset } from '../../src/verify/extract.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { writeMember } from '../../src/read/inspect.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { hasTool, run } from '../helpers/tools.js';
+import { closeStreamedSample, openStreamedSample } from '../../src/pack/streamed-sample.js';
+import { tarPadding } from '../../formats/tar-header.js';
 
 afterEach(() => {
   delete process.env.SHARDKIT_TEST_MAX_SPAN_BYTES;
@@ -95,23 +100,196 @@ describe('verify streams the spans it cannot hold', () => {
   }
 });
 
-describe('pack refuses a member larger than a buffer', () => {
-  it('pack_of_a_5GiB_sparse_file: TOO_LARGE naming it; --on-error skip leaves it out and packs the rest', async () => {
+describe('pack streams a member larger than a buffer', () => {
+  it('pack_of_a_5GiB_sparse_file_with_a_pass: TOO_LARGE naming it (a pass needs it whole); --on-error skip leaves it out', async () => {
     const src = tmpDir();
     fs.writeFileSync(path.join(src, 'a.txt'), 'small');
     fs.closeSync(fs.openSync(path.join(src, 'huge.bin'), 'w'));
     fs.truncateSync(path.join(src, 'huge.bin'), 5 * 2 ** 30); // sparse: no disk used, never read
-    // without passes (the reader encodes) and with one (the pipeline)
-    for (const passes of [[], [customPass('same', (s) => s)]]) {
-      const base = { source: src, readThreads: 0, passes };
-      const err = (await pack({ ...base, out: path.join(tmpDir(), 'ds') }).catch((e: unknown) => e)) as { code: string; message: string };
-      expect(err.code).toBe(ErrorCodes.TOO_LARGE);
-      expect(err.message).toContain(path.join(src, 'huge.bin'));
-      expect(err.message).toContain('--on-error skip');
-      const r = await pack({ ...base, out: path.join(tmpDir(), 'ds'), onError: 'skip' });
-      expect(r.manifest.totals.samples).toBe(1);
-      expect(r.manifest.skipped.map((s) => s.path)).toEqual(['huge.bin']);
+    const base = { source: src, readThreads: 0, passes: [customPass('same', (s) => s)] };
+    const err = (await pack({ ...base, out: path.join(tmpDir(), 'ds') }).catch((e: unknown) => e)) as { code: string; message: string };
+    expect(err.code).toBe(ErrorCodes.TOO_LARGE);
+    expect(err.message).toContain(path.join(src, 'huge.bin'));
+    expect(err.message).toContain('--on-error skip');
+    expect(err.message).toContain('without --pass');
+    const r = await pack({ ...base, out: path.join(tmpDir(), 'ds'), onError: 'skip' });
+    expect(r.manifest.totals.samples).toBe(1);
+    expect(r.manifest.skipped.map((s) => s.path)).toEqual(['huge.bin']);
+  });
+
+  /** Files past the lowered limit (1 MiB) and past a batch chunk (4 MiB: the native reader lays those out itself). */
+  function bigTree(): string {
+    const src = tmpDir();
+    fs.mkdirSync(path.join(src, 'd'));
+    fs.writeFileSync(path.join(src, 'a.txt'), 'small');
+    fs.writeFileSync(path.join(src, 'd/big.bin'), noise(1, (9 << 20) + 77)); // three pieces, the last short
+    fs.writeFileSync(path.join(src, 'd/big.json'), '{"x":1}'); // a small member of the same sample
+    fs.writeFileSync(path.join(src, 'd/zero.bin'), Buffer.alloc((4 << 20) + 512)); // compressible, block-aligned
+    fs.writeFileSync(path.join(src, 'z.txt'), 'last');
+    return src;
+  }
+  const streamed = { SHARDKIT_TEST_MAX_MEMBER_BYTES: String(1 << 20) };
+  const withEnv = async <T>(env: Record<string, string>, f: () => Promise<T>): Promise<T> => {
+    Object.assign(process.env, env);
+    try {
+      return await f();
+    } finally {
+      for (const k of Object.keys(env)) delete process.env[k];
     }
+  };
+  /** The dataset's shard and index files by name, as SHA-256 digests (a diff of megabytes would not help). */
+  const shardBytesOf = (dir: string): Record<string, string> =>
+    Object.fromEntries(
+      fs
+        .readdirSync(dir)
+        .filter((f) => /\.(tar|pack|skidx)$/.test(f))
+        .sort()
+        .map((f) => [f, createHash('sha256').update(fs.readFileSync(path.join(dir, f))).digest('hex')]),
+    );
+
+  // reader threads need the built worker: test/e2e/big-members.test.ts packs with them through the CLI
+  for (const layout of ['tar', 'packed'] as const) {
+    it(`pack_streams_files_past_the_limit (${layout}): the bytes of the in-memory path, verified`, async () => {
+      const src = bigTree();
+      const ref = await pack({ source: src, out: path.join(tmpDir(), 'ref'), layout, readThreads: 0 });
+      const r = await withEnv(streamed, () => pack({ source: src, out: path.join(tmpDir(), 'ds'), layout, readThreads: 0 }));
+      expect(r.manifest.totals.samples).toBe(4);
+      expect(r.sourceBytes).toBe(ref.sourceBytes);
+      expect(shardBytesOf(r.out)).toEqual(shardBytesOf(ref.out));
+      expect(r.manifest.shards).toEqual(ref.manifest.shards);
+      const v = await verifyDataset(r.out);
+      expect(v.ok).toBe(true);
+    });
+  }
+
+  it('pack_streams_with_lz4: a streamed member is stored uncompressed (codec none), the others compressed; all read back', async () => {
+    const src = bigTree();
+    fs.writeFileSync(path.join(src, 'c.txt'), 'c'.repeat(5000));
+    const r = await withEnv(streamed, () => pack({ source: src, out: path.join(tmpDir(), 'ds'), compress: 'lz4', readThreads: 0 }));
+    const ds = await openDataset(r.out);
+    const codecs: Record<string, number> = {};
+    for await (const e of ds.entries()) for (const m of e.members) codecs[`${e.key}.${m.ext}`] = m.codec;
+    expect(codecs).toEqual({ 'a.txt': Codec.none, 'c.txt': Codec.lz4, 'd/big.bin': Codec.none, 'd/big.json': Codec.none, 'd/zero.bin': Codec.none, 'z.txt': Codec.none });
+    expect(Buffer.from((await ds.get('d/big')).members.bin!).equals(noise(1, (9 << 20) + 77))).toBe(true);
+    await ds.close();
+    expect((await verifyDataset(r.out)).ok).toBe(true);
+  });
+
+  it('pack_streams_with_lz4: a tar member named *.lz4 is TOO_LARGE (it would not be a frame), skippable', async () => {
+    const src = tmpDir();
+    fs.writeFileSync(path.join(src, 'a.txt'), 'small');
+    fs.writeFileSync(path.join(src, 'b.lz4'), noise(2, (4 << 20) + 1));
+    const err = (await withEnv(streamed, () => pack({ source: src, out: path.join(tmpDir(), 'ds'), compress: 'lz4', readThreads: 0 })).catch((e: unknown) => e)) as { code: string; message: string };
+    expect(err.code).toBe(ErrorCodes.TOO_LARGE);
+    expect(err.message).toContain(path.join(src, 'b.lz4'));
+    expect(err.message).toContain('--compress none');
+    const r = await withEnv(streamed, () => pack({ source: src, out: path.join(tmpDir(), 'ds'), compress: 'lz4', readThreads: 0, onError: 'skip' }));
+    expect(r.manifest.skipped.map((s) => s.path)).toEqual(['b.lz4']);
+    // the packed layout has no names: stored as it is
+    const p = await withEnv(streamed, () => pack({ source: src, out: path.join(tmpDir(), 'ds'), compress: 'lz4', layout: 'packed', readThreads: 0 }));
+    expect(p.manifest.totals.samples).toBe(2);
+  });
+
+  it('pack_streams_with_verify_source: a stable file passes the second read', async () => {
+    const src = bigTree();
+    const ref = await pack({ source: src, out: path.join(tmpDir(), 'ref'), readThreads: 0 });
+    const r = await withEnv(streamed, () => pack({ source: src, out: path.join(tmpDir(), 'ds'), readThreads: 0, verifySource: true }));
+    expect(shardBytesOf(r.out)).toEqual(shardBytesOf(ref.out));
+  });
+
+  /**
+   * Grows `file` by one byte after the first piece of its streamed read (a read of a whole piece at offset 0 on its
+   * descriptor): the writer is then past its header and first bytes.
+   */
+  function growDuringStream(file: string): { restore: () => void } {
+    const ino = fs.statSync(file).ino;
+    let done = false;
+    const real = fs.readSync;
+    const spy = vi.spyOn(fs, 'readSync').mockImplementation(((fd: number, buffer: NodeJS.ArrayBufferView, ...rest: unknown[]) => {
+      const n = (real as (...a: unknown[]) => number)(fd, buffer, ...rest);
+      if (!done && rest[2] === 0 && buffer.byteLength === 4 << 20 && fs.fstatSync(fd).ino === ino) {
+        done = true;
+        fs.appendFileSync(file, 'x');
+      }
+      return n;
+    }) as typeof fs.readSync);
+    return { restore: () => spy.mockRestore() };
+  }
+
+  it('pack_of_a_file_that_grows_while_streamed: INPUT_CHANGED naming it; with skip, no byte of it stays in the shard', async () => {
+    const src = bigTree();
+    const victim = path.join(src, 'd/big.bin');
+    const grow = growDuringStream(victim);
+    try {
+      const err = (await withEnv(streamed, () => pack({ source: src, out: path.join(tmpDir(), 'ds'), readThreads: 0 })).catch((e: unknown) => e)) as { code: string; message: string };
+      expect(err.code).toBe(ErrorCodes.INPUT_CHANGED);
+      expect(err.message).toContain(victim);
+    } finally {
+      grow.restore();
+    }
+    fs.writeFileSync(victim, noise(1, (9 << 20) + 77));
+    const again = growDuringStream(victim);
+    let r;
+    try {
+      r = await withEnv(streamed, () => pack({ source: src, out: path.join(tmpDir(), 'ds'), readThreads: 0, onError: 'skip', shardBytes: 1 << 20 }));
+    } finally {
+      again.restore();
+    }
+    expect(r.manifest.skipped.map((s) => s.path)).toEqual(['d/big.bin']);
+    expect(r.writer.samples).toBe(3);
+    expect(r.writer.storedBytes).toBe(5 + (4 << 20) + 512 + 4);
+    // counted once, for d/zero.bin: the failed sample took its count back
+    expect(r.writer.oversizeSamples).toBe(1);
+    // the same shards and index as a pack of the tree without that sample (one shard per sample: a.txt's was closed
+    // for d/big, whose own shard went with it)
+    fs.rmSync(victim);
+    fs.rmSync(path.join(src, 'd/big.json'));
+    const ref = await pack({ source: src, out: path.join(tmpDir(), 'ref'), readThreads: 0, shardBytes: 1 << 20 });
+    expect(shardBytesOf(r.out)).toEqual(shardBytesOf(ref.out));
+    expect((await verifyDataset(r.out)).ok).toBe(true);
+  });
+
+  it('resume_after_a_streamed_sample_failed: continues to the bytes of an uninterrupted pack', async () => {
+    const src = bigTree();
+    const victim = path.join(src, 'd/zero.bin');
+    // one shard per sample: the first run finishes a.txt's and d/big's shards, then stops on d/zero
+    const base = { source: src, out: path.join(tmpDir(), 'ds'), readThreads: 0, shardBytes: 1 << 20 };
+    const grow = growDuringStream(victim);
+    try {
+      const err = (await withEnv(streamed, () => pack(base)).catch((e: unknown) => e)) as { code: string };
+      expect(err.code).toBe(ErrorCodes.INPUT_CHANGED);
+    } finally {
+      grow.restore();
+    }
+    expect(fs.readdirSync(base.out).filter((f) => f.endsWith('.tar'))).toEqual(['shard-000000.tar', 'shard-000001.tar']);
+    const r = await withEnv(streamed, () => pack({ ...base, resume: true }));
+    expect(r.resumedSamples).toBe(2);
+    const ref = await pack({ ...base, out: path.join(tmpDir(), 'ref') });
+    expect(shardBytesOf(r.out)).toEqual(shardBytesOf(ref.out));
+    expect(r.manifest.shards).toEqual(ref.manifest.shards);
+  });
+});
+
+describe('the header of a streamed member of 8 GiB or more', () => {
+  it('streamed_header_past_8GiB: GNU tar and Python tarfile read its pax size (a sparse tar around it)', () => {
+    const src = tmpDir();
+    const file = path.join(src, 'huge.bin');
+    const size = 8 * 2 ** 30 + 1; // past ustar's 11 octal digits
+    fs.closeSync(fs.openSync(file, 'w'));
+    fs.truncateSync(file, size); // sparse: never read here
+    const sample = openStreamedSample('d/huge', ['bin'], [file], 'tar', Codec.none);
+    closeStreamedSample(sample.members);
+    const header = sample.headers[0]!;
+    expect(sample.bytes).toBe(header.length + size + tarPadding(size));
+    // the header, then the data and padding as a hole, then the end of the archive
+    const tar = path.join(tmpDir(), 'a.tar');
+    fs.writeFileSync(tar, header);
+    fs.truncateSync(tar, sample.bytes + 2 * 512);
+    hasTool('tar');
+    expect(run('tar', ['-tvf', tar]).trim().split(/\s+/).filter((_, i) => i === 2 || i === 5)).toEqual([String(size), 'd/huge.bin']);
+    hasTool('python3');
+    const listed = run('python3', ['-c', 'import sys, tarfile\nprint([(m.name, m.size) for m in tarfile.open(sys.argv[1])])', tar]).trim();
+    expect(listed).toBe(`[('d/huge.bin', ${size})]`);
   });
 });
 

@@ -63,10 +63,13 @@ describe('extractDataset', () => {
 
   it('refuses paths that would land outside the target', () => {
     const root = '/tmp/x';
-    for (const bad of ['../evil', 'a/../../evil', '/etc/passwd', 'a//b', './a', 'a\\..\\b', '']) {
+    for (const bad of ['../evil', 'a/../../evil', '/etc/passwd', 'a//b', './a', 'a\0b', '']) {
       expect(() => safeTarget(root, bad, bad)).toThrow(expect.objectContaining({ code: ErrorCodes.UNSAFE_PATH }));
     }
     expect(safeTarget(root, 'a/b.jpg', 'a/b')).toBe('/tmp/x/a/b.jpg');
+    // where "/" is the only separator, a backslash is a character of one name: these stay in the target
+    expect(safeTarget(root, 'a\\..\\b', 'a\\..\\b')).toBe('/tmp/x/a\\..\\b');
+    expect(safeTarget(root, 'k.x\\..\\..\\y', 'k')).toBe('/tmp/x/k.x\\..\\..\\y');
   });
 
   it('refuses a member whose path an earlier key already wrote (a + b.c, a.b + c), naming both keys', async () => {
