@@ -3,7 +3,7 @@ import { derive } from '../../src/on-demand.js';
 import { parseSize } from '../../src/pack/size-arg.js';
 import { parseSelection } from '../../src/pack/select.js';
 import { configureSharpForPacking } from '../../src/passes/image-concurrency.js';
-import { HEADER_FLAGS, HEADER_HELP, TIMEOUT_FLAGS, TIMEOUT_HELP, collect, httpOption, parseChoice, parseCount , CACHE_DIR_FLAGS, CACHE_DIR_HELP, CACHE_SIZE_FLAGS, CACHE_SIZE_HELP, cacheOption } from '../args.js';
+import { HEADER_FLAGS, HEADER_HELP, TIMEOUT_FLAGS, TIMEOUT_HELP, MAX_MEMBER_FLAGS, MAX_MEMBER_HELP, maxMemberOption, collect, httpOption, parseChoice, parseCount , CACHE_DIR_FLAGS, CACHE_DIR_HELP, CACHE_SIZE_FLAGS, CACHE_SIZE_HELP, cacheOption } from '../args.js';
 import { passStatsNotes, skippedLines } from '../format.js';
 import { sayWhenJournalStopped } from '../interrupt.js';
 import { progressBar } from '../progress.js';
@@ -33,8 +33,9 @@ export function registerDerive(program: Command): void {
     .option(CACHE_DIR_FLAGS, CACHE_DIR_HELP)
     .option(CACHE_SIZE_FLAGS, CACHE_SIZE_HELP)
     .option(TIMEOUT_FLAGS, TIMEOUT_HELP)
+    .option(MAX_MEMBER_FLAGS, MAX_MEMBER_HELP)
     .action(
-      runAction(async (dataset: string, flags: { out: string; select?: string; seed: string; shard: string; layout?: string; compress?: string; concurrency?: string; onError: string; resume?: boolean; force?: boolean; json?: boolean; quiet?: boolean; header?: string[]; timeout?: string; cacheDir?: string; cacheSize?: string }) => {
+      runAction(async (dataset: string, flags: { out: string; select?: string; seed: string; shard: string; layout?: string; compress?: string; concurrency?: string; onError: string; resume?: boolean; force?: boolean; json?: boolean; quiet?: boolean; header?: string[]; timeout?: string; cacheDir?: string; cacheSize?: string; maxMemberBytes?: string }) => {
         const passes = await passesFromArgv(process.argv, process.cwd());
         const layout = flags.layout === undefined ? undefined : parseChoice(flags.layout, '--layout', ['tar', 'packed'] as const);
         const compress = flags.compress === undefined ? undefined : parseChoice(flags.compress, '--compress', ['none', 'lz4'] as const);
@@ -48,6 +49,7 @@ export function registerDerive(program: Command): void {
             dataset,
             ...httpOption(flags.header, flags.timeout),
             ...cacheOption(flags.cacheDir, flags.cacheSize),
+            ...maxMemberOption(flags.maxMemberBytes),
             out: flags.out,
             passes,
             ...(flags.select === undefined ? {} : { select: parseSelection(flags.select), seed: /^-?\d+$/.test(flags.seed) && Number.isSafeInteger(Number(flags.seed)) ? Number(flags.seed) : flags.seed }),

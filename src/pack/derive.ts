@@ -34,6 +34,8 @@ export interface DeriveOptions {
   http?: HttpClientOptions;
   /** For a dataset behind an http(s) URL: a node-local shard cache (openDataset's `cache`). */
   cache?: CacheOptions;
+  /** Members up to this size are read (openDataset's `maxMemberBytes`; passes take each member whole). */
+  maxMemberBytes?: number;
   out: string;
   passes: Pass[];
   /**
@@ -86,7 +88,11 @@ export async function derive(given: DeriveOptions): Promise<DeriveResult> {
   checkDeclaredOutputs(options.passes);
   const onError = validateOnError(options.onError ?? 'fail');
   const concurrency = validateConcurrency(options.concurrency ?? imageConcurrency().jobs * 2);
-  const ds = await openDataset(options.dataset, { ...(options.http === undefined ? {} : { http: options.http }), ...(options.cache === undefined ? {} : { cache: options.cache }) });
+  const ds = await openDataset(options.dataset, {
+    ...(options.http === undefined ? {} : { http: options.http }),
+    ...(options.cache === undefined ? {} : { cache: options.cache }),
+    ...(options.maxMemberBytes === undefined ? {} : { maxMemberBytes: options.maxMemberBytes }),
+  });
   try {
     // the source's class list and other pass outputs carry over (read now: a missing file fails before any write)
     const files = new Map<string, Uint8Array>();

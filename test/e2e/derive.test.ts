@@ -27,6 +27,17 @@ describe('shardkit derive', () => {
     expect(m.passes.map((p: { name: string }) => p.name)).toEqual(['resize', 'format']);
   });
 
+  it('a member over the readers\' guard is TOO_LARGE naming --max-member-bytes, and derive takes that option', () => {
+    const root = tmpDir();
+    const base = path.join(root, 'base');
+    expect(shardkit(['pack', IMAGES, '--out', base, ...GOOD]).status).toBe(0);
+    const low = shardkit(['derive', base, '--out', path.join(root, 'low'), '--pass', 'format=png', '--max-member-bytes', '1KB']);
+    expect(low.status).toBe(1);
+    expect(low.stderr).toMatch(/^shardkit: SHARDKIT_ERR_TOO_LARGE: sample "[^"]+" member "\w+" is \d+ bytes, over maxMemberBytes 1000 \(.*--max-member-bytes/);
+    const raised = shardkit(['derive', base, '--out', path.join(root, 'raised'), '--pass', 'format=png', '--max-member-bytes', '64MiB']);
+    expect(raised.status, raised.stderr).toBe(0);
+  });
+
   it('derive lists skipped samples (path, reason) and pass counters in its summary, as pack does', () => {
     const root = tmpDir();
     const base = path.join(root, 'base');
