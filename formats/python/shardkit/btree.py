@@ -26,7 +26,11 @@ class BTree:
         self.read_page = read_page
         self.capacity = max(16, cache_bytes // header.page_size)
         self.cache: 'OrderedDict[int, object]' = OrderedDict()
-        self._last: Optional[Tuple[LeafPage, int]] = None
+        self.directory: Tuple[list, list] = ([], [])
+        """(first positions, leaves) of the leaves reached by a checked descent, sorted by position: a positional
+        lookup that lands in one is a bisect, not a descent. Replaced whole (never changed in place), so a reader
+        in another thread sees a consistent pair; emptied when the cache evicts a page, so it holds cached leaves
+        only and the cache's bound is the only bound on memory."""
 
     def _corrupt(self, page_no: int, why: str):
         raise ShardkitError(CORRUPT_INDEX, f'{self.file}: page {page_no} {why}; {index_remedy(self.header.layout)}',
@@ -45,7 +49,14 @@ class BTree:
         cache[page_no] = page
         if len(cache) > self.capacity:
             cache.popitem(last=False)
+            self.directory = ([], [])
         return page
+
+    def _remember(self, leaf: LeafPage, base: int) -> None:
+        starts, leaves = self.directory
+        i = bisect_left(starts, base)
+        if i == len(starts) or starts[i] != base:
+            self.directory = (starts[:i] + [base] + starts[i:], leaves[:i] + [leaf] + leaves[i:])
 
     def _descend(self, page_no: int, level: int, count: int):
         """The page a parent promised: inside the index, of the right type and level, holding ``count`` samples."""
@@ -108,12 +119,15 @@ class BTree:
 
     def leaf_at(self, position) -> Tuple[LeafPage, int]:
         """The leaf holding ``position`` (0 <= position < entry_count) and its first sample's position."""
-        last = self._last
-        if last is not None:  # neighbouring positions (sequential, block-shuffled reads) skip the descent
-            slot = position - last[1]
-            if 0 <= slot < len(last[0].keys) and type(position) is int:
-                return last
-        if type(position) is not int:
+        if type(position) is int:
+            starts, leaves = self.directory
+            i = bisect_right(starts, position) - 1
+            if i >= 0:
+                base = starts[i]
+                leaf = leaves[i]
+                if position - base < len(leaf.keys):
+                    return leaf, base
+        else:
             try:
                 if isinstance(position, bool):
                     raise TypeError
@@ -135,8 +149,8 @@ class BTree:
             elif (len(page.keys) if level == 0 else page.starts[-1]) != count:
                 page = self._descend(page_no, level, count)  # raises with the message
             if level == 0:
-                self._last = (page, base)
-                return self._last
+                self._remember(page, base)
+                return page, base
             starts = page.starts
             i = bisect_right(starts, position - base, 0, len(starts) - 1) - 1
             page_no, level, base, count = page.children[i], level - 1, base + starts[i], starts[i + 1] - starts[i]
