@@ -13,11 +13,6 @@ Parts (--parts, comma-separated):
 - loader: an epoch of DataLoader(num_workers=2, batch_size=64, shuffle, collate_fn=list_collate) over
   shardkit.torch.ShardkitDataset vs a minimal raw-file Dataset vs a py-lmdb Dataset (one txn per batch), no decode;
   and over a Dataset that reads nothing (bytes of each sample's size made in memory): the DataLoader's own cost.
-  Those deliver a batch as a list of 64 samples (shardkit: dicts {'__key__', 'jpg': bytes}; the others: bytes).
-  Packed sides deliver a batch as one uint8 tensor in shared memory with offsets (ShardkitDataset's
-  batch_format='packed': a shardkit.PackedBatch, keys included; 'raw packed': the raw files read into such a tensor
-  by the same kind of Dataset): the main process touches every 4 KiB page of each such tensor, so the cost of
-  mapping the shared memory is counted, as the copy out of a pipe is for the lists.
 - open: opening a dataset of --open-samples samples in a fresh process (import, open, first read).
 
     npm run build && /usr/bin/python3 bench/python-read.py [--samples 5000] [--rounds 5] [--parts reads,loader,open]
@@ -41,8 +36,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, 'formats', 'python'))
 CLI = os.path.join(ROOT, 'dist', 'bin', 'shardkit.cjs')
 SIDES = ['raw', 'shardkit-position', 'shardkit-key', 'shardkit-position-noverify', 'lmdb']
-LOADER_SIDES = ['loader-shardkit', 'loader-raw', 'loader-lmdb', 'loader-floor', 'loader-shardkit-packed',
-                'loader-raw-packed']
+LOADER_SIDES = ['loader-shardkit', 'loader-raw', 'loader-lmdb', 'loader-floor']
 READ_RATIOS = [('position / open().read()', 'shardkit-position', 'raw'),
                ('position / lmdb txn.get', 'shardkit-position', 'lmdb'),
                ('key / lmdb txn.get', 'shardkit-key', 'lmdb'),
@@ -50,10 +44,7 @@ READ_RATIOS = [('position / open().read()', 'shardkit-position', 'raw'),
                ('position without verify / lmdb txn.get', 'shardkit-position-noverify', 'lmdb')]
 LOADER_RATIOS = [('DataLoader shardkit / raw files', 'loader-shardkit', 'loader-raw'),
                  ('DataLoader shardkit / lmdb', 'loader-shardkit', 'loader-lmdb'),
-                 ('DataLoader shardkit / no reading at all', 'loader-shardkit', 'loader-floor'),
-                 ('DataLoader shardkit packed / raw files', 'loader-shardkit-packed', 'loader-raw'),
-                 ('DataLoader shardkit packed / lmdb', 'loader-shardkit-packed', 'loader-lmdb'),
-                 ('DataLoader shardkit packed / raw files packed', 'loader-shardkit-packed', 'loader-raw-packed')]
+                 ('DataLoader shardkit / no reading at all', 'loader-shardkit', 'loader-floor')]
 
 
 def cpu_seconds() -> float:
@@ -88,23 +79,6 @@ class NoReads:
 
     def __getitem__(self, i):
         return bytes(self.sizes[i])
-
-
-class RawFilesPacked(RawFiles):
-    """The raw-file Dataset delivering a batch as shardkit's packed batches do: each file read into one uint8 tensor
-    in shared memory (readinto, no intermediate bytes), with the offsets."""
-
-    def __getitems__(self, indices):
-        import torch
-        from shardkit.torch import shared_bytes
-        sizes = [os.path.getsize(self.paths[i]) for i in indices]
-        data, view = shared_bytes(sum(sizes))
-        offsets = [0]
-        for i, size in zip(indices, sizes):
-            with open(self.paths[i], 'rb', buffering=0) as f:
-                f.readinto(view[offsets[-1]:offsets[-1] + size])
-            offsets.append(offsets[-1] + size)
-        return data, torch.tensor(offsets)
 
 
 class LmdbSamples:
@@ -199,10 +173,6 @@ def loader_child(side: str, work: str, seed: int, persistent: bool):
         keys = json.load(f)
     if side == 'loader-shardkit':
         data = skt.ShardkitDataset(os.path.join(work, 'ds'))
-    elif side == 'loader-shardkit-packed':
-        data = skt.ShardkitDataset(os.path.join(work, 'ds'), batch_format='packed')
-    elif side == 'loader-raw-packed':
-        data = RawFilesPacked([os.path.join(work, 'raw', k + '.jpg') for k in keys])
     elif side == 'loader-raw':
         data = RawFiles([os.path.join(work, 'raw', k + '.jpg') for k in keys])
     elif side == 'loader-lmdb':
@@ -211,18 +181,9 @@ def loader_child(side: str, work: str, seed: int, persistent: bool):
         data = NoReads([os.path.getsize(os.path.join(work, 'raw', k + '.jpg')) for k in keys])
     loader = DataLoader(data, batch_size=64, shuffle=True, num_workers=2, collate_fn=skt.list_collate,
                         generator=torch.Generator().manual_seed(seed), persistent_workers=persistent)
-    packed = side.endswith('-packed')
-
-    def samples(batch):
-        if not packed:
-            return len(batch)
-        tensor, offsets = (batch.data, batch.offsets) if side == 'loader-shardkit-packed' else batch
-        int(tensor[::4096].sum())  # touch every page: the main process maps the worker's shared memory
-        return len(batch) if side == 'loader-shardkit-packed' else len(offsets) - 1
-
-    n = sum(samples(b) for b in loader)  # warm: the page cache (and, with persistent workers, the workers)
+    n = sum(len(b) for b in loader)  # warm: the page cache (and, with persistent workers, the workers)
     c, t = cpu_seconds() + (workers_cpu_seconds(loader) if persistent else 0), time.perf_counter()
-    m = sum(samples(b) for b in loader)
+    m = sum(len(b) for b in loader)
     t, c = time.perf_counter() - t, cpu_seconds() + (workers_cpu_seconds(loader) if persistent else 0) - c
     assert n == m == len(keys)
     print(json.dumps({'rate': m / t, 'cpuRate': m / c}))

@@ -7,8 +7,7 @@
 from .dataset import Dataset, open_dataset
 from .epoch_plan import EpochPlan, merge_states
 from .errors import ShardkitError
-from .packed_batch import PackedBatch
 
 __version__ = '0.1.0'
 
-__all__ = ['Dataset', 'EpochPlan', 'PackedBatch', 'ShardkitError', 'merge_states', 'open_dataset', '__version__']
+__all__ = ['Dataset', 'EpochPlan', 'ShardkitError', 'merge_states', 'open_dataset', '__version__']

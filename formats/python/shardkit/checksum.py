@@ -74,13 +74,10 @@ def _load_isal() -> Optional[Callable[..., int]]:
         if crc32c_isal(b'123456789') == 0xE3069283:  # a library of another ABI or convention is not used
             raw = ctypes.CDLL(name).crc32_iscsi  # a second handle, without argtypes: a call costs half as much
             raw.restype = ctypes.c_uint32
-            at = ctypes.CDLL(name).crc32_iscsi  # a third, of a pointer: the CRC of bytes in place in a buffer
-            at.restype = ctypes.c_uint32
-            at.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32)
             if raw(b'123456789', 9, -1) ^ 0xFFFFFFFF == 0xE3069283:
-                return crc32c_isal, raw, at
-            return crc32c_isal, None, at
-    return None, None, None
+                return crc32c_isal, raw
+            return crc32c_isal, None
+    return None, None
 
 
 try:
@@ -88,10 +85,9 @@ try:
 except ImportError:  # pragma: no cover - depends on the machine
     crc32c_module = None
 
-crc32c_isal, crc32c_iscsi, crc32c_iscsi_at = _load_isal()
+crc32c_isal, crc32c_iscsi = _load_isal()
 """``crc32c_iscsi(data, len(data), -1) ^ 0xFFFFFFFF`` is the CRC32C of ``data`` (bytes, under 2 GiB): ISA-L called
-with no argument conversion, for the hot paths of reads (None when ISA-L is not loaded). ``crc32c_iscsi_at(address,
-n, 0xFFFFFFFF) ^ 0xFFFFFFFF`` is the CRC32C of ``n`` bytes at a memory address."""
+with no argument conversion, for the hot paths of reads (None when ISA-L is not loaded)."""
 crc32c: Callable[..., int]
 if crc32c_isal is not None:
     crc32c, BACKEND = crc32c_isal, 'isal'

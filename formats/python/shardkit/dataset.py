@@ -26,7 +26,6 @@ from .key_range import range_bounds
 from .location import is_remote, redact_location, resolve_location
 from .lz4frame import decompress_member
 from .manifest import MANIFEST_FILE, parse_manifest
-from .packed_batch import PackedBatch, read_packed
 from .packed_layout import PACKED_HEADER_BYTES, check_packed_header
 
 DEFAULT_MAX_MEMBER_BYTES = 1 << 30
@@ -456,22 +455,6 @@ class Dataset:
         one shard that lie close together (locally: neighbours; over http(s): up to 64 KiB apart) come in one read
         or one Range request of up to 1 MiB. Also ``ds.__getitems__``, which PyTorch's DataLoader uses for a batch."""
         self._assert_open()
-        return self._read_located(self._locate(positions))
-
-    __getitems__ = read_many
-
-    def read_packed(self, positions, allocate=None) -> PackedBatch:
-        """The samples at ``positions`` packed in one buffer (a :class:`shardkit.packed_batch.PackedBatch`): keys,
-        extensions, and every member's bytes one after another with their offsets. Each member is copied once,
-        from its shard's map into the buffer, and verified there. ``allocate(n)`` gives the buffer: (the object to
-        keep, a writable memoryview of its n bytes); a bytearray by default (``shardkit.torch`` passes a
-        shared-memory tensor, which crosses to the DataLoader's main process without a copy)."""
-        self._assert_open()
-        located = self._locate(positions)
-        return read_packed(self, located, allocate, None if self.mmap else self._read_located(located))
-
-    def _locate(self, positions) -> list:
-        """(key, record) of each position, with _check_record's checks."""
         located = []
         n = self._header.entry_count
         leaf_at = self._tree.leaf_at
@@ -491,9 +474,6 @@ class Dataset:
                     and record[1] + record[2] <= shard_bytes[record[0]]):
                 self._check_record(key, record)
             located.append((key, record))
-        return located
-
-    def _read_located(self, located: list) -> list:
         gap = DEFAULT_COALESCE_GAP_BYTES if self._remote else DEFAULT_LOCAL_COALESCE_GAP_BYTES
         runs = plan_reads([(r[0], r[1], r[2]) for _, r in located], gap, DEFAULT_MAX_READ_BYTES)
         out = [None] * len(located)
@@ -516,6 +496,8 @@ class Dataset:
                 key, record = located[i]
                 out[i] = self._decode(key, record, data[start:start + length])
         return out
+
+    __getitems__ = read_many
 
     def _read_span(self, shard: int, offset: int, length: int) -> bytes:
         if self._closed:

@@ -47,27 +47,9 @@ def list_collate(batch: List[Any]) -> List[Any]:
     return batch
 
 
-def shared_bytes(n: int):
-    """``Dataset.read_packed``'s ``allocate``: a uint8 tensor of ``n`` bytes, in shared memory when made in a
-    DataLoader worker (so it reaches the main process without a copy, as ``default_collate``'s tensors do)."""
-    import torch
-    if get_worker_info() is not None:
-        t = torch.empty(0, dtype=torch.uint8)
-        t = t.new(t.storage()._new_shared(n)) if hasattr(t.storage(), '_new_shared') else torch.empty(n, dtype=torch.uint8).share_memory_()
-    else:
-        t = torch.empty(n, dtype=torch.uint8)
-    return t, memoryview(t.numpy())
-
-
 class ShardkitDataset(TorchDataset):
     """Map-style dataset over a shardkit Dataset or a path/URL: ``data[i]`` is ``transform(ds[i])``, the i-th
     sample in key order (``{'__key__': key, ext: bytes, ...}`` without a transform).
-
-    ``batch_format='packed'``: a batch (``data.__getitems__``, which the DataLoader calls with its batch of
-    indices) is one :class:`shardkit.PackedBatch` instead of a list of sample dicts: every member's bytes in one
-    uint8 tensor (shared memory in a worker) with their offsets, so it crosses from the worker to the main process
-    as a tensor does, without pickling the bytes; ``batch[j]`` is sample ``j`` as a dict of uint8 tensor views.
-    Give the DataLoader ``collate_fn=list_collate``, which passes the batch through.
 
     Given a path, the dataset is opened on first use in each process (``open_options`` go to ``open_dataset``);
     given a Dataset, each worker gets its own copy of it, which reopens its files lazily. Either way no file
@@ -76,8 +58,7 @@ class ShardkitDataset(TorchDataset):
     """
 
     def __init__(self, dataset: Union[str, 'os.PathLike[str]', Dataset],
-                 transform: Optional[Callable[[Dict[str, Any]], Any]] = None, batch_format: str = 'dicts',
-                 **open_options: Any):
+                 transform: Optional[Callable[[Dict[str, Any]], Any]] = None, **open_options: Any):
         if isinstance(dataset, (str, os.PathLike)):
             self._location: Optional[str] = os.fspath(dataset)
             self._ds: Optional[Dataset] = None
@@ -92,13 +73,7 @@ class ShardkitDataset(TorchDataset):
                                              f'{type(dataset).__name__}')
         if transform is not None and not callable(transform):
             raise ShardkitError(INVALID_ARG, f'Expected a callable for transform but received {type(transform).__name__}')
-        if batch_format not in ('dicts', 'packed'):
-            raise ShardkitError(INVALID_ARG, f'Expected "dicts" or "packed" for batch_format but received {batch_format!r}')
-        if batch_format == 'packed' and transform is not None:
-            raise ShardkitError(INVALID_ARG, 'transform maps one sample dict; a packed batch has none: apply it to '
-                                             "each batch[j] in the loop, or use batch_format='dicts'")
         self.transform = transform
-        self.batch_format = batch_format
         self._open_options = open_options
 
     @property
@@ -125,8 +100,6 @@ class ShardkitDataset(TorchDataset):
 
     def __getitems__(self, indices: Sequence[int]) -> List[Any]:
         """A batch, read with coalesced reads (``Dataset.read_many``); PyTorch 2's DataLoader calls it per batch."""
-        if self.batch_format == 'packed':
-            return self.dataset.read_packed(indices, shared_bytes)
         samples = self.dataset.read_many(indices)
         return samples if self.transform is None else [self.transform(sample) for sample in samples]
 
