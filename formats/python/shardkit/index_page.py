@@ -175,17 +175,33 @@ def _decode_same_shape_record(data, pos: int, end: int, prev_key: bytes, prev):
     if flags == RECORD_SAME_SHARD | RECORD_CONTIGUOUS | RECORD_SAME_SHAPE:
         offset = prev_end
     elif flags == RECORD_SAME_SHARD | RECORD_SAME_SHAPE:
-        gap, pos = _varint_at(data, pos, end)
-        if gap < 0:
-            return None
-        offset = prev_end + unzigzag(gap)
+        # varints of one and two bytes inline (a tar member's gap), longer ones by _varint_at
+        if pos + 1 < end and data[pos] < 0x80:
+            gap = data[pos]
+            pos += 1
+        elif pos + 2 < end and data[pos + 1] < 0x80:
+            gap = (data[pos] & 0x7F) | (data[pos + 1] << 7)
+            pos += 2
+        else:
+            gap, pos = _varint_at(data, pos, end)
+            if gap < 0:
+                return None
+        offset = prev_end + (gap >> 1 if not gap & 1 else -((gap + 1) >> 1))
     else:
         return None
     if offset < 0 or offset > MAX_SAFE_INTEGER:
         return None
     like = prev[4][0]
     codec = like[M_CODEC]
-    size, pos = _varint_at(data, pos, end)
+    # the size: three bytes or fewer inline (members under 2 MiB), longer ones by _varint_at
+    if pos + 3 < end and data[pos] >= 0x80 and data[pos + 1] >= 0x80 and data[pos + 2] < 0x80:
+        size = (data[pos] & 0x7F) | (data[pos + 1] & 0x7F) << 7 | data[pos + 2] << 14
+        pos += 3
+    elif pos + 2 < end and data[pos] >= 0x80 and data[pos + 1] < 0x80:
+        size = (data[pos] & 0x7F) | data[pos + 1] << 7
+        pos += 2
+    else:
+        size, pos = _varint_at(data, pos, end)
     stored = size
     if codec != CODEC_NONE:
         stored, pos = _varint_at(data, pos, end)
