@@ -561,8 +561,11 @@ class Dataset:
         finally:
             os.close(fd)  # the map keeps its own
         if len(m) != rec.bytes:  # the file changed between fstat and mmap
+            size = len(m)
             m.close()
-            raise ShardkitError(TRUNCATED, f'{path}: shard is {size} bytes, the index says {rec.bytes}', file=path)
+            if size < rec.bytes:
+                raise ShardkitError(TRUNCATED, f'{path}: shard is {size} bytes, the index says {rec.bytes}', file=path)
+            raise self._shard_mismatch(path, rec, f'its size ({size} bytes)')
         self.maps_made += 1
         maps = self._maps
         while len(maps) >= self._max_maps:
