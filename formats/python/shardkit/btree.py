@@ -31,6 +31,10 @@ class BTree:
         lookup that lands in one is a bisect, not a descent. Replaced whole (never changed in place), so a reader
         in another thread sees a consistent pair; emptied when the cache evicts a page, so it holds cached leaves
         only and the cache's bound is the only bound on memory."""
+        self.key_directory: Tuple[list, list] = ([], [])
+        """(lows, (high, leaf, first position) entries), sorted by low: the keys ``low <= key < high`` (no high: no
+        bound) are exactly those a descent routes to that leaf, learnt from descents that ended in it; a key lookup
+        that falls in one is a bisect, not a descent. Replaced whole and emptied as ``directory`` is."""
 
     def _corrupt(self, page_no: int, why: str):
         raise ShardkitError(CORRUPT_INDEX, f'{self.file}: page {page_no} {why}; {index_remedy(self.header.layout)}',
@@ -50,6 +54,7 @@ class BTree:
         if len(cache) > self.capacity:
             cache.popitem(last=False)
             self.directory = ([], [])
+            self.key_directory = ([], [])
         return page
 
     def _remember(self, leaf: LeafPage, base: int) -> None:
@@ -75,14 +80,32 @@ class BTree:
                 self._corrupt(page_no, f'holds {page.starts[-1]} samples, its parent says {count}')
         return page
 
+    def _remember_keys(self, low: str, high: Optional[str], leaf: LeafPage, base: int) -> None:
+        """Records that descents route ``low <= key < high`` to ``leaf``, when the leaf's keys lie in that range (a
+        hostile leaf outside it is only ever reached by descents, which answer as the Node reader does)."""
+        keys = leaf.keys
+        if keys[0] < low or (high is not None and keys[-1] >= high):
+            return
+        lows, entries = self.key_directory
+        i = bisect_left(lows, low)
+        if i == len(lows) or lows[i] != low:
+            self.key_directory = (lows[:i] + [low] + lows[i:], entries[:i] + [(high, leaf, base)] + entries[i:])
+
     def leaf_for_key(self, key: str) -> Optional[Tuple[LeafPage, int]]:
         """The leaf that would hold ``key`` and the position of its first sample (None when the index is empty)."""
+        lows, entries = self.key_directory
+        i = bisect_right(lows, key) - 1
+        if i >= 0:
+            high, leaf, base = entries[i]
+            if high is None or key < high:
+                return leaf, base
         h = self.header
         if h.entry_count == 0:
             return None
         page_no, level, base, count = h.root_page, h.height - 1, 0, h.entry_count
         cache = self.cache
         page_count = h.page_count
+        low, high = '', None  # the keys routed to this page: every key ('' is the least str) at the root
         while True:
             # the checks of _descend, inline for cached pages, as in leaf_at
             page = cache.get(page_no) if 0 < page_no < page_count else None
@@ -90,10 +113,16 @@ class BTree:
                     or (len(page.keys) if level == 0 else page.starts[-1]) != count):
                 page = self._descend(page_no, level, count)
             if level == 0:
+                self._remember_keys(low, high, page, base)
                 return page, base
-            i = bisect_right(page.keys, key) - 1
+            keys = page.keys
+            i = bisect_right(keys, key) - 1
             if i < 0:
-                i = 0
+                i = 0  # keys below the first separator go to the first child too
+            if i > 0 and keys[i] > low:
+                low = keys[i]
+            if i + 1 < len(keys) and (high is None or keys[i + 1] < high):
+                high = keys[i + 1]
             starts = page.starts
             page_no, level, base, count = page.children[i], level - 1, base + starts[i], starts[i + 1] - starts[i]
 
@@ -105,9 +134,15 @@ class BTree:
         leaf, base = hit
         slots = leaf.key_slots
         if slots is None:
-            slots = leaf.key_slots = {k: i for i, k in enumerate(leaf.keys)}
+            slots = self.slots(leaf)
         slot = slots.get(key)
         return None if slot is None else (leaf, slot, base + slot)
+
+    @staticmethod
+    def slots(leaf: LeafPage) -> dict:
+        """key -> slot of a leaf, built on its first key lookup."""
+        slots = leaf.key_slots = {k: i for i, k in enumerate(leaf.keys)}
+        return slots
 
     def lower_bound(self, key: str) -> int:
         """Position of the first key >= ``key`` (entry_count when none)."""

@@ -298,14 +298,43 @@ class Dataset:
 
     def get(self, key: str, default=_MISSING) -> dict:
         """The sample with ``key``; KEY_NOT_FOUND (also a KeyError) when there is none, unless ``default`` is given."""
-        self._assert_open()
-        found = self._find(key)
-        if found is None:
+        if self._closed:
+            self._assert_open()
+        if type(key) is not str:
+            self._find(key)  # INVALID_ARG (or a str subclass, looked up as a str)
+        # the leaf: BTree.find's directory lookup, inline (this runs for every read by key)
+        lows, entries = self._tree.key_directory
+        i = bisect_right(lows, key) - 1
+        slot = None
+        if i >= 0:
+            high, leaf, _ = entries[i]
+            if high is None or key < high:
+                slots = leaf.key_slots
+                slot = (slots if slots is not None else self._tree.slots(leaf)).get(key)
+            else:
+                i = -1
+        if i < 0:
+            found = self._tree.find(key)
+            if found is not None:
+                leaf, slot = found[0], found[1]
+        if slot is None:
             if default is not Dataset._MISSING:
                 return default
             raise ShardkitKeyError(KEY_NOT_FOUND, f'no sample with key {_quote(key)} in {self._name}', key=key,
                                    file=self._name)
-        return self._read_record(found[0], found[1])
+        # __getitem__'s fast path, inline
+        record = leaf.records[slot]
+        m = self._maps.get(record[0])
+        if m is not None and record[4] is not None:
+            offset = record[1]
+            end = offset + record[2]
+            if end <= len(m) and end - offset <= self._fast_limit:
+                span = m[offset:end]
+                if self.verify and (crc32c_iscsi(span, end - offset, -1) ^ 0xFFFFFFFF if crc32c_iscsi is not None
+                                    else crc32c(span)) != record[5]:
+                    self._checksum_error(key, record[0], offset, record[3][0])
+                return {'__key__': leaf.keys[slot], record[4]: span}
+        return self._read_record(leaf, slot)
 
     def __contains__(self, key) -> bool:
         self._assert_open()

@@ -159,3 +159,34 @@ def test_positional_lookups_through_the_directory_equal_descents(written, data):
             assert len(leaves) <= len(ds._tree.cache)
         with pytest.raises(IndexError):
             ds[n]
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_key_lookups_through_the_directory_equal_descents(written, data):
+    """Keys present and absent (between, before and after the dataset's, prefixes of its), in any order, with a
+    page cache small enough to evict: find, get, `in`, position and lower_bound answer as a descent does."""
+    directory, samples = written
+    keys = [k for k, _ in samples]
+    cache_pages = data.draw(st.sampled_from([16, 1 << 10]))
+    candidates = st.one_of(st.sampled_from(keys), st.sampled_from(keys).map(lambda k: k[:-1]),
+                           st.sampled_from(keys).map(lambda k: k + '\0'), st.text(max_size=8))
+    with shardkit.open_dataset(directory, page_cache_bytes=cache_pages * 1024) as ds, \
+            shardkit.open_dataset(directory, page_cache_bytes=0) as fresh:
+        for key in data.draw(st.lists(candidates, max_size=60)):
+            fresh._tree.key_directory = ([], [])  # a descent every time
+            want = fresh._tree.find(key)
+            got = ds._tree.find(key)
+            assert (got and (got[0].page_no, got[1], got[2])) == (want and (want[0].page_no, want[1], want[2]))
+            fresh._tree.key_directory = ([], [])
+            assert ds._tree.lower_bound(key) == fresh._tree.lower_bound(key)
+            if key in keys:
+                assert ds.get(key) == as_sample(*samples[keys.index(key)]) and key in ds
+                assert ds.position(key) == keys.index(key)
+            else:
+                assert ds.get(key, None) is None and key not in ds
+            lows, entries = ds._tree.key_directory
+            assert lows == sorted(set(lows)) and len(lows) == len(entries)
+            for low, (high, leaf, _), next_low in zip(lows, entries, lows[1:] + [None]):
+                assert low <= leaf.keys[0] and (high is None or leaf.keys[-1] < high)
+                assert next_low is None or (high is not None and high <= next_low)  # disjoint ranges
