@@ -190,3 +190,39 @@ def test_key_lookups_through_the_directory_equal_descents(written, data):
             for low, (high, leaf, _), next_low in zip(lows, entries, lows[1:] + [None]):
                 assert low <= leaf.keys[0] and (high is None or leaf.keys[-1] < high)
                 assert next_low is None or (high is not None and high <= next_low)  # disjoint ranges
+
+
+def test_a_dataloader_worker_killed_by_sigbus_fails_the_loop_without_a_hang(written, tmp_path):
+    """The map's failure mode in a DataLoader: the worker dies of SIGBUS, the main process raises (no hang)."""
+    pytest.importorskip('torch')
+    source, _ = written
+    d = str(tmp_path / 'ds')
+    shutil.copytree(source, d)
+    script = textwrap.dedent('''
+        import os, sys
+        from torch.utils.data import DataLoader
+        from shardkit.torch import ShardkitDataset, list_collate
+
+        class TruncatedMidway:
+            def __init__(self, data):
+                self.data = data
+            def __len__(self):
+                return len(self.data)
+            def __getitem__(self, i):
+                sample = self.data[i]  # its shard is mapped now
+                if i == len(self.data) // 2:  # every shard cut to nothing while the worker has it mapped
+                    for s in self.data.dataset.manifest['shards']:
+                        os.truncate(os.path.join(sys.argv[1], s['file']), 0)
+                    sample = self.data[i]
+                return sample
+
+        data = ShardkitDataset(sys.argv[1], verify=False)
+        try:
+            for _ in DataLoader(TruncatedMidway(data), batch_size=4, num_workers=2, collate_fn=list_collate):
+                pass
+        except RuntimeError as e:
+            print('raised:', e)
+    ''')
+    env = {**os.environ, 'PYTHONPATH': os.path.dirname(os.path.dirname(shardkit.__file__))}
+    run = subprocess.run([sys.executable, '-c', script, d], capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0 and 'raised: DataLoader worker' in run.stdout, (run.stdout, run.stderr)
