@@ -681,7 +681,10 @@ def open_dataset(path_or_url, **options) -> Dataset:
 
     Options: ``verify`` (check every member's CRC32C, default True), ``max_open_shards`` (64),
     ``page_cache_bytes`` (64 MiB of index pages), ``max_member_bytes`` (1 GiB), ``check_shards``
-    ('fingerprint' or 'size'), and for URLs ``timeout`` (seconds, 30), ``retries`` (4), ``backoff`` (0.1 s),
+    ('fingerprint' or 'size'), ``mmap`` (True: local shards are read through read-only memory maps, one per shard
+    in use, at most ``max_open_shards``; a shard truncated while mapped kills the process with SIGBUS, as under
+    LMDB, so give ``mmap=False`` for files another program may truncate while they are read: ``os.pread`` then
+    raises TRUNCATED), and for URLs ``timeout`` (seconds, 30), ``retries`` (4), ``backoff`` (0.1 s),
     ``max_backoff`` (10 s), ``headers`` (dict), ``cafile`` (PEM to trust for https).
 
     >>> ds = open_dataset('https://data.example/imagenet.shards', headers={'Authorization': 'Bearer ...'})
