@@ -1,8 +1,10 @@
 """Dataset: random access to a shardkit dataset in a directory or behind an http(s) URL (src/read/dataset.ts).
 
 Opening costs three reads whatever the dataset's size (manifest, index header, shard table); a lookup walks the
-B+-tree through a bounded cache of decoded pages; a sample costs one positional read of its span. Each shard is
-opened once under a bounded LRU of handles; its size and fingerprint are checked when first used.
+B+-tree through a bounded cache of decoded pages (or, landing in a leaf a descent already reached, bisects the
+tree's directories); a sample costs one slice of its shard's read-only memory map (``mmap=False``: one positional
+read of its span, each shard opened once under a bounded LRU of handles). A shard's size and fingerprint are
+checked when first used, and its size again whenever it is mapped.
 """
 import mmap as _mmap
 import operator
