@@ -9,7 +9,8 @@ medians with the lowest and highest round. The machine may be shared: read the r
 ones under load), not the absolute rates.
 
 Parts (--parts, comma-separated):
-- reads: ds[i] and ds.get(key), checksums verified (and ds[i] without), vs open().read() and py-lmdb txn.get.
+- reads: ds[i] and ds.get(key), checksums verified (and ds[i] without, and ds[i] through os.pread instead of memory
+  maps: mmap=False), vs open().read() and py-lmdb txn.get.
 - loader: an epoch of DataLoader(num_workers=2, batch_size=64, shuffle, collate_fn=list_collate) over
   shardkit.torch.ShardkitDataset vs a minimal raw-file Dataset vs a py-lmdb Dataset (one txn per batch), no decode;
   and over a Dataset that reads nothing (bytes of each sample's size made in memory): the DataLoader's own cost.
@@ -35,13 +36,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, 'formats', 'python'))
 CLI = os.path.join(ROOT, 'dist', 'bin', 'shardkit.cjs')
-SIDES = ['raw', 'shardkit-position', 'shardkit-key', 'shardkit-position-noverify', 'lmdb']
+SIDES = ['raw', 'shardkit-position', 'shardkit-key', 'shardkit-position-noverify', 'shardkit-position-pread', 'lmdb']
 LOADER_SIDES = ['loader-shardkit', 'loader-raw', 'loader-lmdb', 'loader-floor']
 READ_RATIOS = [('position / open().read()', 'shardkit-position', 'raw'),
                ('position / lmdb txn.get', 'shardkit-position', 'lmdb'),
                ('key / lmdb txn.get', 'shardkit-key', 'lmdb'),
                ('position without verify / open().read()', 'shardkit-position-noverify', 'raw'),
-               ('position without verify / lmdb txn.get', 'shardkit-position-noverify', 'lmdb')]
+               ('position without verify / lmdb txn.get', 'shardkit-position-noverify', 'lmdb'),
+               ('position with mmap=False / open().read()', 'shardkit-position-pread', 'raw'),
+               ('position with mmap=False / lmdb txn.get', 'shardkit-position-pread', 'lmdb')]
 LOADER_RATIOS = [('DataLoader shardkit / raw files', 'loader-shardkit', 'loader-raw'),
                  ('DataLoader shardkit / lmdb', 'loader-shardkit', 'loader-lmdb'),
                  ('DataLoader shardkit / no reading at all', 'loader-shardkit', 'loader-floor')]
@@ -138,7 +141,8 @@ def child(side: str, work: str, seed: int):
                 with open(paths[i], 'rb') as f:
                     f.read()
     elif side.startswith('shardkit'):
-        ds = shardkit.open_dataset(os.path.join(work, 'ds'), verify=not side.endswith('noverify'))
+        ds = shardkit.open_dataset(os.path.join(work, 'ds'), verify=not side.endswith('noverify'),
+                                   mmap=not side.endswith('pread'))
         if side.startswith('shardkit-position'):
             def run():
                 for i in order:

@@ -26,7 +26,15 @@ class BTree:
         self.read_page = read_page
         self.capacity = max(16, cache_bytes // header.page_size)
         self.cache: 'OrderedDict[int, object]' = OrderedDict()
-        self._last: Optional[Tuple[LeafPage, int]] = None
+        self.directory: Tuple[list, list] = ([], [])
+        """(first positions, leaves) of the leaves reached by a checked descent, sorted by position: a positional
+        lookup that lands in one is a bisect, not a descent. Replaced whole (never changed in place), so a reader
+        in another thread sees a consistent pair; emptied when the cache evicts a page, so it holds cached leaves
+        only and the cache's bound is the only bound on memory."""
+        self.key_directory: Tuple[list, list] = ([], [])
+        """(lows, (high, leaf, first position) entries), sorted by low: the keys ``low <= key < high`` (no high: no
+        bound) are exactly those a descent routes to that leaf, learnt from descents that ended in it; a key lookup
+        that falls in one is a bisect, not a descent. Replaced whole and emptied as ``directory`` is."""
 
     def _corrupt(self, page_no: int, why: str):
         raise ShardkitError(CORRUPT_INDEX, f'{self.file}: page {page_no} {why}; {index_remedy(self.header.layout)}',
@@ -45,7 +53,15 @@ class BTree:
         cache[page_no] = page
         if len(cache) > self.capacity:
             cache.popitem(last=False)
+            self.directory = ([], [])
+            self.key_directory = ([], [])
         return page
+
+    def _remember(self, leaf: LeafPage, base: int) -> None:
+        starts, leaves = self.directory
+        i = bisect_left(starts, base)
+        if i == len(starts) or starts[i] != base:
+            self.directory = (starts[:i] + [base] + starts[i:], leaves[:i] + [leaf] + leaves[i:])
 
     def _descend(self, page_no: int, level: int, count: int):
         """The page a parent promised: inside the index, of the right type and level, holding ``count`` samples."""
@@ -64,14 +80,32 @@ class BTree:
                 self._corrupt(page_no, f'holds {page.starts[-1]} samples, its parent says {count}')
         return page
 
+    def _remember_keys(self, low: str, high: Optional[str], leaf: LeafPage, base: int) -> None:
+        """Records that descents route ``low <= key < high`` to ``leaf``, when the leaf's keys lie in that range (a
+        hostile leaf outside it is only ever reached by descents, which answer as the Node reader does)."""
+        keys = leaf.keys
+        if keys[0] < low or (high is not None and keys[-1] >= high):
+            return
+        lows, entries = self.key_directory
+        i = bisect_left(lows, low)
+        if i == len(lows) or lows[i] != low:
+            self.key_directory = (lows[:i] + [low] + lows[i:], entries[:i] + [(high, leaf, base)] + entries[i:])
+
     def leaf_for_key(self, key: str) -> Optional[Tuple[LeafPage, int]]:
         """The leaf that would hold ``key`` and the position of its first sample (None when the index is empty)."""
+        lows, entries = self.key_directory
+        i = bisect_right(lows, key) - 1
+        if i >= 0:
+            high, leaf, base = entries[i]
+            if high is None or key < high:
+                return leaf, base
         h = self.header
         if h.entry_count == 0:
             return None
         page_no, level, base, count = h.root_page, h.height - 1, 0, h.entry_count
         cache = self.cache
         page_count = h.page_count
+        low, high = '', None  # the keys routed to this page: every key ('' is the least str) at the root
         while True:
             # the checks of _descend, inline for cached pages, as in leaf_at
             page = cache.get(page_no) if 0 < page_no < page_count else None
@@ -79,10 +113,16 @@ class BTree:
                     or (len(page.keys) if level == 0 else page.starts[-1]) != count):
                 page = self._descend(page_no, level, count)
             if level == 0:
+                self._remember_keys(low, high, page, base)
                 return page, base
-            i = bisect_right(page.keys, key) - 1
+            keys = page.keys
+            i = bisect_right(keys, key) - 1
             if i < 0:
-                i = 0
+                i = 0  # keys below the first separator go to the first child too
+            if i > 0 and keys[i] > low:
+                low = keys[i]
+            if i + 1 < len(keys) and (high is None or keys[i + 1] < high):
+                high = keys[i + 1]
             starts = page.starts
             page_no, level, base, count = page.children[i], level - 1, base + starts[i], starts[i + 1] - starts[i]
 
@@ -94,9 +134,15 @@ class BTree:
         leaf, base = hit
         slots = leaf.key_slots
         if slots is None:
-            slots = leaf.key_slots = {k: i for i, k in enumerate(leaf.keys)}
+            slots = self.slots(leaf)
         slot = slots.get(key)
         return None if slot is None else (leaf, slot, base + slot)
+
+    @staticmethod
+    def slots(leaf: LeafPage) -> dict:
+        """key -> slot of a leaf, built on its first key lookup."""
+        slots = leaf.key_slots = {k: i for i, k in enumerate(leaf.keys)}
+        return slots
 
     def lower_bound(self, key: str) -> int:
         """Position of the first key >= ``key`` (entry_count when none)."""
@@ -108,12 +154,15 @@ class BTree:
 
     def leaf_at(self, position) -> Tuple[LeafPage, int]:
         """The leaf holding ``position`` (0 <= position < entry_count) and its first sample's position."""
-        last = self._last
-        if last is not None:  # neighbouring positions (sequential, block-shuffled reads) skip the descent
-            slot = position - last[1]
-            if 0 <= slot < len(last[0].keys) and type(position) is int:
-                return last
-        if type(position) is not int:
+        if type(position) is int:
+            starts, leaves = self.directory
+            i = bisect_right(starts, position) - 1
+            if i >= 0:
+                base = starts[i]
+                leaf = leaves[i]
+                if position - base < len(leaf.keys):
+                    return leaf, base
+        else:
             try:
                 if isinstance(position, bool):
                     raise TypeError
@@ -135,8 +184,8 @@ class BTree:
             elif (len(page.keys) if level == 0 else page.starts[-1]) != count:
                 page = self._descend(page_no, level, count)  # raises with the message
             if level == 0:
-                self._last = (page, base)
-                return self._last
+                self._remember(page, base)
+                return page, base
             starts = page.starts
             i = bisect_right(starts, position - base, 0, len(starts) - 1) - 1
             page_no, level, base, count = page.children[i], level - 1, base + starts[i], starts[i + 1] - starts[i]

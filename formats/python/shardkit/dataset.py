@@ -1,16 +1,21 @@
 """Dataset: random access to a shardkit dataset in a directory or behind an http(s) URL (src/read/dataset.ts).
 
 Opening costs three reads whatever the dataset's size (manifest, index header, shard table); a lookup walks the
-B+-tree through a bounded cache of decoded pages; a sample costs one positional read of its span. Each shard is
-opened once under a bounded LRU of handles; its size and fingerprint are checked when first used.
+B+-tree through a bounded cache of decoded pages (or, landing in a leaf a descent already reached, bisects the
+tree's directories); a sample costs one slice of its shard's read-only memory map (``mmap=False``: one positional
+read of its span, each shard opened once under a bounded LRU of handles). A shard's size and fingerprint are
+checked when first used, and its size again whenever it is mapped.
 """
+import mmap as _mmap
 import operator
 import os
+import weakref
+from bisect import bisect_right
 from typing import Dict, Iterator, Optional
 
 from .btree import DEFAULT_PAGE_CACHE_BYTES, BTree
-from .checksum import crc32c, crc32c_hex
-from .errors import (CHECKSUM, CLOSED, CORRUPT_INDEX, INDEX_MISMATCH, INVALID_ARG, KEY_NOT_FOUND, NOT_A_DATASET,
+from .checksum import crc32c, crc32c_hex, crc32c_iscsi
+from .errors import (CHECKSUM, CLOSED, CORRUPT_INDEX, INDEX_MISMATCH, INVALID_ARG, IO, KEY_NOT_FOUND, NOT_A_DATASET,
                      SHARD_MISMATCH, SHARD_MISSING, TOO_LARGE, TRUNCATED, ShardkitError, ShardkitKeyError)
 from .fetch_plan import (DEFAULT_COALESCE_GAP_BYTES, DEFAULT_LOCAL_COALESCE_GAP_BYTES, DEFAULT_MAX_READ_BYTES,
                          plan_reads)
@@ -27,6 +32,19 @@ from .packed_layout import PACKED_HEADER_BYTES, check_packed_header
 
 DEFAULT_MAX_MEMBER_BYTES = 1 << 30
 _HTTP_OPTIONS = ('timeout', 'retries', 'backoff', 'max_backoff', 'headers', 'cafile')
+_MAX_ISCSI_BYTES = (1 << 31) - 1
+_mapping: 'weakref.WeakSet[Dataset]' = weakref.WeakSet()
+"""Datasets that may hold memory maps: a forked child drops its copies and maps its shards again on first use."""
+
+
+def _after_fork_in_child():
+    for ds in list(_mapping):
+        ds._maps = {}
+        ds.maps_made = 0
+
+
+if hasattr(os, 'register_at_fork'):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _check_int(name, value, lo, hi):
@@ -48,12 +66,14 @@ class Dataset:
 
     def __init__(self, location: str, *, verify: bool = True, max_open_shards: int = DEFAULT_MAX_OPEN,
                  page_cache_bytes: int = DEFAULT_PAGE_CACHE_BYTES, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
-                 check_shards: str = 'fingerprint', **http_options):
+                 check_shards: str = 'fingerprint', mmap: bool = True, **http_options):
         if not isinstance(location, (str, os.PathLike)) or str(location) == '':
             raise ShardkitError(INVALID_ARG, f'Expected a dataset directory or URL but received {location!r}')
         location = os.fspath(location)
         if not isinstance(verify, bool):
             raise ShardkitError(INVALID_ARG, f'Expected a boolean for verify but received {verify!r}')
+        if not isinstance(mmap, bool):
+            raise ShardkitError(INVALID_ARG, f'Expected a boolean for mmap but received {mmap!r}')
         _check_int('max_open_shards', max_open_shards, 1, 65536)
         _check_int('page_cache_bytes', page_cache_bytes, 0, 2 ** 53 - 1)
         _check_int('max_member_bytes', max_member_bytes, 0, 2 ** 53 - 1)
@@ -63,14 +83,24 @@ class Dataset:
         unknown = sorted(set(http_options) - set(_HTTP_OPTIONS))
         if unknown:
             raise ShardkitError(INVALID_ARG, f'Unknown option {unknown[0]!r}; options are verify, max_open_shards, '
-                                f'page_cache_bytes, max_member_bytes, check_shards, {", ".join(_HTTP_OPTIONS)}')
+                                f'page_cache_bytes, max_member_bytes, check_shards, mmap, {", ".join(_HTTP_OPTIONS)}')
         self.location = location
         self.verify = verify
         self.max_member_bytes = max_member_bytes
         self.check_shards = check_shards
         self._options = dict(verify=verify, max_open_shards=max_open_shards, page_cache_bytes=page_cache_bytes,
-                             max_member_bytes=max_member_bytes, check_shards=check_shards, **http_options)
+                             max_member_bytes=max_member_bytes, check_shards=check_shards, mmap=mmap,
+                             **http_options)
         self._remote = is_remote(location)
+        self.mmap = mmap and not self._remote
+        """Local shards are read through memory maps (see :func:`open_dataset`)."""
+        self._maps: Dict[int, _mmap.mmap] = {}
+        """shard number -> its map (in this process; at most max_open_shards): the fast path of every read."""
+        self._max_maps = max_open_shards
+        self.maps_made = 0
+        """Shards mapped by this process so far (a map dropped past max_open_shards is made again on next use)."""
+        self._fast_limit = min(max_member_bytes, _MAX_ISCSI_BYTES)
+        """Longer spans take the general path (TOO_LARGE, or a CRC computed in pieces)."""
         self._name = redact_location(location)
         self._client = _http().HttpClient(**http_options) if self._remote else None
         self._closed = False
@@ -124,6 +154,8 @@ class Dataset:
         self._tree = BTree(header, index_name, self._read_page, page_cache_bytes)
         self._shard_locations = [resolve_location(self.location, s.file) for s in self._shards]
         self._shard_bytes = [s.bytes for s in self._shards]
+        if self.mmap:
+            _mapping.add(self)
 
     def _read_local(self, path: str) -> bytes:
         fd, size = open_file(path)
@@ -184,11 +216,15 @@ class Dataset:
         state['_pool'] = HandlePool(self._pool.max_open)
         state['_index_fd'] = None
         state['_http_files'] = {}
+        state['_maps'] = {}
+        state['maps_made'] = 0
         state['_tree'] = BTree(self._header, self._tree.file, None, self._tree.capacity * self._header.page_size)
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        if self.mmap:
+            _mapping.add(self)
         self._tree.read_page = self._read_page
         if self._remote:
             self._index_http.client = self._client
@@ -215,7 +251,8 @@ class Dataset:
     def __getitem__(self, position):
         """The sample at ``position`` in key order (any integer type, numpy's too; negative positions count from
         the end), or a list of samples for a slice (read as :meth:`read_many` reads)."""
-        self._assert_open()
+        if self._closed:
+            self._assert_open()
         if type(position) is not int:
             if isinstance(position, slice):
                 return self.read_many(range(*position.indices(len(self))))
@@ -224,8 +261,28 @@ class Dataset:
             n = self._header.entry_count
             if position + n >= 0:  # else leaf_at reports the position the caller gave
                 position += n
-        leaf, base = self._tree.leaf_at(position)
-        return self._read_record(leaf, position - base)
+        # the leaf: BTree.leaf_at's directory lookup, inline (this runs for every read)
+        starts, leaves = self._tree.directory
+        i = bisect_right(starts, position) - 1
+        leaf = leaves[i] if i >= 0 else None
+        if leaf is None or position - starts[i] >= len(leaf.keys):
+            leaf, base = self._tree.leaf_at(position)
+            slot = position - base
+        else:
+            slot = position - starts[i]
+        # _read_record's fast path, inline: one stored member filling its span, in a mapped shard
+        record = leaf.records[slot]
+        m = self._maps.get(record[0])
+        if m is not None and record[4] is not None:
+            offset = record[1]
+            end = offset + record[2]
+            if end <= len(m) and end - offset <= self._fast_limit:
+                span = m[offset:end]
+                if self.verify and (crc32c_iscsi(span, end - offset, -1) ^ 0xFFFFFFFF if crc32c_iscsi is not None
+                                    else crc32c(span)) != record[5]:
+                    self._checksum_error(leaf.keys[slot], record[0], offset, record[3][0])
+                return {'__key__': leaf.keys[slot], record[4]: span}
+        return self._read_record(leaf, slot)
 
     def at(self, position: int) -> dict:
         """The sample at ``position`` (0 <= position < len(ds)), as Node's ``at``."""
@@ -243,14 +300,43 @@ class Dataset:
 
     def get(self, key: str, default=_MISSING) -> dict:
         """The sample with ``key``; KEY_NOT_FOUND (also a KeyError) when there is none, unless ``default`` is given."""
-        self._assert_open()
-        found = self._find(key)
-        if found is None:
+        if self._closed:
+            self._assert_open()
+        if type(key) is not str:
+            self._find(key)  # INVALID_ARG (or a str subclass, looked up as a str)
+        # the leaf: BTree.find's directory lookup, inline (this runs for every read by key)
+        lows, entries = self._tree.key_directory
+        i = bisect_right(lows, key) - 1
+        slot = None
+        if i >= 0:
+            high, leaf, _ = entries[i]
+            if high is None or key < high:
+                slots = leaf.key_slots
+                slot = (slots if slots is not None else self._tree.slots(leaf)).get(key)
+            else:
+                i = -1
+        if i < 0:
+            found = self._tree.find(key)
+            if found is not None:
+                leaf, slot = found[0], found[1]
+        if slot is None:
             if default is not Dataset._MISSING:
                 return default
             raise ShardkitKeyError(KEY_NOT_FOUND, f'no sample with key {_quote(key)} in {self._name}', key=key,
                                    file=self._name)
-        return self._read_record(found[0], found[1])
+        # __getitem__'s fast path, inline
+        record = leaf.records[slot]
+        m = self._maps.get(record[0])
+        if m is not None and record[4] is not None:
+            offset = record[1]
+            end = offset + record[2]
+            if end <= len(m) and end - offset <= self._fast_limit:
+                span = m[offset:end]
+                if self.verify and (crc32c_iscsi(span, end - offset, -1) ^ 0xFFFFFFFF if crc32c_iscsi is not None
+                                    else crc32c(span)) != record[5]:
+                    self._checksum_error(key, record[0], offset, record[3][0])
+                return {'__key__': leaf.keys[slot], record[4]: span}
+        return self._read_record(leaf, slot)
 
     def __contains__(self, key) -> bool:
         self._assert_open()
@@ -298,6 +384,7 @@ class Dataset:
         if self._closed:
             return
         self._closed = True
+        self._maps = {}  # each map is unmapped as soon as no read in progress uses it
         self._pool.close()
         if self._index_fd is not None and self._index_pid == os.getpid():
             os.close(self._index_fd)
@@ -353,7 +440,8 @@ class Dataset:
                 and offset + length <= self._shard_bytes[shard]):
             # the common record, one stored member filling its span, with _check_record's checks inline
             span = self._read_span(shard, offset, length) if length else b''
-            if self.verify and crc32c(span) != lone_crc:
+            if self.verify and (crc32c_iscsi(span, length, -1) ^ 0xFFFFFFFF if crc32c_iscsi is not None
+                                and length <= _MAX_ISCSI_BYTES else crc32c(span)) != lone_crc:
                 self._checksum_error(key, shard, offset, _members[0])
             return {'__key__': key, lone_ext: span}
         self._check_record(key, record)
@@ -417,6 +505,8 @@ class Dataset:
                     and record[1] + record[2] <= shard_bytes[record[0]]):
                 self._check_record(key, record)
             located.append((key, record))
+        if self.mmap:
+            return self._read_mapped(located)
         gap = DEFAULT_COALESCE_GAP_BYTES if self._remote else DEFAULT_LOCAL_COALESCE_GAP_BYTES
         runs = plan_reads([(r[0], r[1], r[2]) for _, r in located], gap, DEFAULT_MAX_READ_BYTES)
         out = [None] * len(located)
@@ -442,6 +532,27 @@ class Dataset:
 
     __getitems__ = read_many
 
+    def _read_mapped(self, located: list) -> list:
+        """read_many's reads through the maps: a slice of a map costs no system call, so there is nothing to
+        coalesce (and neighbours sliced together would be copied twice)."""
+        out = []
+        maps = self._maps
+        verify = self.verify
+        iscsi = crc32c_iscsi
+        for key, record in located:
+            m = maps.get(record[0])
+            if m is not None and record[4] is not None:  # __getitem__'s fast path (located checked the span)
+                offset = record[1]
+                span = m[offset:offset + record[2]]
+                if verify and (iscsi(span, record[2], -1) ^ 0xFFFFFFFF if iscsi is not None
+                               and record[2] <= _MAX_ISCSI_BYTES else crc32c(span)) != record[5]:
+                    self._checksum_error(key, record[0], offset, record[3][0])
+                out.append({'__key__': key, record[4]: span})
+            else:
+                length = record[2]
+                out.append(self._decode(key, record, self._read_span(record[0], record[1], length) if length else b''))
+        return out
+
     def _read_span(self, shard: int, offset: int, length: int) -> bytes:
         if self._closed:
             self._assert_open()
@@ -452,8 +563,52 @@ class Dataset:
                 self._check_remote_shard(shard, f)
                 self._http_files[shard] = f
             return f.read(offset, length)
+        if self.mmap:
+            m = self._maps.get(shard)
+            if m is None:
+                m = self._map_shard(shard)
+            if m is not None:
+                return m[offset:offset + length]  # callers checked the span lies inside the shard (= the map)
         path = self._shard_locations[shard]
         return self._pool.pread(path, offset, length, lambda fd, size: self._check_local_shard(shard, fd, size))
+
+    def _map_shard(self, shard: int) -> Optional[_mmap.mmap]:
+        """The shard mapped read-only, after the checks of its first use (the size at every mapping): None for an
+        empty shard (nothing to map). The oldest map is dropped past max_open_shards; a read using it holds its own
+        reference, so it is unmapped only when no read uses it."""
+        rec = self._shards[shard]
+        if rec.bytes == 0:
+            return None
+        path = self._shard_locations[shard]
+        fd, size = open_file(path)
+        try:
+            if size != rec.bytes:
+                self._checked.discard(shard)  # reports TRUNCATED or SHARD_MISMATCH
+            self._check_local_shard(shard, fd, size)
+            try:
+                m = _mmap.mmap(fd, 0, access=_mmap.ACCESS_READ)
+            except (OSError, ValueError) as err:
+                raise ShardkitError(IO, f'Cannot map {path}: {err}; open the dataset with mmap=False', file=path) from None
+        finally:
+            os.close(fd)  # the map keeps its own
+        if len(m) != rec.bytes:  # the file changed between fstat and mmap
+            size = len(m)
+            m.close()
+            if size < rec.bytes:
+                raise ShardkitError(TRUNCATED, f'{path}: shard is {size} bytes, the index says {rec.bytes}', file=path)
+            raise self._shard_mismatch(path, rec, f'its size ({size} bytes)')
+        self.maps_made += 1
+        maps = self._maps
+        while len(maps) >= self._max_maps:
+            try:
+                del maps[next(iter(maps))]
+            except (KeyError, RuntimeError, StopIteration):  # another thread changed the maps meanwhile
+                break
+        if self._closed:
+            m.close()
+            self._assert_open()
+        maps[shard] = m
+        return m
 
     def _check_local_shard(self, shard: int, fd: int, size: int):
         if shard in self._checked:
@@ -528,7 +683,10 @@ def open_dataset(path_or_url, **options) -> Dataset:
 
     Options: ``verify`` (check every member's CRC32C, default True), ``max_open_shards`` (64),
     ``page_cache_bytes`` (64 MiB of index pages), ``max_member_bytes`` (1 GiB), ``check_shards``
-    ('fingerprint' or 'size'), and for URLs ``timeout`` (seconds, 30), ``retries`` (4), ``backoff`` (0.1 s),
+    ('fingerprint' or 'size'), ``mmap`` (True: local shards are read through read-only memory maps, one per shard
+    in use, at most ``max_open_shards``; a shard truncated while mapped kills the process with SIGBUS, as under
+    LMDB, so give ``mmap=False`` for files another program may truncate while they are read: ``os.pread`` then
+    raises TRUNCATED), and for URLs ``timeout`` (seconds, 30), ``retries`` (4), ``backoff`` (0.1 s),
     ``max_backoff`` (10 s), ``headers`` (dict), ``cafile`` (PEM to trust for https).
 
     >>> ds = open_dataset('https://data.example/imagenet.shards', headers={'Authorization': 'Bearer ...'})

@@ -112,14 +112,15 @@ def _decode_leaf(r: ByteReader, page_no: int, next_leaf: int, count: int) -> Lea
     prev_key = b''
     prev = None
     data = r.data
-    for i in range(count):
-        found = None
+    i = 0
+    while i < count:
         if prev is not None and len(prev[4]) == 1:
-            found = _decode_same_shape_record(data, r.pos, r.end, prev_key, prev)
-        if found is None:
-            key_bytes, record = decode_leaf_record(r, prev_key, prev, i)
-        else:
-            key_bytes, record, r.pos = found
+            decoded, r.pos, prev_key, prev = _decode_same_shape_run(data, r.pos, r.end, prev_key, prev, keys, records,
+                                                                    count - i)
+            i += decoded
+            if i == count:
+                break
+        key_bytes, record = decode_leaf_record(r, prev_key, prev, i)
         key = record[0]
         if i > 0 and keys[-1] >= key:  # str order is code point order, which is UTF-8 byte order
             r.fail(f'record {i} is out of key order')
@@ -127,7 +128,95 @@ def _decode_leaf(r: ByteReader, page_no: int, next_leaf: int, count: int) -> Lea
         records.append(record[1:])
         prev_key = key_bytes
         prev = record
+        i += 1
     return LeafPage(page_no, next_leaf, keys, records)
+
+
+def _decode_same_shape_run(data, pos: int, end: int, prev_key: bytes, prev, keys: list, records: list, most: int):
+    """Up to ``most`` consecutive records like ``prev``, read without a ByteReader (the common leaf record: same
+    shard and shape as the previous one, one member), appended to ``keys`` and ``records``: returns (how many, next
+    position, last key's bytes, last record), each record as :func:`decode_leaf_record` gives it. It stops at the
+    first record it does not take (another shape, keys of 128 bytes or more, malformed, out of key order), which the
+    general decoder then decodes from that position (and names the problem). Index pages are decoded again in
+    every DataLoader worker, every epoch without persistent workers: this loop is most of their decoding."""
+    done = 0
+    if len(prev[4]) != 1:
+        return done, pos, prev_key, prev
+    like = prev[4][0]
+    codec = like[M_CODEC]
+    ext = like[M_EXT]
+    lone_ext = ext if codec == CODEC_NONE else None
+    shard = prev[1]
+    prev_end = prev[2] + prev[3]
+    last_key = prev[0]
+    record = prev
+    unpack_u32 = _U32.unpack_from
+    while done < most:
+        at = pos
+        if at + 2 > end:
+            break
+        shared = data[at]
+        suffix_length = data[at + 1]
+        if shared >= 0x80 or suffix_length >= 0x80:
+            break
+        at += 2
+        if shared > len(prev_key) or at + suffix_length + 1 > end:
+            break
+        key_bytes = prev_key[:shared] + data[at:at + suffix_length]
+        at += suffix_length
+        try:
+            key = key_bytes.decode('utf-8')
+        except UnicodeDecodeError:
+            break
+        if key <= last_key:
+            break
+        flags = data[at]
+        at += 1
+        if flags == RECORD_SAME_SHARD | RECORD_CONTIGUOUS | RECORD_SAME_SHAPE:
+            offset = prev_end
+        elif flags == RECORD_SAME_SHARD | RECORD_SAME_SHAPE:
+            # varints of one and two bytes inline (a tar member's gap), longer ones by _varint_at
+            if at + 1 < end and data[at] < 0x80:
+                gap = data[at]
+                at += 1
+            elif at + 2 < end and data[at + 1] < 0x80:
+                gap = (data[at] & 0x7F) | (data[at + 1] << 7)
+                at += 2
+            else:
+                gap, at = _varint_at(data, at, end)
+                if gap < 0:
+                    break
+            offset = prev_end + (gap >> 1 if not gap & 1 else -((gap + 1) >> 1))
+        else:
+            break
+        if offset < 0 or offset > MAX_SAFE_INTEGER:
+            break
+        # the size: three bytes or fewer inline (members under 2 MiB), longer ones by _varint_at
+        if at + 3 < end and data[at] >= 0x80 and data[at + 1] >= 0x80 and data[at + 2] < 0x80:
+            size = (data[at] & 0x7F) | (data[at + 1] & 0x7F) << 7 | data[at + 2] << 14
+            at += 3
+        elif at + 2 < end and data[at] >= 0x80 and data[at + 1] < 0x80:
+            size = (data[at] & 0x7F) | data[at + 1] << 7
+            at += 2
+        else:
+            size, at = _varint_at(data, at, end)
+        stored = size
+        if codec != CODEC_NONE:
+            stored, at = _varint_at(data, at, end)
+        if size < 0 or stored < 0 or at + 4 > end:
+            break
+        crc = unpack_u32(data, at)[0]
+        rest = (shard, offset, stored, ((ext, 0, size, stored, codec, crc),), lone_ext,
+                crc if lone_ext is not None else None)
+        keys.append(key)
+        records.append(rest)
+        pos = at + 4
+        prev_key = key_bytes
+        last_key = key
+        prev_end = offset + stored
+        record = (key,) + rest
+        done += 1
+    return done, pos, prev_key, record
 
 
 def _varint_at(data, pos: int, end: int):
@@ -147,56 +236,6 @@ def _varint_at(data, pos: int, end: int):
 
 
 _U32 = struct.Struct('<I')
-
-
-def _decode_same_shape_record(data, pos: int, end: int, prev_key: bytes, prev):
-    """The common leaf record, read without a ByteReader: same shard and shape as ``prev`` (one member).
-    Returns (key bytes, record, next position) as :func:`decode_leaf_record` would, or None for any other or any
-    malformed record, which :func:`decode_leaf_record` then decodes from the same position (and names the problem).
-    Index pages are decoded again in every DataLoader worker, every epoch without persistent workers."""
-    if pos + 2 > end:
-        return None
-    shared = data[pos]
-    suffix_length = data[pos + 1]
-    if shared >= 0x80 or suffix_length >= 0x80:  # keys of 128 bytes or more take the general decoder
-        return None
-    pos += 2
-    if shared > len(prev_key) or pos + suffix_length + 1 > end:
-        return None
-    key_bytes = prev_key[:shared] + data[pos:pos + suffix_length]
-    pos += suffix_length
-    try:
-        key = key_bytes.decode('utf-8')
-    except UnicodeDecodeError:
-        return None
-    flags = data[pos]
-    pos += 1
-    prev_end = prev[2] + prev[3]
-    if flags == RECORD_SAME_SHARD | RECORD_CONTIGUOUS | RECORD_SAME_SHAPE:
-        offset = prev_end
-    elif flags == RECORD_SAME_SHARD | RECORD_SAME_SHAPE:
-        gap, pos = _varint_at(data, pos, end)
-        if gap < 0:
-            return None
-        offset = prev_end + unzigzag(gap)
-    else:
-        return None
-    if offset < 0 or offset > MAX_SAFE_INTEGER:
-        return None
-    like = prev[4][0]
-    codec = like[M_CODEC]
-    size, pos = _varint_at(data, pos, end)
-    stored = size
-    if codec != CODEC_NONE:
-        stored, pos = _varint_at(data, pos, end)
-    if size < 0 or stored < 0 or pos + 4 > end:
-        return None
-    crc = _U32.unpack_from(data, pos)[0]
-    ext = like[M_EXT]
-    member = (ext, 0, size, stored, codec, crc)
-    if codec == CODEC_NONE:
-        return key_bytes, (key, prev[1], offset, stored, (member,), ext, crc), pos + 4
-    return key_bytes, (key, prev[1], offset, stored, (member,), None, None), pos + 4
 
 
 def decode_leaf_record(r: ByteReader, prev_key: bytes, prev, i: int):

@@ -205,13 +205,19 @@ def cases(session_dir):
     return out
 
 
-def test_python_answers_as_node_does(cases):
+@pytest.fixture(scope='module')
+def node_answers(cases):
     jobs = [{'location': d, 'ops': OPS} for _, d in cases]
-    node_answers = node('probe', {'jobs': jobs, 'messages': True})
+    return node('probe', {'jobs': jobs, 'messages': True})
+
+
+@pytest.mark.parametrize('mmap', [True, False])
+def test_python_answers_as_node_does(cases, node_answers, mmap):
+    """Through memory maps (the default) and through os.pread."""
     mismatches = []
     codes = set()
     for (name, d), expected in zip(cases, node_answers):
-        got = python_answer(d, {})
+        got = python_answer(d, {'mmap': mmap})
         if got != expected:
             mismatches.append((name, _diff(expected, got)))
         codes.add(got['open'])

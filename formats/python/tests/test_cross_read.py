@@ -100,7 +100,7 @@ def test_node_reads_the_same_keys_and_ranges(written):
 
 def test_without_verification_and_with_size_checks(written):
     directory, samples = written
-    with shardkit.open_dataset(directory, verify=False, check_shards='size', max_open_shards=1) as ds:
+    with shardkit.open_dataset(directory, verify=False, check_shards='size', max_open_shards=1, mmap=False) as ds:
         for i in range(0, len(samples), 3):
             assert ds[i] == as_sample(*samples[i])
         # one handle at a time: a shard is opened again whenever another was read in between (empty spans read nothing)

@@ -52,7 +52,7 @@ def test_pool_workers_read_the_same_bytes(local, method):
 def test_fork_child_opens_its_own_files_and_leaves_the_parents(local):
     d, samples = local
     ctx = multiprocessing.get_context('fork')
-    with shardkit.open_dataset(d) as ds:
+    with shardkit.open_dataset(d, mmap=False) as ds:
         ds[0]
         parent_fds = ds._pool.open_fds()
         q = ctx.Queue()
@@ -69,6 +69,25 @@ def test_fork_child_opens_its_own_files_and_leaves_the_parents(local):
         assert [ds[i]['__key__'] for i in range(len(ds))] == [k for k, _ in samples]
 
 
+def test_fork_child_maps_its_own_shards_and_leaves_the_parents(local):
+    d, samples = local
+    ctx = multiprocessing.get_context('fork')
+    with shardkit.open_dataset(d) as ds:
+        assert ds.mmap
+        ds[0], ds[len(ds) - 1]
+        parent_maps = dict(ds._maps)
+        assert len(parent_maps) == 2 and ds._pool.open_fds() == []  # no descriptor kept: each map holds its own
+        q = ctx.Queue()
+        p = ctx.Process(target=read_in_child, args=(ds, list(range(0, len(ds), 5)), q))
+        p.start()
+        status, got, _, _, own_maps = q.get(timeout=60)
+        p.join(60)
+        assert status == 'ok' and own_maps  # the child dropped the inherited maps at the fork, and mapped its own
+        assert got == [digest({'__key__': samples[i][0], **samples[i][1]}) for i in range(0, len(ds), 5)]
+        assert ds._maps == parent_maps and not any(m.closed for m in parent_maps.values())
+        assert [ds[i] for i in range(len(ds))] == [{'__key__': k, **m} for k, m in samples]
+
+
 def test_closed_dataset_refuses_reads(local):
     d, _ = local
     ds = shardkit.open_dataset(d)
@@ -79,14 +98,17 @@ def test_closed_dataset_refuses_reads(local):
     assert e.value.code == 'SHARDKIT_ERR_CLOSED'
 
 
-def test_threads_share_a_dataset_and_a_small_handle_pool(local):
-    """Eight threads over two handles: a file in use is never closed under a read (no EBADF, no wrong bytes)."""
+@pytest.mark.parametrize('mmap', [False, True])
+def test_threads_share_a_dataset_and_a_small_handle_pool(local, mmap):
+    """Eight threads over two handles (or maps): a file in use is never closed (or unmapped) under a read (no EBADF,
+    no wrong bytes)."""
     from concurrent.futures import ThreadPoolExecutor
     d, samples = local
-    with shardkit.open_dataset(d, max_open_shards=2) as ds:
+    with shardkit.open_dataset(d, max_open_shards=2, mmap=mmap) as ds:
         assert len(ds.shard_sizes) > 4
         positions = list(range(len(ds))) * 3
         with ThreadPoolExecutor(8) as pool:
             got = list(pool.map(lambda i: ds[i], positions))
         assert got == [{'__key__': samples[i][0], **samples[i][1]} for i in positions]
-        assert len(ds._pool.open_fds()) <= 2
+        assert len(ds._pool.open_fds()) <= 2 and len(ds._maps) <= 2
+        assert ds.maps_made > 2 if mmap else ds.maps_made == 0

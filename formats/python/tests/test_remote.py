@@ -41,6 +41,7 @@ def test_reads_equal_the_local_dataset(served):
         keys = [k for k, _ in samples]
         assert list(ds.keys(prefix='a/')) == [k for k in keys if k.startswith('a/')]
         assert ds._client.connections_made == 1  # one keep-alive connection for every file
+        assert not ds.mmap and ds._maps == {}  # mmap (the default) applies to local shards only
     index_bytes = os.path.getsize(os.path.join(d, 'index.skidx'))
     assert index_bytes > 4096
 
