@@ -27,7 +27,7 @@ import { redactLocation } from '../io/location.js';
 import { copyName, datasetId, partName, scanCache, SPACE_LOCK } from './cache-dir.js';
 import { tryLock, unlock, withLock } from './cache-lock.js';
 import { CopyWriter } from './copy-writer.js';
-import { chooseVictims, type EvictionCandidate } from './eviction.js';
+import { chooseVictims, chooseVictimsAhead, type AheadCandidate } from './eviction.js';
 
 export interface CacheOptions {
   /** The cache directory (node-local: /dev/shm, a local SSD). Created if missing; shared by processes using it. */
@@ -68,6 +68,9 @@ export interface CacheStats {
   evictions: number;
 }
 
+/** When a plan reads `shard` next, at or after `from` (a position in the plan; default: the reader's cursor). */
+export type NextUse = (shard: number, from?: number) => number;
+
 /** Reads `length` bytes at `offset` of shard `shard` from the remote (the dataset's http source). */
 export type RemoteRead = (shard: number, offset: number, length: number) => Promise<Uint8Array>;
 
@@ -83,8 +86,11 @@ interface Ready {
 export class ShardCache {
   readonly dir: string;
   readonly stats: CacheStats = { hits: 0, misses: 0, remoteBytes: 0, prefetchedBytes: 0, prefetchStalls: 0, bypassReads: 0, evictions: 0 };
-  /** When the current plan reads shard s next (smaller is sooner; Infinity: not planned). Set by the loader. */
-  nextUse: ((shard: number) => number) | undefined;
+  /**
+   * When the current plan reads shard s next, at or after `from` (default: now); smaller is sooner, Infinity: not
+   * planned. Set by the loader.
+   */
+  nextUse: NextUse | undefined;
   /** Whether fetching shard s whole pays now (else its reads go remote); set by the loader. Undefined: always. */
   admit: ((shard: number) => boolean) | undefined;
   private readonly root: string;
@@ -130,7 +136,9 @@ export class ShardCache {
     }
     const pending = this.inflight.get(shard);
     if (pending?.prefetch === true) this.stats.prefetchStalls++;
-    const got = await (pending?.promise ?? this.acquire(shard, false));
+    let got = await (pending?.promise ?? this.acquire(shard, false));
+    // a prefetch that found no room was early; the read asks for itself (it evicts what it must now)
+    if (got === undefined && pending?.prefetch === true) got = await (this.ready.get(shard) ?? this.inflight.get(shard)?.promise ?? this.acquire(shard, false));
     this.stats.misses++;
     if (got !== undefined) return got.source.read(offset, length);
     this.stats.bypassReads++;
@@ -178,7 +186,7 @@ export class ShardCache {
    * room would evict a shard `nextUse` ranks sooner (a verify keeps the shards it copied first, see verify-dataset.ts)
    * or the shard is larger than maxBytes. The writer keeps the copy only if it checks out (copy-writer.ts).
    */
-  async startCopy(shard: number, nextUse: (shard: number) => number): Promise<CopyWriter | 'cached' | 'busy' | 'no-room'> {
+  async startCopy(shard: number, nextUse: NextUse): Promise<CopyWriter | 'cached' | 'busy' | 'no-room'> {
     const record = this.shards[shard] as ShardRecord;
     const copy = path.join(this.dir, copyName(record));
     if (fs.existsSync(copy)) return 'cached';
@@ -309,7 +317,7 @@ export class ShardCache {
    */
   private async reserveWaiting(shard: number, part: string, prefetch: boolean): Promise<boolean> {
     for (let attempt = 0; ; attempt++) {
-      if (await this.reserve(shard, part)) return true;
+      if (await this.reserve(shard, part, this.nextUse, prefetch)) return true;
       // only downloads past their reservation hold room; waiting on another read that waits too would deadlock
       const others = [...this.downloading];
       if (prefetch || others.length === 0 || attempt >= 8) return false;
@@ -321,7 +329,7 @@ export class ShardCache {
    * Makes room for `part` under the directory-wide lock: scans every file of the cache, evicts what the policy
    * picks, and creates `part` while still holding the lock, so concurrent reservations cannot overshoot maxBytes.
    */
-  private reserve(shard: number, part: string, nextUse = this.nextUse): Promise<boolean> {
+  private reserve(shard: number, part: string, nextUse: NextUse | undefined, prefetch = false): Promise<boolean> {
     const record = this.shards[shard] as ShardRecord;
     return withLock(path.join(this.root, SPACE_LOCK), () => {
       const files = scanCache(this.root);
@@ -329,14 +337,16 @@ export class ShardCache {
       const need = used + record.bytes - this.options.maxBytes;
       const mine = new Map<string, number>();
       this.shards.forEach((s, i) => mine.set(path.join(this.dir, copyName(s)), i));
-      const candidates: EvictionCandidate[] = files
+      const forUse = nextUse === undefined ? Infinity : nextUse(shard);
+      const candidates: AheadCandidate[] = files
         .filter((f) => f.complete)
         .map((f) => {
           const s = mine.get(f.path);
-          return { id: f.path, bytes: f.bytes, lastUse: f.mtimeMs, nextUse: s === undefined || nextUse === undefined ? Infinity : nextUse(s) };
+          const planned = s !== undefined && nextUse !== undefined;
+          return { id: f.path, bytes: f.bytes, lastUse: f.mtimeMs, nextUse: planned ? nextUse(s) : Infinity, nextUseThen: planned ? nextUse(s, forUse) : Infinity };
         });
-      const forUse = nextUse === undefined ? Infinity : nextUse(shard);
-      const victims = chooseVictims(candidates, need, forUse);
+      // a prefetch evicts only what MIN would when the shard is read; a read evicts what it must now
+      const victims = prefetch && Number.isFinite(forUse) ? chooseVictimsAhead(candidates, need, forUse) : chooseVictims(candidates, need, forUse);
       if (victims === undefined) return false;
       for (const v of victims) {
         fs.rmSync(v.id, { force: true });

@@ -59,15 +59,15 @@ export class CachePlan {
     });
   }
 
-  /** When the plan next reads `shard` at or after the cursor; Infinity when it does not. */
-  readonly nextUse = (shard: number): number => {
+  /** When the plan next reads `shard` at or after `from` (default: the cursor); Infinity when it does not. */
+  readonly nextUse = (shard: number, from = this.cursor): number => {
     const u = this.uses[shard];
     if (u === undefined) return Infinity;
     let lo = 0;
     let hi = u.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if ((u[mid] as number) < this.cursor) lo = mid + 1;
+      if ((u[mid] as number) < from) lo = mid + 1;
       else hi = mid;
     }
     return lo < u.length ? (u[lo] as number) : Infinity;
