@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../formats/errors.js';
 import type { Sample } from '../../formats/sample.js';
+import { hasProof, writeProof } from '../../src/cache/copy-proof.js';
 import type { CacheEvent } from '../../src/cache/shard-cache.js';
 import { openDataset, type Dataset } from '../../src/read/dataset.js';
 import type { Loader } from '../../src/read/loader.js';
@@ -123,6 +124,57 @@ describe.skipIf(nginxSkipReason !== undefined)('node-local shard cache (real ngi
     expect(new Set(refetched.map((e) => e.uri)).size).toBe(1);
     expect(rangeBytes(refetched)).toBe(bytes.length);
     expect(events).toEqual([{ type: 'corrupt', shard: expect.stringMatching(/shard-\d+\.tar/), reason: 'its copy fails its CRC32C' }]);
+    await again.close();
+  });
+
+  it('a later process trusts a copy by its proof, unread; damage its proof does not show is caught by the member checks, then fetched again', async () => {
+    const dir = tmpDir();
+    const events: CacheEvent[] = [];
+    const cache = { dir, maxBytes: 2 * datasetBytes, onEvent: (e: CacheEvent) => events.push(e) };
+    const ds = await openDataset(`${server.url}/ds`, { cache });
+    await collect(ds.loader({ batchSize: 64 }));
+    await ds.close();
+    expect(copies(dir).every((f) => hasProof(f, local.shards.find((s) => f.includes(encodeURIComponent(s.file)))?.crc32c ?? -1))).toBe(true);
+    const [victim] = copies(dir).sort();
+    const bytes = fs.readFileSync(victim as string);
+    bytes[bytes.length >> 1] ^= 0xff; // inside some sample's member
+    const fd = fs.openSync(victim as string, 'r+');
+    fs.writeSync(fd, bytes, bytes.length >> 1, 1, bytes.length >> 1);
+    fs.closeSync(fd);
+    // a disk's bit rot: the file's times stay as they were checked (here the proof is made to match them)
+    writeProof(victim as string, local.shards[0]?.crc32c as number);
+    const again = await openDataset(`${server.url}/ds`, { cache });
+    // trusted without a whole check (no corrupt event at open), the damaged member is refused where it is read
+    await expect(collect(again.loader({ batchSize: 64 }))).rejects.toMatchObject({ code: ErrorCodes.CHECKSUM });
+    expect(events).toEqual([]);
+    expect(fs.existsSync(`${victim as string}.ok`)).toBe(false); // no process trusts it unread now
+    const before = (await server.accessLog()).length;
+    await expectSameAsLocal(await collect(again.loader(epochOptions)), epochOptions);
+    const refetched = shardLog((await server.accessLog()).slice(before));
+    expect(refetched.map((e) => e.uri)).toEqual([expect.stringMatching(/shard-0+\.tar$/)]);
+    expect(rangeBytes(refetched)).toBe(bytes.length);
+    expect(events).toEqual([{ type: 'corrupt', shard: expect.stringMatching(/shard-0+\.tar/), reason: 'its copy fails its CRC32C' }]);
+    await again.close();
+  });
+
+  it('a copy left without its proof (a process killed after the rename) is checked whole before anything is read from it', async () => {
+    const dir = tmpDir();
+    const events: CacheEvent[] = [];
+    const cache = { dir, maxBytes: 2 * datasetBytes, onEvent: (e: CacheEvent) => events.push(e) };
+    const ds = await openDataset(`${server.url}/ds`, { cache });
+    await collect(ds.loader({ batchSize: 64 }));
+    await ds.close();
+    const [victim] = copies(dir).sort();
+    const bytes = fs.readFileSync(victim as string);
+    const stat = fs.statSync(victim as string);
+    bytes[bytes.length >> 1] ^= 0xff;
+    fs.writeFileSync(victim as string, bytes);
+    fs.utimesSync(victim as string, stat.atime, stat.mtime); // its times as they were
+    fs.rmSync(`${victim as string}.ok`);
+    const again = await openDataset(`${server.url}/ds`, { cache });
+    await expectSameAsLocal(await collect(again.loader(epochOptions)), epochOptions);
+    expect(events).toEqual([{ type: 'corrupt', shard: expect.stringMatching(/shard-0+\.tar/), reason: 'its copy fails its CRC32C' }]);
+    expect(copies(dir).every((f) => fs.existsSync(`${f}.ok`))).toBe(true); // checked whole, then given a proof
     await again.close();
   });
 
