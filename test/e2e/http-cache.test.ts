@@ -257,6 +257,7 @@ describe.skipIf(nginxSkipReason !== undefined)('node-local shard cache (real ngi
   for (const shuffle of ['none', 'block'] as const) {
     it(`${shuffle} shuffle, half the dataset cached: a loader prefetches, and the next epoch fetches about what MIN would`, async () => {
       const remoteBytes: Record<string, number[]> = { lru: [], clairvoyant: [] };
+      const prefetched: Record<string, number> = { lru: 0, clairvoyant: 0 };
       const maxBytes = Math.floor(datasetBytes / 2);
       for (const policy of ['lru', 'clairvoyant'] as const) {
         const dir = tmpDir();
@@ -267,15 +268,17 @@ describe.skipIf(nginxSkipReason !== undefined)('node-local shard cache (real ngi
           await expectSameAsLocal(await collect(loader), options);
           const stats = loader.stats().cache;
           remoteBytes[policy]?.push(stats?.remoteBytes ?? NaN);
-          if (policy === 'clairvoyant') {
-            expect(stats?.prefetchedBytes).toBeGreaterThan(0);
-            // every shard is read from a copy: a prefetch that found no room left its read to fetch it, not to range reads
-            expect(stats?.bypassReads).toBe(0);
-          } else expect(stats?.prefetchedBytes).toBe(0);
+          prefetched[policy] += stats?.prefetchedBytes ?? NaN;
+          // every shard is read from a copy: a prefetch that found no room left its read to fetch it, not to range reads
+          if (policy === 'clairvoyant') expect(stats?.bypassReads).toBe(0);
           expect(copies(dir).reduce((n, f) => n + fs.statSync(f).size, 0)).toBeLessThanOrEqual(maxBytes);
         }
         await ds.close();
       }
+      // prefetch fills the cache's free room; once it is full, a prefetch evicts only what MIN would when the shard is
+      // read, so whether a later epoch finds one to do depends on how far the consumer is behind the reads
+      expect(prefetched.clairvoyant).toBeGreaterThan(0);
+      expect(prefetched.lru).toBe(0);
       // MIN's optimum is what does not fit (shards are whole: give or take two, one being fetched, one in use)
       const largestShard = Math.max(...local.shards.map((s) => s.bytes));
       expect(remoteBytes.clairvoyant?.[0]).toBe(datasetBytes);
