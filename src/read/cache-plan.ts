@@ -22,9 +22,17 @@ export class CachePlan {
   private readonly shardOfSample: Int32Array;
   private cursor = 0;
   private inFlightBytes = 0;
-  /** The admission horizon's counts (samples per shard read before the cache would have to drop a shard), at `horizonAt`. */
+  /**
+   * The admission horizon's counts (samples per shard read before the cache would have to drop a shard), at
+   * `horizonAt`: valid for the shards whose `horizonSeen` mark is `horizonStamp`.
+   */
   private horizonAt = -1;
-  private horizonCounts = new Map<number, number>();
+  private readonly horizonCounts: Int32Array;
+  private readonly horizonSeen: Uint32Array;
+  private horizonStamp = 0;
+  /** Per shard, the mark of the last prefetch scan that met it (typed arrays: a scan runs for each batch). */
+  private readonly seen: Uint32Array;
+  private stamp = 0;
   /** Every shard the plan reads from the cursor on fits in the cache: admit all. */
   private fitsAll = false;
 
@@ -53,6 +61,9 @@ export class CachePlan {
       }
     }
     this.uses = Array.from(counts, (n) => new Int32Array(n));
+    this.seen = new Uint32Array(shardBytes.length);
+    this.horizonSeen = new Uint32Array(shardBytes.length);
+    this.horizonCounts = new Int32Array(shardBytes.length);
     const fill = new Int32Array(shardBytes.length);
     this.shardOfSample.forEach((s, k) => {
       (this.uses[s] as Int32Array)[(fill[s] as number)++] = k;
@@ -80,27 +91,29 @@ export class CachePlan {
    */
   readonly admit = (shard: number): boolean => {
     this.computeHorizon();
-    return this.fitsAll || (this.horizonCounts.get(shard) ?? 0) >= ADMIT_SHARE * (this.shardSamples[shard] as number);
+    const counted = this.horizonSeen[shard] === this.horizonStamp ? (this.horizonCounts[shard] as number) : 0;
+    return this.fitsAll || counted >= ADMIT_SHARE * (this.shardSamples[shard] as number);
   };
 
   private computeHorizon(): void {
     if (this.horizonAt === this.cursor) return;
     this.horizonAt = this.cursor;
-    const counts = new Map<number, number>();
+    const stamp = (this.horizonStamp = nextStamp(this.horizonSeen, this.horizonStamp));
+    const counts = this.horizonCounts;
     let bytes = 0;
     const end = Math.min(this.shardOfSample.length, this.cursor + LOOKAHEAD_SAMPLES);
     let k = this.cursor;
     for (; k < end; k++) {
       const s = this.shardOfSample[k] as number;
-      const n = counts.get(s);
-      if (n === undefined) {
+      if (this.horizonSeen[s] !== stamp) {
         bytes += this.shardBytes[s] as number;
         if (bytes > this.cache.maxBytes) break;
+        this.horizonSeen[s] = stamp;
+        counts[s] = 0;
       }
-      counts.set(s, (n ?? 0) + 1);
+      counts[s] = (counts[s] as number) + 1;
     }
     this.fitsAll = k === end;
-    this.horizonCounts = counts;
   }
 
   /**
@@ -113,14 +126,16 @@ export class CachePlan {
 
   /** The loader starts reading sample `first` of this epoch: prefetch the shards that come from there on. */
   advance(first: number): void {
+    // in flight at the budget: the scan below would stop at the first shard it could fetch
+    if (this.inFlightBytes > 0 && this.inFlightBytes >= this.maxInFlightBytes) return;
     let ahead = 0;
-    const seen = new Set<number>();
+    const stamp = (this.stamp = nextStamp(this.seen, this.stamp));
     const from = Math.max(this.cursor, first);
     const end = Math.min(this.shardOfSample.length, from + LOOKAHEAD_SAMPLES);
     for (let k = from; k < end; k++) {
       const s = this.shardOfSample[k] as number;
-      if (seen.has(s)) continue;
-      seen.add(s);
+      if (this.seen[s] === stamp) continue;
+      this.seen[s] = stamp;
       const bytes = this.shardBytes[s] as number;
       ahead += bytes;
       // never fetch ahead more than the cache holds: it would evict shards needed sooner
@@ -136,6 +151,13 @@ export class CachePlan {
         });
     }
   }
+}
+
+/** The mark after `stamp` for a scan's "shard met" flags in `marks`, which need no clearing between scans. */
+function nextStamp(marks: Uint32Array, stamp: number): number {
+  if (stamp < 0xffffffff) return stamp + 1;
+  marks.fill(0);
+  return 1;
 }
 
 /** The shard holding `position`: the last s with shardStarts[s] <= position. */
