@@ -16,9 +16,9 @@
  *
  * Bytes come from nginx's access log: exact, whatever the machine's load. Times are medians of `--rounds` runs,
  * alternated so that load falls on all alike: the first epoch into an empty 100 % cache against the limit; and,
- * with the cache full, a local-disk epoch, an epoch of the process that filled the cache, and one of a new process
- * (a new dataset object: it has checked no copy yet), with CPU time beside wall time (CPU is what load disturbs
- * least). One full pass of the bytes table runs each epoch once.
+ * with the cache full, a local-disk epoch and an epoch of the process that filled the cache, then a new process
+ * on each (a new dataset object: no index page read, no copy checked yet; opening is not timed), with CPU time
+ * beside wall time (CPU is what load disturbs least). One full pass of the bytes table runs each epoch once.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -200,9 +200,12 @@ async function timeFullCache(url, localDs, shuffle, datasetBytes, rounds, work) 
   const filled = await openDataset(url, { http: { maxSockets: 1 }, cache });
   await epoch(filled, shuffle, 0); // every copy checked by this process
   await epoch(localDs, shuffle, 0); // the page cache warm
-  const runs = { local: [], same: [], fresh: [] };
+  const runs = { local: [], same: [], localFresh: [], fresh: [] };
   for (let r = 0; r < rounds; r++) {
     runs.local.push(await epoch(localDs, shuffle, 1 + r));
+    const localFresh = await openDataset(localDs.location); // a new process on local disk: its index pages unread
+    runs.localFresh.push(await epoch(localFresh, shuffle, 1 + r));
+    await localFresh.close();
     runs.same.push(await epoch(filled, shuffle, 1 + r));
     const fresh = await openDataset(url, { http: { maxSockets: 1 }, cache }); // opening is not timed
     runs.fresh.push(await epoch(fresh, shuffle, 1 + r));
@@ -212,8 +215,8 @@ async function timeFullCache(url, localDs, shuffle, datasetBytes, rounds, work) 
   const med = (k, f) => median(runs[k].map((x) => x[f]));
   return {
     firstMs: median(first),
-    ms: { local: med('local', 'ms'), same: med('same', 'ms'), fresh: med('fresh', 'ms') },
-    cpuMs: { local: med('local', 'cpuMs'), same: med('same', 'cpuMs'), fresh: med('fresh', 'cpuMs') },
+    ms: { local: med('local', 'ms'), same: med('same', 'ms'), localFresh: med('localFresh', 'ms'), fresh: med('fresh', 'ms') },
+    cpuMs: { local: med('local', 'cpuMs'), same: med('same', 'cpuMs'), localFresh: med('localFresh', 'cpuMs'), fresh: med('fresh', 'cpuMs') },
   };
 }
 
@@ -263,11 +266,11 @@ try {
     '',
     `100 % cache, medians of ${o.rounds} alternated runs (ms; CPU ms in brackets):`,
     '',
-    '| shuffle | first epoch | first / limit | local disk | cached, same process | cached / local | cached, new process | new / local |',
-    '|---|---|---|---|---|---|---|---|',
+    '| shuffle | first epoch | first / limit | local disk | cached, same process | cached / local | local, new process | cached, new process | new: cached / local |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...['block', 'full'].map((sh) => {
       const t = timing[sh];
-      return `| ${sh} | ${Math.round(t.firstMs)} | ${x(t.firstMs, limitMs)} | ${t.ms.local.toFixed(1)} [${t.cpuMs.local.toFixed(1)}] | ${t.ms.same.toFixed(1)} [${t.cpuMs.same.toFixed(1)}] | ${x(t.ms.same, t.ms.local)} [${x(t.cpuMs.same, t.cpuMs.local)}] | ${t.ms.fresh.toFixed(1)} [${t.cpuMs.fresh.toFixed(1)}] | ${x(t.ms.fresh, t.ms.local)} [${x(t.cpuMs.fresh, t.cpuMs.local)}] |`;
+      return `| ${sh} | ${Math.round(t.firstMs)} | ${x(t.firstMs, limitMs)} | ${t.ms.local.toFixed(1)} [${t.cpuMs.local.toFixed(1)}] | ${t.ms.same.toFixed(1)} [${t.cpuMs.same.toFixed(1)}] | ${x(t.ms.same, t.ms.local)} [${x(t.cpuMs.same, t.cpuMs.local)}] | ${t.ms.localFresh.toFixed(1)} [${t.cpuMs.localFresh.toFixed(1)}] | ${t.ms.fresh.toFixed(1)} [${t.cpuMs.fresh.toFixed(1)}] | ${x(t.ms.fresh, t.ms.localFresh)} [${x(t.cpuMs.fresh, t.cpuMs.localFresh)}] |`;
     }),
     '',
     'Goals:',
@@ -281,7 +284,7 @@ try {
     ...['block', 'full'].map((sh) => {
       const later = results.filter((r) => r.shuffle === sh && r.cache === 1 && r.epoch > 0).reduce((n, r) => n + r.remoteBytes, 0);
       const t = timing[sh];
-      return `- ${sh}, 100 % cache: ${later} remote bytes after the first epoch (goal 0); cached / local ${x(t.ms.same, t.ms.local)} same process, ${x(t.ms.fresh, t.ms.local)} new process (goal <= 1.2); first epoch / limit ${x(t.firstMs, limitMs)} (goal <= 1.3)`;
+      return `- ${sh}, 100 % cache: ${later} remote bytes after the first epoch (goal 0); cached / local ${x(t.ms.same, t.ms.local)} same process, ${x(t.ms.fresh, t.ms.localFresh)} new process (goal <= 1.2); first epoch / limit ${x(t.firstMs, limitMs)} (goal <= 1.3)`;
     }),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);

@@ -22,19 +22,15 @@ export class CachePlan {
   private readonly shardOfSample: Int32Array;
   private cursor = 0;
   private inFlightBytes = 0;
-  /**
-   * The admission horizon's counts (samples per shard read before the cache would have to drop a shard), at
-   * `horizonAt`: valid for the shards whose `horizonSeen` mark is `horizonStamp`.
-   */
-  private horizonAt = -1;
-  private readonly horizonCounts: Int32Array;
+  /** Per shard, the position its admission was decided from (-1: never), and the decision (1: admit). */
+  private readonly admitFrom: Float64Array;
+  private readonly admitted: Uint8Array;
+  /** Per shard, the mark of the last admission scan that met it. */
   private readonly horizonSeen: Uint32Array;
   private horizonStamp = 0;
   /** Per shard, the mark of the last prefetch scan that met it (typed arrays: a scan runs for each batch). */
   private readonly seen: Uint32Array;
   private stamp = 0;
-  /** Every shard the plan reads from the cursor on fits in the cache: admit all. */
-  private fitsAll = false;
 
   /**
    * `shardStarts[s]`: the position of shard s's first sample (positions of a shard are contiguous, as pack writes);
@@ -63,7 +59,8 @@ export class CachePlan {
     this.uses = Array.from(counts, (n) => new Int32Array(n));
     this.seen = new Uint32Array(shardBytes.length);
     this.horizonSeen = new Uint32Array(shardBytes.length);
-    this.horizonCounts = new Int32Array(shardBytes.length);
+    this.admitFrom = new Float64Array(shardBytes.length).fill(-1);
+    this.admitted = new Uint8Array(shardBytes.length);
     const fill = new Int32Array(shardBytes.length);
     this.shardOfSample.forEach((s, k) => {
       (this.uses[s] as Int32Array)[(fill[s] as number)++] = k;
@@ -85,35 +82,40 @@ export class CachePlan {
   };
 
   /**
-   * Whether reading `shard` into the cache pays: the plan reads at least {@link ADMIT_SHARE} of its samples before
-   * the shards it needs from the cursor on stop fitting in the cache (the horizon). Else its samples are read with
-   * range reads.
+   * Whether reading `shard` into the cache pays: from its next use on, the plan reads at least {@link ADMIT_SHARE}
+   * of its samples before the shards it reads from there stop fitting in the cache (the horizon). Else its samples
+   * are read with range reads. The horizon starts at the shard's next use, not at the cursor: shards whose reads end
+   * before then need no room then. (From the cursor, a block shuffle with a quarter of the dataset cached refused the
+   * next window's shards to the reads ahead of the consumer: 0.5 MB of range reads an epoch, fetched whole again
+   * later, bench/cache.mjs.)
    */
   readonly admit = (shard: number): boolean => {
-    this.computeHorizon();
-    const counted = this.horizonSeen[shard] === this.horizonStamp ? (this.horizonCounts[shard] as number) : 0;
-    return this.fitsAll || counted >= ADMIT_SHARE * (this.shardSamples[shard] as number);
+    const next = this.nextUse(shard);
+    const from = Number.isFinite(next) ? next : this.cursor;
+    if (this.admitFrom[shard] !== from) {
+      this.admitFrom[shard] = from;
+      this.admitted[shard] = this.readsEnoughFrom(shard, from) ? 1 : 0;
+    }
+    return this.admitted[shard] === 1;
   };
 
-  private computeHorizon(): void {
-    if (this.horizonAt === this.cursor) return;
-    this.horizonAt = this.cursor;
+  /** Whether the plan reads ADMIT_SHARE of `shard`'s samples from `from` on, before its shards stop fitting in the cache. */
+  private readsEnoughFrom(shard: number, from: number): boolean {
+    const need = ADMIT_SHARE * (this.shardSamples[shard] as number);
     const stamp = (this.horizonStamp = nextStamp(this.horizonSeen, this.horizonStamp));
-    const counts = this.horizonCounts;
     let bytes = 0;
-    const end = Math.min(this.shardOfSample.length, this.cursor + LOOKAHEAD_SAMPLES);
-    let k = this.cursor;
-    for (; k < end; k++) {
+    let count = 0;
+    const end = Math.min(this.shardOfSample.length, from + LOOKAHEAD_SAMPLES);
+    for (let k = from; k < end; k++) {
       const s = this.shardOfSample[k] as number;
       if (this.horizonSeen[s] !== stamp) {
         bytes += this.shardBytes[s] as number;
-        if (bytes > this.cache.maxBytes) break;
+        if (bytes > this.cache.maxBytes) return false;
         this.horizonSeen[s] = stamp;
-        counts[s] = 0;
       }
-      counts[s] = (counts[s] as number) + 1;
+      if (s === shard && ++count >= need) return true;
     }
-    this.fitsAll = k === end;
+    return true; // everything the plan reads from there on fits
   }
 
   /**
