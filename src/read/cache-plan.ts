@@ -22,6 +22,8 @@ export class CachePlan {
   private readonly shardOfSample: Int32Array;
   private cursor = 0;
   private inFlightBytes = 0;
+  /** Every shard the plan reads from this position on fits in the cache at once: all of them are admitted. */
+  private readonly fitsFrom: number;
   /** Per shard, the position its admission was decided from (-1: never), and the decision (1: admit). */
   private readonly admitFrom: Float64Array;
   private readonly admitted: Uint8Array;
@@ -59,6 +61,7 @@ export class CachePlan {
     this.uses = Array.from(counts, (n) => new Int32Array(n));
     this.seen = new Uint32Array(shardBytes.length);
     this.horizonSeen = new Uint32Array(shardBytes.length);
+    this.fitsFrom = fitsFrom(this.shardOfSample, shardBytes, cache.maxBytes);
     this.admitFrom = new Float64Array(shardBytes.length).fill(-1);
     this.admitted = new Uint8Array(shardBytes.length);
     const fill = new Int32Array(shardBytes.length);
@@ -92,6 +95,7 @@ export class CachePlan {
   readonly admit = (shard: number): boolean => {
     const next = this.nextUse(shard);
     const from = Number.isFinite(next) ? next : this.cursor;
+    if (from >= this.fitsFrom) return true;
     if (this.admitFrom[shard] !== from) {
       this.admitFrom[shard] = from;
       this.admitted[shard] = this.readsEnoughFrom(shard, from) ? 1 : 0;
@@ -160,6 +164,20 @@ function nextStamp(marks: Uint32Array, stamp: number): number {
   if (stamp < 0xffffffff) return stamp + 1;
   marks.fill(0);
   return 1;
+}
+
+/** The first position from which the distinct shards `order` reads fit in `maxBytes` together (one backward pass). */
+function fitsFrom(order: Int32Array, shardBytes: readonly number[], maxBytes: number): number {
+  const met = new Uint8Array(shardBytes.length);
+  let bytes = 0;
+  for (let k = order.length - 1; k >= 0; k--) {
+    const s = order[k] as number;
+    if (met[s] === 1) continue;
+    met[s] = 1;
+    bytes += shardBytes[s] as number;
+    if (bytes > maxBytes) return k + 1;
+  }
+  return 0;
 }
 
 /** The shard holding `position`: the last s with shardStarts[s] <= position. */
