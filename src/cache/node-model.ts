@@ -22,8 +22,8 @@
  * MIN / LRU >= (1 - cache share): with a 25 % cache and block shuffle, 0.75 at best; the model gives 0.80 (LRU 0.97x,
  * MIN 0.78x the dataset per epoch, 36 shards of 256 KiB, 5 seeds), the 0.7x goal needs a cache of at least 30 %
  * (50 %: 0.60). Property-tested in test/property/node-model.test.ts. The shard cache itself (bench/cache.mjs, 2,000
- * samples in 26 shards, epochs 1-2): 0.59-0.60 at 50 %, where it fetches what MIN does; 0.70-0.79 at 25 %, below the
- * bound because the samples of shards it does not admit are read with ranges, without tar headers and padding.
+ * samples in 26 shards, epochs 1-2, 3 runs): 0.59-0.60 at 50 %, where it fetches what MIN does; 0.70-0.86 at 25 %,
+ * at times below the bound: the samples of shards it does not admit are read with ranges, without tar headers.
  *
  * Pure: no I/O. Orders come from planEpoch (the same order for any node count); nodes are dealt samples as the
  * loader deals ranks: node r reads order[r + i*N], padded by repeating the order from its start.
