@@ -6,6 +6,7 @@
  *     <dir>/<dataset id>/<file>~<crc>~<bytes>          a verified copy of a shard
  *     <dir>/<dataset id>/<file>~<crc>~<bytes>.lock     a process is fetching it (O_EXCL, see cache-lock.ts)
  *     <dir>/<dataset id>/<file>~<crc>~<bytes>.<pid>.part   its download, counted at its full size
+ *     <dir>/<dataset id>/<file>~<crc>~<bytes>.ok       proof the copy was verified; its mtime: the copy's last use
  *
  * The dataset id hashes the location without query (presigned signatures change) and the index's CRC32C, so two
  * datasets, or a dataset rewritten at one URL, never share copies. A copy's name holds the shard's CRC32C and size
@@ -17,9 +18,11 @@ import path from 'node:path';
 import { crc32cHex } from '../../formats/checksum.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
 import { pidAlive } from './cache-lock.js';
+import { lastUseMs } from './copy-proof.js';
 
 export const SPACE_LOCK = '.space.lock';
 const PART = /\.(\d+)\.part$/;
+const PROOF_TEMP = /\.ok\.(\d+)\.tmp$/;
 const COPY = /~[0-9a-f]{8}~(\d+)$/;
 
 /** The subdirectory name of a dataset in the cache. */
@@ -44,6 +47,7 @@ export interface CachedFile {
   bytes: number;
   /** A verified copy (evictable), not a download in progress. */
   complete: boolean;
+  /** Its last use (ms since the epoch): a copy's proof's mtime (copy-proof.ts), else the file's. */
   mtimeMs: number;
 }
 
@@ -67,10 +71,15 @@ export function scanCache(root: string): CachedFile[] {
         files.push({ path: file, bytes: copy === null ? statSize(file) : Number(copy[1]), complete: false, mtimeMs: Date.now() });
         continue;
       }
-      if (COPY.exec(name) === null) continue; // identity.json, lock files
+      const proofTemp = PROOF_TEMP.exec(name);
+      if (proofTemp !== null) {
+        if (!pidAlive(Number(proofTemp[1]))) fs.rmSync(file, { force: true });
+        continue;
+      }
+      if (COPY.exec(name) === null) continue; // identity.json, lock files, proofs
       try {
         const st = fs.statSync(file);
-        files.push({ path: file, bytes: st.size, complete: true, mtimeMs: st.mtimeMs });
+        files.push({ path: file, bytes: st.size, complete: true, mtimeMs: lastUseMs(file, st.mtimeMs) });
       } catch {
         // evicted by another process meanwhile
       }

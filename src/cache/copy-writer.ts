@@ -10,6 +10,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { crc32c } from '../../formats/checksum.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
 import { unlock } from './cache-lock.js';
+import { writeProof } from './copy-proof.js';
 
 export class CopyWriter {
   private crc = 0;
@@ -50,6 +51,7 @@ export class CopyWriter {
       await this.handle.sync();
       await this.handle.close();
       fs.renameSync(this.part, this.copy);
+      writeProof(this.copy, this.record.crc32c);
       return true;
     } catch {
       fs.rmSync(this.part, { force: true });

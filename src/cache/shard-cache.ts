@@ -10,8 +10,10 @@
  * before it would be evicted (a full shuffle, a small cache), the loader does not fetch it whole (cache-plan.ts).
  *
  * A copy is made under a temporary name, checked (size, CRC32C of the whole shard against the index), synced and
- * renamed: a killed process leaves a `.part` file that no one trusts and the next scan removes. A process verifies
- * each copy again the first time it uses it (a file damaged on disk is removed and fetched again, never served).
+ * renamed: a killed process leaves a `.part` file that no one trusts and the next scan removes. A process checks
+ * each copy again the first time it uses it, reading it whole unless the copy's proof shows it is the very file
+ * that was checked (copy-proof.ts); every member read is checked too, so a copy damaged on disk is removed and
+ * fetched again, never served. Copies are read through a memory map when the native addon is there.
  * While another process fetches a shard, this one reads what it needs from the remote with range reads.
  * The bytes on disk stay within maxBytes, downloads in progress included: room is made under a directory-wide lock,
  * evicting by Belady's MIN over the loader's plan and LRU for the rest (eviction.ts).
@@ -22,12 +24,13 @@ import path from 'node:path';
 import { crc32c } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
-import { FileSource } from '../io/file-source.js';
+import { FileSource, type FileSourceOptions } from '../io/file-source.js';
 import { redactLocation } from '../io/location.js';
 import { copyName, datasetId, partName, scanCache, SPACE_LOCK } from './cache-dir.js';
 import { tryLock, unlock, withLock } from './cache-lock.js';
+import { hasProof, proofPath, removeCopy, touchCopy, writeProof } from './copy-proof.js';
 import { CopyWriter } from './copy-writer.js';
-import { chooseVictims, type EvictionCandidate } from './eviction.js';
+import { chooseVictims, chooseVictimsAhead, type AheadCandidate } from './eviction.js';
 
 export interface CacheOptions {
   /** The cache directory (node-local: /dev/shm, a local SSD). Created if missing; shared by processes using it. */
@@ -68,6 +71,9 @@ export interface CacheStats {
   evictions: number;
 }
 
+/** When a plan reads `shard` next, at or after `from` (a position in the plan; default: the reader's cursor). */
+export type NextUse = (shard: number, from?: number) => number;
+
 /** Reads `length` bytes at `offset` of shard `shard` from the remote (the dataset's http source). */
 export type RemoteRead = (shard: number, offset: number, length: number) => Promise<Uint8Array>;
 
@@ -83,8 +89,11 @@ interface Ready {
 export class ShardCache {
   readonly dir: string;
   readonly stats: CacheStats = { hits: 0, misses: 0, remoteBytes: 0, prefetchedBytes: 0, prefetchStalls: 0, bypassReads: 0, evictions: 0 };
-  /** When the current plan reads shard s next (smaller is sooner; Infinity: not planned). Set by the loader. */
-  nextUse: ((shard: number) => number) | undefined;
+  /**
+   * When the current plan reads shard s next, at or after `from` (default: now); smaller is sooner, Infinity: not
+   * planned. Set by the loader.
+   */
+  nextUse: NextUse | undefined;
   /** Whether fetching shard s whole pays now (else its reads go remote); set by the loader. Undefined: always. */
   admit: ((shard: number) => boolean) | undefined;
   private readonly root: string;
@@ -103,13 +112,15 @@ export class ShardCache {
     private readonly shards: readonly ShardRecord[],
     private readonly remote: RemoteRead,
     private readonly options: CacheOptions,
+    /** How copies are opened (the dataset's choice: memory-mapped when the native addon is there). */
+    private readonly sourceOptions: FileSourceOptions,
   ) {
     this.root = root;
     this.dir = dir;
   }
 
   /** Opens (and creates) the cache for one dataset; fails with IO naming the directory when it cannot be written. */
-  static open(options: CacheOptions, location: string, indexCrc32c: string, shards: readonly ShardRecord[], remote: RemoteRead): ShardCache {
+  static open(options: CacheOptions, location: string, indexCrc32c: string, shards: readonly ShardRecord[], remote: RemoteRead, sourceOptions: FileSourceOptions = {}): ShardCache {
     const root = path.resolve(options.dir);
     const dir = path.join(root, datasetId(location, indexCrc32c));
     try {
@@ -118,7 +129,7 @@ export class ShardCache {
     } catch (err) {
       throw new ShardkitError(ErrorCodes.IO, `cannot use the cache directory ${root}: ${(err as Error).message}; choose a writable directory (cache.dir, --cache-dir)`, { file: root, cause: err });
     }
-    return new ShardCache(root, dir, shards, remote, options);
+    return new ShardCache(root, dir, shards, remote, options, sourceOptions);
   }
 
   /** Reads from the shard's local copy, fetching it first if this process may; else from the remote. */
@@ -130,7 +141,9 @@ export class ShardCache {
     }
     const pending = this.inflight.get(shard);
     if (pending?.prefetch === true) this.stats.prefetchStalls++;
-    const got = await (pending?.promise ?? this.acquire(shard, false));
+    let got = await (pending?.promise ?? this.acquire(shard, false));
+    // a prefetch that found no room was early; the read asks for itself (it evicts what it must now)
+    if (got === undefined && pending?.prefetch === true) got = await (this.ready.get(shard) ?? this.inflight.get(shard)?.promise ?? this.acquire(shard, false));
     this.stats.misses++;
     if (got !== undefined) return got.source.read(offset, length);
     this.stats.bypassReads++;
@@ -153,10 +166,12 @@ export class ShardCache {
   }
 
   /**
-   * A read of `shard` failed its member check: this process stops trusting its open copy. The next read checks the
-   * copy whole again (size, CRC32C) and, when it is damaged, removes it and fetches the shard anew.
+   * A read of `shard` failed its member check: this process stops trusting its open copy, and its proof is removed.
+   * The next read checks the copy whole again (size, CRC32C) and, when it is damaged, removes it and fetches the
+   * shard anew.
    */
   suspect(shard: number): void {
+    fs.rmSync(proofPath(path.join(this.dir, copyName(this.shards[shard] as ShardRecord))), { force: true }); // no process trusts it unread now
     this.dropReady(shard);
   }
 
@@ -178,7 +193,7 @@ export class ShardCache {
    * room would evict a shard `nextUse` ranks sooner (a verify keeps the shards it copied first, see verify-dataset.ts)
    * or the shard is larger than maxBytes. The writer keeps the copy only if it checks out (copy-writer.ts).
    */
-  async startCopy(shard: number, nextUse: (shard: number) => number): Promise<CopyWriter | 'cached' | 'busy' | 'no-room'> {
+  async startCopy(shard: number, nextUse: NextUse): Promise<CopyWriter | 'cached' | 'busy' | 'no-room'> {
     const record = this.shards[shard] as ShardRecord;
     const copy = path.join(this.dir, copyName(record));
     if (fs.existsSync(copy)) return 'cached';
@@ -254,6 +269,7 @@ export class ShardCache {
       try {
         await downloaded;
         fs.renameSync(part, copy);
+        writeProof(copy, record.crc32c);
       } catch (err) {
         fs.rmSync(part, { force: true });
         throw err;
@@ -266,29 +282,33 @@ export class ShardCache {
     }
   }
 
-  /** The copy at `file`, checked (size and whole-shard CRC32C) and opened; removed when it fails the check. */
+  /**
+   * The copy at `file`, checked and opened; removed when it fails the check. Checked: its size, and its whole-shard
+   * CRC32C unless this process just checked it while writing it or a proof shows it is the file that was checked
+   * (copy-proof.ts); a copy checked here gets a proof.
+   */
   private async openVerified(shard: number, file: string, justWritten = false): Promise<Ready | undefined> {
     const record = this.shards[shard] as ShardRecord;
     let source: FileSource;
     try {
-      source = await FileSource.open(file);
+      source = await FileSource.open(file, this.sourceOptions);
     } catch {
       return undefined;
     }
+    const trusted = justWritten || hasProof(file, record.crc32c);
     let crc = 0;
     let size = -1;
     try {
       size = source.sizeSync();
-      // a copy this process just checked while writing it is not read again
-      if (!justWritten && size === record.bytes) {
+      if (!trusted && size === record.bytes) {
         for (let at = 0; at < size; at += DOWNLOAD_CHUNK_BYTES) crc = crc32c(await source.read(at, Math.min(DOWNLOAD_CHUNK_BYTES, size - at)), crc);
       }
     } catch {
       size = -1;
     }
-    if (size !== record.bytes || (!justWritten && crc !== record.crc32c)) {
+    if (size !== record.bytes || (!trusted && crc !== record.crc32c)) {
       await source.close();
-      fs.rmSync(file, { force: true });
+      removeCopy(file);
       this.say({ type: 'corrupt', shard: record.file, reason: size !== record.bytes ? `its copy is ${size} bytes, the index says ${record.bytes}` : 'its copy fails its CRC32C' });
       return undefined;
     }
@@ -296,8 +316,8 @@ export class ShardCache {
       await source.close();
       return undefined;
     }
-    const now = new Date();
-    fs.utimes(file, now, now, () => undefined); // LRU across processes: the file's mtime is its last use
+    if (!trusted) writeProof(file, record.crc32c);
+    void touchCopy(file); // LRU across processes
     const ready = { source };
     this.ready.set(shard, ready);
     return ready;
@@ -309,7 +329,7 @@ export class ShardCache {
    */
   private async reserveWaiting(shard: number, part: string, prefetch: boolean): Promise<boolean> {
     for (let attempt = 0; ; attempt++) {
-      if (await this.reserve(shard, part)) return true;
+      if (await this.reserve(shard, part, this.nextUse, prefetch)) return true;
       // only downloads past their reservation hold room; waiting on another read that waits too would deadlock
       const others = [...this.downloading];
       if (prefetch || others.length === 0 || attempt >= 8) return false;
@@ -321,7 +341,7 @@ export class ShardCache {
    * Makes room for `part` under the directory-wide lock: scans every file of the cache, evicts what the policy
    * picks, and creates `part` while still holding the lock, so concurrent reservations cannot overshoot maxBytes.
    */
-  private reserve(shard: number, part: string, nextUse = this.nextUse): Promise<boolean> {
+  private reserve(shard: number, part: string, nextUse: NextUse | undefined, prefetch = false): Promise<boolean> {
     const record = this.shards[shard] as ShardRecord;
     return withLock(path.join(this.root, SPACE_LOCK), () => {
       const files = scanCache(this.root);
@@ -329,17 +349,19 @@ export class ShardCache {
       const need = used + record.bytes - this.options.maxBytes;
       const mine = new Map<string, number>();
       this.shards.forEach((s, i) => mine.set(path.join(this.dir, copyName(s)), i));
-      const candidates: EvictionCandidate[] = files
+      const forUse = nextUse === undefined ? Infinity : nextUse(shard);
+      const candidates: AheadCandidate[] = files
         .filter((f) => f.complete)
         .map((f) => {
           const s = mine.get(f.path);
-          return { id: f.path, bytes: f.bytes, lastUse: f.mtimeMs, nextUse: s === undefined || nextUse === undefined ? Infinity : nextUse(s) };
+          const planned = s !== undefined && nextUse !== undefined;
+          return { id: f.path, bytes: f.bytes, lastUse: f.mtimeMs, nextUse: planned ? nextUse(s) : Infinity, nextUseThen: planned ? nextUse(s, forUse) : Infinity };
         });
-      const forUse = nextUse === undefined ? Infinity : nextUse(shard);
-      const victims = chooseVictims(candidates, need, forUse);
+      // a prefetch evicts only what MIN would when the shard is read; a read evicts what it must now
+      const victims = prefetch && Number.isFinite(forUse) ? chooseVictimsAhead(candidates, need, forUse) : chooseVictims(candidates, need, forUse);
       if (victims === undefined) return false;
       for (const v of victims) {
-        fs.rmSync(v.id, { force: true });
+        removeCopy(v.id);
         this.stats.evictions++;
         const s = mine.get(v.id);
         if (s !== undefined) this.dropReady(s);

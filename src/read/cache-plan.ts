@@ -22,11 +22,17 @@ export class CachePlan {
   private readonly shardOfSample: Int32Array;
   private cursor = 0;
   private inFlightBytes = 0;
-  /** The admission horizon's counts (samples per shard read before the cache would have to drop a shard), at `horizonAt`. */
-  private horizonAt = -1;
-  private horizonCounts = new Map<number, number>();
-  /** Every shard the plan reads from the cursor on fits in the cache: admit all. */
-  private fitsAll = false;
+  /** Every shard the plan reads from this position on fits in the cache at once: all of them are admitted. */
+  private readonly fitsFrom: number;
+  /** Per shard, the position its admission was decided from (-1: never), and the decision (1: admit). */
+  private readonly admitFrom: Float64Array;
+  private readonly admitted: Uint8Array;
+  /** Per shard, the mark of the last admission scan that met it. */
+  private readonly horizonSeen: Uint32Array;
+  private horizonStamp = 0;
+  /** Per shard, the mark of the last prefetch scan that met it (typed arrays: a scan runs for each batch). */
+  private readonly seen: Uint32Array;
+  private stamp = 0;
 
   /**
    * `shardStarts[s]`: the position of shard s's first sample (positions of a shard are contiguous, as pack writes);
@@ -53,54 +59,67 @@ export class CachePlan {
       }
     }
     this.uses = Array.from(counts, (n) => new Int32Array(n));
+    this.seen = new Uint32Array(shardBytes.length);
+    this.horizonSeen = new Uint32Array(shardBytes.length);
+    this.fitsFrom = fitsFrom(this.shardOfSample, shardBytes, cache.maxBytes);
+    this.admitFrom = new Float64Array(shardBytes.length).fill(-1);
+    this.admitted = new Uint8Array(shardBytes.length);
     const fill = new Int32Array(shardBytes.length);
     this.shardOfSample.forEach((s, k) => {
       (this.uses[s] as Int32Array)[(fill[s] as number)++] = k;
     });
   }
 
-  /** When the plan next reads `shard` at or after the cursor; Infinity when it does not. */
-  readonly nextUse = (shard: number): number => {
+  /** When the plan next reads `shard` at or after `from` (default: the cursor); Infinity when it does not. */
+  readonly nextUse = (shard: number, from = this.cursor): number => {
     const u = this.uses[shard];
     if (u === undefined) return Infinity;
     let lo = 0;
     let hi = u.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if ((u[mid] as number) < this.cursor) lo = mid + 1;
+      if ((u[mid] as number) < from) lo = mid + 1;
       else hi = mid;
     }
     return lo < u.length ? (u[lo] as number) : Infinity;
   };
 
   /**
-   * Whether reading `shard` into the cache pays: the plan reads at least {@link ADMIT_SHARE} of its samples before
-   * the shards it needs from the cursor on stop fitting in the cache (the horizon). Else its samples are read with
-   * range reads.
+   * Whether reading `shard` into the cache pays: from its next use on, the plan reads at least {@link ADMIT_SHARE}
+   * of its samples before the shards it reads from there stop fitting in the cache (the horizon). Else its samples
+   * are read with range reads. The horizon starts at the shard's next use, not at the cursor: shards whose reads end
+   * before then need no room then. (From the cursor, a block shuffle with a quarter of the dataset cached refused the
+   * next window's shards to the reads ahead of the consumer: 0.5 MB of range reads an epoch, fetched whole again
+   * later, bench/cache.mjs.)
    */
   readonly admit = (shard: number): boolean => {
-    this.computeHorizon();
-    return this.fitsAll || (this.horizonCounts.get(shard) ?? 0) >= ADMIT_SHARE * (this.shardSamples[shard] as number);
+    const next = this.nextUse(shard);
+    const from = Number.isFinite(next) ? next : this.cursor;
+    if (from >= this.fitsFrom) return true;
+    if (this.admitFrom[shard] !== from) {
+      this.admitFrom[shard] = from;
+      this.admitted[shard] = this.readsEnoughFrom(shard, from) ? 1 : 0;
+    }
+    return this.admitted[shard] === 1;
   };
 
-  private computeHorizon(): void {
-    if (this.horizonAt === this.cursor) return;
-    this.horizonAt = this.cursor;
-    const counts = new Map<number, number>();
+  /** Whether the plan reads ADMIT_SHARE of `shard`'s samples from `from` on, before its shards stop fitting in the cache. */
+  private readsEnoughFrom(shard: number, from: number): boolean {
+    const need = ADMIT_SHARE * (this.shardSamples[shard] as number);
+    const stamp = (this.horizonStamp = nextStamp(this.horizonSeen, this.horizonStamp));
     let bytes = 0;
-    const end = Math.min(this.shardOfSample.length, this.cursor + LOOKAHEAD_SAMPLES);
-    let k = this.cursor;
-    for (; k < end; k++) {
+    let count = 0;
+    const end = Math.min(this.shardOfSample.length, from + LOOKAHEAD_SAMPLES);
+    for (let k = from; k < end; k++) {
       const s = this.shardOfSample[k] as number;
-      const n = counts.get(s);
-      if (n === undefined) {
+      if (this.horizonSeen[s] !== stamp) {
         bytes += this.shardBytes[s] as number;
-        if (bytes > this.cache.maxBytes) break;
+        if (bytes > this.cache.maxBytes) return false;
+        this.horizonSeen[s] = stamp;
       }
-      counts.set(s, (n ?? 0) + 1);
+      if (s === shard && ++count >= need) return true;
     }
-    this.fitsAll = k === end;
-    this.horizonCounts = counts;
+    return true; // everything the plan reads from there on fits
   }
 
   /**
@@ -113,14 +132,16 @@ export class CachePlan {
 
   /** The loader starts reading sample `first` of this epoch: prefetch the shards that come from there on. */
   advance(first: number): void {
+    // in flight at the budget: the scan below would stop at the first shard it could fetch
+    if (this.inFlightBytes > 0 && this.inFlightBytes >= this.maxInFlightBytes) return;
     let ahead = 0;
-    const seen = new Set<number>();
+    const stamp = (this.stamp = nextStamp(this.seen, this.stamp));
     const from = Math.max(this.cursor, first);
     const end = Math.min(this.shardOfSample.length, from + LOOKAHEAD_SAMPLES);
     for (let k = from; k < end; k++) {
       const s = this.shardOfSample[k] as number;
-      if (seen.has(s)) continue;
-      seen.add(s);
+      if (this.seen[s] === stamp) continue;
+      this.seen[s] = stamp;
       const bytes = this.shardBytes[s] as number;
       ahead += bytes;
       // never fetch ahead more than the cache holds: it would evict shards needed sooner
@@ -136,6 +157,27 @@ export class CachePlan {
         });
     }
   }
+}
+
+/** The mark after `stamp` for a scan's "shard met" flags in `marks`, which need no clearing between scans. */
+function nextStamp(marks: Uint32Array, stamp: number): number {
+  if (stamp < 0xffffffff) return stamp + 1;
+  marks.fill(0);
+  return 1;
+}
+
+/** The first position from which the distinct shards `order` reads fit in `maxBytes` together (one backward pass). */
+function fitsFrom(order: Int32Array, shardBytes: readonly number[], maxBytes: number): number {
+  const met = new Uint8Array(shardBytes.length);
+  let bytes = 0;
+  for (let k = order.length - 1; k >= 0; k--) {
+    const s = order[k] as number;
+    if (met[s] === 1) continue;
+    met[s] = 1;
+    bytes += shardBytes[s] as number;
+    if (bytes > maxBytes) return k + 1;
+  }
+  return 0;
 }
 
 /** The shard holding `position`: the last s with shardStarts[s] <= position. */

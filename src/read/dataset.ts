@@ -115,7 +115,7 @@ export class Dataset {
     this.cache =
       options.cache === undefined
         ? undefined
-        : ShardCache.open(options.cache, isRemote(location) ? location : path.resolve(location), manifest.index.crc32c, index.shards, (shard, offset, length) => this.pool.use(this.shardLocations[shard] as string, (src) => src.read(offset, length)));
+        : ShardCache.open(options.cache, isRemote(location) ? location : path.resolve(location), manifest.index.crc32c, index.shards, (shard, offset, length) => this.pool.use(this.shardLocations[shard] as string, (src) => src.read(offset, length)), { mmap: addon !== undefined });
   }
 
   /** Bytes of a shard: from the cache when there is one, else from the shard's source. */

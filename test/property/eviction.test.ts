@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { chooseVictims, evictionOrder, type EvictionCandidate } from '../../src/cache/eviction.js';
+import { chooseVictims, chooseVictimsAhead, evictionOrder, type AheadCandidate, type EvictionCandidate } from '../../src/cache/eviction.js';
 
 const candidateArb = fc.record({
   bytes: fc.integer({ min: 1, max: 1000 }),
@@ -55,6 +55,40 @@ function simulatedMisses(requests: number[], capacity: number): number {
   return misses;
 }
 
+/**
+ * Fetches of a cache of `capacity` unit shards that, before each read, prefetches the shards of the next `ahead`
+ * reads in order of first use (as CachePlan.advance does; a refused prefetch is skipped, the later ones still
+ * tried), asking chooseVictimsAhead, and fetches on a miss asking chooseVictims.
+ */
+function simulatedFetchesWithPrefetch(requests: number[], capacity: number, ahead: number): number {
+  const cached = new Set<number>();
+  let fetches = 0;
+  const nextUse = (s: number, from: number): number => {
+    const i = requests.indexOf(s, from);
+    return i < 0 ? Infinity : i;
+  };
+  requests.forEach((r, t) => {
+    for (let j = t; j < Math.min(requests.length, t + ahead); j++) {
+      const s = requests[j] as number;
+      if (cached.has(s) || nextUse(s, t) !== j) continue;
+      const candidates = [...cached].map((c): AheadCandidate => ({ id: String(c), bytes: 1, lastUse: 0, nextUse: nextUse(c, t), nextUseThen: nextUse(c, j) }));
+      const victims = chooseVictimsAhead(candidates, cached.size + 1 - capacity, j, nextUse(s, j + 1));
+      if (victims === undefined) continue;
+      for (const v of victims) cached.delete(Number(v.id));
+      cached.add(s);
+      fetches++;
+    }
+    if (cached.has(r)) return;
+    fetches++;
+    const candidates = [...cached].map((c): EvictionCandidate => ({ id: String(c), bytes: 1, nextUse: nextUse(c, t + 1), lastUse: 0 }));
+    const victims = chooseVictims(candidates, candidates.length + 1 - capacity, nextUse(r, t + 1));
+    if (victims === undefined) return;
+    for (const v of victims) cached.delete(Number(v.id));
+    cached.add(r);
+  });
+  return fetches;
+}
+
 describe('eviction (Belady MIN over the plan, LRU outside it)', () => {
   it('never evicts a shard needed sooner than one it keeps, nor one needed before the shard it makes room for', () => {
     fc.assert(
@@ -99,5 +133,26 @@ describe('eviction (Belady MIN over the plan, LRU outside it)', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('prefetching ahead with chooseVictimsAhead fetches no more often than the best possible policy', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 5 }), { maxLength: 14 }), fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 8 }), (requests, capacity, ahead) => {
+        expect(simulatedFetchesWithPrefetch(requests, capacity, ahead)).toBe(optimalMisses(requests, capacity));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('a prefetch evicts what MIN would when its shard is read, or nothing when that is a shard still read before', () => {
+    const c = (id: string, nextUse: number, nextUseThen: number): AheadCandidate => ({ id, bytes: 1, lastUse: 0, nextUse, nextUseThen });
+    // b is read at 3 (before the prefetched shard, at 5), then not until 40: MIN at 5 evicts b, not a (read at 20)
+    expect(chooseVictimsAhead([c('a', 20, 20), c('b', 3, 40)], 1, 5)).toBeUndefined();
+    expect(chooseVictims([c('a', 20, 20), c('b', 3, 40)], 1, 5)?.map((v) => v.id)).toEqual(['a']); // what a read must do now
+    // once b's reads are done, the prefetch evicts b
+    expect(chooseVictimsAhead([c('a', 20, 20), c('b', 40, 40)], 1, 5)?.map((v) => v.id)).toEqual(['b']);
+    // free room: nothing evicted; outside the plan: LRU first
+    expect(chooseVictimsAhead([c('a', 20, 20)], 0, 5)).toEqual([]);
+    expect(chooseVictimsAhead([c('a', 20, 20), { ...c('x', Infinity, Infinity), lastUse: 7 }], 1, 5)?.map((v) => v.id)).toEqual(['x']);
   });
 });

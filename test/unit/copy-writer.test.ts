@@ -68,7 +68,10 @@ describe('CopyWriter (ShardCache.startCopy)', () => {
       await last.write(b.bytes);
       expect(await last.commit()).toBe(true);
       expect(files(dir).filter((f) => f.endsWith('.part') || f.endsWith('.lock'))).toEqual([]);
-      expect(files(dir).filter((f) => f.startsWith('shard-')).length).toBe(2);
+      const copies = files(dir).filter((f) => /~[0-9a-f]{8}~\d+$/.test(f));
+      expect(copies.length).toBe(2);
+      // each kept copy has its proof (copy-proof.ts), and a refused one none
+      expect(files(dir).filter((f) => f.endsWith('.ok'))).toEqual(copies.map((f) => `${f}.ok`));
     } finally {
       await cache.close();
     }
