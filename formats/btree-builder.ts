@@ -6,10 +6,10 @@
  */
 import { ByteWriter, utf8Bytes } from './bytes.js';
 import { ErrorCodes, ShardkitError } from './errors.js';
-import { spanLength, type IndexEntry, type MemberEntry } from './index-entry.js';
+import { type IndexEntry, type MemberEntry } from './index-entry.js';
 import { validatePageSize } from './index-layout.js';
-import { compareKeys } from './key-order.js';
-import { LeafRecordEncoder, PAGE_HEADER_BYTES, PageType, encodeBranchRecord, maxKeyBytes, sealPage } from './index-page.js';
+import { leafRecordBound, writeLeafRecord } from './leaf-record-writer.js';
+import { PAGE_HEADER_BYTES, PageType, encodeBranchRecord, maxKeyBytes, sealPage } from './index-page.js';
 
 export type PageSink = (pageNo: number, page: Uint8Array) => void;
 
@@ -35,6 +35,8 @@ interface OpenPage {
 }
 
 const MAX_RECORDS_PER_PAGE = 0xffff;
+/** Bytes past the page size in an open page's buffer: most leaf records are written in place even near its end. */
+const PAGE_SLACK = 512;
 
 /** What a TOO_LARGE error advises, for both ways of setting the page size. */
 const LARGER_PAGES = '`--page-size` on the command line, `pageSize` in the library';
@@ -56,7 +58,15 @@ export interface BuilderSnapshot {
 
 export class BTreeBuilder {
   private readonly levels: OpenPage[] = [];
-  private readonly leafEncoder = new LeafRecordEncoder();
+  /** The last entry added and its key's UTF-8 (`lastKeyBytes[0, lastKeyLength)`): the next record is encoded against it. */
+  private lastEntry: IndexEntry | undefined;
+  private lastKeyBytes: Uint8Array | undefined;
+  private lastKeyLength = 0;
+  private keyA = new Uint8Array(64);
+  private keyB = new Uint8Array(64);
+  /** The length of the key {@link BTreeBuilder.encodeKey} encoded last. */
+  private keyLength = 0;
+  private scratch = new Uint8Array(256);
   private readonly branchWriter = new ByteWriter(256);
   private nextPageNo = 1;
   private lastKey: string | undefined;
@@ -75,63 +85,123 @@ export class BTreeBuilder {
     this.maxKey = maxKeyBytes(pageSize);
   }
 
-  /** Adds the next entry; keys must increase strictly in UTF-8 byte order. `keyBytes`: its key's UTF-8, if at hand. */
-  add(entry: IndexEntry, keyBytes: Uint8Array = utf8Bytes(entry.key)): void {
+  /** Adds the next entry; keys must increase strictly in UTF-8 byte order. `keyBytes`: its key's UTF-8, if at hand (kept, not copied). */
+  add(entry: IndexEntry, keyBytes?: Uint8Array): void {
     if (this.done) throw new Error('BTreeBuilder.add after finish');
-    if (this.lastKey !== undefined) {
-      const c = compareKeys(entry.key, this.lastKey);
+    const key = keyBytes ?? this.encodeKey(entry.key);
+    const keyLength = keyBytes !== undefined ? keyBytes.length : this.keyLength;
+    // UTF-8 byte order; the common prefix is also what the record shares with the previous one
+    let shared = 0;
+    const last = this.lastKeyBytes;
+    if (last !== undefined) {
+      const lastLength = this.lastKeyLength;
+      const n = Math.min(lastLength, keyLength);
+      while (shared < n && last[shared] === key[shared]) shared++;
+      const c = shared < n ? (key[shared] as number) - (last[shared] as number) : keyLength - lastLength;
       if (c === 0) throw new ShardkitError(ErrorCodes.DUPLICATE_KEY, `two samples have the key "${entry.key}"`, { key: entry.key });
       if (c < 0) throw new ShardkitError(ErrorCodes.DUPLICATE_KEY, `key "${entry.key}" arrives after "${this.lastKey}": index keys must be sorted`, { key: entry.key });
     }
-    if (entry.members.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample "${entry.key}" has no members`, { key: entry.key });
+    const members = entry.members;
+    if (members.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample "${entry.key}" has no members`, { key: entry.key });
     // the record stores each member's gap after the previous one: the reader takes no other shape
     let end = 0;
-    for (let m = 0; m < entry.members.length; m++) {
-      const member = entry.members[m] as MemberEntry;
+    for (let m = 0; m < members.length; m++) {
+      const member = members[m] as MemberEntry;
       if (m === 0 ? member.offset !== 0 : member.offset < end) {
         throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample "${entry.key}" member ${m} starts at ${member.offset}: the first must start its span at 0, and the others after the one before`, { key: entry.key });
       }
       end = member.offset + member.storedSize;
     }
-    if (entry.length !== spanLength(entry.members)) {
+    if (entry.length !== end) {
       throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample "${entry.key}" span length ${entry.length} does not end at its last member`, { key: entry.key });
     }
-    if (keyBytes.length > this.maxKey) {
-      throw new ShardkitError(ErrorCodes.TOO_LARGE, `key "${entry.key.slice(0, 80)}…" is ${keyBytes.length} bytes; ${this.pageSize}-byte pages allow ${this.maxKey} (use larger pages: ${LARGER_PAGES})`, { key: entry.key });
+    if (keyLength > this.maxKey) {
+      throw new ShardkitError(ErrorCodes.TOO_LARGE, `key "${entry.key.slice(0, 80)}…" is ${keyLength} bytes; ${this.pageSize}-byte pages allow ${this.maxKey} (use larger pages: ${LARGER_PAGES})`, { key: entry.key });
     }
-    // a record that no page can hold is refused before anything changes: the builder stays usable
-    const saved = this.leafEncoder.state;
-    let record = this.leafEncoder.encode(entry, keyBytes);
+    const prev = this.lastEntry;
+    if (prev === undefined) shared = 0;
     let leaf = this.levels[0];
-    if (leaf === undefined || leaf.used + record.length > this.pageSize || leaf.count === MAX_RECORDS_PER_PAGE) {
-      if (leaf !== undefined) {
-        this.leafEncoder.reset();
-        record = this.leafEncoder.encode(entry, keyBytes);
+    let pos = -1;
+    if (leaf !== undefined && leaf.count < MAX_RECORDS_PER_PAGE) {
+      const bound = leafRecordBound(entry, keyLength);
+      // in place when the page's slack holds the longest the record can be; whatever passes the page size is undone
+      if (leaf.used + bound <= leaf.buf.length) pos = writeLeafRecord(leaf.buf, leaf.used, entry, key, keyLength, prev, shared);
+      else {
+        const scratch = this.recordScratch(bound);
+        const n = writeLeafRecord(scratch, 0, entry, key, keyLength, prev, shared);
+        if (leaf.used + n <= this.pageSize) {
+          leaf.buf.set(scratch.subarray(0, n), leaf.used);
+          pos = leaf.used + n;
+        }
       }
-      if (PAGE_HEADER_BYTES + record.length > this.pageSize) {
-        this.leafEncoder.restore(saved);
-        throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample "${entry.key}" with ${entry.members.length} members needs ${record.length} index bytes; ${this.pageSize}-byte pages hold ${this.pageSize - PAGE_HEADER_BYTES} (use larger pages: ${LARGER_PAGES})`, { key: entry.key });
+      if (pos > this.pageSize) {
+        leaf.buf.fill(0, leaf.used);
+        pos = -1;
       }
-      const next = this.openPage(keyBytes);
+    }
+    if (pos < 0) {
+      // a page's first record shares nothing with the one before; refused before anything changes if no page holds it
+      const scratch = this.recordScratch(leafRecordBound(entry, keyLength));
+      const n = writeLeafRecord(scratch, 0, entry, key, keyLength, undefined, 0);
+      if (PAGE_HEADER_BYTES + n > this.pageSize) {
+        throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample "${entry.key}" with ${members.length} members needs ${n} index bytes; ${this.pageSize}-byte pages hold ${this.pageSize - PAGE_HEADER_BYTES} (use larger pages: ${LARGER_PAGES})`, { key: entry.key });
+      }
+      const next = this.openPage(key.slice(0, keyLength));
       if (leaf === undefined) this.firstLeaf = next.pageNo;
       else this.closePage(0, leaf, next.pageNo);
       leaf = next;
       this.levels[0] = leaf;
+      leaf.buf.set(scratch.subarray(0, n), leaf.used);
+      pos = leaf.used + n;
     }
-    leaf.buf.set(record, leaf.used);
-    leaf.used += record.length;
-    leaf.count++;
-    leaf.total++;
+    const page = leaf as OpenPage; // the open leaf took the record, or a new one did
+    page.used = pos;
+    page.count++;
+    page.total++;
+    this.lastEntry = entry;
+    this.lastKeyBytes = key;
+    this.lastKeyLength = keyLength;
     this.lastKey = entry.key;
     this.entryCount++;
-    this.memberCount += entry.members.length;
+    this.memberCount += members.length;
     this.spanBytes += entry.length;
+  }
+
+  /**
+   * `key`'s UTF-8 (its length in `keyLength`): an ASCII key goes into the scratch buffer that does not hold the
+   * previous key (Buffer.from made a buffer per key: a fifth of a bulk load's time), any other into a new buffer.
+   */
+  private encodeKey(key: string): Uint8Array {
+    const useA = this.lastKeyBytes !== this.keyA;
+    let buf = useA ? this.keyA : this.keyB;
+    if (buf.length < key.length) {
+      buf = new Uint8Array(2 * key.length);
+      if (useA) this.keyA = buf;
+      else this.keyB = buf;
+    }
+    for (let i = 0; i < key.length; i++) {
+      const c = key.charCodeAt(i);
+      if (c > 0x7f) {
+        const bytes = utf8Bytes(key);
+        this.keyLength = bytes.length;
+        return bytes;
+      }
+      buf[i] = c;
+    }
+    this.keyLength = key.length;
+    return buf;
+  }
+
+  /** A scratch buffer of at least `bytes`. */
+  private recordScratch(bytes: number): Uint8Array {
+    if (this.scratch.length < bytes) this.scratch = new Uint8Array(Math.max(bytes, 2 * this.scratch.length));
+    return this.scratch;
   }
 
   /** The state between two entries, as JSON: {@link BTreeBuilder.resume} continues from it (the pages already given to the sink stay there). */
   snapshot(): BuilderSnapshot {
     const b64 = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
-    const prev = this.leafEncoder.state;
+    const last = this.lastKeyBytes;
     return {
       pageSize: this.pageSize,
       levels: this.levels.map((p) => ({ pageNo: p.pageNo, records: b64(p.buf.subarray(PAGE_HEADER_BYTES, p.used)), count: p.count, total: p.total, firstKey: b64(p.firstKey) })),
@@ -141,7 +211,7 @@ export class BTreeBuilder {
       memberCount: this.memberCount,
       spanBytes: this.spanBytes,
       firstLeaf: this.firstLeaf,
-      prev: prev === undefined ? null : { key: b64(prev.prevKey), entry: prev.prev as IndexEntry },
+      prev: this.lastEntry === undefined || last === undefined ? null : { key: b64(last.subarray(0, this.lastKeyLength)), entry: this.lastEntry },
     };
   }
 
@@ -163,7 +233,7 @@ export class BTreeBuilder {
       for (const level of snapshot.levels) {
         const records = bytes(level.records);
         if (PAGE_HEADER_BYTES + records.length > pageSize || whole(level.pageNo) >= b.nextPageNo) bad();
-        const buf = new Uint8Array(pageSize);
+        const buf = new Uint8Array(pageSize + PAGE_SLACK);
         buf.set(records, PAGE_HEADER_BYTES);
         b.levels.push({ pageNo: level.pageNo, buf, used: PAGE_HEADER_BYTES + records.length, count: whole(level.count), total: whole(level.total), firstKey: bytes(level.firstKey) });
       }
@@ -173,7 +243,13 @@ export class BTreeBuilder {
       b.memberCount = whole(snapshot.memberCount);
       b.spanBytes = whole(snapshot.spanBytes);
       b.firstLeaf = whole(snapshot.firstLeaf);
-      if (snapshot.prev !== null) b.leafEncoder.restore({ prevKey: bytes(snapshot.prev.key), prev: snapshot.prev.entry });
+      if (snapshot.prev !== null) {
+        b.lastEntry = snapshot.prev.entry;
+        b.lastKeyBytes = bytes(snapshot.prev.key);
+      } else if (b.lastKey !== undefined) {
+        b.lastKeyBytes = utf8Bytes(b.lastKey);
+      }
+      b.lastKeyLength = b.lastKeyBytes?.length ?? 0;
       return b;
     } catch (err) {
       if (err instanceof ShardkitError) throw err;
@@ -211,12 +287,13 @@ export class BTreeBuilder {
   }
 
   private openPage(firstKey: Uint8Array): OpenPage {
-    return { pageNo: this.nextPageNo++, buf: new Uint8Array(this.pageSize), used: PAGE_HEADER_BYTES, count: 0, total: 0, firstKey };
+    return { pageNo: this.nextPageNo++, buf: new Uint8Array(this.pageSize + PAGE_SLACK), used: PAGE_HEADER_BYTES, count: 0, total: 0, firstKey };
   }
 
   private sealAndWrite(level: number, page: OpenPage, nextLeaf: number): void {
-    sealPage(page.buf, level === 0 ? PageType.leaf : PageType.branch, page.count, page.pageNo, level === 0 ? nextLeaf : level);
-    this.sink(page.pageNo, page.buf);
+    const bytes = page.buf.subarray(0, this.pageSize);
+    sealPage(bytes, level === 0 ? PageType.leaf : PageType.branch, page.count, page.pageNo, level === 0 ? nextLeaf : level);
+    this.sink(page.pageNo, bytes);
   }
 
   /** Writes a full page at `level` and records it in its parent (opening parent pages as needed); the caller
