@@ -62,10 +62,8 @@ export class BTreeBuilder {
   private lastEntry: IndexEntry | undefined;
   private lastKeyBytes: Uint8Array | undefined;
   private lastKeyLength = 0;
-  private keyA = new Uint8Array(64);
-  private keyB = new Uint8Array(64);
-  /** The length of the key {@link BTreeBuilder.encodeKey} encoded last. */
-  private keyLength = 0;
+  /** The last key's UTF-8 when it was ASCII and the caller gave no bytes (then `lastKeyBytes` is this buffer). */
+  private keyScratch = new Uint8Array(64);
   private scratch = new Uint8Array(256);
   private readonly branchWriter = new ByteWriter(256);
   private nextPageNo = 1;
@@ -88,36 +86,52 @@ export class BTreeBuilder {
   /** Adds the next entry; keys must increase strictly in UTF-8 byte order. `keyBytes`: its key's UTF-8, if at hand (kept, not copied). */
   add(entry: IndexEntry, keyBytes?: Uint8Array): void {
     if (this.done) throw new Error('BTreeBuilder.add after finish');
-    const key = keyBytes ?? this.encodeKey(entry.key);
-    const keyLength = keyBytes !== undefined ? keyBytes.length : this.keyLength;
+    const text = entry.key;
     // UTF-8 byte order; the common prefix is also what the record shares with the previous one
     let shared = 0;
+    let order = 1;
     const last = this.lastKeyBytes;
+    // the fast path: the last key was ASCII and sits in `keyScratch`; this one is compared to it as it stands, and
+    // only its suffix is written over it further down (no buffer per key: Buffer.from was a fifth of a bulk load)
+    const inPlace = keyBytes === undefined && last === this.keyScratch;
+    // otherwise `keyScratch` holds no key we need, and takes this one if it is ASCII
+    let key = inPlace ? undefined : (keyBytes ?? this.keyIntoScratch(text, 0));
     if (last !== undefined) {
       const lastLength = this.lastKeyLength;
-      const n = Math.min(lastLength, keyLength);
-      while (shared < n && last[shared] === key[shared]) shared++;
-      const c = shared < n ? (key[shared] as number) - (last[shared] as number) : keyLength - lastLength;
-      if (c === 0) throw new ShardkitError(ErrorCodes.DUPLICATE_KEY, `two samples have the key "${entry.key}"`, { key: entry.key });
-      if (c < 0) throw new ShardkitError(ErrorCodes.DUPLICATE_KEY, `key "${entry.key}" arrives after "${this.lastKey}": index keys must be sorted`, { key: entry.key });
+      if (inPlace) {
+        // a unit above 0x7f matches no ASCII byte and sorts after all of them, as its UTF-8 lead byte does
+        const n = Math.min(lastLength, text.length);
+        while (shared < n && text.charCodeAt(shared) === last[shared]) shared++;
+        order = shared < n ? text.charCodeAt(shared) - (last[shared] as number) : text.length - lastLength;
+      } else {
+        const bytes = key as Uint8Array;
+        const length = bytes === this.keyScratch ? text.length : bytes.length;
+        const n = Math.min(lastLength, length);
+        while (shared < n && last[shared] === bytes[shared]) shared++;
+        order = shared < n ? (bytes[shared] as number) - (last[shared] as number) : length - lastLength;
+      }
+      if (order === 0) throw new ShardkitError(ErrorCodes.DUPLICATE_KEY, `two samples have the key "${text}"`, { key: text });
+      if (order < 0) throw new ShardkitError(ErrorCodes.DUPLICATE_KEY, `key "${text}" arrives after "${this.lastKey}": index keys must be sorted`, { key: text });
     }
     const members = entry.members;
-    if (members.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample "${entry.key}" has no members`, { key: entry.key });
+    if (members.length === 0) throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample "${text}" has no members`, { key: text });
     // the record stores each member's gap after the previous one: the reader takes no other shape
     let end = 0;
     for (let m = 0; m < members.length; m++) {
       const member = members[m] as MemberEntry;
       if (m === 0 ? member.offset !== 0 : member.offset < end) {
-        throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample "${entry.key}" member ${m} starts at ${member.offset}: the first must start its span at 0, and the others after the one before`, { key: entry.key });
+        throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample "${text}" member ${m} starts at ${member.offset}: the first must start its span at 0, and the others after the one before`, { key: text });
       }
       end = member.offset + member.storedSize;
     }
     if (entry.length !== end) {
-      throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample "${entry.key}" span length ${entry.length} does not end at its last member`, { key: entry.key });
+      throw new ShardkitError(ErrorCodes.INVALID_ARG, `sample "${text}" span length ${entry.length} does not end at its last member`, { key: text });
     }
-    if (keyLength > this.maxKey) {
-      throw new ShardkitError(ErrorCodes.TOO_LARGE, `key "${entry.key.slice(0, 80)}…" is ${keyLength} bytes; ${this.pageSize}-byte pages allow ${this.maxKey} (use larger pages: ${LARGER_PAGES})`, { key: entry.key });
-    }
+    // a key's UTF-8 has at least as many bytes as its UTF-16 units: a key too long is refused before the suffix is written
+    if (inPlace && text.length > this.maxKey) this.keyTooLarge(text, utf8Bytes(text).length);
+    key ??= this.keyIntoScratch(text, shared);
+    const keyLength = key === this.keyScratch ? text.length : key.length;
+    if (keyLength > this.maxKey) this.keyTooLarge(text, keyLength);
     const prev = this.lastEntry;
     if (prev === undefined) shared = 0;
     let leaf = this.levels[0];
@@ -144,7 +158,8 @@ export class BTreeBuilder {
       const scratch = this.recordScratch(leafRecordBound(entry, keyLength));
       const n = writeLeafRecord(scratch, 0, entry, key, keyLength, undefined, 0);
       if (PAGE_HEADER_BYTES + n > this.pageSize) {
-        throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample "${entry.key}" with ${members.length} members needs ${n} index bytes; ${this.pageSize}-byte pages hold ${this.pageSize - PAGE_HEADER_BYTES} (use larger pages: ${LARGER_PAGES})`, { key: entry.key });
+        if (this.lastKeyBytes === this.keyScratch && this.lastKey !== undefined) this.keyIntoScratch(this.lastKey, 0);
+        throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample "${text}" with ${members.length} members needs ${n} index bytes; ${this.pageSize}-byte pages hold ${this.pageSize - PAGE_HEADER_BYTES} (use larger pages: ${LARGER_PAGES})`, { key: text });
       }
       const next = this.openPage(key.slice(0, keyLength));
       if (leaf === undefined) this.firstLeaf = next.pageNo;
@@ -161,34 +176,37 @@ export class BTreeBuilder {
     this.lastEntry = entry;
     this.lastKeyBytes = key;
     this.lastKeyLength = keyLength;
-    this.lastKey = entry.key;
+    this.lastKey = text;
     this.entryCount++;
     this.memberCount += members.length;
     this.spanBytes += entry.length;
   }
 
+  private keyTooLarge(text: string, bytes: number): never {
+    throw new ShardkitError(ErrorCodes.TOO_LARGE, `key "${text.slice(0, 80)}…" is ${bytes} bytes; ${this.pageSize}-byte pages allow ${this.maxKey} (use larger pages: ${LARGER_PAGES})`, { key: text });
+  }
+
   /**
-   * `key`'s UTF-8 (its length in `keyLength`): an ASCII key goes into the scratch buffer that does not hold the
-   * previous key (Buffer.from made a buffer per key: a fifth of a bulk load's time), any other into a new buffer.
+   * `text`'s UTF-8: an ASCII key in `keyScratch` (whose first `from` bytes already hold its start: the previous
+   * key's), any other in a buffer of its own (and then `keyScratch` holds no key).
    */
-  private encodeKey(key: string): Uint8Array {
-    const useA = this.lastKeyBytes !== this.keyA;
-    let buf = useA ? this.keyA : this.keyB;
-    if (buf.length < key.length) {
-      buf = new Uint8Array(2 * key.length);
-      if (useA) this.keyA = buf;
-      else this.keyB = buf;
+  private keyIntoScratch(text: string, from: number): Uint8Array {
+    let buf = this.keyScratch;
+    if (buf.length < text.length) {
+      buf = new Uint8Array(2 * text.length);
+      buf.set(this.keyScratch.subarray(0, from));
+      if (this.lastKeyBytes === this.keyScratch) this.lastKeyBytes = buf;
+      this.keyScratch = buf;
     }
-    for (let i = 0; i < key.length; i++) {
-      const c = key.charCodeAt(i);
+    for (let i = from; i < text.length; i++) {
+      const c = text.charCodeAt(i);
       if (c > 0x7f) {
-        const bytes = utf8Bytes(key);
-        this.keyLength = bytes.length;
-        return bytes;
+        // the last key (if it was there) stays readable for a refusal below: its bytes are written again then
+        if (this.lastKeyBytes === buf) this.lastKeyBytes = utf8Bytes(this.lastKey as string);
+        return utf8Bytes(text);
       }
       buf[i] = c;
     }
-    this.keyLength = key.length;
     return buf;
   }
 

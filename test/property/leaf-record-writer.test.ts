@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BTreeBuilder } from '../../formats/btree-builder.js';
 import { utf8Bytes } from '../../formats/bytes.js';
+import { ErrorCodes } from '../../formats/errors.js';
 import type { IndexEntry, MemberEntry } from '../../formats/index-entry.js';
 import { LeafRecordEncoder, PAGE_HEADER_BYTES, PAGE_LINK, PageType, decodePage, sealPage } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
@@ -76,25 +77,32 @@ describe('leaf records written in place (property)', () => {
     );
   });
 
-  it('fill leaf pages exactly as LeafRecordEncoder would: records from byte 16, then zeros; the same whether the caller gives key bytes or not', () => {
+  it('fill leaf pages exactly as LeafRecordEncoder would: records from byte 16, then zeros; the same whether the caller gives key bytes or not, and after refused adds', () => {
     fc.assert(
       fc.property(entriesArb, fc.constantFrom(1024, 4096), (entries, pageSize) => {
-        const build = (withKeyBytes: boolean): Map<number, Uint8Array> => {
+        const build = (keyBytesAt: (i: number) => boolean, refusals: boolean): Map<number, Uint8Array> => {
           const pages = new Map<number, Uint8Array>();
           const b = new BTreeBuilder(pageSize, (n, page) => pages.set(n, page.slice()));
-          for (const e of entries) {
-            if (withKeyBytes) b.add(e, utf8Bytes(e.key));
+          entries.forEach((e, i) => {
+            if (refusals && i > 0) {
+              // refused adds change nothing: the same key again, one before the last, one with a record no page holds
+              const before = entries[i - 1] as IndexEntry;
+              expect(() => b.add({ ...e, key: before.key })).toThrow(expect.objectContaining({ code: ErrorCodes.DUPLICATE_KEY }));
+              expect(() => b.add({ ...e, key: before.key.slice(0, -1) })).toThrow(expect.objectContaining({ code: ErrorCodes.DUPLICATE_KEY }));
+              const huge = Array.from({ length: 600 }, (_, m): MemberEntry => ({ ext: `e${m}`, offset: m, size: 1, storedSize: 1, codec: 0, crc32c: 0 }));
+              expect(() => b.add({ ...e, length: 600, members: huge })).toThrow(expect.objectContaining({ code: ErrorCodes.TOO_LARGE }));
+            }
+            if (keyBytesAt(i)) b.add(e, utf8Bytes(e.key));
             else b.add(e);
-          }
+          });
           b.finish();
           return pages;
         };
-        const pages = build(false);
-        const given = build(true);
-        expect([...given.keys()]).toEqual([...pages.keys()]);
+        const pages = build(() => false, false);
+        const variants = [build(() => true, false), build((i) => i % 3 === 1, false), build((i) => i % 2 === 0, true)];
         let seen = 0;
         for (const [n, page] of pages) {
-          expect(Buffer.from(given.get(n) as Uint8Array).equals(Buffer.from(page)), `page ${n}`).toBe(true);
+          for (const other of variants) expect(Buffer.from(other.get(n) as Uint8Array).equals(Buffer.from(page)), `page ${n}`).toBe(true);
           const decoded = decodePage(page, n, 'idx', true);
           if (decoded.type !== 'leaf') continue;
           const encoder = new LeafRecordEncoder();
