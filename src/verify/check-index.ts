@@ -6,29 +6,44 @@
  * each shard's sample count in the shard table, every key and extension safe by the writer's rules (no `..`
  * segment, no `/` in an extension), and every span inside its shard and apart from every other span of that
  * shard. Also sums the members' original and stored bytes, for the caller to compare with the manifest.
- * Memory: one bit per page, 28 bytes per sample (the span table the shard pass needs anyway), 8 bytes per shard.
+ * Memory: one byte per page, 31 bytes per sample (the span table the shard pass needs anyway), 8 bytes per shard.
  */
 import { isHttpDeadline } from '../io/http-client.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry } from '../../formats/index-entry.js';
 import type { IndexHeader, ShardRecord } from '../../formats/index-layout.js';
-import { PAGE_FLAGS, decodePage, type LeafPage, type Page } from '../../formats/index-page.js';
+import { PAGE_FLAGS, PAGE_HEADER_BYTES, decodePage, type LeafPage, type Page } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { checkKeyAndExts } from '../../formats/sample-layout.js';
 import { LeafScan } from './leaf-scan.js';
 import type { ByteSource } from '../io/byte-source.js';
 
+/** The smallest leaf record: key varints (2), flags, size varint, CRC32C (a record that takes the rest from the one before). */
+const MIN_LEAF_RECORD_BYTES = 8;
+
 /** Where every sample's span is, by position in key order; `leaf`/`slot` find its entry again. */
 export class SpanTable {
   length = 0;
-  shard = new Uint32Array(1024);
-  offset = new Float64Array(1024);
-  span = new Float64Array(1024);
-  leaf = new Uint32Array(1024);
-  slot = new Uint16Array(1024);
+  shard: Uint32Array;
+  offset: Float64Array;
+  span: Float64Array;
+  leaf: Uint32Array;
+  slot: Uint16Array;
   /** 1 when the sample is one member stored as is that fills its span: `crc` is then its CRC32C (checked without its entry). */
-  lone = new Uint8Array(1024);
-  crc = new Uint32Array(1024);
+  lone: Uint8Array;
+  crc: Uint32Array;
+
+  /** `capacity`: the samples expected (the index header's count): no doubling, no slack (31 bytes a sample). */
+  constructor(capacity = 1024) {
+    const n = Math.max(1, capacity);
+    this.shard = new Uint32Array(n);
+    this.offset = new Float64Array(n);
+    this.span = new Float64Array(n);
+    this.leaf = new Uint32Array(n);
+    this.slot = new Uint16Array(n);
+    this.lone = new Uint8Array(n);
+    this.crc = new Uint32Array(n);
+  }
 
   /** `loneCrc`: the CRC32C of a sample that is one member stored as is filling its span, else -1. */
   push(shard: number, offset: number, span: number, leaf: number, slot: number, loneCrc: number): void {
@@ -145,7 +160,8 @@ export async function checkIndex(
   onProgress?: (pagesDone: number, pagesTotal: number) => void,
 ): Promise<IndexCheckResult> {
   const problems: IndexProblem[] = [];
-  const spans = new SpanTable();
+  // sized by the header's sample count, but no larger than the pages can hold (a damaged count allocates nothing huge)
+  const spans = new SpanTable(Math.min(header.entryCount, header.pageCount * Math.floor((header.pageSize - PAGE_HEADER_BYTES) / MIN_LEAF_RECORD_BYTES)));
   const seen = new Uint8Array(header.pageCount);
   let visited = 0;
   let members = 0;
