@@ -5,24 +5,31 @@
  * fresh process of its own:
  *
  *   index        the index alone: n sorted entries bulk-loaded into an index file (writeIndexFile), samples/s;
+ *                alternated with lmdb-js below, --reps processes each: medians of wall and of CPU time, min and max;
  *   pack         samples/s through DatasetWriter (add + finish: shards, the index built as samples arrive, manifest),
  *                and its peak RSS (getrusage maxRSS of that process);
- *   lmdb-js      bulk load of the same n keys (ordered puts, 100,000 per write transaction; value 16 bytes: what the
- *                index records per sample) in the same run, up to 10^7; peak RSS (LMDB's map pages count in it);
+ *   lmdb-js      bulk load of the same n keys in the same run, up to 10^7, set up as its fastest: keys in order put
+ *                with MDB_APPEND (`putSync(key, value, { append: true })`), 100,000 per synchronous write transaction
+ *                (`transactionSync`), `useWritemap` (pages written in the map, no malloc'ed copies) and `noSync` (no
+ *                fsync: shardkit's index step does not sync either); value 16 bytes (what the index records per
+ *                sample); peak RSS (LMDB's map pages count in it);
  *   bytes        index bytes per sample (index file / n) and dataset bytes per sample;
  *   open         openDataset in a fresh process, warm page cache: median and max of --opens processes;
  *   lookups      getSync(key) and atSync(position) at seeded random keys / positions, each timed alone (hrtime):
  *                warm (one process, after 2,000 untimed lookups: --lookups timed; with the default in-process page
  *                cache of 64 MiB, and again with one 4x the index file so it holds every decoded page), and cold (--cold times:
- *                drop_caches, then a fresh openDataset and one lookup; open and lookup timed apart). p50 and p99;
+ *                the dataset's pages dropped from the page cache, then a fresh openDataset and one lookup; open and
+ *                lookup timed apart). p50 and p99;
  *   verify       verifyDataset on a cold page cache (every member's CRC32C checked), bytes/s of shards + index,
- *                against the disk's sequential read rate: `dd iflag=direct bs=4M` of the largest shard file.
+ *                against the disk's sequential read rate: `dd iflag=direct bs=4M` of the largest shard file; its
+ *                peak RSS.
  *
- * Cold steps need root (/proc/sys/vm/drop_caches); without it they are reported as not measured. The machine is
- * shared: read ratios and how each figure grows with n, not absolute times.
+ * Cold steps drop the dataset's files from the page cache with posix_fadvise(DONTNEED) (`dd iflag=nocache count=0`
+ * on each file): other processes' cached files stay (a shared machine). `--drop global` uses drop_caches instead
+ * (root). The machine is shared: read ratios and how each figure grows with n, not absolute times.
  *
  *   npm run build && node bench/scale.mjs [--min 1e6] [--max 1e7] [--dir DIR] [--lookups 20000] [--cold 30]
- *                                         [--opens 5] [--no-lmdb] [--no-verify] [--keep] [--json FILE]
+ *                                         [--opens 5] [--reps 3] [--drop file|global] [--no-lmdb] [--no-verify] [--keep] [--json FILE]
  *
  * Goals: index build >= 2x lmdb-js bulk load at 10^7; peak RSS while packing < 400 MB at 10^8; open < 20 ms at 10^8;
  * verify >= 0.8x the disk's sequential read rate. For reference: Megatron-Energon users report indexing 244M
@@ -61,9 +68,11 @@ const cpuMs = (from) => {
   const c = process.cpuUsage(from);
   return (c.user + c.system) / 1000;
 };
-const dropCaches = () => {
+/** Drops `dir`'s files from the page cache (posix_fadvise DONTNEED through dd), or every file with SHARDKIT_BENCH_DROP=global. */
+const dropCaches = (dir) => {
   execFileSync('sync');
-  fs.writeFileSync('/proc/sys/vm/drop_caches', '3');
+  if (process.env.SHARDKIT_BENCH_DROP === 'global') fs.writeFileSync('/proc/sys/vm/drop_caches', '3');
+  else for (const f of fs.readdirSync(dir)) execFileSync('dd', [`if=${path.join(dir, f)}`, 'iflag=nocache', 'count=0'], { stdio: 'ignore' });
 };
 const quantile = (xs, q) => {
   const s = Float64Array.from(xs).sort();
@@ -103,15 +112,16 @@ const children = {
   async lmdb(dir, n) {
     const { open } = await import('lmdb');
     fs.rmSync(dir, { recursive: true, force: true });
-    const db = open({ path: dir, encoding: 'binary', compression: false, noSync: true });
+    const db = open({ path: dir, encoding: 'binary', compression: false, noSync: true, useWritemap: true });
     const value = Buffer.alloc(16);
+    const append = { append: true };
     const c0 = process.cpuUsage();
     const t0 = performance.now();
     for (let start = 0; start < n; start += LMDB_TXN) {
-      await db.transaction(() => {
+      db.transactionSync(() => {
         for (let i = start; i < Math.min(n, start + LMDB_TXN); i++) {
           value.writeUInt32LE(i, 0);
-          db.put(keyOf(i), value);
+          db.putSync(keyOf(i), value, append);
         }
       });
     }
@@ -157,7 +167,7 @@ const children = {
     const out = { openMs: [], keyUs: [], positionUs: [] };
     for (let i = 0; i < count; i++) {
       for (const kind of ['keyUs', 'positionUs']) {
-        dropCaches();
+        dropCaches(dir);
         let t = process.hrtime.bigint();
         const ds = await openDataset(dir);
         out.openMs.push(Number(process.hrtime.bigint() - t) / 1e6);
@@ -174,13 +184,13 @@ const children = {
   },
   async verify(dir) {
     const { verifyDataset } = await import('../dist/src/verify/verify-dataset.js');
-    dropCaches();
+    dropCaches(dir);
     const c0 = process.cpuUsage();
     const t0 = performance.now();
     const report = await verifyDataset(dir);
     const ms = performance.now() - t0;
     if (!report.ok) throw new Error(`verify found problems in ${dir}`);
-    return { ms, cpuMs: cpuMs(c0), checked: report.checked };
+    return { ms, cpuMs: cpuMs(c0), checked: report.checked, peakRssMiB: peakRssMiB() };
   },
 };
 
@@ -196,6 +206,14 @@ function ddRate(file) {
   const m = /(\d+) bytes .* copied, ([\d.]+) s/.exec(res.stderr);
   if (res.status !== 0 || !m) return undefined;
   return { bytes: Number(m[1]), seconds: Number(m[2]), mbPerSec: Number(m[1]) / 1e6 / Number(m[2]) };
+}
+
+/** Median wall time and median CPU time of runs (each median on its own), with the spread of each. */
+function medianRun(runs) {
+  const med = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  const ms = runs.map((r) => r.ms);
+  const cpu = runs.map((r) => r.cpuMs);
+  return { ms: med(ms), cpuMs: med(cpu), msMin: Math.min(...ms), msMax: Math.max(...ms), cpuMsMin: Math.min(...cpu), cpuMsMax: Math.max(...cpu), peakRssMiB: Math.max(...runs.map((r) => r.peakRssMiB)), bytes: runs[0].bytes, runs: runs.length };
 }
 
 function dirBytes(dir) {
@@ -219,8 +237,11 @@ async function main() {
   const lookups = Number(opt('--lookups', '20000'));
   const cold = Number(opt('--cold', '30'));
   const opens = Number(opt('--opens', '5'));
+  const reps = Number(opt('--reps', '3'));
   const root = opt('--dir', path.join(os.tmpdir(), 'shardkit-bench-scale'));
-  const canDrop = process.getuid?.() === 0 && fs.existsSync('/proc/sys/vm/drop_caches');
+  const globalDrop = opt('--drop', 'file') === 'global';
+  if (globalDrop) process.env.SHARDKIT_BENCH_DROP = 'global';
+  const canDrop = !globalDrop || (process.getuid?.() === 0 && fs.existsSync('/proc/sys/vm/drop_caches'));
   const sizes = [];
   for (let n = min; n <= max; n *= 10) sizes.push(n);
 
@@ -231,22 +252,29 @@ async function main() {
     const pack = inChild('pack', dir, n);
     const indexBytes = fs.statSync(path.join(dir, 'index.skidx')).size;
     const datasetBytes = dirBytes(dir);
-    process.stderr.write(`n = ${n}: index bulk load alone\n`);
-    const index = inChild('index', path.join(root, `index-${n}.skidx`), n);
-    fs.rmSync(path.join(root, `index-${n}.skidx`), { force: true });
-    let lmdb;
-    if (!args.includes('--no-lmdb') && n <= LMDB_MAX) {
-      process.stderr.write(`n = ${n}: lmdb-js bulk load\n`);
-      lmdb = inChild('lmdb', path.join(root, `lmdb-${n}`), n);
-      fs.rmSync(path.join(root, `lmdb-${n}`), { recursive: true, force: true });
+    // the index alone and lmdb-js, alternated, --reps times each: medians (wall and CPU apart), with min and max
+    const withLmdb = !args.includes('--no-lmdb') && n <= LMDB_MAX;
+    const indexRuns = [];
+    const lmdbRuns = [];
+    for (let r = 0; r < reps; r++) {
+      process.stderr.write(`n = ${n}: index bulk load alone (${r + 1}/${reps})\n`);
+      indexRuns.push(inChild('index', path.join(root, `index-${n}.skidx`), n));
+      fs.rmSync(path.join(root, `index-${n}.skidx`), { force: true });
+      if (withLmdb) {
+        process.stderr.write(`n = ${n}: lmdb-js bulk load (${r + 1}/${reps})\n`);
+        lmdbRuns.push(inChild('lmdb', path.join(root, `lmdb-${n}`), n));
+        fs.rmSync(path.join(root, `lmdb-${n}`), { recursive: true, force: true });
+      }
     }
+    const index = medianRun(indexRuns);
+    const lmdb = withLmdb ? medianRun(lmdbRuns) : undefined;
     process.stderr.write(`n = ${n}: open, lookups\n`);
     for (const f of fs.readdirSync(dir)) fs.readFileSync(path.join(dir, f)); // warm page cache
     const openMs = Array.from({ length: opens }, () => inChild('open', dir).ms);
     const warm = inChild('warm', dir, n, lookups);
     // the same with an in-process page cache that holds the whole index (the default holds 64 MiB)
     const warmWholeIndex = inChild('warm', dir, n, lookups, 2 ** Math.ceil(Math.log2(indexBytes * 4)));
-    const coldRes = !canDrop ? 'not measured (needs root and /proc/sys/vm/drop_caches)' : cold > 0 ? inChild('cold', dir, n, cold) : 'not measured (--cold 0)';
+    const coldRes = !canDrop ? 'not measured (--drop global needs root and /proc/sys/vm/drop_caches)' : cold > 0 ? inChild('cold', dir, n, cold) : 'not measured (--cold 0)';
     process.stderr.write(`n = ${n}: verify, dd\n`);
     const verify = canDrop && !args.includes('--no-verify') ? inChild('verify', dir) : undefined;
     const shards = fs.readdirSync(dir).filter((f) => f.startsWith('shard-')).map((f) => path.join(dir, f));
@@ -256,16 +284,16 @@ async function main() {
     const row = {
       samples: n,
       pack: { samplesPerSec: Math.round(n / (pack.ms / 1000)), samplesPerCpuSec: Math.round(n / (pack.cpuMs / 1000)), seconds: r3(pack.ms / 1000), addSeconds: r3(pack.addMs / 1000), finishSeconds: r3(pack.finishMs / 1000), peakRssMiB: Math.round(pack.peakRssMiB) },
-      indexBulkLoad: { samplesPerSec: Math.round(n / (index.ms / 1000)), samplesPerCpuSec: Math.round(n / (index.cpuMs / 1000)), seconds: r3(index.ms / 1000), peakRssMiB: Math.round(index.peakRssMiB) },
+      indexBulkLoad: { samplesPerSec: Math.round(n / (index.ms / 1000)), samplesPerCpuSec: Math.round(n / (index.cpuMs / 1000)), seconds: r3(index.ms / 1000), secondsMinMax: [r3(index.msMin / 1000), r3(index.msMax / 1000)], cpuSeconds: r3(index.cpuMs / 1000), cpuSecondsMinMax: [r3(index.cpuMsMin / 1000), r3(index.cpuMsMax / 1000)], runs: index.runs, peakRssMiB: Math.round(index.peakRssMiB) },
       ...(lmdb ? { indexVsLmdbBulkLoad: r3(lmdb.ms / index.ms), indexVsLmdbBulkLoadCpu: r3(lmdb.cpuMs / index.cpuMs) } : {}),
-      ...(lmdb ? { lmdbBulkLoad: { samplesPerSec: Math.round(n / (lmdb.ms / 1000)), samplesPerCpuSec: Math.round(n / (lmdb.cpuMs / 1000)), seconds: r3(lmdb.ms / 1000), peakRssMiB: Math.round(lmdb.peakRssMiB), bytesPerSample: r3(lmdb.bytes / n) }, packVsLmdbBulkLoad: r3(lmdb.ms / pack.ms), packVsLmdbBulkLoadCpu: r3(lmdb.cpuMs / pack.cpuMs) } : {}),
+      ...(lmdb ? { lmdbBulkLoad: { samplesPerSec: Math.round(n / (lmdb.ms / 1000)), samplesPerCpuSec: Math.round(n / (lmdb.cpuMs / 1000)), seconds: r3(lmdb.ms / 1000), secondsMinMax: [r3(lmdb.msMin / 1000), r3(lmdb.msMax / 1000)], cpuSeconds: r3(lmdb.cpuMs / 1000), cpuSecondsMinMax: [r3(lmdb.cpuMsMin / 1000), r3(lmdb.cpuMsMax / 1000)], runs: lmdb.runs, peakRssMiB: Math.round(lmdb.peakRssMiB), bytesPerSample: r3(lmdb.bytes / n) }, packVsLmdbBulkLoad: r3(lmdb.ms / pack.ms), packVsLmdbBulkLoadCpu: r3(lmdb.cpuMs / pack.cpuMs) } : {}),
       indexBytesPerSample: r3(indexBytes / n),
       datasetBytesPerSample: r3(datasetBytes / n),
       openMs: { median: r3(openMs.sort((a, b) => a - b)[opens >> 1]), max: r3(Math.max(...openMs)), opens },
       warmLookups: warm,
       warmLookupsPageCacheHoldingIndex: warmWholeIndex,
       coldLookups: coldRes,
-      verify: args.includes('--no-verify') ? 'not measured (--no-verify)' : verify ? { seconds: r3(verify.ms / 1000), cpuSeconds: r3(verify.cpuMs / 1000), samplesPerSec: Math.round(verify.checked.samples / (verify.ms / 1000)), mbPerSec: r3(verifyMBps), checked: verify.checked } : 'not measured (needs root: the cache must be cold)',
+      verify: args.includes('--no-verify') ? 'not measured (--no-verify)' : verify ? { seconds: r3(verify.ms / 1000), cpuSeconds: r3(verify.cpuMs / 1000), samplesPerSec: Math.round(verify.checked.samples / (verify.ms / 1000)), samplesPerCpuSec: Math.round(verify.checked.samples / (verify.cpuMs / 1000)), mbPerSec: r3(verifyMBps), peakRssMiB: Math.round(verify.peakRssMiB), checked: verify.checked } : 'not measured (--drop global needs root)',
       diskSequential: disk ? { file: path.basename(largest), mbPerSec: r3(disk.mbPerSec), bytes: disk.bytes } : 'dd failed',
       ...(verify && disk ? { verifyVsDisk: r3(verifyMBps / disk.mbPerSec) } : {}),
     };
@@ -273,7 +301,7 @@ async function main() {
     process.stderr.write(`${JSON.stringify(row)}\n`);
     if (!args.includes('--keep')) fs.rmSync(dir, { recursive: true, force: true });
   }
-  const report = { machine: { cpus: os.cpus().length, node: process.version, loadAverage: os.loadavg().map((x) => Math.round(x * 10) / 10) }, body: `${BODY} bytes per sample, one member, layout packed`, results };
+  const report = { machine: { cpus: os.cpus().length, node: process.version, loadAverage: os.loadavg().map((x) => Math.round(x * 10) / 10) }, coldBy: globalDrop ? 'drop_caches' : 'posix_fadvise(DONTNEED) on the dataset files', body: `${BODY} bytes per sample, one member, layout packed`, results };
   const text = JSON.stringify(report, null, 2);
   const json = opt('--json');
   if (json) fs.writeFileSync(json, `${text}\n`);

@@ -41,7 +41,8 @@ function describeValue(value: unknown): string {
 
 /** A Uint8Array (a Buffer is one), also one made in another realm (a worker, a vm context). */
 function isUint8Array(value: unknown): value is Uint8Array {
-  return ArrayBuffer.isView(value) && Object.prototype.toString.call(value) === '[object Uint8Array]';
+  // instanceof first: toString's tag lookup took a tenth of a pack of tiny samples; it stays for other realms
+  return value instanceof Uint8Array || (ArrayBuffer.isView(value) && Object.prototype.toString.call(value) === '[object Uint8Array]');
 }
 
 /**

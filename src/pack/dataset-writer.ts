@@ -13,7 +13,7 @@ import type { Layout, ShardRecord } from '../../formats/index-layout.js';
 import { KEY_RULE_EXTRA, type Manifest, type ManifestPart, type ManifestPass } from '../../formats/manifest.js';
 import { encodePackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
 import type { KeyRule, Sample } from '../../formats/sample.js';
-import { checkKeyAndExts, checkSample, checkTarKey, encodeSample, type EncodedSample } from '../../formats/sample-layout.js';
+import { checkKeyAndExts, checkTarKey, encodeSample, type EncodedSample } from '../../formats/sample-layout.js';
 import { assertKeyFits } from '../../formats/index-page.js';
 import { TAR_END_BYTES } from '../../formats/tar-header.js';
 import { EntrySorter } from './entry-runs.js';
@@ -192,11 +192,12 @@ export class DatasetWriter {
    */
   add(sample: Sample): void {
     this.assertOpen();
-    // the whole sample is checked before anything changes: a refused add leaves the writer as it was, usable
-    checkSample(sample);
+    // the whole sample is checked before anything changes (encodeSample checks it first, and writes nothing): a
+    // refused add leaves the writer as it was, usable
+    const encoded = encodeSample(sample, this.layout, this.compress === 'lz4' ? Codec.lz4 : Codec.none, this.keyRule);
     // the index limits keys: refuse here, before any byte is written, not at the end of the pack
     assertKeyFits(sample.key, this.pageSize);
-    this.addEncoded(sample.key, encodeSample(sample, this.layout, this.compress === 'lz4' ? Codec.lz4 : Codec.none, this.keyRule));
+    this.addEncoded(sample.key, encoded);
   }
 
   /**

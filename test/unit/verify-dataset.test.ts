@@ -309,3 +309,46 @@ describe('verifyDataset on hostile names', () => {
     }
   });
 });
+
+describe('verifyDataset on one-member samples (checked from the span table, without their entries)', () => {
+  // 1 to 300 bytes: both sides of the JavaScript/native CRC32C threshold; every third compressible (LZ4: not lone)
+  const body = (i: number): Uint8Array => (i % 3 === 0 ? enc.encode('z'.repeat(40 + i)) : noise(i, 1 + ((i * 37) % 300)));
+  async function tiny(): Promise<string> {
+    const dir = tmpDir();
+    const w = new DatasetWriter({ dir, layout: 'packed', compress: 'lz4', shardBytes: 4 * 1024, pageSize: 1024 });
+    for (let i = 0; i < 200; i++) w.add({ key: keyOf(i), members: { bin: body(i) } });
+    await w.finish();
+    return dir;
+  }
+
+  it('passes clean, counting every member byte', async () => {
+    const dir = await tiny();
+    const r = await verifyDataset(dir);
+    expect(r.ok).toBe(true);
+    expect(r.checked.memberBytes).toBe(Array.from({ length: 200 }, (_, i) => body(i).length).reduce((a, b) => a + b));
+  });
+
+  it('names exactly the sample a flipped member byte belongs to, with the checksum message', async () => {
+    const clean = await tiny();
+    const ds = await openDataset(clean);
+    const spans: { key: string; shard: string; start: number; end: number; codec: number }[] = [];
+    for await (const e of ds.entries()) spans.push({ key: e.key, shard: ds.shardName(e.shard), start: e.offset, end: e.offset + e.length, codec: e.members[0]!.codec });
+    await ds.close();
+    expect(spans.some((s) => s.codec === 0 && s.end - s.start <= 8)).toBe(true);
+    expect(spans.some((s) => s.codec === 0 && s.end - s.start > 64)).toBe(true);
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: spans.length - 1 }), fc.nat(), fc.integer({ min: 1, max: 255 }), async (i, at, mask) => {
+        const s = spans[i]!;
+        const dir = copyDir(clean);
+        flip(path.join(dir, s.shard), s.start + (at % (s.end - s.start)), mask);
+        const r = await verifyDataset(dir);
+        expect(r.ok).toBe(false);
+        expect(r.damaged.map((d) => d.key)).toEqual([s.key]);
+        expect(r.damaged[0]!.offset).toBe(s.start);
+        expect(r.damaged[0]!.what).toMatch(s.codec === 0 ? /^member "bin": checksum mismatch \(CRC32C [0-9a-f]{8}, the index says [0-9a-f]{8}\)$/ : /^member "bin": /);
+        fs.rmSync(dir, { recursive: true, force: true });
+      }),
+      { numRuns: 40 },
+    );
+  });
+});

@@ -1,0 +1,246 @@
+/**
+ * verify's sequential leaf walk: reads a leaf page's records into numbers, making no object per record (decodePage
+ * makes an entry, a member array, member objects and a key string for each: most of verify's time and garbage on
+ * tiny samples). It takes only leaves that are well formed, whose keys and extensions are ASCII, and whose keys and
+ * extensions break none of the writer's name rules (checkKeyAndExts); on anything else it says so, and the caller
+ * decodes the page with decodePage, whose errors and checks say exactly what is wrong.
+ */
+import { Codec } from '../../formats/index-entry.js';
+import {
+  MEMBER_CODEC_MASK,
+  MEMBER_EXT_SAME,
+  PAGE_COUNT,
+  PAGE_CRC,
+  PAGE_HEADER_BYTES,
+  PAGE_LINK,
+  PAGE_NO,
+  PAGE_TYPE,
+  PAGE_FLAGS,
+  PageType,
+  RECORD_CONTIGUOUS,
+  RECORD_SAME_SHAPE,
+  RECORD_SAME_SHARD,
+  pageChecksum,
+} from '../../formats/index-page.js';
+
+const MAX_VARINT_BYTES = 8;
+/** Records with more members take decodePage's path (the shape of the record before is kept in fixed arrays). */
+const MAX_MEMBERS = 16;
+const SLASH = 0x2f;
+const DOT = 0x2e;
+const BACKSLASH = 0x5c;
+const KNOWN_RECORD_FLAGS = RECORD_SAME_SHARD | RECORD_CONTIGUOUS | RECORD_SAME_SHAPE;
+const KNOWN_MEMBER_FLAGS = MEMBER_CODEC_MASK | MEMBER_EXT_SAME;
+
+/** The records of the last leaf read by {@link LeafScan.scan}: record i's fields at index i. */
+export class LeafScan {
+  count = 0;
+  /** The leaf's link to the next leaf (0 for the last). */
+  next = 0;
+  shard = new Float64Array(256);
+  offset = new Float64Array(256);
+  length = new Float64Array(256);
+  members = new Uint32Array(256);
+  /** Sums over the record's members: original and stored bytes. */
+  size = new Float64Array(256);
+  stored = new Float64Array(256);
+  /** CRC32C of a record that is one member stored as is (it then fills its span), else -1. */
+  loneCrc = new Float64Array(256);
+  /** The first and last keys of the leaf. */
+  firstKey = '';
+  lastKey = '';
+
+  private key = new Uint8Array(256);
+  private pos = 0;
+  private end = 0;
+  private page: Uint8Array = new Uint8Array(0);
+  // the previous record's members: codec and gap after the member before
+  private prevCodec = new Uint8Array(MAX_MEMBERS);
+  private prevGap = new Float64Array(MAX_MEMBERS);
+  private prevMembers = 0;
+  private curCodec = new Uint8Array(MAX_MEMBERS);
+  private curGap = new Float64Array(MAX_MEMBERS);
+
+  /**
+   * Reads leaf page `pageNo` (its bytes: `page`); true when it is a leaf this walk takes and every record was
+   * read, false when it must be decoded by decodePage (a branch, damage, non-ASCII names, a name the writer refuses).
+   */
+  scan(page: Uint8Array, pageNo: number): boolean {
+    if (page.length < PAGE_HEADER_BYTES) return false;
+    const v = new DataView(page.buffer, page.byteOffset, page.byteLength);
+    if (page[PAGE_TYPE] !== PageType.leaf || page[PAGE_FLAGS] !== 0 || v.getUint32(PAGE_NO, true) !== pageNo) return false;
+    const count = v.getUint16(PAGE_COUNT, true);
+    const next = v.getUint32(PAGE_LINK, true);
+    if (count === 0 || (next !== 0 && next <= pageNo) || pageChecksum(page) !== v.getUint32(PAGE_CRC, true)) return false;
+    if (this.shard.length < count) this.grow(count);
+    this.page = page;
+    this.pos = PAGE_HEADER_BYTES;
+    this.end = page.length;
+    let keyLength = 0;
+    let key = this.key;
+    for (let i = 0; i < count; i++) {
+      const shared = this.varint();
+      const suffixLength = this.varint();
+      if (shared < 0 || suffixLength < 0 || shared > keyLength || this.pos + suffixLength > this.end) return false;
+      // in key order within the page: the first byte after the shared prefix is greater than the previous key's
+      if (i > 0 && (suffixLength === 0 || (shared < keyLength && (page[this.pos] as number) <= (key[shared] as number)))) return false;
+      if (shared + suffixLength > key.length) {
+        const bigger = new Uint8Array(2 * (shared + suffixLength));
+        bigger.set(key.subarray(0, shared));
+        this.key = key = bigger;
+      }
+      for (let j = 0; j < suffixLength; j++) {
+        const b = page[this.pos + j] as number;
+        if (b >= 0x80) return false;
+        key[shared + j] = b;
+      }
+      this.pos += suffixLength;
+      keyLength = shared + suffixLength;
+      if (!safeAsciiKey(key, keyLength)) return false;
+      if (i === 0) this.firstKey = ascii(key, keyLength);
+      if (!this.record(i)) return false;
+    }
+    this.count = count;
+    this.next = next;
+    this.lastKey = ascii(key, keyLength);
+    return true;
+  }
+
+  private record(i: number): boolean {
+    const page = this.page;
+    if (this.pos >= this.end) return false;
+    const flags = page[this.pos++] as number;
+    if ((flags & ~KNOWN_RECORD_FLAGS) !== 0 || (i === 0 && flags !== 0)) return false;
+    if ((flags & RECORD_CONTIGUOUS) !== 0 && (flags & RECORD_SAME_SHARD) === 0) return false;
+    let shard: number;
+    let offset: number;
+    if ((flags & RECORD_SAME_SHARD) === 0) {
+      shard = this.varint();
+      offset = this.varint();
+      if (shard < 0 || offset < 0) return false;
+    } else {
+      shard = this.shard[i - 1] as number;
+      const prevEnd = (this.offset[i - 1] as number) + (this.length[i - 1] as number);
+      if ((flags & RECORD_CONTIGUOUS) !== 0) offset = prevEnd;
+      else {
+        const z = this.varint();
+        if (z < 0) return false;
+        offset = prevEnd + (z % 2 === 0 ? z / 2 : -(z + 1) / 2);
+        if (!Number.isSafeInteger(offset) || offset < 0) return false;
+      }
+    }
+    const sameShape = (flags & RECORD_SAME_SHAPE) !== 0;
+    const memberCount = sameShape ? this.prevMembers : this.varint();
+    if (memberCount < 1 || memberCount > MAX_MEMBERS) return false;
+    let memberEnd = 0;
+    let size = 0;
+    let stored = 0;
+    let crc = 0;
+    const codecs = this.curCodec;
+    const gaps = this.curGap;
+    for (let m = 0; m < memberCount; m++) {
+      let codec: number;
+      let gap: number;
+      if (sameShape) {
+        codec = this.prevCodec[m] as number;
+        gap = this.prevGap[m] as number;
+      } else {
+        if (this.pos >= this.end) return false;
+        const memberFlags = page[this.pos++] as number;
+        codec = memberFlags & MEMBER_CODEC_MASK;
+        if ((memberFlags & ~KNOWN_MEMBER_FLAGS) !== 0 || (codec !== Codec.none && codec !== Codec.lz4)) return false;
+        if ((memberFlags & MEMBER_EXT_SAME) !== 0) {
+          if (i === 0 || m >= this.prevMembers) return false;
+        } else if (!this.safeAsciiExt()) return false;
+        gap = this.varint();
+        if (gap < 0) return false;
+      }
+      codecs[m] = codec;
+      gaps[m] = gap;
+      const memberSize = this.varint();
+      const storedSize = codec === Codec.none ? memberSize : this.varint();
+      if (memberSize < 0 || storedSize < 0 || this.pos + 4 > this.end) return false;
+      crc = (page[this.pos] as number) | ((page[this.pos + 1] as number) << 8) | ((page[this.pos + 2] as number) << 16) | ((page[this.pos + 3] as number) << 24);
+      this.pos += 4;
+      if (m === 0 && gap !== 0) return false; // the span starts at its first member
+      memberEnd += gap + storedSize;
+      size += memberSize;
+      stored += storedSize;
+    }
+    if (!Number.isSafeInteger(memberEnd)) return false;
+    this.shard[i] = shard;
+    this.offset[i] = offset;
+    this.length[i] = memberEnd;
+    this.members[i] = memberCount;
+    this.size[i] = size;
+    this.stored[i] = stored;
+    this.loneCrc[i] = memberCount === 1 && codecs[0] === Codec.none ? crc >>> 0 : -1;
+    // the shape the next record may take over
+    this.curCodec = this.prevCodec;
+    this.prevCodec = codecs;
+    this.curGap = this.prevGap;
+    this.prevGap = gaps;
+    this.prevMembers = memberCount;
+    return true;
+  }
+
+  /** Reads an extension: ASCII, with none of "/", a backslash or NUL (checkKeyAndExts' rules). */
+  private safeAsciiExt(): boolean {
+    const n = this.varint();
+    if (n < 0 || this.pos + n > this.end) return false;
+    for (let j = this.pos; j < this.pos + n; j++) {
+      const b = this.page[j] as number;
+      if (b >= 0x80 || b === SLASH || b === BACKSLASH || b === 0) return false;
+    }
+    this.pos += n;
+    return true;
+  }
+
+  /** A LEB128 varint of a safe integer, or -1 when it is not one or runs past the page. */
+  private varint(): number {
+    let value = 0;
+    let scale = 1;
+    for (let i = 0; i < MAX_VARINT_BYTES; i++) {
+      if (this.pos >= this.end) return -1;
+      const b = this.page[this.pos++] as number;
+      value += (b & 0x7f) * scale;
+      if (b < 0x80) return Number.isSafeInteger(value) ? value : -1;
+      scale *= 0x80;
+    }
+    return -1;
+  }
+
+  private grow(count: number): void {
+    const n = Math.max(count, 2 * this.shard.length);
+    this.shard = new Float64Array(n);
+    this.offset = new Float64Array(n);
+    this.length = new Float64Array(n);
+    this.members = new Uint32Array(n);
+    this.size = new Float64Array(n);
+    this.stored = new Float64Array(n);
+    this.loneCrc = new Float64Array(n);
+  }
+}
+
+/**
+ * checkKeyAndExts' key rules for an ASCII key (`key[0, length)`): not empty, no NUL or backslash, no empty, "." or
+ * ".." path segment.
+ */
+export function safeAsciiKey(key: Uint8Array, length: number): boolean {
+  if (length === 0) return false;
+  let segment = 0;
+  for (let i = 0; i <= length; i++) {
+    const b = i === length ? SLASH : (key[i] as number);
+    if (b === 0 || b === BACKSLASH) return false;
+    if (b === SLASH) {
+      const n = i - segment;
+      if (n === 0 || (n <= 2 && key[segment] === DOT && (n === 1 || key[segment + 1] === DOT))) return false;
+      segment = i + 1;
+    }
+  }
+  return true;
+}
+
+function ascii(bytes: Uint8Array, length: number): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, length).toString('latin1');
+}

@@ -1,0 +1,153 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { BTreeBuilder } from '../../formats/btree-builder.js';
+import type { IndexEntry, MemberEntry } from '../../formats/index-entry.js';
+import { LeafRecordEncoder, PAGE_CRC, PAGE_HEADER_BYTES, PageType, decodePage, pageChecksum, sealPage, type LeafPage } from '../../formats/index-page.js';
+import { compareKeys } from '../../formats/key-order.js';
+import { checkKeyAndExts } from '../../formats/sample-layout.js';
+import { LeafScan, safeAsciiKey } from '../../src/verify/leaf-scan.js';
+
+const asciiKey = fc.string({ unit: fc.constantFrom('a', 'b', '.', '/', '\\', '\0', 'z'), minLength: 0, maxLength: 8 });
+const keyArb = fc.oneof(fc.string({ minLength: 1, maxLength: 24 }), asciiKey, fc.string({ unit: 'grapheme', minLength: 1, maxLength: 6 }));
+const extArb = fc.constantFrom('bin', 'jpg', 'seg.png', '', 'é', 'a/b', 'x'.repeat(30));
+
+/** Sorted unique entries with 1-20 members (over 16 take decodePage's path), stored or LZ4, often repeating a shape. */
+const entriesArb = fc
+  .tuple(fc.uniqueArray(keyArb, { minLength: 1, maxLength: 300 }), fc.array(fc.tuple(fc.array(fc.tuple(extArb, fc.nat({ max: 3000 }), fc.boolean(), fc.nat({ max: 9 })), { minLength: 1, maxLength: 20 }), fc.nat({ max: 3 })), { minLength: 1, maxLength: 4 }))
+  .map(([raw, shapes]) => {
+    let shard = 0;
+    let end = 0;
+    return [...new Set(raw)].sort(compareKeys).map((key, i): IndexEntry => {
+      const [shape, jump] = shapes[i % shapes.length]!;
+      if (jump === 0) shard++;
+      const offset = jump === 0 ? 0 : end + (jump === 1 ? 0 : jump * 11);
+      const members: MemberEntry[] = [];
+      let at = 0;
+      shape.forEach(([ext, size, lz4, gap], m) => {
+        const storedSize = lz4 ? size >> 1 : size;
+        const memberOffset = m === 0 ? 0 : at + gap;
+        members.push({ ext: `${ext}${m === 0 ? '' : m}`, offset: memberOffset, size, storedSize, codec: lz4 ? 1 : 0, crc32c: (i * 2654435761 + m) >>> 0 });
+        at = memberOffset + storedSize;
+      });
+      end = offset + at;
+      return { key, shard, offset, length: at, members };
+    });
+  });
+
+function leaves(entries: IndexEntry[], pageSize: number): [number, Uint8Array][] {
+  const pages: [number, Uint8Array][] = [];
+  const b = new BTreeBuilder(pageSize, (n, page) => pages.push([n, page.slice()]));
+  for (const e of entries) b.add(e);
+  b.finish();
+  return pages.filter(([, page]) => page[0] === 2);
+}
+
+/** What the scan read equals what decodePage decodes. */
+function expectSame(scan: LeafScan, leaf: LeafPage): void {
+  const e = leaf.entries;
+  expect(scan.count).toBe(e.length);
+  expect(scan.next).toBe(leaf.next);
+  expect(scan.firstKey).toBe(e[0]!.key);
+  expect(scan.lastKey).toBe(e[e.length - 1]!.key);
+  e.forEach((entry, i) => {
+    const lone = entry.members.length === 1 && entry.members[0]!.codec === 0;
+    expect([scan.shard[i], scan.offset[i], scan.length[i], scan.members[i], scan.size[i], scan.stored[i], scan.loneCrc[i]]).toEqual([
+      entry.shard,
+      entry.offset,
+      entry.length,
+      entry.members.length,
+      entry.members.reduce((t, m) => t + m.size, 0),
+      entry.members.reduce((t, m) => t + m.storedSize, 0),
+      lone ? entry.members[0]!.crc32c : -1,
+    ]);
+  });
+}
+
+const writerAccepts = (e: IndexEntry): boolean => {
+  try {
+    checkKeyAndExts(e.key, e.members.map((m) => m.ext));
+    return true;
+  } catch {
+    return false;
+  }
+};
+const ascii = (s: string): boolean => /^[\x00-\x7f]*$/.test(s);
+
+describe('verify leaf scan (property)', () => {
+  it('safeAsciiKey accepts exactly the ASCII keys checkKeyAndExts accepts', () => {
+    fc.assert(
+      fc.property(asciiKey, (key) => {
+        const bytes = new TextEncoder().encode(key);
+        const padded = new Uint8Array(bytes.length + 3).fill(0x2f); // bytes past the length are not looked at
+        padded.set(bytes);
+        expect(safeAsciiKey(padded, bytes.length)).toBe(writerAccepts({ key, shard: 0, offset: 0, length: 0, members: [{ ext: 'x', offset: 0, size: 0, storedSize: 0, codec: 0, crc32c: 0 }] }));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('reads every leaf of ASCII, writer-accepted names with up to 16 members as decodePage does, and no other leaf', () => {
+    fc.assert(
+      fc.property(entriesArb, fc.constantFrom(1024, 4096), (entries, pageSize) => {
+        const scan = new LeafScan();
+        for (const [n, page] of leaves(entries, pageSize)) {
+          const leaf = decodePage(page, n, 'idx', true) as LeafPage;
+          const takes = leaf.entries.every((e) => ascii(e.key) && e.members.every((m) => ascii(m.ext)) && e.members.length <= 16 && writerAccepts(e));
+          expect(scan.scan(page, n)).toBe(takes);
+          if (takes) expectSame(scan, leaf);
+          expect(scan.scan(page, n + 1)).toBe(false); // a page read from the wrong place
+        }
+      }),
+      { numRuns: 80 },
+    );
+  });
+
+  it('on damaged leaves (checksum made to match): takes none that decodePage refuses, and reads the others as it does', () => {
+    fc.assert(
+      fc.property(entriesArb, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 1, max: 255 })), { minLength: 1, maxLength: 3 }), (entries, flips) => {
+        const scan = new LeafScan();
+        for (const [n, clean] of leaves(entries, 1024)) {
+          const page = clean.slice();
+          // inside the records (the zero tail is read by neither)
+          let used = page.length;
+          while (used > PAGE_HEADER_BYTES + 1 && page[used - 1] === 0) used--;
+          for (const [at, mask] of flips) page[PAGE_HEADER_BYTES + (at % (used - PAGE_HEADER_BYTES))]! ^= mask;
+          new DataView(page.buffer).setUint32(PAGE_CRC, pageChecksum(page), true);
+          let leaf: LeafPage | undefined;
+          try {
+            leaf = decodePage(page, n, 'idx', true) as LeafPage;
+          } catch {
+            leaf = undefined;
+          }
+          const took = scan.scan(page, n);
+          if (leaf === undefined) expect(took).toBe(false);
+          else if (took) expectSame(scan, leaf);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('takes no leaf whose records are out of key order or whose span does not start at its first member', () => {
+    const member = (offset: number): MemberEntry => ({ ext: 'bin', offset, size: 4, storedSize: 4, codec: 0, crc32c: 1 });
+    const page = (entries: IndexEntry[]): Uint8Array => {
+      const bytes = new Uint8Array(1024);
+      const encoder = new LeafRecordEncoder();
+      let at = PAGE_HEADER_BYTES;
+      for (const e of entries) {
+        const record = encoder.encode(e, new TextEncoder().encode(e.key));
+        bytes.set(record, at);
+        at += record.length;
+      }
+      sealPage(bytes, PageType.leaf, entries.length, 3, 0);
+      return bytes;
+    };
+    const entry = (key: string, offset: number): IndexEntry => ({ key, shard: 0, offset: 8 * offset, length: 4 + offset, members: [member(offset)] });
+    const scan = new LeafScan();
+    expect(scan.scan(page([entry('a/1', 0), entry('a/2', 0)]), 3)).toBe(true);
+    for (const bad of [[entry('a/2', 0), entry('a/1', 0)], [entry('a/1', 0), entry('a/1', 0)], [entry('a/1', 0), entry('a/', 0)], [entry('a/1', 0), entry('a/2', 3)]]) {
+      expect(() => decodePage(page(bad), 3, 'idx')).toThrow();
+      expect(scan.scan(page(bad), 3)).toBe(false);
+    }
+  });
+});
