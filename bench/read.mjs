@@ -148,7 +148,9 @@ async function generateFromTree(tree, dir) {
   if (fs.existsSync(stamp) && JSON.parse(fs.readFileSync(stamp, 'utf8')).rawRoot === tree) return;
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir, { recursive: true });
-  await pack({ source: tree, out: path.join(dir, 'ds') });
+  // groupNumbered: tree A holds names like RelNotes/1.5.0.2.txt, which pack refuses without a choice of key rule;
+  // WebDataset grouping (one sample per key, as before pack asked) keeps the figures comparable with earlier runs
+  await pack({ source: tree, out: path.join(dir, 'ds'), groupNumbered: true });
   const ds = await openDataset(path.join(dir, 'ds'));
   const db = openLmdb({ path: path.join(dir, 'lmdb'), encoding: 'binary', compression: false });
   const samples = [];

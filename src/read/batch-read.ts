@@ -1,14 +1,10 @@
 /**
- * Reads one batch: plans coalesced reads over the batch's located records, issues them, and slices the samples out.
- * Local runs of at most 64 KiB are read with a synchronous pread right here, so a batch of small local samples
- * costs no promise and no thread-pool round trip per sample (on a warm page cache a pread of a few KiB takes
- * ~3 us, a thread-pool round trip ~20 us); larger runs and http requests go through `limit` (bounded
- * concurrency) and the batch settles when they do.
- *
- * From memory maps, copying with verify, one-member uncompressed samples are not coalesced: each is copied with its
- * CRC32C in one pass, all of a shard's in one native call (lone-samples.ts). A joined read there saves no system
- * call and costs a second pass (copy, then checksum) and a run-sized buffer. A batch of such samples in one shard
- * skips read planning: in copy mode into arena views, in view mode into views carved from the batch's pooled slab.
+ * Reads one batch. From memory-mapped shards (the native addon, local datasets), a batch whose spans are all at most
+ * `syncReadMaxBytes` is read with no read plan (readMappedBatch): a joined read of neighbours saves no system call
+ * there, and its bytes would be copied, then checksummed in a second pass. Otherwise reads are planned (coalesced
+ * over the batch's located records), issued and the samples sliced out: local runs of at most `syncReadMaxBytes`
+ * with a synchronous pread right here (on a warm page cache a pread of a few KiB takes ~3 us, a thread-pool round
+ * trip ~20 us), larger runs and http requests through `limit` (bounded concurrency), the batch settling when they do.
  * A batch of one sample (copy mode) is read as Dataset.atSync reads it.
  */
 import type { Sample } from '../../formats/sample.js';
@@ -51,8 +47,16 @@ export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: Batc
     const ref = refs[0] as RecordRef;
     if (ref.length <= options.syncReadMaxBytes) return readOne(ds, ref, options.verify);
   }
-  const shard = local && ds.native && options.verify ? loneShard(refs, options.syncReadMaxBytes) : -1;
-  if (shard >= 0) return readLoneBatch(ds, shard, refs, options.slabs);
+  if (local && ds.native) {
+    const mapped = readMappedBatch(ds, refs, options);
+    if (mapped !== undefined) return mapped;
+  }
+  return readPlanned(ds, refs, options);
+}
+
+/** Plans coalesced reads over `refs`, issues them and slices the samples out (see the file's comment). */
+function readPlanned(ds: Dataset, refs: readonly RecordRef[], options: BatchReadOptions): BatchRead {
+  const local = !ds.remote;
   const runs = planReads(refs, options);
   let bytes = 0;
   let reads = 0;
@@ -147,44 +151,84 @@ function readOne(ds: Dataset, ref: RecordRef, verify: boolean): BatchRead {
   return { bytes: ref.length, reads: ref.length > 0 ? 1 : 0, slab: undefined, samples };
 }
 
-/**
- * The shard of a batch whose samples all lie in one shard, each one uncompressed member of 1 to `maxBytes` bytes;
- * else -1. Read from its memory map, such a batch needs no read plan: each sample is copied and checksummed on its
- * own in one native call for the batch, in any order (see readLoneBatch).
- */
-function loneShard(refs: readonly RecordRef[], maxBytes: number): number {
-  if (refs.length === 0) return -1;
-  const shard = (refs[0] as RecordRef).shard;
-  for (let i = 0; i < refs.length; i++) {
-    const ref = refs[i] as RecordRef;
-    if (ref.shard !== shard || ref.length === 0 || ref.length > maxBytes || !isLone(ref.leaf, ref.slot)) return -1;
-  }
-  return shard;
-}
+/** 0, 1, ..., count - 1: the requests of a batch read whole in its order (made again when the count changes). */
+let inOrder: number[] = [];
 
 /**
- * A batch loneShard accepted: no planReads (its sort and run objects), one copyMany over the batch as it comes, into
- * arena views (copy mode) or views carved from one pooled slab (view mode).
+ * A local batch from memory-mapped shards, every span at most `syncReadMaxBytes`; else undefined (the caller plans
+ * reads, larger ones asynchronous). Samples of one uncompressed member (most) need no read plan (its sort, run and
+ * slice objects): each is copied on its own and checksummed in the same pass, with the others of its shard in one
+ * native call per arena slab (lone-samples.ts), into arena views (copy mode) or views carved from one pooled slab
+ * (view mode). The other samples (several members, or compressed) are read as planned reads (neighbours share a
+ * read); in view mode a batch holding any of them is planned whole (its runs share one slab).
  */
-function readLoneBatch(ds: Dataset, shard: number, refs: readonly RecordRef[], slabs: SlabPool | undefined): BatchRead {
-  const requests = new Array<number>(refs.length);
+function readMappedBatch(ds: Dataset, refs: readonly RecordRef[], options: BatchReadOptions): BatchRead | undefined {
+  const count = refs.length;
+  const maxBytes = options.syncReadMaxBytes;
   let bytes = 0;
   let carved = 0;
-  for (let i = 0; i < refs.length; i++) {
-    requests[i] = i;
-    const length = (refs[i] as RecordRef).length;
+  let lone = 0;
+  let shard = -1;
+  let oneShard = true;
+  for (let i = 0; i < count; i++) {
+    const ref = refs[i] as RecordRef;
+    const length = ref.length;
+    if (length > maxBytes) return undefined;
+    if (length === 0 || !isLone(ref.leaf, ref.slot)) continue;
     bytes += length;
     carved += carvedBytes(length);
+    lone++;
+    if (ref.shard !== shard) {
+      if (shard >= 0) oneShard = false;
+      shard = ref.shard;
+    }
   }
-  const samples = new Array<Sample>(refs.length);
+  const slabs = options.slabs;
+  if (lone === 0 || (lone < count && slabs !== undefined)) return undefined;
   const slab = slabs?.take(carved);
+  const into = slab === undefined ? undefined : new SlabCarver(slab);
+  const samples = new Array<Sample>(count);
   try {
-    ds.readLoneSamplesSync(shard, refs, requests, samples, slab === undefined ? undefined : new SlabCarver(slab));
+    if (lone === count && oneShard) {
+      if (inOrder.length !== count) inOrder = Array.from({ length: count }, (_, i) => i);
+      ds.readLoneSamplesSync(shard, refs, inOrder, samples, into, options.verify);
+      return { bytes, reads: count, slab, samples };
+    }
+    return readMixedBatch(ds, refs, samples, lone, bytes, options);
   } catch (err) {
     if (slab !== undefined) slabs?.give(slab);
     throw err;
   }
-  return { bytes, reads: refs.length, slab, samples };
+}
+
+/**
+ * readMappedBatch's other batches (copy mode): lone samples grouped by shard, in batch order within one; the rest
+ * (`count - lone` samples) read as planned reads of their own.
+ */
+function readMixedBatch(ds: Dataset, refs: readonly RecordRef[], samples: Sample[], lone: number, loneBytes: number, options: BatchReadOptions): BatchRead {
+  const groups = new Map<number, number[]>();
+  const rest: RecordRef[] = [];
+  const restAt: number[] = [];
+  for (let i = 0; i < refs.length; i++) {
+    const ref = refs[i] as RecordRef;
+    if (ref.length === 0 || !isLone(ref.leaf, ref.slot)) {
+      restAt.push(i);
+      rest.push(ref);
+      continue;
+    }
+    const group = groups.get(ref.shard);
+    if (group === undefined) groups.set(ref.shard, [i]);
+    else group.push(i);
+  }
+  for (const [shard, requests] of groups) ds.readLoneSamplesSync(shard, refs, requests, samples, undefined, options.verify);
+  if (rest.length === 0) return { bytes: loneBytes, reads: lone, slab: undefined, samples };
+  const planned = readPlanned(ds, rest, options);
+  const place = (read: Sample[]): Sample[] => {
+    for (let j = 0; j < read.length; j++) samples[restAt[j] as number] = read[j] as Sample;
+    return samples;
+  };
+  const read = planned.samples;
+  return { bytes: loneBytes + planned.bytes, reads: lone + planned.reads, slab: undefined, samples: Array.isArray(read) ? place(read) : read.then(place) };
 }
 
 /** Whether every sample of `run` is one uncompressed member (see isLone). */

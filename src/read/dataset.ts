@@ -275,14 +275,14 @@ export class Dataset {
   }
 
   /**
-   * @internal The loader's lone samples of one shard (each read alone, one uncompressed member, verified), read as
-   * {@link readLoneSamples} reads them into arena views and decoded into `samples`. Records must have passed
-   * checkRecord.
+   * @internal The loader's lone samples of one shard (each read alone, one uncompressed member), read as
+   * {@link readLoneSamples} reads them into arena views (or `into`) and decoded into `samples`, checked with `verify`.
+   * Records must have passed checkRecord.
    */
-  readLoneSamplesSync(shard: number, refs: readonly RecordRef[], requests: readonly number[], samples: Sample[], into: ViewSource = this.arena): void {
+  readLoneSamplesSync(shard: number, refs: readonly RecordRef[], requests: readonly number[], samples: Sample[], into: ViewSource = this.arena, verify = true): void {
     const source = this.pool.acquireSync(this.shardLocations[shard] as string) as FileSource;
     try {
-      readLoneSamples(source, into, refs, requests, samples, this.decodeContext(shard, true));
+      readLoneSamples(source, into, refs, requests, samples, this.decodeContext(shard, verify));
     } finally {
       this.pool.release(source);
     }
@@ -339,10 +339,10 @@ export class Dataset {
   /**
    * @internal getSync, atSync, their view twins and the loader: the sample of leaf record `slot`, read and decoded
    * from the leaf's columns (LeafPage.rows), so the entry, member array and member objects, apart on the heap, are
-   * not touched: on random access their cache misses cost ~1 us a sample (20,000 samples of 1-10 KiB). Into the
-   * reused view buffer with `views`, else an arena buffer.
+   * not touched: on random access their cache misses cost ~1 us a sample (20,000 samples of 1-10 KiB). Into a buffer
+   * from `views` (the reused view buffer, or the loader's view-mode slab), else an arena buffer.
    */
-  readRecordSync(leaf: LeafPage, slot: number, views: SyncViewReader | undefined, verify = this.verify): Sample {
+  readRecordSync(leaf: LeafPage, slot: number, views: ViewSource | undefined, verify = this.verify): Sample {
     const r = slot * RECORD_COLUMNS;
     const length = leaf.rows[r + RecordColumn.length] as number;
     this.checkRecord(leaf, slot);
@@ -352,7 +352,7 @@ export class Dataset {
     if (length > 0) {
       const offset = leaf.rows[r + RecordColumn.offset] as number;
       const firstMember = (leaf.rows[r + RecordColumn.firstMember] as number) * MEMBER_COLUMNS;
-      const buffer = views === undefined ? this.arena.take(length) : views.target(length);
+      const buffer = views === undefined ? this.arena.take(length) : views.take(length);
       // the first member starts the span (a lone one fills it); the CRC32C is of its stored bytes
       const firstLength = isLone(leaf, slot) ? length : (leaf.memberRows[firstMember + MemberColumn.storedSize] as number);
       crc = this.readSpanSync(shard, offset, length, buffer, 0, verify ? firstLength : undefined);
