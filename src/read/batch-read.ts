@@ -100,7 +100,7 @@ function readPlanned(ds: Dataset, refs: readonly RecordRef[], options: BatchRead
             }
             lone.requests.push(request);
           } else {
-            samples[request] = ds.readRecordSync(ref.leaf, ref.slot, undefined, options.verify);
+            samples[request] = ds.readCheckedRecordSync(ref.leaf, ref.slot, undefined, options.verify);
           }
         } else if (lone !== undefined && allLone(refs, run)) {
           // From a memory map, a coalesced read saves no system call, and its bytes would be copied and then
@@ -147,7 +147,7 @@ function readPlanned(ds: Dataset, refs: readonly RecordRef[], options: BatchRead
  * with batchSize 1 pays this per sample).
  */
 function readOne(ds: Dataset, ref: RecordRef, verify: boolean): BatchRead {
-  const samples = [ds.readRecordSync(ref.leaf, ref.slot, undefined, verify)];
+  const samples = [ds.readCheckedRecordSync(ref.leaf, ref.slot, undefined, verify)];
   return { bytes: ref.length, reads: ref.length > 0 ? 1 : 0, slab: undefined, samples };
 }
 

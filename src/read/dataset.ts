@@ -343,9 +343,14 @@ export class Dataset {
    * from `views` (the reused view buffer, or the loader's view-mode slab), else an arena buffer.
    */
   readRecordSync(leaf: LeafPage, slot: number, views: ViewSource | undefined, verify = this.verify): Sample {
+    this.checkRecord(leaf, slot);
+    return this.readCheckedRecordSync(leaf, slot, views, verify);
+  }
+
+  /** @internal {@link Dataset.readRecordSync} of a record that passed checkRecord (the loader checks when it locates). */
+  readCheckedRecordSync(leaf: LeafPage, slot: number, views: ViewSource | undefined, verify: boolean): Sample {
     const r = slot * RECORD_COLUMNS;
     const length = leaf.rows[r + RecordColumn.length] as number;
-    this.checkRecord(leaf, slot);
     const shard = leaf.rows[r + RecordColumn.shard] as number;
     let span: Uint8Array = EMPTY;
     let crc: number | undefined;
