@@ -159,8 +159,8 @@ let inOrder: number[] = [];
  * reads, larger ones asynchronous). Samples of one uncompressed member (most) need no read plan (its sort, run and
  * slice objects): each is copied on its own and checksummed in the same pass, with the others of its shard in one
  * native call per arena slab (lone-samples.ts), into arena views (copy mode) or views carved from one pooled slab
- * (view mode). The other samples (several members, or compressed) are read as planned reads (neighbours share a
- * read); in view mode a batch holding any of them is planned whole (its runs share one slab).
+ * (view mode). The other samples (several members, or compressed) are planned reads in copy mode (neighbours share
+ * a read) and read alone into the slab in view mode; a batch of none but them is planned whole.
  */
 function readMappedBatch(ds: Dataset, refs: readonly RecordRef[], options: BatchReadOptions): BatchRead | undefined {
   const count = refs.length;
@@ -174,17 +174,17 @@ function readMappedBatch(ds: Dataset, refs: readonly RecordRef[], options: Batch
     const ref = refs[i] as RecordRef;
     const length = ref.length;
     if (length > maxBytes) return undefined;
-    if (length === 0 || !isLone(ref.leaf, ref.slot)) continue;
     bytes += length;
     carved += carvedBytes(length);
+    if (length === 0 || !isLone(ref.leaf, ref.slot)) continue;
     lone++;
     if (ref.shard !== shard) {
       if (shard >= 0) oneShard = false;
       shard = ref.shard;
     }
   }
+  if (lone === 0) return undefined;
   const slabs = options.slabs;
-  if (lone === 0 || (lone < count && slabs !== undefined)) return undefined;
   const slab = slabs?.take(carved);
   const into = slab === undefined ? undefined : new SlabCarver(slab);
   const samples = new Array<Sample>(count);
@@ -194,7 +194,7 @@ function readMappedBatch(ds: Dataset, refs: readonly RecordRef[], options: Batch
       ds.readLoneSamplesSync(shard, refs, inOrder, samples, into, options.verify);
       return { bytes, reads: count, slab, samples };
     }
-    return readMixedBatch(ds, refs, samples, lone, bytes, options);
+    return readMixedBatch(ds, refs, samples, into, slab, options);
   } catch (err) {
     if (slab !== undefined) slabs?.give(slab);
     throw err;
@@ -202,33 +202,41 @@ function readMappedBatch(ds: Dataset, refs: readonly RecordRef[], options: Batch
 }
 
 /**
- * readMappedBatch's other batches (copy mode): lone samples grouped by shard, in batch order within one; the rest
- * (`count - lone` samples) read as planned reads of their own.
+ * readMappedBatch's other batches: lone samples grouped by shard, in batch order within one. In copy mode the rest are
+ * planned reads of their own (neighbours share a read); in view mode (`into`) each is read alone into the slab.
  */
-function readMixedBatch(ds: Dataset, refs: readonly RecordRef[], samples: Sample[], lone: number, loneBytes: number, options: BatchReadOptions): BatchRead {
+function readMixedBatch(ds: Dataset, refs: readonly RecordRef[], samples: Sample[], into: SlabCarver | undefined, slab: Uint8Array | undefined, options: BatchReadOptions): BatchRead {
   const groups = new Map<number, number[]>();
   const rest: RecordRef[] = [];
   const restAt: number[] = [];
+  let bytes = 0;
+  let reads = 0;
   for (let i = 0; i < refs.length; i++) {
     const ref = refs[i] as RecordRef;
     if (ref.length === 0 || !isLone(ref.leaf, ref.slot)) {
-      restAt.push(i);
-      rest.push(ref);
-      continue;
+      if (into === undefined) {
+        restAt.push(i);
+        rest.push(ref);
+        continue;
+      }
+      samples[i] = ds.readCheckedRecordSync(ref.leaf, ref.slot, into, options.verify);
+    } else {
+      const group = groups.get(ref.shard);
+      if (group === undefined) groups.set(ref.shard, [i]);
+      else group.push(i);
     }
-    const group = groups.get(ref.shard);
-    if (group === undefined) groups.set(ref.shard, [i]);
-    else group.push(i);
+    bytes += ref.length;
+    if (ref.length > 0) reads++;
   }
-  for (const [shard, requests] of groups) ds.readLoneSamplesSync(shard, refs, requests, samples, undefined, options.verify);
-  if (rest.length === 0) return { bytes: loneBytes, reads: lone, slab: undefined, samples };
+  for (const [shard, requests] of groups) ds.readLoneSamplesSync(shard, refs, requests, samples, into, options.verify);
+  if (rest.length === 0) return { bytes, reads, slab, samples };
   const planned = readPlanned(ds, rest, options);
   const place = (read: Sample[]): Sample[] => {
     for (let j = 0; j < read.length; j++) samples[restAt[j] as number] = read[j] as Sample;
     return samples;
   };
   const read = planned.samples;
-  return { bytes: loneBytes + planned.bytes, reads: lone + planned.reads, slab: undefined, samples: Array.isArray(read) ? place(read) : read.then(place) };
+  return { bytes: bytes + planned.bytes, reads: reads + planned.reads, slab, samples: Array.isArray(read) ? place(read) : read.then(place) };
 }
 
 /** Whether every sample of `run` is one uncompressed member (see isLone). */

@@ -34,6 +34,7 @@ import type { DecodedSample } from './decode-image.js';
 import { Loader } from './loader.js';
 import { checkKeyRange, rangeEntries, type KeyRange } from './key-range.js';
 import { SyncViewReader } from './view-reader.js';
+import { SlabPool } from './slab-pool.js';
 import type { LoaderOptions } from './loader-options.js';
 import { DEFAULT_MAX_MEMBER_BYTES, type OpenDatasetOptions } from './dataset-options.js';
 
@@ -77,6 +78,7 @@ export class Dataset {
   /** Owned read buffers for get/at and the loader's copy mode (see read-arena.ts). */
   private readonly arena = new ReadArena();
   private viewReader: SyncViewReader | undefined;
+  private slabPool: SlabPool | undefined;
   private readonly decodeContexts: DecodeContext[] = [];
   /** True when local shards are read through memory maps (the native addon is built and enabled). */
   readonly native: boolean;
@@ -450,10 +452,22 @@ export class Dataset {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.slabPool?.clear();
     await this.cache?.close();
     await this.pool.close();
     await this.index.close();
     this.client?.close();
+  }
+
+  /**
+   * @internal The slabs of view-mode loaders (pooled read buffers, see slab-pool.ts), shared by this dataset's loaders
+   * so that the next epoch's loader reuses the slabs of the last one instead of allocating (and faulting in) new
+   * ones; returned slabs are kept up to the largest `keepBytes` asked for, and dropped at close().
+   */
+  viewSlabs(keepBytes: number): SlabPool {
+    const pool = (this.slabPool ??= new SlabPool(keepBytes));
+    pool.keepAtLeast(keepBytes);
+    return pool;
   }
 
   private get views(): SyncViewReader {

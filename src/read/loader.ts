@@ -27,7 +27,7 @@ import { planEpoch, type EpochPlan, type EpochPlanOptions } from './epoch-plan.j
 import { resolveLoaderOptions, type LoaderOptions, type ResolvedLoaderOptions } from './loader-options.js';
 import { expectLoaderState, LOADER_STATE_FORMAT, LOADER_STATE_VERSION, type DatasetIdentity, type LoaderState } from './loader-state.js';
 import { recordRef, type RecordRef } from './record-ref.js';
-import { SlabPool } from './slab-pool.js';
+import type { SlabPool } from './slab-pool.js';
 import { DEFAULT_MAX_WASTE, FULL_SHUFFLE_MAX_WASTE } from './window-plan.js';
 import { readWindowBatch, SpanWindow, type WindowBatchOptions } from './window-read.js';
 
@@ -171,7 +171,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     this.batches = this.plan.batches;
     this.readLimit = pLimit(this.opts.concurrency);
     this.decodeLimit = pLimit(this.opts.decodeConcurrency);
-    this.slabs = this.opts.view && !ds.remote ? new SlabPool(Math.max(this.opts.prefetch, this.opts.maxReadBytes) * 2) : undefined;
+    this.slabs = this.opts.view && !ds.remote ? ds.viewSlabs(Math.max(this.opts.prefetch, this.opts.maxReadBytes) * 2) : undefined;
     this.batchOptions = {
       gapBytes: this.opts.coalesceGapBytes,
       maxReadBytes: this.opts.maxReadBytes,
@@ -224,7 +224,10 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     return result;
   }
 
-  /** Stops the loader (what `break` in a `for await` calls): no more reads start; pooled buffers are dropped. */
+  /**
+   * Stops the loader (what `break` in a `for await` calls): no more reads start. In view mode the batch held goes
+   * back to the dataset's pool of read buffers (its bytes are no longer valid), batches read ahead are dropped.
+   */
   return(): Promise<IteratorReturnResult<undefined>> {
     this.finish();
     return Promise.resolve(DONE);
@@ -535,11 +538,11 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
       this.ds.cache.nextUse = undefined;
       this.ds.cache.admit = undefined;
     }
-    // Batches still queued are dropped; their slabs too (reads may still be writing into them).
+    // Batches still queued are dropped; their slabs too (reads may still be writing into them). The held slab goes
+    // back to the dataset's pool, for its next loader: the caller is done with the batch once it stops the loader.
     this.queue.length = 0;
     this.counters.prefetchedBytes = 0;
     if (this.heldSlab !== undefined) this.slabs?.give(this.heldSlab);
     this.heldSlab = undefined;
-    this.slabs?.clear();
   }
 }

@@ -13,7 +13,12 @@ export class SlabPool {
   private freeBytes = 0;
 
   /** @param maxFreeBytes returned slabs beyond this total are dropped to the garbage collector. */
-  constructor(private readonly maxFreeBytes: number) {}
+  constructor(private maxFreeBytes: number) {}
+
+  /** Keeps at least `bytes` of returned slabs from now on (a pool shared by loaders with different bounds). */
+  keepAtLeast(bytes: number): void {
+    if (bytes > this.maxFreeBytes) this.maxFreeBytes = bytes;
+  }
 
   /** A buffer of at least `bytes` bytes (its contents are whatever the last borrower left). */
   take(bytes: number): Uint8Array {
