@@ -151,9 +151,6 @@ function readOne(ds: Dataset, ref: RecordRef, verify: boolean): BatchRead {
   return { bytes: ref.length, reads: ref.length > 0 ? 1 : 0, slab: undefined, samples };
 }
 
-/** 0, 1, ..., count - 1: the requests of a batch read whole in its order (made again when the count changes). */
-let inOrder: number[] = [];
-
 /**
  * A local batch from memory-mapped shards, every span at most `syncReadMaxBytes`; else undefined (the caller plans
  * reads, larger ones asynchronous). Samples of one uncompressed member (most) need no read plan (its sort, run and
@@ -161,82 +158,87 @@ let inOrder: number[] = [];
  * native call per arena slab (lone-samples.ts), into arena views (copy mode) or views carved from one pooled slab
  * (view mode). The other samples (several members, or compressed) are planned reads in copy mode (neighbours share
  * a read) and read alone into the slab in view mode; a batch of none but them is planned whole.
+ *
+ * One function for every such batch, all-lone or mixed, one shard or several: V8 optimizes it during the first
+ * epoch. A second function for mixed batches (a third of the batches of 64 on tree A) was optimized only in the
+ * third or fourth epoch, a compile of ~90 M instructions in the middle of a timed epoch (callgrind).
  */
 function readMappedBatch(ds: Dataset, refs: readonly RecordRef[], options: BatchReadOptions): BatchRead | undefined {
   const count = refs.length;
   const maxBytes = options.syncReadMaxBytes;
+  const slabs = options.slabs;
   let bytes = 0;
   let carved = 0;
-  let lone = 0;
+  let reads = 0;
   let shard = -1;
   let oneShard = true;
+  const lone: number[] = [];
   for (let i = 0; i < count; i++) {
     const ref = refs[i] as RecordRef;
     const length = ref.length;
     if (length > maxBytes) return undefined;
-    bytes += length;
     carved += carvedBytes(length);
     if (length === 0 || !isLone(ref.leaf, ref.slot)) continue;
-    lone++;
+    lone.push(i);
+    bytes += length;
+    reads++;
     if (ref.shard !== shard) {
       if (shard >= 0) oneShard = false;
       shard = ref.shard;
     }
   }
-  if (lone === 0) return undefined;
-  const slabs = options.slabs;
+  if (lone.length === 0) return undefined;
   const slab = slabs?.take(carved);
   const into = slab === undefined ? undefined : new SlabCarver(slab);
   const samples = new Array<Sample>(count);
+  let rest: RecordRef[] | undefined;
+  let restAt: number[] | undefined;
   try {
-    if (lone === count && oneShard) {
-      if (inOrder.length !== count) inOrder = Array.from({ length: count }, (_, i) => i);
-      ds.readLoneSamplesSync(shard, refs, inOrder, samples, into, options.verify);
-      return { bytes, reads: count, slab, samples };
+    if (oneShard) ds.readLoneSamplesSync(shard, refs, lone, samples, into, options.verify);
+    else for (const [s, requests] of groupByShard(refs, lone)) ds.readLoneSamplesSync(s, refs, requests, samples, into, options.verify);
+    if (lone.length < count) {
+      for (let i = 0; i < count; i++) {
+        if (samples[i] !== undefined) continue;
+        const ref = refs[i] as RecordRef;
+        if (into === undefined) {
+          (rest ??= []).push(ref);
+          (restAt ??= []).push(i);
+          continue;
+        }
+        samples[i] = ds.readCheckedRecordSync(ref.leaf, ref.slot, into, options.verify);
+        bytes += ref.length;
+        if (ref.length > 0) reads++;
+      }
     }
-    return readMixedBatch(ds, refs, samples, into, slab, options);
   } catch (err) {
     if (slab !== undefined) slabs?.give(slab);
     throw err;
   }
+  if (rest === undefined || restAt === undefined) return { bytes, reads, slab, samples };
+  return withPlanned(ds, rest, restAt, samples, bytes, reads, options);
 }
 
-/**
- * readMappedBatch's other batches: lone samples grouped by shard, in batch order within one. In copy mode the rest are
- * planned reads of their own (neighbours share a read); in view mode (`into`) each is read alone into the slab.
- */
-function readMixedBatch(ds: Dataset, refs: readonly RecordRef[], samples: Sample[], into: SlabCarver | undefined, slab: Uint8Array | undefined, options: BatchReadOptions): BatchRead {
+/** The lone requests of a batch over several shards, grouped by shard (in batch order within one). */
+function groupByShard(refs: readonly RecordRef[], lone: readonly number[]): Map<number, number[]> {
   const groups = new Map<number, number[]>();
-  const rest: RecordRef[] = [];
-  const restAt: number[] = [];
-  let bytes = 0;
-  let reads = 0;
-  for (let i = 0; i < refs.length; i++) {
-    const ref = refs[i] as RecordRef;
-    if (ref.length === 0 || !isLone(ref.leaf, ref.slot)) {
-      if (into === undefined) {
-        restAt.push(i);
-        rest.push(ref);
-        continue;
-      }
-      samples[i] = ds.readCheckedRecordSync(ref.leaf, ref.slot, into, options.verify);
-    } else {
-      const group = groups.get(ref.shard);
-      if (group === undefined) groups.set(ref.shard, [i]);
-      else group.push(i);
-    }
-    bytes += ref.length;
-    if (ref.length > 0) reads++;
+  for (const i of lone) {
+    const shard = (refs[i] as RecordRef).shard;
+    const group = groups.get(shard);
+    if (group === undefined) groups.set(shard, [i]);
+    else group.push(i);
   }
-  for (const [shard, requests] of groups) ds.readLoneSamplesSync(shard, refs, requests, samples, into, options.verify);
-  if (rest.length === 0) return { bytes, reads, slab, samples };
+  return groups;
+}
+
+/** Copy mode: the samples of a mapped batch that are not lone (`rest`, at `restAt`), as planned reads of their own. */
+function withPlanned(ds: Dataset, rest: RecordRef[], restAt: number[], samples: Sample[], bytes: number, reads: number, options: BatchReadOptions): BatchRead {
   const planned = readPlanned(ds, rest, options);
   const place = (read: Sample[]): Sample[] => {
     for (let j = 0; j < read.length; j++) samples[restAt[j] as number] = read[j] as Sample;
     return samples;
   };
   const read = planned.samples;
-  return { bytes: bytes + planned.bytes, reads: reads + planned.reads, slab, samples: Array.isArray(read) ? place(read) : read.then(place) };
+  return { bytes: bytes + planned.bytes, reads: reads + planned.reads, slab: undefined, samples: Array.isArray(read) ? place(read) : read.then(place) };
 }
 
 /** Whether every sample of `run` is one uncompressed member (see isLone). */
