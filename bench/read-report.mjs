@@ -27,6 +27,10 @@ const GOALS = {
   'loader view (b64 full) vs py-lmdb txn.get': '>= 1 (issue 28)',
   'atSync vs py-lmdb txn.get': '>= 0.7 (issue 28)',
   'loader b64 full vs py-lmdb txn.get': '>= 0.7 (issue 28)',
+  'atViewSync (verify off) vs py-lmdb txn.get': '(no CRC32C, as py-lmdb)',
+  'loader view (b64 full, verify off) vs py-lmdb txn.get': '(no CRC32C, as py-lmdb)',
+  'atSync (verify off) vs py-lmdb txn.get': '(no CRC32C, as py-lmdb)',
+  'loader b64 full (verify off) vs py-lmdb txn.get': '(no CRC32C, as py-lmdb)',
 };
 for (const sh of ['none', 'full', 'block']) for (const b of [1, 64, 256]) GOALS[`loader b${b} ${sh} / atSync (same order)`] = '>= 0.9 (issue 28)';
 

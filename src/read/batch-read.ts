@@ -1,14 +1,10 @@
 /**
- * Reads one batch: plans coalesced reads over the batch's located records, issues them, and slices the samples out.
- * Local runs of at most 64 KiB are read with a synchronous pread right here, so a batch of small local samples
- * costs no promise and no thread-pool round trip per sample (on a warm page cache a pread of a few KiB takes
- * ~3 us, a thread-pool round trip ~20 us); larger runs and http requests go through `limit` (bounded
- * concurrency) and the batch settles when they do.
- *
- * From memory maps, copying with verify, one-member uncompressed samples are not coalesced: each is copied with its
- * CRC32C in one pass, all of a shard's in one native call (lone-samples.ts). A joined read there saves no system
- * call and costs a second pass (copy, then checksum) and a run-sized buffer. A batch of such samples in one shard
- * skips read planning: in copy mode into arena views, in view mode into views carved from the batch's pooled slab.
+ * Reads one batch. From memory-mapped shards (the native addon, local datasets), a batch whose spans are all at most
+ * `syncReadMaxBytes` is read with no read plan (readMappedBatch): a joined read of neighbours saves no system call
+ * there, and its bytes would be copied, then checksummed in a second pass. Otherwise reads are planned (coalesced
+ * over the batch's located records), issued and the samples sliced out: local runs of at most `syncReadMaxBytes`
+ * with a synchronous pread right here (on a warm page cache a pread of a few KiB takes ~3 us, a thread-pool round
+ * trip ~20 us), larger runs and http requests through `limit` (bounded concurrency), the batch settling when they do.
  * A batch of one sample (copy mode) is read as Dataset.atSync reads it.
  */
 import type { Sample } from '../../formats/sample.js';
@@ -51,8 +47,16 @@ export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: Batc
     const ref = refs[0] as RecordRef;
     if (ref.length <= options.syncReadMaxBytes) return readOne(ds, ref, options.verify);
   }
-  const shard = local && ds.native && options.verify ? loneShard(refs, options.syncReadMaxBytes) : -1;
-  if (shard >= 0) return readLoneBatch(ds, shard, refs, options.slabs);
+  if (local && ds.native) {
+    const mapped = readMappedBatch(ds, refs, options);
+    if (mapped !== undefined) return mapped;
+  }
+  return readPlanned(ds, refs, options);
+}
+
+/** Plans coalesced reads over `refs`, issues them and slices the samples out (see the file's comment). */
+function readPlanned(ds: Dataset, refs: readonly RecordRef[], options: BatchReadOptions): BatchRead {
+  const local = !ds.remote;
   const runs = planReads(refs, options);
   let bytes = 0;
   let reads = 0;
@@ -96,7 +100,7 @@ export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: Batc
             }
             lone.requests.push(request);
           } else {
-            samples[request] = ds.readRecordSync(ref.leaf, ref.slot, undefined, options.verify);
+            samples[request] = ds.readCheckedRecordSync(ref.leaf, ref.slot, undefined, options.verify);
           }
         } else if (lone !== undefined && allLone(refs, run)) {
           // From a memory map, a coalesced read saves no system call, and its bytes would be copied and then
@@ -143,48 +147,98 @@ export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: Batc
  * with batchSize 1 pays this per sample).
  */
 function readOne(ds: Dataset, ref: RecordRef, verify: boolean): BatchRead {
-  const samples = [ds.readRecordSync(ref.leaf, ref.slot, undefined, verify)];
+  const samples = [ds.readCheckedRecordSync(ref.leaf, ref.slot, undefined, verify)];
   return { bytes: ref.length, reads: ref.length > 0 ? 1 : 0, slab: undefined, samples };
 }
 
 /**
- * The shard of a batch whose samples all lie in one shard, each one uncompressed member of 1 to `maxBytes` bytes;
- * else -1. Read from its memory map, such a batch needs no read plan: each sample is copied and checksummed on its
- * own in one native call for the batch, in any order (see readLoneBatch).
+ * A local batch from memory-mapped shards, every span at most `syncReadMaxBytes`; else undefined (the caller plans
+ * reads, larger ones asynchronous). Samples of one uncompressed member (most) need no read plan (its sort, run and
+ * slice objects): each is copied on its own and checksummed in the same pass, with the others of its shard in one
+ * native call per arena slab (lone-samples.ts), into arena views (copy mode) or views carved from one pooled slab
+ * (view mode). The other samples (several members, or compressed) are planned reads in copy mode (neighbours share
+ * a read) and read alone into the slab in view mode; a batch of none but them is planned whole.
+ *
+ * One function for every such batch, all-lone or mixed, one shard or several: V8 optimizes it during the first
+ * epoch. A second function for mixed batches (a third of the batches of 64 on tree A) was optimized only in the
+ * third or fourth epoch, a compile of ~90 M instructions in the middle of a timed epoch (callgrind).
  */
-function loneShard(refs: readonly RecordRef[], maxBytes: number): number {
-  if (refs.length === 0) return -1;
-  const shard = (refs[0] as RecordRef).shard;
-  for (let i = 0; i < refs.length; i++) {
-    const ref = refs[i] as RecordRef;
-    if (ref.shard !== shard || ref.length === 0 || ref.length > maxBytes || !isLone(ref.leaf, ref.slot)) return -1;
-  }
-  return shard;
-}
-
-/**
- * A batch loneShard accepted: no planReads (its sort and run objects), one copyMany over the batch as it comes, into
- * arena views (copy mode) or views carved from one pooled slab (view mode).
- */
-function readLoneBatch(ds: Dataset, shard: number, refs: readonly RecordRef[], slabs: SlabPool | undefined): BatchRead {
-  const requests = new Array<number>(refs.length);
+function readMappedBatch(ds: Dataset, refs: readonly RecordRef[], options: BatchReadOptions): BatchRead | undefined {
+  const count = refs.length;
+  const maxBytes = options.syncReadMaxBytes;
+  const slabs = options.slabs;
   let bytes = 0;
   let carved = 0;
-  for (let i = 0; i < refs.length; i++) {
-    requests[i] = i;
-    const length = (refs[i] as RecordRef).length;
-    bytes += length;
+  let reads = 0;
+  let shard = -1;
+  let oneShard = true;
+  const lone: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const ref = refs[i] as RecordRef;
+    const length = ref.length;
+    if (length > maxBytes) return undefined;
     carved += carvedBytes(length);
+    if (length === 0 || !isLone(ref.leaf, ref.slot)) continue;
+    lone.push(i);
+    bytes += length;
+    reads++;
+    if (ref.shard !== shard) {
+      if (shard >= 0) oneShard = false;
+      shard = ref.shard;
+    }
   }
-  const samples = new Array<Sample>(refs.length);
+  if (lone.length === 0) return undefined;
   const slab = slabs?.take(carved);
+  const into = slab === undefined ? undefined : new SlabCarver(slab);
+  const samples = new Array<Sample>(count);
+  let rest: RecordRef[] | undefined;
+  let restAt: number[] | undefined;
   try {
-    ds.readLoneSamplesSync(shard, refs, requests, samples, slab === undefined ? undefined : new SlabCarver(slab));
+    if (oneShard) ds.readLoneSamplesSync(shard, refs, lone, samples, into, options.verify);
+    else for (const [s, requests] of groupByShard(refs, lone)) ds.readLoneSamplesSync(s, refs, requests, samples, into, options.verify);
+    if (lone.length < count) {
+      for (let i = 0; i < count; i++) {
+        if (samples[i] !== undefined) continue;
+        const ref = refs[i] as RecordRef;
+        if (into === undefined) {
+          (rest ??= []).push(ref);
+          (restAt ??= []).push(i);
+          continue;
+        }
+        samples[i] = ds.readCheckedRecordSync(ref.leaf, ref.slot, into, options.verify);
+        bytes += ref.length;
+        if (ref.length > 0) reads++;
+      }
+    }
   } catch (err) {
     if (slab !== undefined) slabs?.give(slab);
     throw err;
   }
-  return { bytes, reads: refs.length, slab, samples };
+  if (rest === undefined || restAt === undefined) return { bytes, reads, slab, samples };
+  return withPlanned(ds, rest, restAt, samples, bytes, reads, options);
+}
+
+/** The lone requests of a batch over several shards, grouped by shard (in batch order within one). */
+function groupByShard(refs: readonly RecordRef[], lone: readonly number[]): Map<number, number[]> {
+  const groups = new Map<number, number[]>();
+  for (const i of lone) {
+    const shard = (refs[i] as RecordRef).shard;
+    const group = groups.get(shard);
+    if (group === undefined) groups.set(shard, [i]);
+    else group.push(i);
+  }
+  return groups;
+}
+
+/** Copy mode: the samples of a mapped batch that are not lone (`rest`, at `restAt`), as planned reads of their own. */
+function withPlanned(ds: Dataset, rest: RecordRef[], restAt: number[], samples: Sample[], bytes: number, reads: number, options: BatchReadOptions): BatchRead {
+  const planned = readPlanned(ds, rest, options);
+  const place = (read: Sample[]): Sample[] => {
+    for (let j = 0; j < read.length; j++) samples[restAt[j] as number] = read[j] as Sample;
+    return samples;
+  };
+  const read = planned.samples;
+  return { bytes: bytes + planned.bytes, reads: reads + planned.reads, slab: undefined, samples: Array.isArray(read) ? place(read) : read.then(place) };
 }
 
 /** Whether every sample of `run` is one uncompressed member (see isLone). */

@@ -34,6 +34,7 @@ import type { DecodedSample } from './decode-image.js';
 import { Loader } from './loader.js';
 import { checkKeyRange, rangeEntries, type KeyRange } from './key-range.js';
 import { SyncViewReader } from './view-reader.js';
+import { SlabPool } from './slab-pool.js';
 import type { LoaderOptions } from './loader-options.js';
 import { DEFAULT_MAX_MEMBER_BYTES, type OpenDatasetOptions } from './dataset-options.js';
 
@@ -77,6 +78,7 @@ export class Dataset {
   /** Owned read buffers for get/at and the loader's copy mode (see read-arena.ts). */
   private readonly arena = new ReadArena();
   private viewReader: SyncViewReader | undefined;
+  private slabPool: SlabPool | undefined;
   private readonly decodeContexts: DecodeContext[] = [];
   /** True when local shards are read through memory maps (the native addon is built and enabled). */
   readonly native: boolean;
@@ -275,14 +277,14 @@ export class Dataset {
   }
 
   /**
-   * @internal The loader's lone samples of one shard (each read alone, one uncompressed member, verified), read as
-   * {@link readLoneSamples} reads them into arena views and decoded into `samples`. Records must have passed
-   * checkRecord.
+   * @internal The loader's lone samples of one shard (each read alone, one uncompressed member), read as
+   * {@link readLoneSamples} reads them into arena views (or `into`) and decoded into `samples`, checked with `verify`.
+   * Records must have passed checkRecord.
    */
-  readLoneSamplesSync(shard: number, refs: readonly RecordRef[], requests: readonly number[], samples: Sample[], into: ViewSource = this.arena): void {
+  readLoneSamplesSync(shard: number, refs: readonly RecordRef[], requests: readonly number[], samples: Sample[], into: ViewSource = this.arena, verify = true): void {
     const source = this.pool.acquireSync(this.shardLocations[shard] as string) as FileSource;
     try {
-      readLoneSamples(source, into, refs, requests, samples, this.decodeContext(shard, true));
+      readLoneSamples(source, into, refs, requests, samples, this.decodeContext(shard, verify));
     } finally {
       this.pool.release(source);
     }
@@ -339,20 +341,25 @@ export class Dataset {
   /**
    * @internal getSync, atSync, their view twins and the loader: the sample of leaf record `slot`, read and decoded
    * from the leaf's columns (LeafPage.rows), so the entry, member array and member objects, apart on the heap, are
-   * not touched: on random access their cache misses cost ~1 us a sample (20,000 samples of 1-10 KiB). Into the
-   * reused view buffer with `views`, else an arena buffer.
+   * not touched: on random access their cache misses cost ~1 us a sample (20,000 samples of 1-10 KiB). Into a buffer
+   * from `views` (the reused view buffer, or the loader's view-mode slab), else an arena buffer.
    */
-  readRecordSync(leaf: LeafPage, slot: number, views: SyncViewReader | undefined, verify = this.verify): Sample {
+  readRecordSync(leaf: LeafPage, slot: number, views: ViewSource | undefined, verify = this.verify): Sample {
+    this.checkRecord(leaf, slot);
+    return this.readCheckedRecordSync(leaf, slot, views, verify);
+  }
+
+  /** @internal {@link Dataset.readRecordSync} of a record that passed checkRecord (the loader checks when it locates). */
+  readCheckedRecordSync(leaf: LeafPage, slot: number, views: ViewSource | undefined, verify: boolean): Sample {
     const r = slot * RECORD_COLUMNS;
     const length = leaf.rows[r + RecordColumn.length] as number;
-    this.checkRecord(leaf, slot);
     const shard = leaf.rows[r + RecordColumn.shard] as number;
     let span: Uint8Array = EMPTY;
     let crc: number | undefined;
     if (length > 0) {
       const offset = leaf.rows[r + RecordColumn.offset] as number;
       const firstMember = (leaf.rows[r + RecordColumn.firstMember] as number) * MEMBER_COLUMNS;
-      const buffer = views === undefined ? this.arena.take(length) : views.target(length);
+      const buffer = views === undefined ? this.arena.take(length) : views.take(length);
       // the first member starts the span (a lone one fills it); the CRC32C is of its stored bytes
       const firstLength = isLone(leaf, slot) ? length : (leaf.memberRows[firstMember + MemberColumn.storedSize] as number);
       crc = this.readSpanSync(shard, offset, length, buffer, 0, verify ? firstLength : undefined);
@@ -445,10 +452,22 @@ export class Dataset {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.slabPool?.clear();
     await this.cache?.close();
     await this.pool.close();
     await this.index.close();
     this.client?.close();
+  }
+
+  /**
+   * @internal The slabs of view-mode loaders (pooled read buffers, see slab-pool.ts), shared by this dataset's loaders
+   * so that the next epoch's loader reuses the slabs of the last one instead of allocating (and faulting in) new
+   * ones; returned slabs are kept up to the largest `keepBytes` asked for, and dropped at close().
+   */
+  viewSlabs(keepBytes: number): SlabPool {
+    const pool = (this.slabPool ??= new SlabPool(keepBytes));
+    pool.keepAtLeast(keepBytes);
+    return pool;
   }
 
   private get views(): SyncViewReader {

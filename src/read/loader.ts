@@ -16,7 +16,7 @@
  */
 import pLimit from 'p-limit';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import type { LeafPage } from '../../formats/index-page.js';
+import { RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index-page.js';
 import { setMember, type Sample } from '../../formats/sample.js';
 import type { CacheStats } from '../cache/shard-cache.js';
 import { readBatch, type BatchReadOptions } from './batch-read.js';
@@ -27,7 +27,7 @@ import { planEpoch, type EpochPlan, type EpochPlanOptions } from './epoch-plan.j
 import { resolveLoaderOptions, type LoaderOptions, type ResolvedLoaderOptions } from './loader-options.js';
 import { expectLoaderState, LOADER_STATE_FORMAT, LOADER_STATE_VERSION, type DatasetIdentity, type LoaderState } from './loader-state.js';
 import { recordRef, type RecordRef } from './record-ref.js';
-import { SlabPool } from './slab-pool.js';
+import type { SlabPool } from './slab-pool.js';
 import { DEFAULT_MAX_WASTE, FULL_SHUFFLE_MAX_WASTE } from './window-plan.js';
 import { readWindowBatch, SpanWindow, type WindowBatchOptions } from './window-read.js';
 
@@ -114,6 +114,8 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
   private readonly slabs: SlabPool | undefined;
   /** Mean stored bytes per sample, to estimate a batch's size before its entries are known. */
   private readonly bytesPerSample: number;
+  /** Local, copy mode, no decoding: a batch of one sample is read by readOneSync. */
+  private readonly readsOneAlone: boolean;
   private readonly counters: LoaderStats = {
     batches: 0,
     samples: 0,
@@ -169,7 +171,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     this.batches = this.plan.batches;
     this.readLimit = pLimit(this.opts.concurrency);
     this.decodeLimit = pLimit(this.opts.decodeConcurrency);
-    this.slabs = this.opts.view && !ds.remote ? new SlabPool(Math.max(this.opts.prefetch, this.opts.maxReadBytes) * 2) : undefined;
+    this.slabs = this.opts.view && !ds.remote ? ds.viewSlabs(Math.max(this.opts.prefetch, this.opts.maxReadBytes) * 2) : undefined;
     this.batchOptions = {
       gapBytes: this.opts.coalesceGapBytes,
       maxReadBytes: this.opts.maxReadBytes,
@@ -179,6 +181,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
       limit: (fn) => this.whileOpen(this.readLimit, fn),
     };
     this.bytesPerSample = ds.size === 0 ? 0 : ds.manifest.totals.storedBytes / ds.size;
+    this.readsOneAlone = !ds.remote && this.slabs === undefined && this.opts.isImage === undefined;
     this.windowOptions = { ...this.batchOptions, maxWaste: options.shuffle === 'full' ? FULL_SHUFFLE_MAX_WASTE : DEFAULT_MAX_WASTE };
     // The window holds at most its samples' bytes: as many samples as `prefetch` holds at the shards' mean bytes
     // per sample (tar headers and padding included), and at least one batch.
@@ -221,7 +224,10 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     return result;
   }
 
-  /** Stops the loader (what `break` in a `for await` calls): no more reads start; pooled buffers are dropped. */
+  /**
+   * Stops the loader (what `break` in a `for await` calls): no more reads start. In view mode the batch held goes
+   * back to the dataset's pool of read buffers (its bytes are no longer valid), batches read ahead are dropped.
+   */
   return(): Promise<IteratorReturnResult<undefined>> {
     this.finish();
     return Promise.resolve(DONE);
@@ -375,6 +381,12 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
           },
         );
       } else {
+        const one = count === 1 && this.readsOneAlone ? this.readOneSync(pending, first) : undefined;
+        if (one !== undefined) {
+          pending.ready = true;
+          pending.value = one;
+          return pending;
+        }
         const result = this.fetch(pending, this.locateSync(first, count), first);
         if (Array.isArray(result)) {
           // read synchronously: ready now, and delivered as it is (no promise made for it)
@@ -397,6 +409,27 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     );
     pending.promise = promise;
     return pending;
+  }
+
+  /**
+   * A local batch of one sample in copy mode, undecoded, read as Dataset.atSync reads it: no RecordRef, no read plan,
+   * no BatchRead (a loader with batchSize 1 pays this per sample). Undefined when the span is over syncReadMaxBytes:
+   * the batch is then read as any other (asynchronously).
+   */
+  private readOneSync(pending: PendingBatch<S>, first: number): S[] | undefined {
+    const position = this.plan.at(first);
+    const hit = this.ds.index.leafOfSync(position);
+    const slot = position - hit.base;
+    this.ds.checkRecord(hit.leaf, slot);
+    const length = hit.leaf.rows[slot * RECORD_COLUMNS + RecordColumn.length] as number;
+    if (length > this.opts.syncReadMaxBytes) return undefined;
+    const sample = this.ds.readCheckedRecordSync(hit.leaf, slot, undefined, this.opts.verify);
+    const c = this.counters;
+    if (length > 0) c.reads++;
+    c.bytesRead += length;
+    c.fetchedSamples++;
+    this.setBytes(pending, length);
+    return [sample as S];
   }
 
   private locateSync(first: number, count: number): RecordRef[] {
@@ -505,11 +538,11 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
       this.ds.cache.nextUse = undefined;
       this.ds.cache.admit = undefined;
     }
-    // Batches still queued are dropped; their slabs too (reads may still be writing into them).
+    // Batches still queued are dropped; their slabs too (reads may still be writing into them). The held slab goes
+    // back to the dataset's pool, for its next loader: the caller is done with the batch once it stops the loader.
     this.queue.length = 0;
     this.counters.prefetchedBytes = 0;
     if (this.heldSlab !== undefined) this.slabs?.give(this.heldSlab);
     this.heldSlab = undefined;
-    this.slabs?.clear();
   }
 }

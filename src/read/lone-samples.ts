@@ -1,8 +1,8 @@
 /**
  * The loader's lone samples of one shard: samples read alone (no neighbour shares their read), each one
- * uncompressed member, verified. Their copies out of the shard's memory map go to the native addon in one call per
- * arena slab (NativeAddon.copyMany) instead of one call each, every copy with its member's CRC32C in the same pass:
- * a batch pays the Node-API entry and the JS around a read once per slab, not once per sample.
+ * uncompressed member. Their copies out of the shard's memory map go to the native addon in one call per arena slab
+ * (NativeAddon.copyMany) instead of one call each, every copy with its member's CRC32C in the same pass when
+ * verifying: a batch pays the Node-API entry and the JS around a read once per slab, not once per sample.
  */
 import type { Sample } from '../../formats/sample.js';
 import type { FileSource } from '../io/file-source.js';
@@ -42,11 +42,12 @@ let spec = new Float64Array(64 * COPY_MANY_ROW);
 
 /**
  * Reads `refs[i]` for each i in `requests` (all of `source`'s shard, each one uncompressed member) into views from
- * `arena` and decodes them into `samples[i]` with `ctx` (verifying), from their leaves' columns. When the shard is
- * not mapped or a copy fails, each sample is read alone (readIntoSyncCrc32c), which throws the failure for the
- * sample it concerns.
+ * `arena` and decodes them into `samples[i]` with `ctx` (verifying when `ctx.verify`), from their leaves' columns.
+ * When the shard is not mapped or a copy fails, each sample is read alone (readIntoSyncCrc32c), which throws the
+ * failure for the sample it concerns.
  */
 export function readLoneSamples(source: FileSource, arena: ViewSource, refs: readonly RecordRef[], requests: readonly number[], samples: Sample[], ctx: DecodeContext): void {
+  const verify = ctx.verify;
   const views = new Array<Uint8Array>(requests.length);
   if (spec.length < requests.length * COPY_MANY_ROW) spec = new Float64Array(requests.length * COPY_MANY_ROW);
   // rows [first, end) all target one buffer: an arena slab, or a large sample's own buffer
@@ -76,7 +77,7 @@ export function readLoneSamples(source: FileSource, arena: ViewSource, refs: rea
     spec[row + 1] = ref.length;
     spec[row + 2] = view.byteOffset;
     spec[row + 3] = 0; // the member fills the span
-    spec[row + 4] = ref.length;
+    spec[row + 4] = verify ? ref.length : -1; // CRC length; < 0: no checksum
   }
   flush(requests.length);
   for (let i = 0; i < requests.length; i++) {
@@ -84,6 +85,6 @@ export function readLoneSamples(source: FileSource, arena: ViewSource, refs: rea
     const view = views[i] as Uint8Array;
     const read = spec[i * COPY_MANY_ROW + 5] as number;
     const crc = Number.isNaN(read) ? undefined : read;
-    samples[requests[i] as number] = decodeRecord(ref.leaf, ref.slot, view, true, ctx.crc32c, crc) ?? decodeSpan(entryOf(ref), view, ctx, crc);
+    samples[requests[i] as number] = decodeRecord(ref.leaf, ref.slot, view, verify, ctx.crc32c, crc) ?? decodeSpan(entryOf(ref), view, ctx, crc);
   }
 }

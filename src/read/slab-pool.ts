@@ -7,28 +7,48 @@
 
 /** Slabs are sized in powers of two from 64 KiB, so a batch reuses a slab made for a slightly larger one. */
 const MIN_SLAB_BYTES = 64 * 1024;
+/** give() keeps free slabs up to this many times the largest one (see give). */
+const KEPT_LARGEST = 3;
+/** take() may lend a free slab up to this many times the size asked for. */
+const LARGER_SLAB_FACTOR = 4;
 
 export class SlabPool {
   private readonly free = new Map<number, Uint8Array[]>();
   private freeBytes = 0;
+  /** The largest slab returned so far. */
+  private largest = 0;
 
   /** @param maxFreeBytes returned slabs beyond this total are dropped to the garbage collector. */
-  constructor(private readonly maxFreeBytes: number) {}
+  constructor(private maxFreeBytes: number) {}
+
+  /** Keeps at least `bytes` of returned slabs from now on (a pool shared by loaders with different bounds). */
+  keepAtLeast(bytes: number): void {
+    if (bytes > this.maxFreeBytes) this.maxFreeBytes = bytes;
+  }
 
   /** A buffer of at least `bytes` bytes (its contents are whatever the last borrower left). */
   take(bytes: number): Uint8Array {
     const size = slabSize(bytes);
-    const slab = this.free.get(size)?.pop();
-    if (slab !== undefined) {
-      this.freeBytes -= size;
-      return slab;
+    // a free slab up to 4x larger serves too: batches of varied sizes then reuse the slabs they have, where a new
+    // one would be faulted in page by page as it is written (and push a larger one out of the pool when returned)
+    for (let s = size; s <= size * LARGER_SLAB_FACTOR; s *= 2) {
+      const slab = this.free.get(s)?.pop();
+      if (slab !== undefined) {
+        this.freeBytes -= s;
+        return slab;
+      }
     }
     return Buffer.allocUnsafeSlow(size);
   }
 
-  /** Returns a slab from take(); the caller must hold no view of it any more. */
+  /**
+   * Returns a slab from take(); the caller must hold no view of it any more. Kept while the free slabs stay within
+   * maxFreeBytes, or within KEPT_LARGEST times the largest slab returned: batches larger than that bound (large
+   * samples) still reuse their slabs, a few of them (about what such a loader holds while it runs).
+   */
   give(slab: Uint8Array): void {
-    if (this.freeBytes + slab.byteLength > this.maxFreeBytes) return;
+    if (slab.byteLength > this.largest) this.largest = slab.byteLength;
+    if (this.freeBytes + slab.byteLength > Math.max(this.maxFreeBytes, KEPT_LARGEST * this.largest)) return;
     let list = this.free.get(slab.byteLength);
     if (list === undefined) {
       list = [];
