@@ -145,7 +145,8 @@ describe('verifyDataset on damaged tar datasets', () => {
         if (header !== undefined && pos - (header.start - 512) < 100) expect(r.damaged.map((d) => d.key)).toContain(header.key);
         fs.rmSync(dir, { recursive: true, force: true });
       }),
-      { numRuns: 40 },
+      // the first: a flip in the low bits of the last LZ4 token of k/000's frame, which decoding ignores
+      { numRuns: 40, examples: [[0, 1151654209, 1]] },
     );
   });
 
@@ -328,6 +329,19 @@ describe('verifyDataset on one-member samples (checked from the span table, with
     expect(r.checked.memberBytes).toBe(Array.from({ length: 200 }, (_, i) => body(i).length).reduce((a, b) => a + b));
   });
 
+  /** Whether the sample's member still reads back as `expected` (checksum and all) from the damaged copy. */
+  async function decodesUnchanged(dir: string, key: string, expected: Uint8Array): Promise<boolean> {
+    const ds = await openDataset(dir, { checkShards: 'size' }); // the flip may sit in the fingerprinted first 4 KiB
+    try {
+      const got = (await ds.get(key)).members['bin'];
+      return got !== undefined && Buffer.from(got).equals(Buffer.from(expected));
+    } catch {
+      return false;
+    } finally {
+      await ds.close();
+    }
+  }
+
   it('names exactly the sample a flipped member byte belongs to, with the checksum message', async () => {
     const clean = await tiny();
     const ds = await openDataset(clean);
@@ -343,12 +357,20 @@ describe('verifyDataset on one-member samples (checked from the span table, with
         flip(path.join(dir, s.shard), s.start + (at % (s.end - s.start)), mask);
         const r = await verifyDataset(dir);
         expect(r.ok).toBe(false);
+        if (s.codec !== 0 && (await decodesUnchanged(dir, s.key, body(i)))) {
+          // a bit LZ4 ignores (the last sequence's match length): the member's bytes are intact, the shard's are not
+          expect(r.damaged).toEqual([]);
+          expect(r.problems).toContainEqual({ file: s.shard, what: expect.stringMatching(/^whole-file CRC32C is [0-9a-f]{8}, the index says [0-9a-f]{8}$/) });
+          fs.rmSync(dir, { recursive: true, force: true });
+          return;
+        }
         expect(r.damaged.map((d) => d.key)).toEqual([s.key]);
         expect(r.damaged[0]!.offset).toBe(s.start);
         expect(r.damaged[0]!.what).toMatch(s.codec === 0 ? /^member "bin": checksum mismatch \(CRC32C [0-9a-f]{8}, the index says [0-9a-f]{8}\)$/ : /^member "bin": /);
         fs.rmSync(dir, { recursive: true, force: true });
       }),
-      { numRuns: 40 },
+      // the first: a flip in the low bits of the last LZ4 token of k/000's frame, which decoding ignores
+      { numRuns: 40, examples: [[0, 1151654209, 1]] },
     );
   });
 });
