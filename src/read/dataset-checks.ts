@@ -108,7 +108,7 @@ export function assertEntryFits(entry: IndexEntry, shards: readonly ShardRecord[
   }
   for (const m of entry.members) {
     if (m.size > maxMemberBytes) {
-      throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample "${entry.key}" member "${m.ext}" is ${m.size} bytes, over maxMemberBytes ${maxMemberBytes} (raise openDataset's maxMemberBytes, or the CLI's --max-member-bytes, for files that big)`, { key: entry.key });
+      throw new ShardkitError(ErrorCodes.TOO_LARGE, `sample "${entry.key}" member "${m.ext}" is ${m.size} bytes, over maxMemberBytes ${maxMemberBytes} (raise openDataset's maxMemberBytes, or --max-member-bytes of get, extract or derive, for files that big)`, { key: entry.key });
     }
   }
 }
