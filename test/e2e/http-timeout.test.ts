@@ -38,8 +38,10 @@ describe('--timeout', () => {
           const r = await shardkitAsync(argv);
           expect(r.status, r.stderr).toBe(1);
           expect(r.stderr).toMatch(/^shardkit: SHARDKIT_ERR_HTTP: GET \S+ did not finish within 800 ms [^\n]*--timeout[^\n]*\n$/);
-          // the first request that ran out of time ended the command (a trickled small file may finish in time first)
-          if (fault === 'hang') expect(server.requests).toBe(1);
+          // the first request that ran out of time ended the command, with no retry (a trickled small file may finish
+          // in time first). At most one: on a loaded machine the in-process server may not have parsed the request
+          // before the CLI gave up on it, and then counts none.
+          if (fault === 'hang') expect(server.requests).toBeLessThanOrEqual(1);
         } finally {
           await server.stop();
         }
