@@ -5,7 +5,7 @@
  */
 import { utf8Bytes, zigzag } from './bytes.js';
 import { Codec, type IndexEntry, type MemberEntry } from './index-entry.js';
-import { MEMBER_EXT_SAME, RECORD_CONTIGUOUS, RECORD_SAME_SHAPE, RECORD_SAME_SHARD } from './index-page.js';
+import { MEMBER_EXT_SAME, RECORD_CONTIGUOUS, RECORD_SAME_SHAPE, RECORD_SAME_SHARD, memberGap, sameMemberShape } from './index-page.js';
 
 /** The most bytes a varint of a safe integer takes. */
 const VARINT_MAX = 8;
@@ -83,20 +83,3 @@ function putVarint(buf: Uint8Array, pos: number, value: number): number {
   return pos + 1;
 }
 
-/** Bytes between member i and the end of member i-1 (the offset of member 0). */
-function memberGap(members: readonly MemberEntry[], i: number): number {
-  const m = members[i] as MemberEntry;
-  if (i === 0) return m.offset;
-  const before = members[i - 1] as MemberEntry;
-  return m.offset - (before.offset + before.storedSize);
-}
-
-function sameMemberShape(a: readonly MemberEntry[], b: readonly MemberEntry[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i] as MemberEntry;
-    const y = b[i] as MemberEntry;
-    if (x.ext !== y.ext || x.codec !== y.codec || memberGap(a, i) !== memberGap(b, i)) return false;
-  }
-  return true;
-}

@@ -4,14 +4,12 @@ Requests: {"op": "counts", "sources", "epochSamples"?} -> {"counts"};
 {"op": "plans", "sizes", "counts"?, "ratio"?, "options", "ranks"} -> {"ranks": [{"length", "batches"}]}, each batch a
 list of [source, position]. Failures: {"error": code, "message"}.
 """
-import json
 import os
 import sys
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from shardkit.errors import ShardkitError  # noqa: E402
+from peer_loop import serve  # noqa: E402  (this directory is on sys.path: the script's own)
 from shardkit.mixture_plan import MixturePlan, mixture_counts  # noqa: E402
 
 OPTION_NAMES = {'seed': 'seed', 'epoch': 'epoch', 'worldSize': 'world_size', 'partition': 'partition',
@@ -30,17 +28,5 @@ def answer(request):
     return {'ranks': out}
 
 
-def main():
-    for line in sys.stdin:
-        try:
-            reply = answer(json.loads(line))
-        except ShardkitError as e:
-            reply = {'error': e.code, 'message': e.message}
-        except Exception:  # a bug: reported to the test, which fails, instead of a dead peer and a hung test
-            reply = {'error': 'PYTHON_EXCEPTION', 'message': traceback.format_exc()}
-        sys.stdout.write(json.dumps(reply) + '\n')
-        sys.stdout.flush()
-
-
 if __name__ == '__main__':
-    main()
+    serve(answer)

@@ -6,15 +6,13 @@ Requests: {"op": "plans", "sizes", "options", "ranks", "stateAt": {rank: [k...]}
 {"op": "merge", "states"} -> the merged state; {"op": "order", ...} -> {"order"}. Failures: {"error": code, "message"}.
 Run with the tests' directory's parent on sys.path (the package root).
 """
-import json
 import os
 import sys
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from peer_loop import serve  # noqa: E402  (this directory is on sys.path: the script's own)
 from shardkit.epoch_plan import EpochPlan, merge_states  # noqa: E402
-from shardkit.errors import ShardkitError  # noqa: E402
 
 OPTION_NAMES = {'seed': 'seed', 'epoch': 'epoch', 'shuffle': 'shuffle', 'windowShards': 'window_shards',
                 'worldSize': 'world_size', 'partition': 'partition', 'batchSize': 'batch_size',
@@ -43,17 +41,5 @@ def answer(request):
     return {'ranks': out}
 
 
-def main():
-    for line in sys.stdin:
-        try:
-            reply = answer(json.loads(line))
-        except ShardkitError as e:
-            reply = {'error': e.code, 'message': e.message}
-        except Exception:  # a bug: reported to the test, which fails, instead of a dead peer and a hung test
-            reply = {'error': 'PYTHON_EXCEPTION', 'message': traceback.format_exc()}
-        sys.stdout.write(json.dumps(reply) + '\n')
-        sys.stdout.flush()
-
-
 if __name__ == '__main__':
-    main()
+    serve(answer)
