@@ -175,6 +175,26 @@ export class ShardCache {
     this.dropReady(shard);
   }
 
+  /**
+   * Whether this process holds a ready, verified copy of `shard` now: the loader then reads the shard's samples
+   * synchronously, as it reads local shards ({@link ShardCache.readySync}).
+   */
+  isReady(shard: number): boolean {
+    return this.ready.has(shard);
+  }
+
+  /**
+   * The open copy of `shard` for `reads` synchronous reads, counted as hits; undefined when it is not ready (any more):
+   * the caller reads through {@link ShardCache.read}. A copy evicted later is closed (its map too) only after this
+   * synchronous call's reads, and one removed by another process stays readable through the open descriptor and map.
+   */
+  readySync(shard: number, reads: number): FileSource | undefined {
+    const local = this.ready.get(shard);
+    if (local === undefined || local.source.isClosed) return undefined;
+    this.stats.hits += reads;
+    return local.source;
+  }
+
   /** Whether the shard's copy is ready or on its way in this process. */
   has(shard: number): boolean {
     return this.ready.has(shard) || this.inflight.has(shard);

@@ -27,6 +27,11 @@ export interface BatchReadOptions extends CoalesceOptions {
   syncReadMaxBytes: number;
   /** Runs an async read under the loader's concurrency bound. */
   limit: <T>(fn: () => Promise<T>) => Promise<T>;
+  /**
+   * Every shard of the batch has a ready, verified copy in the dataset's shard cache (ShardCache.isReady, checked in
+   * the same synchronous call): the copies are read as local shards are.
+   */
+  cached?: boolean;
 }
 
 export interface BatchRead {
@@ -46,12 +51,13 @@ const DECODED = new Uint8Array(0);
 
 /** Reads the samples of `refs` (records that passed Dataset.checkRecord). */
 export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: BatchReadOptions): BatchRead {
-  const local = !ds.remote;
+  const local = !ds.remote || options.cached === true;
+  const mapped = options.cached === true ? ds.cacheNative : ds.native;
   if (refs.length === 1 && local && options.slabs === undefined) {
     const ref = refs[0] as RecordRef;
     if (ref.length <= options.syncReadMaxBytes) return readOne(ds, ref, options.verify);
   }
-  const shard = local && ds.native && options.verify ? loneShard(refs, options.syncReadMaxBytes) : -1;
+  const shard = local && mapped && options.verify ? loneShard(refs, options.syncReadMaxBytes) : -1;
   if (shard >= 0) return readLoneBatch(ds, shard, refs, options.slabs);
   const runs = planReads(refs, options);
   let bytes = 0;
@@ -71,7 +77,7 @@ export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: Batc
   let slabOffset = 0;
   // Runs of one sample with one uncompressed member, when verifying from memory maps: collected per shard and
   // copied and checksummed in one native call (Dataset.readLoneSamplesSync). Runs come ordered by shard.
-  const lone = local && ds.native && options.verify && target === undefined ? { shard: -1, requests: [] as number[] } : undefined;
+  const lone = local && mapped && options.verify && target === undefined ? { shard: -1, requests: [] as number[] } : undefined;
   const flushLone = (): void => {
     if (lone === undefined || lone.requests.length === 0) return;
     ds.readLoneSamplesSync(lone.shard, refs, lone.requests, samples);

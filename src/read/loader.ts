@@ -20,7 +20,9 @@ import type { LeafPage } from '../../formats/index-page.js';
 import { setMember, type Sample } from '../../formats/sample.js';
 import type { CacheStats } from '../cache/shard-cache.js';
 import { readBatch, type BatchReadOptions } from './batch-read.js';
+import { DEFAULT_LOCAL_COALESCE_GAP_BYTES } from './fetch-plan.js';
 import { CachePlan } from './cache-plan.js';
+import { locateCached } from './cached-batch.js';
 import type { Dataset } from './dataset.js';
 import { decodeImage, type DecodedImage, type DecodedSample } from './decode-image.js';
 import { planEpoch, type EpochPlan, type EpochPlanOptions } from './epoch-plan.js';
@@ -102,6 +104,8 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
   private readonly plan: EpochPlan;
   private readonly identity: DatasetIdentity;
   private readonly batchOptions: BatchReadOptions;
+  /** With a shard cache: how batches whose shards all have ready copies are read (as local ones, cached-batch.ts). */
+  private readonly cachedOptions: BatchReadOptions | undefined;
   /** Remote datasets: the rank's next samples, so a read fetches each byte about once (see window-plan.ts). */
   private readonly window: SpanWindow | undefined;
   private readonly windowOptions: WindowBatchOptions;
@@ -178,6 +182,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
       slabs: this.slabs,
       limit: (fn) => this.whileOpen(this.readLimit, fn),
     };
+    this.cachedOptions = ds.cache === undefined ? undefined : { ...this.batchOptions, gapBytes: options.coalesceGapBytes ?? DEFAULT_LOCAL_COALESCE_GAP_BYTES, cached: true };
     this.bytesPerSample = ds.size === 0 ? 0 : ds.manifest.totals.storedBytes / ds.size;
     this.windowOptions = { ...this.batchOptions, maxWaste: options.shuffle === 'full' ? FULL_SHUFFLE_MAX_WASTE : DEFAULT_MAX_WASTE };
     // The window holds at most its samples' bytes: as many samples as `prefetch` holds at the shards' mean bytes
@@ -357,7 +362,19 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     this.setBytes(pending, Math.round(count * this.bytesPerSample));
     let promise: Promise<S[]>;
     try {
-      if (this.ds.remote) {
+      // every earlier batch located (so the window moved past it), and this one's pages and copies at hand
+      const cached = this.cachedOptions !== undefined && this.locating === 0 ? locateCached(this.ds, (i) => this.plan.at(i), first, count) : undefined;
+      if (cached !== undefined) {
+        const dropped = this.window?.skip(first, count) ?? 0;
+        if (dropped > 0) this.addPrefetched(-dropped);
+        const result = this.fetchBatch(pending, cached, this.cachedOptions as BatchReadOptions);
+        if (Array.isArray(result)) {
+          pending.ready = true;
+          pending.value = result;
+          return pending;
+        }
+        promise = result;
+      } else if (this.ds.remote) {
         this.locating++;
         const located = this.locateTail.then(() => this.locateAsync(first, count));
         this.locateTail = located.catch(() => undefined);
@@ -432,7 +449,12 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
 
   private fetch(pending: PendingBatch<S>, refs: RecordRef[], first: number): S[] | Promise<S[]> {
     if (this.window !== undefined) return this.fetchWindow(pending, refs, first, this.window);
-    const read = readBatch(this.ds, refs, this.batchOptions);
+    return this.fetchBatch(pending, refs, this.batchOptions);
+  }
+
+  /** A batch read by readBatch: local shards, or copies in the shard cache (`options.cached`). */
+  private fetchBatch(pending: PendingBatch<S>, refs: RecordRef[], options: BatchReadOptions): S[] | Promise<S[]> {
+    const read = readBatch(this.ds, refs, options);
     pending.slab = read.slab;
     this.setBytes(pending, read.bytes);
     this.counters.reads += read.reads;
