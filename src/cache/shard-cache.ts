@@ -98,6 +98,15 @@ export class ShardCache {
   admit: ((shard: number) => boolean) | undefined;
   private readonly root: string;
   private readonly ready = new Map<number, Ready>();
+  /**
+   * Shards whose copy was evicted (or distrusted) by this process since openVerified began opening it: the copy it
+   * opens is then not made ready. Without this, a copy evicted between its rename and its open stayed ready through
+   * its unlinked file: reads never went remote again and the disk held more than maxBytes (bench/cache.mjs, full
+   * shuffle, 25 % LRU cache: 25 of 26 shards ready, 6 on disk).
+   */
+  private readonly dropped = new Set<number>();
+  /** Shards whose copy openVerified is opening: reserve() does not evict them (they are about to be read). */
+  private readonly opening = new Set<number>();
   private readonly inflight = new Map<number, { promise: Promise<Ready | undefined>; prefetch: boolean }>();
   /** Shards not to try again before this time (another process fetches them, or no room). */
   private readonly retryAt = new Map<number, number>();
@@ -308,6 +317,16 @@ export class ShardCache {
    * (copy-proof.ts); a copy checked here gets a proof.
    */
   private async openVerified(shard: number, file: string, justWritten = false): Promise<Ready | undefined> {
+    this.dropped.delete(shard);
+    this.opening.add(shard);
+    try {
+      return await this.openChecked(shard, file, justWritten);
+    } finally {
+      this.opening.delete(shard);
+    }
+  }
+
+  private async openChecked(shard: number, file: string, justWritten: boolean): Promise<Ready | undefined> {
     const record = this.shards[shard] as ShardRecord;
     let source: FileSource;
     try {
@@ -332,7 +351,7 @@ export class ShardCache {
       this.say({ type: 'corrupt', shard: record.file, reason: size !== record.bytes ? `its copy is ${size} bytes, the index says ${record.bytes}` : 'its copy fails its CRC32C' });
       return undefined;
     }
-    if (this.closed) {
+    if (this.closed || this.dropped.has(shard)) {
       await source.close();
       return undefined;
     }
@@ -371,7 +390,7 @@ export class ShardCache {
       this.shards.forEach((s, i) => mine.set(path.join(this.dir, copyName(s)), i));
       const forUse = nextUse === undefined ? Infinity : nextUse(shard);
       const candidates: AheadCandidate[] = files
-        .filter((f) => f.complete)
+        .filter((f) => f.complete && !this.opening.has(mine.get(f.path) ?? -1))
         .map((f) => {
           const s = mine.get(f.path);
           const planned = s !== undefined && nextUse !== undefined;
@@ -392,6 +411,7 @@ export class ShardCache {
   }
 
   private dropReady(shard: number): void {
+    this.dropped.add(shard);
     const r = this.ready.get(shard);
     if (r === undefined) return;
     this.ready.delete(shard);
