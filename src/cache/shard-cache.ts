@@ -162,7 +162,8 @@ export class ShardCache {
 
   /** Starts fetching `shard` into the cache ahead of need (no-op when it is there, on its way, or cannot be). */
   prefetch(shard: number): Promise<void> {
-    if (this.ready.has(shard) || this.inflight.has(shard)) return Promise.resolve();
+    // a copy its proof vouches for is opened now: the batch that reads it next is then read synchronously
+    if (this.readyNow(shard) || this.inflight.has(shard)) return Promise.resolve();
     return this.acquire(shard, true).then(() => undefined);
   }
 
@@ -190,6 +191,39 @@ export class ShardCache {
    */
   isReady(shard: number): boolean {
     return this.ready.has(shard);
+  }
+
+  /**
+   * {@link ShardCache.isReady}, or else opens the shard's copy now, synchronously, when its proof shows it is the very
+   * file that was checked (copy-proof.ts), as openVerified trusts it: a new process then reads its first batches of
+   * each shard synchronously too. A copy without a proof, or one this process is fetching or opening, is left to the
+   * async path (which checks it whole, or waits).
+   */
+  readyNow(shard: number): boolean {
+    if (this.ready.has(shard)) return true;
+    if (this.closed || this.inflight.has(shard) || this.opening.has(shard)) return false;
+    const record = this.shards[shard] as ShardRecord;
+    const file = path.join(this.dir, copyName(record));
+    if (!hasProof(file, record.crc32c)) return false;
+    let source: FileSource;
+    try {
+      source = FileSource.openSync(file, this.sourceOptions);
+    } catch {
+      return false; // evicted by another process meanwhile
+    }
+    let size = -1;
+    try {
+      size = source.sizeSync();
+    } catch {
+      size = -1;
+    }
+    if (size !== record.bytes) {
+      source.closeSync();
+      return false;
+    }
+    void touchCopy(file); // LRU across processes
+    this.ready.set(shard, { source });
+    return true;
   }
 
   /**

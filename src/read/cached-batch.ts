@@ -3,7 +3,8 @@
  * from the copies' memory maps, index records taken from decoded pages. Through the remote path a fully cached epoch
  * cost 4-6x the CPU of local disk (an async index lookup per sample, windowed reads into fresh buffers, promise
  * chains); this path is taken for a batch only when every index page it needs is decoded and every shard it reads has
- * a ready, verified copy in this process, checked in the same synchronous call that reads it. Any other batch goes
+ * a ready, verified copy in this process (or a copy its proof lets this process open now), checked in the same
+ * synchronous call that reads it. Any other batch goes
  * through the remote path (which fetches what is missing), so a copy evicted meanwhile is never read here.
  */
 import { recordRef, type RecordRef } from './record-ref.js';
@@ -25,7 +26,7 @@ export function locateCached(ds: Dataset, at: (i: number) => number, first: numb
     const slot = position - hit.base;
     ds.checkRecord(hit.leaf, slot);
     const ref = recordRef(hit.leaf, slot);
-    if (!cache.isReady(ref.shard)) return undefined;
+    if (!cache.readyNow(ref.shard)) return undefined;
     refs[i] = ref;
   }
   return refs;
