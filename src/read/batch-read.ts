@@ -28,8 +28,8 @@ export interface BatchReadOptions extends CoalesceOptions {
   /** Runs an async read under the loader's concurrency bound. */
   limit: <T>(fn: () => Promise<T>) => Promise<T>;
   /**
-   * Every shard of the batch has a ready, verified copy in the dataset's shard cache (ShardCache.isReady, checked in
-   * the same synchronous call): the copies are read as local shards are.
+   * Every shard of the batch has a ready, verified copy in the dataset's shard cache (ShardCache.readyNow, checked in
+   * the same synchronous call, cached-batch.ts): the copies are read as local shards are.
    */
   cached?: boolean;
 }
