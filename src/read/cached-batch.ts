@@ -31,3 +31,11 @@ export function locateCached(ds: Dataset, at: (i: number) => number, first: numb
   }
   return refs;
 }
+
+/** Whether every shard `refs` read has a ready copy now (ShardCache.readyNow): a located batch is then read as above. */
+export function allCached(ds: Dataset, refs: readonly RecordRef[]): boolean {
+  const cache = ds.cache;
+  if (cache === undefined) return false;
+  for (const ref of refs) if (!cache.readyNow(ref.shard)) return false;
+  return true;
+}

@@ -22,7 +22,7 @@ import type { CacheStats } from '../cache/shard-cache.js';
 import { readBatch, type BatchReadOptions } from './batch-read.js';
 import { DEFAULT_LOCAL_COALESCE_GAP_BYTES } from './fetch-plan.js';
 import { CachePlan } from './cache-plan.js';
-import { locateCached } from './cached-batch.js';
+import { allCached, locateCached } from './cached-batch.js';
 import type { Dataset } from './dataset.js';
 import { decodeImage, type DecodedImage, type DecodedSample } from './decode-image.js';
 import { planEpoch, type EpochPlan, type EpochPlanOptions } from './epoch-plan.js';
@@ -365,9 +365,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
       // every earlier batch located (so the window moved past it), and this one's pages and copies at hand
       const cached = this.cachedOptions !== undefined && this.locating === 0 ? locateCached(this.ds, (i) => this.plan.at(i), first, count) : undefined;
       if (cached !== undefined) {
-        const dropped = this.window?.skip(first, count) ?? 0;
-        if (dropped > 0) this.addPrefetched(-dropped);
-        const result = this.fetchBatch(pending, cached, this.cachedOptions as BatchReadOptions);
+        const result = this.fetchCached(pending, cached, first);
         if (Array.isArray(result)) {
           pending.ready = true;
           pending.value = result;
@@ -382,7 +380,8 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
           (refs) => {
             this.locating--;
             if (this.finished) throw closedError(); // located after return(): nothing of it is read
-            const samples = this.fetch(pending, refs, first);
+            // its index pages were looked up; its shards may all have copies by now (read as local ones, then)
+            const samples = this.cachedOptions !== undefined && allCached(this.ds, refs) ? this.fetchCached(pending, refs, first) : this.fetch(pending, refs, first);
             this.scheduleFill(); // the size is known now: read-ahead may go on
             return samples;
           },
@@ -450,6 +449,13 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
   private fetch(pending: PendingBatch<S>, refs: RecordRef[], first: number): S[] | Promise<S[]> {
     if (this.window !== undefined) return this.fetchWindow(pending, refs, first, this.window);
     return this.fetchBatch(pending, refs, this.batchOptions);
+  }
+
+  /** A batch whose shards all have ready copies in the shard cache, read as a local one (cached-batch.ts). */
+  private fetchCached(pending: PendingBatch<S>, refs: RecordRef[], first: number): S[] | Promise<S[]> {
+    const dropped = this.window?.skip(first, refs.length) ?? 0;
+    if (dropped > 0) this.addPrefetched(-dropped);
+    return this.fetchBatch(pending, refs, this.cachedOptions as BatchReadOptions);
   }
 
   /** A batch read by readBatch: local shards, or copies in the shard cache (`options.cached`). */
