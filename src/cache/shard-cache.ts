@@ -238,6 +238,11 @@ export class ShardCache {
     return local.source;
   }
 
+  /** How many shards have a ready copy in this process. */
+  get readyShards(): number {
+    return this.ready.size;
+  }
+
   /** Whether the shard's copy is ready or on its way in this process. */
   has(shard: number): boolean {
     return this.ready.has(shard) || this.inflight.has(shard);
