@@ -98,6 +98,15 @@ export class ShardCache {
   admit: ((shard: number) => boolean) | undefined;
   private readonly root: string;
   private readonly ready = new Map<number, Ready>();
+  /**
+   * Shards whose copy was evicted (or distrusted) by this process since openVerified began opening it: the copy it
+   * opens is then not made ready. Without this, a copy evicted between its rename and its open stayed ready through
+   * its unlinked file: reads never went remote again and the disk held more than maxBytes (bench/cache.mjs, full
+   * shuffle, 25 % LRU cache: 25 of 26 shards ready, 6 on disk).
+   */
+  private readonly dropped = new Set<number>();
+  /** Shards whose copy openVerified is opening: reserve() does not evict them (they are about to be read). */
+  private readonly opening = new Set<number>();
   private readonly inflight = new Map<number, { promise: Promise<Ready | undefined>; prefetch: boolean }>();
   /** Shards not to try again before this time (another process fetches them, or no room). */
   private readonly retryAt = new Map<number, number>();
@@ -153,7 +162,8 @@ export class ShardCache {
 
   /** Starts fetching `shard` into the cache ahead of need (no-op when it is there, on its way, or cannot be). */
   prefetch(shard: number): Promise<void> {
-    if (this.ready.has(shard) || this.inflight.has(shard)) return Promise.resolve();
+    // a copy its proof vouches for is opened now: the batch that reads it next is then read synchronously
+    if (this.readyNow(shard) || this.inflight.has(shard)) return Promise.resolve();
     return this.acquire(shard, true).then(() => undefined);
   }
 
@@ -173,6 +183,64 @@ export class ShardCache {
   suspect(shard: number): void {
     fs.rmSync(proofPath(path.join(this.dir, copyName(this.shards[shard] as ShardRecord))), { force: true }); // no process trusts it unread now
     this.dropReady(shard);
+  }
+
+  /**
+   * Whether this process holds a ready, verified copy of `shard` now: the loader then reads the shard's samples
+   * synchronously, as it reads local shards ({@link ShardCache.readySync}).
+   */
+  isReady(shard: number): boolean {
+    return this.ready.has(shard);
+  }
+
+  /**
+   * {@link ShardCache.isReady}, or else opens the shard's copy now, synchronously, when its proof shows it is the very
+   * file that was checked (copy-proof.ts), as openVerified trusts it: a new process then reads its first batches of
+   * each shard synchronously too. A copy without a proof, or one this process is fetching or opening, is left to the
+   * async path (which checks it whole, or waits).
+   */
+  readyNow(shard: number): boolean {
+    if (this.ready.has(shard)) return true;
+    if (this.closed || this.inflight.has(shard) || this.opening.has(shard)) return false;
+    const record = this.shards[shard] as ShardRecord;
+    const file = path.join(this.dir, copyName(record));
+    if (!hasProof(file, record.crc32c)) return false;
+    let source: FileSource;
+    try {
+      source = FileSource.openSync(file, this.sourceOptions);
+    } catch {
+      return false; // evicted by another process meanwhile
+    }
+    let size = -1;
+    try {
+      size = source.sizeSync();
+    } catch {
+      size = -1;
+    }
+    if (size !== record.bytes) {
+      source.closeSync();
+      return false;
+    }
+    void touchCopy(file); // LRU across processes
+    this.ready.set(shard, { source });
+    return true;
+  }
+
+  /**
+   * The open copy of `shard` for `reads` synchronous reads, counted as hits; undefined when it is not ready (any more):
+   * the caller reads through {@link ShardCache.read}. A copy evicted later is closed (its map too) only after this
+   * synchronous call's reads, and one removed by another process stays readable through the open descriptor and map.
+   */
+  readySync(shard: number, reads: number): FileSource | undefined {
+    const local = this.ready.get(shard);
+    if (local === undefined || local.source.isClosed) return undefined;
+    this.stats.hits += reads;
+    return local.source;
+  }
+
+  /** How many shards have a ready copy in this process. */
+  get readyShards(): number {
+    return this.ready.size;
   }
 
   /** Whether the shard's copy is ready or on its way in this process. */
@@ -288,6 +356,16 @@ export class ShardCache {
    * (copy-proof.ts); a copy checked here gets a proof.
    */
   private async openVerified(shard: number, file: string, justWritten = false): Promise<Ready | undefined> {
+    this.dropped.delete(shard);
+    this.opening.add(shard);
+    try {
+      return await this.openChecked(shard, file, justWritten);
+    } finally {
+      this.opening.delete(shard);
+    }
+  }
+
+  private async openChecked(shard: number, file: string, justWritten: boolean): Promise<Ready | undefined> {
     const record = this.shards[shard] as ShardRecord;
     let source: FileSource;
     try {
@@ -312,7 +390,7 @@ export class ShardCache {
       this.say({ type: 'corrupt', shard: record.file, reason: size !== record.bytes ? `its copy is ${size} bytes, the index says ${record.bytes}` : 'its copy fails its CRC32C' });
       return undefined;
     }
-    if (this.closed) {
+    if (this.closed || this.dropped.has(shard)) {
       await source.close();
       return undefined;
     }
@@ -351,7 +429,7 @@ export class ShardCache {
       this.shards.forEach((s, i) => mine.set(path.join(this.dir, copyName(s)), i));
       const forUse = nextUse === undefined ? Infinity : nextUse(shard);
       const candidates: AheadCandidate[] = files
-        .filter((f) => f.complete)
+        .filter((f) => f.complete && !this.opening.has(mine.get(f.path) ?? -1))
         .map((f) => {
           const s = mine.get(f.path);
           const planned = s !== undefined && nextUse !== undefined;
@@ -372,6 +450,7 @@ export class ShardCache {
   }
 
   private dropReady(shard: number): void {
+    this.dropped.add(shard);
     const r = this.ready.get(shard);
     if (r === undefined) return;
     this.ready.delete(shard);

@@ -1,5 +1,6 @@
 /**
- * Reads one batch. From memory-mapped shards (the native addon, local datasets), a batch whose spans are all at most
+ * Reads one batch. From memory-mapped shards (the native addon: local datasets, or ready copies in the shard cache,
+ * `cached`), a batch whose spans are all at most
  * `syncReadMaxBytes` is read with no read plan (readMappedBatch): a joined read of neighbours saves no system call
  * there, and its bytes would be copied, then checksummed in a second pass. Otherwise reads are planned (coalesced
  * over the batch's located records), issued and the samples sliced out: local runs of at most `syncReadMaxBytes`
@@ -23,6 +24,11 @@ export interface BatchReadOptions extends CoalesceOptions {
   syncReadMaxBytes: number;
   /** Runs an async read under the loader's concurrency bound. */
   limit: <T>(fn: () => Promise<T>) => Promise<T>;
+  /**
+   * Every shard of the batch has a ready, verified copy in the dataset's shard cache (ShardCache.readyNow, checked in
+   * the same synchronous call, cached-batch.ts): the copies are read as local shards are.
+   */
+  cached?: boolean;
 }
 
 export interface BatchRead {
@@ -42,12 +48,12 @@ const DECODED = new Uint8Array(0);
 
 /** Reads the samples of `refs` (records that passed Dataset.checkRecord). */
 export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: BatchReadOptions): BatchRead {
-  const local = !ds.remote;
+  const local = !ds.remote || options.cached === true;
   if (refs.length === 1 && local && options.slabs === undefined) {
     const ref = refs[0] as RecordRef;
     if (ref.length <= options.syncReadMaxBytes) return readOne(ds, ref, options.verify);
   }
-  if (local && ds.native) {
+  if (local && (options.cached === true ? ds.cacheNative : ds.native)) {
     const mapped = readMappedBatch(ds, refs, options);
     if (mapped !== undefined) return mapped;
   }
@@ -56,7 +62,8 @@ export function readBatch(ds: Dataset, refs: readonly RecordRef[], options: Batc
 
 /** Plans coalesced reads over `refs`, issues them and slices the samples out (see the file's comment). */
 function readPlanned(ds: Dataset, refs: readonly RecordRef[], options: BatchReadOptions): BatchRead {
-  const local = !ds.remote;
+  const local = !ds.remote || options.cached === true;
+  const mapped = options.cached === true ? ds.cacheNative : ds.native;
   const runs = planReads(refs, options);
   let bytes = 0;
   let reads = 0;
@@ -75,7 +82,7 @@ function readPlanned(ds: Dataset, refs: readonly RecordRef[], options: BatchRead
   let slabOffset = 0;
   // Runs of one sample with one uncompressed member, when verifying from memory maps: collected per shard and
   // copied and checksummed in one native call (Dataset.readLoneSamplesSync). Runs come ordered by shard.
-  const lone = local && ds.native && options.verify && target === undefined ? { shard: -1, requests: [] as number[] } : undefined;
+  const lone = local && mapped && options.verify && target === undefined ? { shard: -1, requests: [] as number[] } : undefined;
   const flushLone = (): void => {
     if (lone === undefined || lone.requests.length === 0) return;
     ds.readLoneSamplesSync(lone.shard, refs, lone.requests, samples);

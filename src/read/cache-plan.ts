@@ -132,6 +132,8 @@ export class CachePlan {
 
   /** The loader starts reading sample `first` of this epoch: prefetch the shards that come from there on. */
   advance(first: number): void {
+    // every shard has a copy open in this process: nothing to prefetch (a fully cached epoch pays no scan per batch)
+    if (this.cache.readyShards === this.shardBytes.length) return;
     // in flight at the budget: the scan below would stop at the first shard it could fetch
     if (this.inFlightBytes > 0 && this.inFlightBytes >= this.maxInFlightBytes) return;
     let ahead = 0;

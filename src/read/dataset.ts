@@ -82,6 +82,8 @@ export class Dataset {
   private readonly decodeContexts: DecodeContext[] = [];
   /** True when local shards are read through memory maps (the native addon is built and enabled). */
   readonly native: boolean;
+  /** @internal True when the shard cache's copies are read through memory maps (the addon is built and enabled). */
+  readonly cacheNative: boolean;
   /** @internal The CRC32C that verifies members: the addon's hardware one when enabled. */
   readonly memberCrc32c: (bytes: Uint8Array) => number;
 
@@ -103,6 +105,7 @@ export class Dataset {
     this.shardLocations.forEach((loc, i) => this.shardByLocation.set(loc, i));
     const addon = options.native === false ? undefined : nativeAddon();
     this.native = addon !== undefined && !this.isRemote;
+    this.cacheNative = addon !== undefined && options.cache !== undefined;
     this.memberCrc32c = addon === undefined ? crc32c : addon.crc32c;
     const sourceOptions = { stats: io, mmap: this.native, ...(options.syncReadMaxBytes === undefined ? {} : { syncReadMaxBytes: options.syncReadMaxBytes }) };
     this.pool = new HandlePool<ByteSource>({
@@ -266,14 +269,32 @@ export class Dataset {
    * undefined (pread, or no checksum asked for).
    */
   private readSpanSync(shard: number, offset: number, length: number, buffer: Uint8Array, bufferOffset: number, crcLength: number | undefined): number | undefined {
-    const source = this.pool.acquireSync(this.shardLocations[shard] as string) as FileSource;
+    const source = this.acquireSyncSource(shard, 1);
     try {
-      if (crcLength !== undefined && this.native) return source.readIntoSyncCrc32c(buffer, bufferOffset, length, offset, 0, crcLength);
+      if (crcLength !== undefined && (this.native || this.cacheNative)) return source.readIntoSyncCrc32c(buffer, bufferOffset, length, offset, 0, crcLength);
       source.readIntoSync(buffer, bufferOffset, length, offset);
       return undefined;
     } finally {
-      this.pool.release(source);
+      this.releaseSyncSource(source);
     }
+  }
+
+  /**
+   * The open file of `shard` for `reads` synchronous reads: a pooled handle of a local shard, or the ready copy in
+   * the shard cache (the loader reads through it only after ShardCache.isReady said so, in the same synchronous
+   * call). Give it back with releaseSyncSource.
+   */
+  private acquireSyncSource(shard: number, reads: number): FileSource {
+    if (this.cache === undefined) return this.pool.acquireSync(this.shardLocations[shard] as string) as FileSource;
+    const copy = this.cache.readySync(shard, reads);
+    if (copy === undefined) {
+      throw new ShardkitError(ErrorCodes.BAD_STATE, `${this.shardName(shard)}: its cached copy in ${this.cache.dir} is not ready for synchronous reads; read it with the async API (get, at, loader)`, { shard: this.shardName(shard) });
+    }
+    return copy;
+  }
+
+  private releaseSyncSource(source: FileSource): void {
+    if (this.cache === undefined) this.pool.release(source);
   }
 
   /**
@@ -282,11 +303,11 @@ export class Dataset {
    * Records must have passed checkRecord.
    */
   readLoneSamplesSync(shard: number, refs: readonly RecordRef[], requests: readonly number[], samples: Sample[], into: ViewSource = this.arena, verify = true): void {
-    const source = this.pool.acquireSync(this.shardLocations[shard] as string) as FileSource;
+    const source = this.acquireSyncSource(shard, requests.length);
     try {
       readLoneSamples(source, into, refs, requests, samples, this.decodeContext(shard, verify));
     } finally {
-      this.pool.release(source);
+      this.releaseSyncSource(source);
     }
   }
 

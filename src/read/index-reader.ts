@@ -21,6 +21,9 @@ export interface LeafSlot {
   slot: number;
 }
 
+/** Thrown (and caught) by leafOfIfCached's page loader when a page is not decoded yet. */
+const PAGE_NOT_CACHED = Symbol('page not cached');
+
 export class IndexReader {
   readonly tree: TreeInfo;
   readonly cache: PageCache;
@@ -154,6 +157,27 @@ export class IndexReader {
     checkPositionType(position);
     return this.nearLeaf(position) ?? (this.lastLeaf = seekPositionSync(this.tree, position, this.loadSync));
   }
+
+  /**
+   * {@link IndexReader.leafOfSync} from decoded pages alone, for any source (http too): undefined when a page of the
+   * descent is not in the page cache (the caller then looks it up with {@link IndexReader.leafOf}).
+   */
+  leafOfIfCached(position: number): LeafHit | undefined {
+    checkPositionType(position);
+    const near = this.nearLeaf(position);
+    if (near !== undefined) return near;
+    try {
+      return (this.lastLeaf = seekPositionSync(this.tree, position, this.loadCached));
+    } catch (err) {
+      if (err === PAGE_NOT_CACHED) return undefined;
+      throw err;
+    }
+  }
+
+  private loadCached = (pageNo: number): Page => {
+    if (!this.cache.has(pageNo)) throw PAGE_NOT_CACHED; // not counted as a miss: the async lookup that follows counts it
+    return this.cache.get(pageNo) as Page;
+  };
 
   /** Async twin of {@link IndexReader.leafOfSync}. */
   async leafOf(position: number): Promise<LeafHit> {

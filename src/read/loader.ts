@@ -20,7 +20,9 @@ import { RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index
 import { setMember, type Sample } from '../../formats/sample.js';
 import type { CacheStats } from '../cache/shard-cache.js';
 import { readBatch, type BatchReadOptions } from './batch-read.js';
+import { DEFAULT_LOCAL_COALESCE_GAP_BYTES } from './fetch-plan.js';
 import { CachePlan } from './cache-plan.js';
+import { allCached, locateCached } from './cached-batch.js';
 import type { Dataset } from './dataset.js';
 import { decodeImage, type DecodedImage, type DecodedSample } from './decode-image.js';
 import { planEpoch, type EpochPlan, type EpochPlanOptions } from './epoch-plan.js';
@@ -102,6 +104,8 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
   private readonly plan: EpochPlan;
   private readonly identity: DatasetIdentity;
   private readonly batchOptions: BatchReadOptions;
+  /** With a shard cache: how batches whose shards all have ready copies are read (as local ones, cached-batch.ts). */
+  private readonly cachedOptions: BatchReadOptions | undefined;
   /** Remote datasets: the rank's next samples, so a read fetches each byte about once (see window-plan.ts). */
   private readonly window: SpanWindow | undefined;
   private readonly windowOptions: WindowBatchOptions;
@@ -180,6 +184,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
       slabs: this.slabs,
       limit: (fn) => this.whileOpen(this.readLimit, fn),
     };
+    this.cachedOptions = ds.cache === undefined ? undefined : { ...this.batchOptions, gapBytes: options.coalesceGapBytes ?? DEFAULT_LOCAL_COALESCE_GAP_BYTES, cached: true };
     this.bytesPerSample = ds.size === 0 ? 0 : ds.manifest.totals.storedBytes / ds.size;
     this.readsOneAlone = !ds.remote && this.slabs === undefined && this.opts.isImage === undefined;
     this.windowOptions = { ...this.batchOptions, maxWaste: options.shuffle === 'full' ? FULL_SHUFFLE_MAX_WASTE : DEFAULT_MAX_WASTE };
@@ -363,7 +368,17 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     this.setBytes(pending, Math.round(count * this.bytesPerSample));
     let promise: Promise<S[]>;
     try {
-      if (this.ds.remote) {
+      // every earlier batch located (so the window moved past it), and this one's pages and copies at hand
+      const cached = this.cachedOptions !== undefined && this.locating === 0 ? locateCached(this.ds, (i) => this.plan.at(i), first, count) : undefined;
+      if (cached !== undefined) {
+        const result = this.fetchCached(pending, cached, first);
+        if (Array.isArray(result)) {
+          pending.ready = true;
+          pending.value = result;
+          return pending;
+        }
+        promise = result;
+      } else if (this.ds.remote) {
         this.locating++;
         const located = this.locateTail.then(() => this.locateAsync(first, count));
         this.locateTail = located.catch(() => undefined);
@@ -371,7 +386,8 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
           (refs) => {
             this.locating--;
             if (this.finished) throw closedError(); // located after return(): nothing of it is read
-            const samples = this.fetch(pending, refs, first);
+            // its index pages were looked up; its shards may all have copies by now (read as local ones, then)
+            const samples = this.cachedOptions !== undefined && allCached(this.ds, refs) ? this.fetchCached(pending, refs, first) : this.fetch(pending, refs, first);
             this.scheduleFill(); // the size is known now: read-ahead may go on
             return samples;
           },
@@ -465,7 +481,19 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
 
   private fetch(pending: PendingBatch<S>, refs: RecordRef[], first: number): S[] | Promise<S[]> {
     if (this.window !== undefined) return this.fetchWindow(pending, refs, first, this.window);
-    const read = readBatch(this.ds, refs, this.batchOptions);
+    return this.fetchBatch(pending, refs, this.batchOptions);
+  }
+
+  /** A batch whose shards all have ready copies in the shard cache, read as a local one (cached-batch.ts). */
+  private fetchCached(pending: PendingBatch<S>, refs: RecordRef[], first: number): S[] | Promise<S[]> {
+    const dropped = this.window?.skip(first, refs.length) ?? 0;
+    if (dropped > 0) this.addPrefetched(-dropped);
+    return this.fetchBatch(pending, refs, this.cachedOptions as BatchReadOptions);
+  }
+
+  /** A batch read by readBatch: local shards, or copies in the shard cache (`options.cached`). */
+  private fetchBatch(pending: PendingBatch<S>, refs: RecordRef[], options: BatchReadOptions): S[] | Promise<S[]> {
+    const read = readBatch(this.ds, refs, options);
     pending.slab = read.slab;
     this.setBytes(pending, read.bytes);
     this.counters.reads += read.reads;

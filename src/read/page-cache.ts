@@ -33,6 +33,11 @@ export class PageCache {
     return page;
   }
 
+  /** Whether the page is cached (no counter moves, no promotion). */
+  has(pageNo: number): boolean {
+    return this.young.has(pageNo) || this.old.has(pageNo);
+  }
+
   set(pageNo: number, page: Page): void {
     if (this.young.size >= this.generation) {
       this.old = this.young;

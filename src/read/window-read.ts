@@ -46,6 +46,17 @@ export class SpanWindow {
     }
   }
 
+  /**
+   * Samples [first, first + count) are read without the window (from the shard cache's copies): spans held for
+   * them are dropped, and the window moves past them. Returns the bytes dropped. Call in batch order, as advance.
+   */
+  skip(first: number, count: number): number {
+    let dropped = 0;
+    for (let i = first; i < first + count; i++) dropped += this.take(this.at(i))?.length ?? 0;
+    this.advance(first, count);
+    return dropped;
+  }
+
   /** Whether a read passing through `position` should keep it: it comes later in the window and is not held yet. */
   readonly upcoming = (position: number): boolean => this.counts.has(position) && !this.held.has(position);
 

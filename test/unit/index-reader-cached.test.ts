@@ -1,0 +1,79 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { MANIFEST_FILE, parseManifest } from '../../formats/manifest.js';
+import type { ByteSource } from '../../src/io/byte-source.js';
+import { FileSource } from '../../src/io/file-source.js';
+import { IndexReader } from '../../src/read/index-reader.js';
+import { writeLoaderDataset } from '../helpers/loader-dataset.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+/** An index read as over http: asynchronous reads only (no readSync), each counted. */
+class AsyncOnlySource implements ByteSource {
+  reads = 0;
+  constructor(private readonly file: FileSource) {}
+  get name(): string {
+    return this.file.name;
+  }
+  size(): Promise<number> {
+    return this.file.size();
+  }
+  read(offset: number, length: number): Promise<Uint8Array> {
+    this.reads++;
+    return this.file.read(offset, length);
+  }
+  close(): Promise<void> {
+    return this.file.close();
+  }
+}
+
+const N = 6000;
+let dir: string;
+let indexFile: string;
+
+describe('IndexReader.leafOfIfCached (the cached loader path\'s synchronous lookups)', () => {
+  beforeAll(async () => {
+    dir = await writeLoaderDataset(path.join(tmpDir(), 'ds'), N, { shardBytes: 256 * 1024 });
+    indexFile = path.join(dir, parseManifest(fs.readFileSync(path.join(dir, MANIFEST_FILE), 'utf8'), 'manifest.json').index.file);
+  });
+
+  it('answers from decoded pages only: undefined (no read, no miss counted) until leafOf has read them, then the same leaf', async () => {
+    const source = new AsyncOnlySource(await FileSource.open(indexFile));
+    const index = await IndexReader.open(source);
+    expect(index.size).toBe(N);
+    const positions = [0, N - 1, 2999, 17, 4500, 3000, 1];
+    for (const p of positions) {
+      const reads = source.reads;
+      const misses = index.cache.misses;
+      const before = index.leafOfIfCached(p);
+      expect(source.reads).toBe(reads);
+      expect(index.cache.misses).toBe(misses);
+      const hit = await index.leafOf(p);
+      if (before !== undefined) expect(before.leaf).toBe(hit.leaf); // a leaf an earlier lookup decoded
+      const after = index.leafOfIfCached(p);
+      expect(after?.leaf).toBe(hit.leaf);
+      expect(after?.base).toBe(hit.base);
+      expect(after?.leaf.entries[p - (after?.base ?? 0)]).toEqual(await index.at(p));
+    }
+    // a position under a leaf never read: undefined, and nothing read for it
+    const cold = [...Array(N).keys()].find((p) => index.leafOfIfCached(p) === undefined);
+    expect(cold).toBeDefined();
+    const reads = source.reads;
+    expect(index.leafOfIfCached(cold as number)).toBeUndefined();
+    expect(source.reads).toBe(reads);
+    await index.close();
+  });
+
+  it('once every page is decoded, every position is found synchronously, as leafOf finds it', async () => {
+    const source = new AsyncOnlySource(await FileSource.open(indexFile));
+    const index = await IndexReader.open(source);
+    for (let p = 0; p < N; p++) await index.leafOf(p);
+    const reads = source.reads;
+    for (let p = N - 1; p >= 0; p -= 7) {
+      const hit = index.leafOfIfCached(p);
+      expect(hit?.leaf.keys[p - (hit?.base ?? 0)]).toBe(`s/${String(p).padStart(6, '0')}`);
+    }
+    expect(source.reads).toBe(reads);
+    await index.close();
+  });
+});
