@@ -1,12 +1,11 @@
 /**
  * Reads one batch. From memory-mapped shards (the native addon: local datasets, or ready copies in the shard cache,
- * `cached`), a batch whose spans are all at most
- * `syncReadMaxBytes` is read with no read plan (readMappedBatch): a joined read of neighbours saves no system call
- * there, and its bytes would be copied, then checksummed in a second pass. Otherwise reads are planned (coalesced
- * over the batch's located records), issued and the samples sliced out: local runs of at most `syncReadMaxBytes`
- * with a synchronous pread right here (on a warm page cache a pread of a few KiB takes ~3 us, a thread-pool round
- * trip ~20 us), larger runs and http requests through `limit` (bounded concurrency), the batch settling when they do.
- * A batch of one sample (copy mode) is read as Dataset.atSync reads it.
+ * `cached`), a batch whose spans are all at most `syncReadMaxBytes` is read with no read plan (readMappedBatch): a
+ * joined read of neighbours saves no system call there, and its bytes would be copied, then checksummed in a second
+ * pass. Otherwise reads are planned (coalesced over the batch's located records), issued and the samples sliced
+ * out: local runs of at most `syncReadMaxBytes` with a synchronous pread right here (on a warm page cache a pread of
+ * a few KiB takes ~3 us, a thread-pool round trip ~20 us), larger runs and http requests through `limit` (bounded
+ * concurrency), the batch settling when they do. A batch of one sample (copy mode) is read as Dataset.atSync reads it.
  */
 import type { Sample } from '../../formats/sample.js';
 import type { Dataset } from './dataset.js';
