@@ -3,7 +3,8 @@
  * next job) reads its index pages from local disk instead of sending ~10 page requests over http before its first
  * batch; its lookups are then synchronous, and a fully cached epoch is read as a local one from its first batch.
  *
- * Fetched whole in one request, checked against the manifest (size, CRC32C of the whole file) before it is used,
+ * Fetched whole in one request, checked against the manifest before it is used (size, header and shard table CRC32C,
+ * every page's CRC32C: indexChecksOut),
  * written under a temporary name and renamed, with the proof and lock files of a shard's copy (copy-proof.ts,
  * cache-lock.ts): a copy without a matching proof is read whole and checked, a damaged one removed and fetched again.
  * Counted in maxBytes like a shard: room is made under the directory-wide lock, evicting only other datasets' copies
@@ -15,7 +16,9 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { crc32c } from '../../formats/checksum.js';
+import { crc32cHex } from '../../formats/checksum.js';
+import { decodeIndexHeader, decodeShardTable, HEADER_BYTES } from '../../formats/index-layout.js';
+import { PAGE_CRC, PAGE_NO, pageChecksum } from '../../formats/index-page.js';
 import { FileSource } from '../io/file-source.js';
 import { indexCopyName, partName, scanCache, SPACE_LOCK } from './cache-dir.js';
 import { tryLock, unlock, withLock } from './cache-lock.js';
@@ -45,7 +48,7 @@ export interface IndexCopyPlace {
 export async function openIndexCopy(place: IndexCopyPlace, index: IndexFacts, fetchWhole: () => Promise<Uint8Array>): Promise<FileSource | undefined> {
   const copy = path.join(place.dir, indexCopyName(index.file, index.crc32c, index.bytes));
   const note = (reason: string): undefined => {
-    place.onEvent?.({ type: 'bypass', shard: index.file, reason: `the index is read over http: ${reason}` });
+        place.onEvent?.({ type: 'bypass', shard: index.file, reason: `the index is read over http: ${reason}` });
     return undefined;
   };
   const expected = Number.parseInt(index.crc32c, 16) >>> 0;
@@ -69,7 +72,7 @@ export async function openIndexCopy(place: IndexCopyPlace, index: IndexFacts, fe
       } catch (err) {
         return note(`fetching it whole failed (${(err as Error).message})`);
       }
-      if (bytes.length !== index.bytes || crc32c(bytes) >>> 0 !== expected) return note('the fetched index differs from the manifest (size or CRC32C)');
+      if (!indexChecksOut(bytes, index)) return note('the fetched index fails its checks against the manifest (size, checksums)');
       const handle = await fsp.open(part, 'r+');
       try {
         await handle.write(bytes, 0, bytes.length, 0);
@@ -101,7 +104,7 @@ async function openChecked(file: string, index: IndexFacts, expected: number, pl
   const trusted = justWritten || hasProof(file, expected);
   let ok = false;
   try {
-    ok = source.sizeSync() === index.bytes && (trusted || crc32c(source.readSync(0, index.bytes)) >>> 0 === expected);
+    ok = source.sizeSync() === index.bytes && (trusted || indexChecksOut(source.readSync(0, index.bytes), index));
   } catch {
     ok = false;
   }
@@ -114,6 +117,31 @@ async function openChecked(file: string, index: IndexFacts, expected: number, pl
   if (!trusted) writeProof(file, expected);
   void touchCopy(file); // LRU across processes
   return source;
+}
+
+/**
+ * Whether `bytes` are the index the manifest names: its size, its header's CRC32C (the index's identity in the
+ * manifest), its shard table's CRC32C (in the header), and every page's own CRC32C and number. The manifest holds no
+ * CRC32C of the whole file; these checksums cover every byte the reader uses (the rest of page 0 must be zero).
+ */
+export function indexChecksOut(bytes: Uint8Array, index: IndexFacts): boolean {
+  if (bytes.length !== index.bytes) return false;
+  try {
+    const header = decodeIndexHeader(bytes.subarray(0, Math.min(bytes.length, HEADER_BYTES)), index.file, bytes.length);
+    if (crc32cHex(header.crc) !== index.crc32c) return false;
+    decodeShardTable(bytes.subarray(header.tableOffset, header.tableOffset + header.tableLength), header, index.file);
+    if (bytes.subarray(HEADER_BYTES, Math.min(bytes.length, header.pageSize)).some((b) => b !== 0)) return false;
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    for (let p = 1; p < header.pageCount; p++) {
+      const at = p * header.pageSize;
+      if (at + header.pageSize > bytes.length) return false;
+      const page = bytes.subarray(at, at + header.pageSize);
+      if (pageChecksum(page) !== view.getUint32(at + PAGE_CRC, true) || view.getUint32(at + PAGE_NO, true) !== p) return false;
+    }
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
