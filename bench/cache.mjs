@@ -3,7 +3,7 @@
  * Shard cache benchmark (issue #25): a real nginx on loopback, started here, serves a dataset with its bandwidth
  * limited by `limit_rate` (the client keeps one connection, so the limit is the whole link). Epochs are read
  * with no cache, with an LRU cache and with the clairvoyant one (plan-driven prefetch, Belady eviction), caches of
- * 25 %, 50 % and 100 % of the dataset, block and full shuffle. Reported per epoch: remote bytes (nginx's view:
+ * 25 %, 50 % and 100 % of the dataset's shards (plus the index's size: its copy is cached too), block and full shuffle. Reported per epoch: remote bytes (nginx's view:
  * the byte ranges it served) against the fewest whole-shard bytes any eviction policy could fetch (Belady's MIN
  * simulated over the loader's shard order, cache empty at start), and epoch time. A local-disk epoch and the time
  * the bandwidth limit alone allows (dataset bytes / rate) are the references.
@@ -187,16 +187,16 @@ const median = (xs) => {
  * Times with a 100 % cache, `rounds` alternated runs: the first epoch into an empty cache (fresh dir each round),
  * then, the cache full, local disk vs the filling process vs a new process.
  */
-async function timeFullCache(url, localDs, shuffle, datasetBytes, rounds, work) {
+async function timeFullCache(url, localDs, shuffle, cacheBytes, rounds, work) {
   const first = [];
   for (let r = 0; r < rounds; r++) {
     const dir = path.join(work, `time-${shuffle}-${r}`);
-    const ds = await openDataset(url, { http: { maxSockets: 1 }, cache: { dir, maxBytes: datasetBytes } });
+    const ds = await openDataset(url, { http: { maxSockets: 1 }, cache: { dir, maxBytes: cacheBytes } });
     first.push((await epoch(ds, shuffle, 0)).ms);
     await ds.close();
     if (r < rounds - 1) fs.rmSync(dir, { recursive: true, force: true });
   }
-  const cache = { dir: path.join(work, `time-${shuffle}-${rounds - 1}`), maxBytes: datasetBytes };
+  const cache = { dir: path.join(work, `time-${shuffle}-${rounds - 1}`), maxBytes: cacheBytes };
   const filled = await openDataset(url, { http: { maxSockets: 1 }, cache });
   await epoch(filled, shuffle, 0); // every copy checked by this process
   await epoch(localDs, shuffle, 0); // the page cache warm
@@ -230,15 +230,17 @@ const timing = {};
 try {
   const localDs = await openDataset(path.join(root, 'ds'));
   const datasetBytes = localDs.shards.reduce((n, s) => n + s.bytes, 0);
+  const indexBytes = localDs.manifest.index.bytes;
   const limitMs = (datasetBytes / rateBytes(o.rate)) * 1000;
   for (const shuffle of ['block', 'full']) {
     const seq = shardSequence(localDs, shuffle, o.epochs);
     for (const [policy, fraction] of [['none', 0], ['lru', 0.25], ['clairvoyant', 0.25], ['lru', 0.5], ['clairvoyant', 0.5], ['lru', 1], ['clairvoyant', 1]]) {
-      const maxBytes = Math.floor(datasetBytes * fraction);
+      // room for the shards (the fraction) and for the index's copy (index-copy.ts), reserved beside them
+      const maxBytes = Math.floor(datasetBytes * fraction) + (policy === 'none' ? 0 : indexBytes);
       const cacheDir = path.join(work, `cache-${shuffle}-${policy}-${fraction}`);
       const ds = await openDataset(`${server.url}/ds`, { http: { maxSockets: 1 }, ...(policy === 'none' ? {} : { cache: { dir: cacheDir, maxBytes, policy } }) });
       server.shardBytes();
-      const min = policy === 'none' ? [] : minBytesPerEpoch(localDs, seq, maxBytes);
+      const min = policy === 'none' ? [] : minBytesPerEpoch(localDs, seq, maxBytes - indexBytes);
       for (let e = 0; e < o.epochs; e++) {
         const r = await epoch(ds, shuffle, e);
         const row = { shuffle, policy, cache: fraction, epoch: e, remoteBytes: server.shardBytes(), minBytes: min[e] ?? null, ms: Math.round(r.ms), datasetBytes };
@@ -250,7 +252,7 @@ try {
     }
   }
   for (const shuffle of ['block', 'full']) {
-    timing[shuffle] = await timeFullCache(`${server.url}/ds`, localDs, shuffle, datasetBytes, o.rounds, work);
+    timing[shuffle] = await timeFullCache(`${server.url}/ds`, localDs, shuffle, datasetBytes + indexBytes, o.rounds, work);
     process.stderr.write(`${JSON.stringify({ shuffle, ...timing[shuffle] })}\n`);
   }
   await localDs.close();

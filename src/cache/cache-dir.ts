@@ -7,6 +7,8 @@
  *     <dir>/<dataset id>/<file>~<crc>~<bytes>.lock     a process is fetching it (O_EXCL, see cache-lock.ts)
  *     <dir>/<dataset id>/<file>~<crc>~<bytes>.<pid>.part   its download, counted at its full size
  *     <dir>/<dataset id>/<file>~<crc>~<bytes>.ok       proof the copy was verified; its mtime: the copy's last use
+ *     <dir>/<dataset id>/<index file>~<crc>~<bytes>.idx  a verified copy of the index (index-copy.ts), with the same
+ *                                                      .lock, .<pid>.part and .ok files as a shard's copy
  *
  * The dataset id hashes the location without query (presigned signatures change) and the index's CRC32C, so two
  * datasets, or a dataset rewritten at one URL, never share copies. A copy's name holds the shard's CRC32C and size
@@ -24,6 +26,7 @@ export const SPACE_LOCK = '.space.lock';
 const PART = /\.(\d+)\.part$/;
 const PROOF_TEMP = /\.ok\.(\d+)\.tmp$/;
 const COPY = /~[0-9a-f]{8}~(\d+)$/;
+const INDEX_COPY = /~[0-9a-f]{8}~(\d+)\.idx$/;
 
 /** The subdirectory name of a dataset in the cache. */
 export function datasetId(location: string, indexCrc32c: string): string {
@@ -34,6 +37,16 @@ export function datasetId(location: string, indexCrc32c: string): string {
 /** The file name of a shard's verified copy (a flat name, whatever the shard's path in the dataset). */
 export function copyName(shard: ShardRecord): string {
   return `${encodeURIComponent(shard.file)}~${crc32cHex(shard.crc32c)}~${shard.bytes}`;
+}
+
+/** The file name of the index's verified copy (index-copy.ts): the manifest's index name, CRC32C and size. */
+export function indexCopyName(file: string, crc32cHex: string, bytes: number): string {
+  return `${encodeURIComponent(file)}~${crc32cHex}~${bytes}.idx`;
+}
+
+/** Whether `name` (a base name) is an index copy. */
+export function isIndexCopy(name: string): boolean {
+  return INDEX_COPY.test(name);
 }
 
 export function partName(copy: string): string {
@@ -67,7 +80,7 @@ export function scanCache(root: string): CachedFile[] {
           fs.rmSync(file, { force: true });
           continue;
         }
-        const copy = COPY.exec(name.replace(PART, ''));
+        const copy = COPY.exec(name.replace(PART, '')) ?? INDEX_COPY.exec(name.replace(PART, ''));
         files.push({ path: file, bytes: copy === null ? statSize(file) : Number(copy[1]), complete: false, mtimeMs: Date.now() });
         continue;
       }
@@ -76,7 +89,7 @@ export function scanCache(root: string): CachedFile[] {
         if (!pidAlive(Number(proofTemp[1]))) fs.rmSync(file, { force: true });
         continue;
       }
-      if (COPY.exec(name) === null) continue; // identity.json, lock files, proofs
+      if (COPY.exec(name) === null && INDEX_COPY.exec(name) === null) continue; // identity.json, lock files, proofs
       try {
         const st = fs.statSync(file);
         files.push({ path: file, bytes: st.size, complete: true, mtimeMs: lastUseMs(file, st.mtimeMs) });

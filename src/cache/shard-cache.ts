@@ -26,7 +26,7 @@ import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
 import { FileSource, type FileSourceOptions } from '../io/file-source.js';
 import { redactLocation } from '../io/location.js';
-import { copyName, datasetId, partName, scanCache, SPACE_LOCK } from './cache-dir.js';
+import { copyName, datasetId, isIndexCopy, partName, scanCache, SPACE_LOCK } from './cache-dir.js';
 import { tryLock, unlock, withLock } from './cache-lock.js';
 import { hasProof, proofPath, removeCopy, touchCopy, writeProof } from './copy-proof.js';
 import { CopyWriter } from './copy-writer.js';
@@ -429,7 +429,8 @@ export class ShardCache {
       this.shards.forEach((s, i) => mine.set(path.join(this.dir, copyName(s)), i));
       const forUse = nextUse === undefined ? Infinity : nextUse(shard);
       const candidates: AheadCandidate[] = files
-        .filter((f) => f.complete && !this.opening.has(mine.get(f.path) ?? -1))
+        // this dataset's index copy is read by every process that uses it (index-copy.ts): never evicted by them
+        .filter((f) => f.complete && !this.opening.has(mine.get(f.path) ?? -1) && !(path.dirname(f.path) === this.dir && isIndexCopy(path.basename(f.path))))
         .map((f) => {
           const s = mine.get(f.path);
           const planned = s !== undefined && nextUse !== undefined;

@@ -12,6 +12,8 @@ import { indexRemedy, type ShardRecord } from '../../formats/index-layout.js';
 import { MEMBER_COLUMNS, MemberColumn, RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index-page.js';
 import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
 import type { Sample } from '../../formats/sample.js';
+import { datasetId } from '../cache/cache-dir.js';
+import { openIndexCopy } from '../cache/index-copy.js';
 import { ShardCache, type CacheStats } from '../cache/shard-cache.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { FileSource } from '../io/file-source.js';
@@ -160,6 +162,18 @@ export class Dataset {
             }
             throw err;
           });
+      if (options.cache !== undefined && isRemote(indexLocation)) {
+        // a verified local copy of the index (index-copy.ts): lookups without http, synchronous from the first batch
+        const remoteIndex = indexSource;
+        const c = options.cache;
+        const root = path.resolve(c.dir);
+        const place = { root, dir: path.join(root, datasetId(location, manifest.index.crc32c)), maxBytes: c.maxBytes, ...(c.onEvent === undefined ? {} : { onEvent: c.onEvent }) };
+        const copy = await openIndexCopy(place, manifest.index, () => remoteIndex.read(0, manifest.index.bytes));
+        if (copy !== undefined) {
+          await remoteIndex.close(); // the dataset's client stays open (the source does not own it)
+          indexSource = copy;
+        }
+      }
       const index = await IndexReader.open(indexSource, options.pageCacheBytes ?? DEFAULT_PAGE_CACHE_BYTES);
       checkIndexMatchesManifest(index, manifest, redactLocation(location));
       return new Dataset(location, manifest, index, options, io, client);

@@ -159,8 +159,9 @@ export class IndexReader {
   }
 
   /**
-   * {@link IndexReader.leafOfSync} from decoded pages alone, for any source (http too): undefined when a page of the
-   * descent is not in the page cache (the caller then looks it up with {@link IndexReader.leafOf}).
+   * {@link IndexReader.leafOfSync} for any source (http too): from decoded pages, and pages read synchronously when
+   * the source is local (a FileSource: the index's copy in the shard cache); undefined when a page of the descent is
+   * neither (the caller then looks it up with {@link IndexReader.leafOf}).
    */
   leafOfIfCached(position: number): LeafHit | undefined {
     checkPositionType(position);
@@ -175,8 +176,10 @@ export class IndexReader {
   }
 
   private loadCached = (pageNo: number): Page => {
-    if (!this.cache.has(pageNo)) throw PAGE_NOT_CACHED; // not counted as a miss: the async lookup that follows counts it
-    return this.cache.get(pageNo) as Page;
+    if (this.cache.has(pageNo)) return this.cache.get(pageNo) as Page;
+    // a local source (the index's copy in the shard cache, index-copy.ts) is read now, as leafOfSync reads it
+    if (typeof (this.source as SyncByteSource).readSync === 'function') return this.loadSync(pageNo);
+    throw PAGE_NOT_CACHED; // not counted as a miss: the async lookup that follows counts it
   };
 
   /** Async twin of {@link IndexReader.leafOfSync}. */

@@ -100,7 +100,7 @@ describe.skipIf(nginxSkipReason !== undefined)('fully cached epochs read as loca
     await batches(filler.loader(options));
     await filler.close();
     const ds = await openDataset(`${server.url}/ds`, { cache }); // another process, here: another dataset object
-    for (let p = 0; p < ds.size; p++) await ds.index.leafOf(p); // (the index file itself is not cached yet)
+    for (let p = 0; p < ds.size; p++) await ds.index.leafOf(p); // (not needed since the index copy: http-cache-index-copy.test.ts)
     const before = (await server.accessLog()).length;
     const { got, stats } = await batches(ds.loader({ ...options, epoch: 1 }));
     await expectLocalBatches(got, { ...options, epoch: 1 });

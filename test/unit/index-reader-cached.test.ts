@@ -76,4 +76,20 @@ describe('IndexReader.leafOfIfCached (the cached loader path\'s synchronous look
     expect(source.reads).toBe(reads);
     await index.close();
   });
+
+  it('reads the pages it lacks synchronously from a local source (the index copy in the shard cache), as leafOfSync', async () => {
+    const index = await IndexReader.open(await FileSource.open(indexFile));
+    const reference = await IndexReader.open(await FileSource.open(indexFile));
+    const misses = index.cache.misses;
+    for (const p of [N - 1, 0, 2999, 17, 4500, 3000, 1]) {
+      const hit = index.leafOfIfCached(p);
+      const want = reference.leafOfSync(p);
+      expect(hit?.base).toBe(want.base);
+      expect(hit?.leaf.keys).toEqual(want.leaf.keys);
+      expect(hit?.leaf.keys[p - (hit?.base ?? 0)]).toBe(`s/${String(p).padStart(6, '0')}`);
+    }
+    expect(index.cache.misses).toBeGreaterThan(misses); // the pages were read, not found decoded
+    await index.close();
+    await reference.close();
+  });
 });
