@@ -58,3 +58,9 @@ export function reportError(err: unknown): number {
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
+
+/** A writing command's result: `summary` as JSON with --json, else its text `lines` unless --quiet. */
+export function printSummary(flags: { json?: boolean; quiet?: boolean }, summary: unknown, lines: () => readonly string[]): void {
+  if (flags.json) printJson(summary);
+  else if (!flags.quiet) process.stdout.write(lines().map((l) => `${l}\n`).join(''));
+}

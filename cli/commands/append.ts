@@ -8,7 +8,7 @@ import { skippedLines } from '../format.js';
 import { stagePaths } from '../../src/pack/append-stage.js';
 import { sayWhenJournalStopped } from '../interrupt.js';
 import { progressBar } from '../progress.js';
-import { printJson, runAction } from '../run-action.js';
+import { printSummary, runAction } from '../run-action.js';
 import { passesFromArgv } from './pack.js';
 
 interface AppendFlags {
@@ -94,8 +94,7 @@ export function registerAppend(program: Command): void {
           bar.stop();
         }
         const summary = appendSummary(result);
-        if (flags.json) printJson(summary);
-        else if (!flags.quiet) process.stdout.write([summaryLine(summary), ...skippedLines(summary.skipped)].map((l) => `${l}\n`).join(''));
+        printSummary(flags, summary, () => [summaryLine(summary), ...skippedLines(summary.skipped)]);
       }),
     );
 }

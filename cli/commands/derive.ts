@@ -7,7 +7,7 @@ import { HEADER_FLAGS, HEADER_HELP, TIMEOUT_FLAGS, TIMEOUT_HELP, MAX_MEMBER_FLAG
 import { passStatsNotes, skippedLines } from '../format.js';
 import { sayWhenJournalStopped } from '../interrupt.js';
 import { progressBar } from '../progress.js';
-import { printJson, runAction } from '../run-action.js';
+import { printSummary, runAction } from '../run-action.js';
 import { passesFromArgv } from './pack.js';
 
 export function registerDerive(program: Command): void {
@@ -68,15 +68,14 @@ export function registerDerive(program: Command): void {
         const m = r.manifest;
         // as pack's: skipped inputs listed (path, reason), and the passes' counters
         const summary = { out: flags.out, samples: m.totals.samples, shards: m.shards.length, resumedSamples: r.resumedSamples, skipped: m.skipped, passes: m.passes.map((p) => p.name), passStats: r.passStats };
-        if (flags.json) printJson(summary);
-        else if (!flags.quiet) {
+        printSummary(flags, summary, () => {
           const selected = flags.select === undefined ? '' : `selected (${flags.select}, seed ${flags.seed}) and `;
           const parts = [`${selected}derived ${summary.samples} sample${summary.samples === 1 ? '' : 's'} into ${summary.shards} shard${summary.shards === 1 ? '' : 's'} at ${summary.out} (passes: ${summary.passes.join(', ') || 'none'})`];
           if (r.resumedSamples > 0) parts.push(`${r.resumedSamples} resumed`);
           if (m.skipped.length > 0) parts.push(`${m.skipped.length} skipped (listed below and in the manifest)`);
           parts.push(...passStatsNotes(r.passStats));
-          process.stdout.write([parts.join('; '), ...skippedLines(m.skipped)].map((l) => `${l}\n`).join(''));
-        }
+          return [parts.join('; '), ...skippedLines(m.skipped)];
+        });
       }),
     );
 }

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { count } from '../format.js';
 import { mergeParts } from '../../src/on-demand.js';
-import { printJson, runAction } from '../run-action.js';
+import { printSummary, runAction } from '../run-action.js';
 
 export function registerMerge(program: Command): void {
   program
@@ -17,10 +17,9 @@ export function registerMerge(program: Command): void {
       runAction(async (parts: string[], flags: { out: string; force?: boolean; sync?: boolean; json?: boolean; quiet?: boolean }) => {
         const r = await mergeParts(parts, flags.out, { force: flags.force === true, sync: flags.sync === true });
         const summary = { out: flags.out, parts: parts.length, samples: r.manifest.totals.samples, shards: r.manifest.shards.length, linked: r.linked, copied: r.copied };
-        if (flags.json) printJson(summary);
-        else if (!flags.quiet) {
-          process.stdout.write(`merged ${count(summary.parts, 'part')}: ${count(summary.samples, 'sample')} in ${count(summary.shards, 'shard')} at ${summary.out} (${count(summary.linked, 'shard')} hard linked, ${summary.copied} copied)\n`);
-        }
+        printSummary(flags, summary, () => [
+          `merged ${count(summary.parts, 'part')}: ${count(summary.samples, 'sample')} in ${count(summary.shards, 'shard')} at ${summary.out} (${count(summary.linked, 'shard')} hard linked, ${summary.copied} copied)`,
+        ]);
       }),
     );
 }

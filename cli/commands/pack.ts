@@ -10,7 +10,7 @@ import { collect, parseChoice, parseCount } from '../args.js';
 import { count, passStatsNotes, printableName, skippedLines } from '../format.js';
 import { progressBar } from '../progress.js';
 import { sayWhenJournalStopped } from '../interrupt.js';
-import { printJson, runAction } from '../run-action.js';
+import { printSummary, runAction } from '../run-action.js';
 
 interface PackFlags {
   out?: string;
@@ -132,8 +132,7 @@ export function registerPack(program: Command): void {
           bar.stop();
         }
         const summary = packSummary(result);
-        if (flags.json) printJson(summary);
-        else if (!flags.quiet) process.stdout.write([summaryLine(summary), ...skippedLines(summary.skipped)].map((l) => `${l}\n`).join(''));
+        printSummary(flags, summary, () => [summaryLine(summary), ...skippedLines(summary.skipped)]);
       }),
     );
 }
