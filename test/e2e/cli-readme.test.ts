@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ErrorCodes, USAGE_ERROR_CODES } from '../../formats/errors.js';
 import { ROOT, shardkit } from '../helpers/cli.js';
 
 const reference = fs.readFileSync(path.join(ROOT, 'cli/README.md'), 'utf8');
@@ -31,5 +32,12 @@ describe('cli/README.md', () => {
     }
     expect(checked).toBeGreaterThan(60); // the help parser found the options
     expect(missing).toEqual([]);
+  });
+
+  it('lists every error code once, with the exit code the CLI gives it', () => {
+    const section = reference.slice(reference.indexOf('## Errors and exit codes'));
+    const rows = [...section.matchAll(/^\| `(SHARDKIT_ERR_[A-Z_]+)` \| (\d) \|/gm)].map((m) => [m[1]!, Number(m[2])] as const);
+    const expected = Object.values(ErrorCodes).map((code) => [code, USAGE_ERROR_CODES.has(code) ? 2 : 1] as const);
+    expect([...rows].sort()).toEqual([...expected].sort());
   });
 });

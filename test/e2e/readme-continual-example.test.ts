@@ -1,5 +1,5 @@
 /**
- * Runs the README's "Continual learning" example exactly as printed (its import lines aside: the names come from
+ * Runs src/README.md's continual-learning example exactly as printed (its import lines aside: the names come from
  * the package's public entry, src/index.ts, and node:fs), in an empty directory: a 5-task class-incremental sequence
  * on synth data, each task appended to one dataset, an exemplar buffer updated after each task, and a training-loop
  * stub reading mixed batches, resumed mid-task.
@@ -12,12 +12,12 @@ import { ROOT } from '../helpers/cli.js';
 import { fencedBlocks } from '../helpers/markdown.js';
 import { tmpDir } from '../helpers/tmp.js';
 
-const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-const [README_CONTINUAL_EXAMPLE = ''] = fencedBlocks(README, '## Growing datasets and continual learning', 'js');
+const README = fs.readFileSync(path.join(ROOT, 'src/README.md'), 'utf8');
+const [README_CONTINUAL_EXAMPLE = ''] = fencedBlocks(README, '## Continual learning: exemplars and rehearsal', 'js');
 
 const IMPORT_LINES = "import { synthDataset, pack, append, tagDirnamePass, updateExemplarBuffer, openRehearsal } from 'shardkit';\nimport fs from 'node:fs';\n";
 
-describe('README "Continual learning"', () => {
+describe('src/README.md "Continual learning"', () => {
   it('runs as printed: bounded buffer, every batch at the ratio, resume mid-task gives the same batches', async () => {
     const dir = tmpDir();
     expect(README_CONTINUAL_EXAMPLE.startsWith(IMPORT_LINES)).toBe(true);
