@@ -161,19 +161,27 @@ export async function checkIndex(
     if (n !== promised || (firstKey !== undefined && scan.firstKey !== firstKey)) return false;
     if (prevLeaf === undefined ? pageNo !== header.firstLeaf : prevLeaf.next !== pageNo) return false;
     if (lastKey !== undefined && compareKeys(lastKey, scan.firstKey) >= 0) return false;
+    // every span inside its shard (the shard's size looked up once per run of samples in one shard)
+    let shardNo = -1;
+    let shardBytes = 0;
     for (let i = 0; i < n; i++) {
-      const shard = shards[scan.shard[i] as number];
-      if (shard === undefined || (scan.offset[i] as number) + (scan.length[i] as number) > shard.bytes) return false;
+      const s = scan.shard[i] as number;
+      if (s !== shardNo) {
+        const shard = shards[s];
+        if (shard === undefined) return false;
+        shardNo = s;
+        shardBytes = shard.bytes;
+      }
+      if ((scan.offset[i] as number) + (scan.length[i] as number) > shardBytes) return false;
     }
     prevLeaf = { pageNo, next: scan.next };
     lastKey = scan.lastKey;
     for (let i = 0; i < n; i++) {
-      const shard = scan.shard[i] as number;
       members += scan.members[i] as number;
       spanBytes += scan.length[i] as number;
       memberBytes += scan.size[i] as number;
       storedBytes += scan.stored[i] as number;
-      perShard[shard]!++;
+      perShard[scan.shard[i] as number]!++;
     }
     samples += n;
     await sink.leaf(scan, pageNo);
