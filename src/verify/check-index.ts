@@ -18,6 +18,7 @@ import { PAGE_FLAGS, PAGE_HEADER_BYTES, decodePage, type LeafPage, type Page } f
 import { compareKeys } from '../../formats/key-order.js';
 import { checkStoredKeyAndExts } from '../../formats/sample-layout.js';
 import { LeafScan } from './leaf-scan.js';
+import { readReusing } from './read-reusing.js';
 import type { ByteSource } from '../io/byte-source.js';
 
 /**
@@ -68,6 +69,7 @@ export const INDEX_WINDOW_BYTES = 1 << 20;
 export class PageReader {
   private readonly cache = new Map<number, Page>();
   private window: Uint8Array = new Uint8Array(0);
+  private buffer: Uint8Array | undefined;
   private windowStart = 0;
   private fileBytes: number | undefined;
 
@@ -91,8 +93,11 @@ export class PageReader {
     const room = Math.min(INDEX_WINDOW_BYTES, this.fileBytes - at);
     const length = room - (room % pageSize);
     if (length > pageSize) {
+      // the buffer is the window's: a read that fails part way leaves no window behind
+      this.window = new Uint8Array(0);
       try {
-        this.window = await this.source.read(at, length);
+        this.buffer ??= new Uint8Array(INDEX_WINDOW_BYTES);
+        this.window = await readReusing(this.source, this.buffer, at, length);
         this.windowStart = at;
         return this.window.subarray(0, pageSize);
       } catch (err) {
@@ -161,28 +166,25 @@ export async function checkIndex(
     if (n !== promised || (firstKey !== undefined && scan.firstKey !== firstKey)) return false;
     if (prevLeaf === undefined ? pageNo !== header.firstLeaf : prevLeaf.next !== pageNo) return false;
     if (lastKey !== undefined && compareKeys(lastKey, scan.firstKey) >= 0) return false;
-    // every span inside its shard (the shard's size looked up once per run of samples in one shard)
-    let shardNo = -1;
-    let shardBytes = 0;
-    for (let i = 0; i < n; i++) {
-      const s = scan.shard[i] as number;
-      if (s !== shardNo) {
-        const shard = shards[s];
-        if (shard === undefined) return false;
-        shardNo = s;
-        shardBytes = shard.bytes;
+    // every span inside its shard: a leaf of one shard (the common case) checks its last end, others each span
+    const one = scan.oneShard;
+    if (one >= 0) {
+      const shard = shards[one];
+      if (shard === undefined || scan.maxEnd > shard.bytes) return false;
+    } else {
+      for (let i = 0; i < n; i++) {
+        const shard = shards[scan.shard[i] as number];
+        if (shard === undefined || (scan.offset[i] as number) + (scan.length[i] as number) > shard.bytes) return false;
       }
-      if ((scan.offset[i] as number) + (scan.length[i] as number) > shardBytes) return false;
     }
     prevLeaf = { pageNo, next: scan.next };
     lastKey = scan.lastKey;
-    for (let i = 0; i < n; i++) {
-      members += scan.members[i] as number;
-      spanBytes += scan.length[i] as number;
-      memberBytes += scan.size[i] as number;
-      storedBytes += scan.stored[i] as number;
-      perShard[scan.shard[i] as number]!++;
-    }
+    members += scan.totalMembers;
+    spanBytes += scan.totalLength;
+    memberBytes += scan.totalSize;
+    storedBytes += scan.totalStored;
+    if (one >= 0) perShard[one]! += n;
+    else for (let i = 0; i < n; i++) perShard[scan.shard[i] as number]!++;
     samples += n;
     await sink.leaf(scan, pageNo);
     return true;

@@ -46,6 +46,14 @@ export class LeafScan {
   stored = new Float64Array(256);
   /** CRC32C of a record that is one member stored as is (it then fills its span), else -1. */
   loneCrc = new Float64Array(256);
+  /** Sums over the leaf's records: members, span bytes, original and stored member bytes. */
+  totalMembers = 0;
+  totalLength = 0;
+  totalSize = 0;
+  totalStored = 0;
+  /** The shard of every record when they share one, else -1; and the end of the span that ends last. */
+  oneShard = -1;
+  maxEnd = 0;
   /** The first and last keys of the leaf. */
   firstKey = '';
   lastKey = '';
@@ -89,6 +97,13 @@ export class LeafScan {
     let prevMembers = 0;
     let shard = 0;
     let prevEnd = 0;
+    let totalMembers = 0;
+    let totalLength = 0;
+    let totalSize = 0;
+    let totalStored = 0;
+    let firstShard = -1;
+    let oneShard = true;
+    let maxEnd = 0;
     for (let i = 0; i < count; i++) {
       // key: bytes shared with the key before, then the suffix (varints of one byte take the short way)
       let shared = page[pos] as number;
@@ -209,6 +224,13 @@ export class LeafScan {
       storeds[i] = stored;
       loneCrc[i] = memberCount === 1 && codecs[0] === Codec.none ? crc >>> 0 : -1;
       prevEnd = offset + memberEnd;
+      totalMembers += memberCount;
+      totalLength += memberEnd;
+      totalSize += size;
+      totalStored += stored;
+      if (i === 0) firstShard = shard;
+      else if (shard !== firstShard) oneShard = false;
+      if (prevEnd > maxEnd) maxEnd = prevEnd;
       // the shape the next record may take over
       if (!sameShape) {
         const c = prevCodecs;
@@ -226,6 +248,12 @@ export class LeafScan {
     this.prevGap = prevGaps;
     this.count = count;
     this.next = next;
+    this.totalMembers = totalMembers;
+    this.totalLength = totalLength;
+    this.totalSize = totalSize;
+    this.totalStored = totalStored;
+    this.oneShard = oneShard ? firstShard : -1;
+    this.maxEnd = maxEnd;
     this.lastKey = ascii(key, keyLength);
     return true;
   }

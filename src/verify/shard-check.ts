@@ -27,6 +27,7 @@ import { normalizedName } from '../adopt/member-rules.js';
 import type { CopyWriter } from '../cache/copy-writer.js';
 import type { PageReader } from './check-index.js';
 import { MemberStream } from './member-stream.js';
+import { readReusing } from './read-reusing.js';
 import type { VerifyCache } from './verify-cache.js';
 import type { DamagedSample, Opener } from './verify-dataset.js';
 
@@ -91,6 +92,8 @@ export class ShardCheck {
   private crc = 0;
   private head: Uint8Array = new Uint8Array(0);
   private copy: CopyWriter | undefined;
+  /** Where chunks are read to, made at the first read (see read-reusing.ts). */
+  private buffer: Uint8Array | undefined;
   /** A read failed at `failedAt`: the samples fed since are counted, not checked. */
   private failure: { message: string; at: number; left: number } | undefined;
   // tar layout: entries the scanner has read ahead of the samples being checked (data offset -> name and size)
@@ -246,7 +249,7 @@ export class ShardCheck {
     const opened = await openShard(this.input, this.result);
     if (opened === undefined) return this.result;
     try {
-      const head = await readShard(this.input.record.file, opened.source, 0, Math.min(opened.size, FINGERPRINT_BYTES), 'its fingerprint was', this.result);
+      const head = await readShard(opened.source, new Uint8Array(0), 0, Math.min(opened.size, FINGERPRINT_BYTES), 'its fingerprint was', this.result);
       if (head === undefined) return this.result;
       this.checkHead(head, opened.size);
     } finally {
@@ -259,7 +262,8 @@ export class ShardCheck {
   /** Reads the next chunk: whole-file checksum, cache copy, fingerprint bytes, tar headers. False when it failed. */
   private async readNext(): Promise<boolean> {
     const at = this.end;
-    const chunk = await readShard(this.input.record.file, this.source as ByteSource, at, Math.min(this.input.chunkBytes, this.size - at), undefined, this.result);
+    this.buffer ??= new Uint8Array(Math.min(this.input.chunkBytes, this.size));
+    const chunk = await readShard(this.source as ByteSource, this.buffer, at, Math.min(this.input.chunkBytes, this.size - at), undefined, this.result);
     if (chunk === undefined) {
       this.state = 'failed';
       this.fast = false;
@@ -418,11 +422,11 @@ async function openShard(input: ShardCheckInput, result: ShardResult): Promise<{
 /**
  * Reads `length` bytes at `offset` of an opened shard, or reports why it cannot and returns undefined: one bad
  * disk sector or unreadable file must not keep the other shards from being checked. Without `unchecked` the
- * problem is the error's message alone (the caller completes it).
+ * problem is the error's message alone (the caller completes it). The bytes may be a view of `buffer`.
  */
-async function readShard(file: string, source: ByteSource, offset: number, length: number, unchecked: string | undefined, result: ShardResult): Promise<Uint8Array | undefined> {
+async function readShard(source: ByteSource, buffer: Uint8Array, offset: number, length: number, unchecked: string | undefined, result: ShardResult): Promise<Uint8Array | undefined> {
   try {
-    return await source.read(offset, length);
+    return await readReusing(source, buffer, offset, length);
   } catch (err) {
     if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
     result.problems.push(unchecked === undefined ? err.message : `${err.message}; ${unchecked} not checked`);

@@ -29,6 +29,7 @@ import { PageReader, checkIndex, type LeafSink } from './check-index.js';
 import { ShardCheck, type ShardResult } from './shard-check.js';
 import { ShardStream } from './shard-stream.js';
 import { SpanTable } from './span-table.js';
+import { useNativeCrc32c } from '../native/native.js';
 
 export const VERIFY_CHUNK_BYTES = 8 << 20;
 const DEFAULT_MAX_REPORTED = 10_000;
@@ -92,6 +93,8 @@ export async function verifyDataset(location: string, options: VerifyOptions = {
   if (options.cache !== undefined && quick) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, 'a cache is filled by a full verify (it copies the shards it streams); a quick verify reads no shard: drop --quick or the cache');
   }
+  // hardware CRC32C for the pages and the whole-file checksums, as a dataset's reads use it (SHARDKIT_NATIVE=0: off)
+  useNativeCrc32c();
   // one client for the manifest, the index and every shard: their requests share kept-alive connections
   const client = isRemote(location) ? new HttpClient(options.http) : undefined;
   try {
