@@ -18,7 +18,7 @@ import { PAGE_FLAGS, PAGE_HEADER_BYTES, decodePage, type LeafPage, type Page } f
 import { compareKeys } from '../../formats/key-order.js';
 import { checkStoredKeyAndExts } from '../../formats/sample-layout.js';
 import { LeafScan } from './leaf-scan.js';
-import { readReusing } from './read-reusing.js';
+import { ReadAhead } from './read-ahead.js';
 import type { ByteSource } from '../io/byte-source.js';
 
 /**
@@ -69,7 +69,7 @@ export const INDEX_WINDOW_BYTES = 1 << 20;
 export class PageReader {
   private readonly cache = new Map<number, Page>();
   private window: Uint8Array = new Uint8Array(0);
-  private buffer: Uint8Array | undefined;
+  private reader: ReadAhead | undefined;
   private windowStart = 0;
   private fileBytes: number | undefined;
 
@@ -81,8 +81,8 @@ export class PageReader {
 
   /**
    * The bytes of page `pageNo`, undecoded and not cached: a view into a window of {@link INDEX_WINDOW_BYTES} read
-   * ahead, valid until the next call. A window that cannot be read whole is not used: the page alone is read, and
-   * fails with the error that names it.
+   * ahead (the window after it is read while this one is checked), valid until the next call. A window that cannot
+   * be read whole is not used: the page alone is read, and fails with the error that names it.
    */
   async read(pageNo: number): Promise<Uint8Array> {
     const { pageSize } = this.header;
@@ -90,14 +90,15 @@ export class PageReader {
     const from = at - this.windowStart;
     if (from >= 0 && from + pageSize <= this.window.length) return this.window.subarray(from, from + pageSize);
     this.fileBytes ??= await this.source.size();
-    const room = Math.min(INDEX_WINDOW_BYTES, this.fileBytes - at);
-    const length = room - (room % pageSize);
+    const windowBytes = (bytes: number): number => {
+      const room = Math.min(INDEX_WINDOW_BYTES, this.fileBytes as number - bytes);
+      return room - (room % pageSize);
+    };
+    const length = windowBytes(at);
     if (length > pageSize) {
-      // the buffer is the window's: a read that fails part way leaves no window behind
-      this.window = new Uint8Array(0);
       try {
-        this.buffer ??= new Uint8Array(INDEX_WINDOW_BYTES);
-        this.window = await readReusing(this.source, this.buffer, at, length);
+        this.reader ??= new ReadAhead(this.source);
+        this.window = await this.reader.read(at, length, windowBytes(at + length));
         this.windowStart = at;
         return this.window.subarray(0, pageSize);
       } catch (err) {
@@ -118,6 +119,11 @@ export class PageReader {
     if (this.cache.size >= this.maxCached) this.cache.delete(this.cache.keys().next().value as number);
     this.cache.set(pageNo, page);
     return page;
+  }
+
+  /** Waits for the window read ahead, if any: before the source is closed. */
+  async stop(): Promise<void> {
+    await this.reader?.stop();
   }
 
   /** The entry in slot `slot` of leaf `pageNo` (as a {@link LeafSink} saw it). */

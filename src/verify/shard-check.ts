@@ -27,7 +27,7 @@ import { normalizedName } from '../adopt/member-rules.js';
 import type { CopyWriter } from '../cache/copy-writer.js';
 import type { PageReader } from './check-index.js';
 import { MemberStream } from './member-stream.js';
-import { readReusing } from './read-reusing.js';
+import { ReadAhead } from './read-ahead.js';
 import type { VerifyCache } from './verify-cache.js';
 import type { DamagedSample, Opener } from './verify-dataset.js';
 
@@ -92,8 +92,8 @@ export class ShardCheck {
   private crc = 0;
   private head: Uint8Array = new Uint8Array(0);
   private copy: CopyWriter | undefined;
-  /** Where chunks are read to, made at the first read (see read-reusing.ts). */
-  private buffer: Uint8Array | undefined;
+  /** Reads the chunks, the next one in flight while one is checked. */
+  private reader: ReadAhead | undefined;
   /** A read failed at `failedAt`: the samples fed since are counted, not checked. */
   private failure: { message: string; at: number; left: number } | undefined;
   // tar layout: entries the scanner has read ahead of the samples being checked (data offset -> name and size)
@@ -213,6 +213,7 @@ export class ShardCheck {
       if (this.state === 'open') copied = (await this.copy?.commit()) ?? false;
     } finally {
       await this.copy?.abort();
+      await this.reader?.stop();
       await this.source?.close();
       if (this.state === 'open' || this.state === 'failed') cache?.finished(index, record.bytes, copied, this.size === record.bytes && this.crc >>> 0 === record.crc32c >>> 0);
     }
@@ -239,6 +240,7 @@ export class ShardCheck {
     this.fast = false;
     try {
       await this.copy?.abort();
+      await this.reader?.stop();
     } finally {
       await this.source?.close();
     }
@@ -249,8 +251,14 @@ export class ShardCheck {
     const opened = await openShard(this.input, this.result);
     if (opened === undefined) return this.result;
     try {
-      const head = await readShard(opened.source, new Uint8Array(0), 0, Math.min(opened.size, FINGERPRINT_BYTES), 'its fingerprint was', this.result);
-      if (head === undefined) return this.result;
+      let head: Uint8Array;
+      try {
+        head = await opened.source.read(0, Math.min(opened.size, FINGERPRINT_BYTES));
+      } catch (err) {
+        if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
+        this.result.problems.push(`${err.message}; its fingerprint was not checked`);
+        return this.result;
+      }
       this.checkHead(head, opened.size);
     } finally {
       await opened.source.close();
@@ -262,8 +270,10 @@ export class ShardCheck {
   /** Reads the next chunk: whole-file checksum, cache copy, fingerprint bytes, tar headers. False when it failed. */
   private async readNext(): Promise<boolean> {
     const at = this.end;
-    this.buffer ??= new Uint8Array(Math.min(this.input.chunkBytes, this.size));
-    const chunk = await readShard(this.source as ByteSource, this.buffer, at, Math.min(this.input.chunkBytes, this.size - at), undefined, this.result);
+    const { chunkBytes } = this.input;
+    this.reader ??= new ReadAhead(this.source as ByteSource);
+    const length = Math.min(chunkBytes, this.size - at);
+    const chunk = await readShard(this.reader, at, length, Math.min(chunkBytes, this.size - at - length), this.result);
     if (chunk === undefined) {
       this.state = 'failed';
       this.fast = false;
@@ -421,15 +431,14 @@ async function openShard(input: ShardCheckInput, result: ShardResult): Promise<{
 
 /**
  * Reads `length` bytes at `offset` of an opened shard, or reports why it cannot and returns undefined: one bad
- * disk sector or unreadable file must not keep the other shards from being checked. Without `unchecked` the
- * problem is the error's message alone (the caller completes it). The bytes may be a view of `buffer`.
+ * disk sector or unreadable file must not keep the other shards from being checked.
  */
-async function readShard(source: ByteSource, buffer: Uint8Array, offset: number, length: number, unchecked: string | undefined, result: ShardResult): Promise<Uint8Array | undefined> {
+async function readShard(reader: ReadAhead, offset: number, length: number, nextLength: number, result: ShardResult): Promise<Uint8Array | undefined> {
   try {
-    return await readReusing(source, buffer, offset, length);
+    return await reader.read(offset, length, nextLength);
   } catch (err) {
     if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
-    result.problems.push(unchecked === undefined ? err.message : `${err.message}; ${unchecked} not checked`);
+    result.problems.push(err.message);
     return undefined;
   }
 }

@@ -31,7 +31,8 @@ import { ShardStream } from './shard-stream.js';
 import { SpanTable } from './span-table.js';
 import { useNativeCrc32c } from '../native/native.js';
 
-export const VERIFY_CHUNK_BYTES = 8 << 20;
+/** Shard bytes read at once (two buffers of it per shard being read: one checked, the next in flight). */
+export const VERIFY_CHUNK_BYTES = 4 << 20;
 const DEFAULT_MAX_REPORTED = 10_000;
 
 export interface VerifyOptions {
@@ -223,6 +224,7 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
     if (cache !== undefined) report.cache = { ...cache.report, repairFrom };
   } finally {
     await stream?.abandon();
+    await pages?.stop();
     await opened?.source.close();
     await cache?.close();
   }
