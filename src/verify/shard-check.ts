@@ -25,7 +25,7 @@ import { resolveLocation } from '../io/location.js';
 import { openByteSource } from '../io/open-source.js';
 import { normalizedName } from '../adopt/member-rules.js';
 import type { CopyWriter } from '../cache/copy-writer.js';
-import type { PageReader } from './check-index.js';
+import type { LeafRecords, PageReader } from './check-index.js';
 import { MemberStream } from './member-stream.js';
 import { ReadAhead } from './read-ahead.js';
 import type { VerifyCache } from './verify-cache.js';
@@ -85,7 +85,7 @@ export class ShardCheck {
   private prevEnd = 0;
   private prevPage = -1;
   private prevSlot = 0;
-  /** True while {@link tryLone} may take samples: open, not failed, no tar headers to check. */
+  /** True while {@link takeLones} may take samples: open, not failed, no tar headers to check. */
   private fast = false;
   private source: ByteSource | undefined;
   private size = 0;
@@ -131,19 +131,36 @@ export class ShardCheck {
   }
 
   /**
-   * The hot path, for tiny samples: a sample that is one member stored as is (`crc`: its CRC32C, else -1), inside
-   * the chunk read last, after the spans before it. True when it was checked and is intact; false sends it to
+   * The hot path, for tiny samples: from record `from` of leaf `pageNo` (`count` records), the run of samples of
+   * shard `shard` that are each one member stored as is (`loneCrc`), inside the chunk read last, after the spans
+   * before them, and intact. Returns the first record it did not take: a sample of another shard, or one for
    * {@link sample}, which checks it and names what is wrong.
    */
-  tryLone(off: number, len: number, crc: number, pageNo: number, slot: number): boolean {
-    if (!this.fast || crc < 0 || len === 0 || off < this.prevEnd || off < this.pos || off + len > this.end || off < this.lastOffset) return false;
-    if (crc32cSpan(this.chunk, off - this.pos, off - this.pos + len) !== crc) return false;
-    this.lastOffset = off;
-    this.prevEnd = off + len;
-    this.prevPage = pageNo;
-    this.prevSlot = slot;
-    this.result.memberBytes += len;
-    return true;
+  takeLones(r: LeafRecords, from: number, count: number, shard: number, pageNo: number): number {
+    if (!this.fast) return from;
+    const { chunk, pos, end } = this;
+    let prevEnd = this.prevEnd;
+    let last = this.lastOffset;
+    let bytes = 0;
+    let i = from;
+    for (; i < count; i++) {
+      const off = r.offset[i] as number;
+      const len = r.length[i] as number;
+      const crc = r.loneCrc[i] as number;
+      if (r.shard[i] !== shard || crc < 0 || len === 0 || off < prevEnd || off < pos || off + len > end || off < last) break;
+      if (crc32cSpan(chunk, off - pos, off - pos + len) !== crc) break;
+      prevEnd = off + len;
+      last = off;
+      bytes += len;
+    }
+    if (i > from) {
+      this.prevEnd = prevEnd;
+      this.lastOffset = last;
+      this.prevPage = pageNo;
+      this.prevSlot = i - 1;
+      this.result.memberBytes += bytes;
+    }
+    return i;
   }
 
   /** Checks the sample at `off` (`len` bytes; entry in slot `slot` of leaf `pageNo`), reading as far as it ends. */

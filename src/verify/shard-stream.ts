@@ -46,13 +46,14 @@ export class ShardStream implements LeafSink {
 
   async leaf(r: LeafRecords, pageNo: number): Promise<void> {
     const n = r.count;
-    for (let i = 0; i < n; i++) {
-      const shard = r.shard[i] as number;
-      const off = r.offset[i] as number;
-      const len = r.length[i] as number;
-      const crc = r.loneCrc[i] as number;
-      if (shard === this.currentShard && (this.current as ShardCheck).tryLone(off, len, crc, pageNo, i)) continue;
-      await this.route(shard, off, len, crc, pageNo, i);
+    let i = 0;
+    while (i < n) {
+      if (this.current !== undefined) {
+        i = this.current.takeLones(r, i, n, this.currentShard, pageNo);
+        if (i === n) break;
+      }
+      await this.route(r.shard[i] as number, r.offset[i] as number, r.length[i] as number, r.loneCrc[i] as number, pageNo, i);
+      i++;
     }
   }
 
