@@ -2,9 +2,10 @@
  * `shardkit verify`: proves a dataset is intact, or names what is not.
  *
  * Full check: the manifest against the index (counts, byte totals, shard table) and its extra files, every index
- * invariant ({@link checkIndex}), then every shard streamed once, sequentially: its size, fingerprint and whole-file
+ * invariant ({@link checkIndex}), and every shard streamed once, front to back: its size, fingerprint and whole-file
  * CRC32C, each sample's members decompressed and checked against their CRC32C, and in the tar layout each member's
- * tar header (name and size) against the index. Quick check (`quick: true`): the manifest and its extra files, the
+ * tar header (name and size) against the index. The shards are checked during the index walk, one pass over each
+ * file, as each leaf's samples arrive (shard-stream.ts): memory stays flat whatever the number of samples. Quick check (`quick: true`): the manifest and its extra files, the
  * index invariants, and each shard's size and fingerprint; no member is read. Damage inside a sample is reported
  * with its key; damage the index cannot place (a shard's padding or end blocks) is reported against the shard. A
  * shard that cannot be read (EIO, a directory) is a problem of its own, and the shards after it are still checked.
@@ -140,6 +141,8 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
     if (cacheOptions !== undefined) cache = VerifyCache.open(cacheOptions, location, manifest.index.crc32c, shards);
     const total = quick ? shards.length : shards.reduce((n, s) => n + s.bytes, 0);
     let done = 0;
+    // while the index walk drives the shard checks, its pages are the progress (one phase at a time for a bar)
+    let walking = false;
     const shardCheck = (i: number, withCache = true): ShardCheck =>
       new ShardCheck({
         location,
@@ -155,14 +158,17 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
         maxGathered: maxGatheredSpanBytes(),
         onBytes: (n) => {
           done += n;
-          onProgress?.({ phase: 'shards', done, total });
+          if (!walking) onProgress?.({ phase: 'shards', done, total });
         },
       });
     // the full check streams the shards during the index walk (shard-stream.ts); a quick one reads no member
     stream = quick ? undefined : new ShardStream(shards.length, (i) => shardCheck(i));
     const sink: LeafSink = stream ?? { leaf: () => undefined };
     if (opened !== undefined && pages !== undefined) {
+      walking = true;
       const result = await checkIndex(pages, opened.header, opened.shards, sink, (d, t) => onProgress?.({ phase: 'index', done: d, total: t }));
+      walking = false;
+      if (!quick) onProgress?.({ phase: 'shards', done, total });
       report.checked.pages = result.pages;
       report.checked.samples = result.samples;
       report.checked.members = result.members;
