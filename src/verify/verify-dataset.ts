@@ -199,7 +199,12 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
       if (unordered.length > 0 && opened !== undefined && pages !== undefined) await checkIndex(pages, opened.header, opened.shards, spans);
       for (const i of left) {
         const check = shardCheck(i, stream.closed[i] !== 1);
-        for (const k of spans.positions(i)) await check.sample(spans.offset[k] as number, spans.span[k] as number, spans.crc[k] as number, spans.page[k] as number, spans.slot[k] as number);
+        try {
+          for (const k of spans.positions(i)) await check.sample(spans.offset[k] as number, spans.span[k] as number, spans.crc[k] as number, spans.page[k] as number, spans.slot[k] as number);
+        } catch (err) {
+          await check.abandon();
+          throw err;
+        }
         results[i] = await check.finish();
       }
     }
