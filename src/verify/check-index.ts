@@ -14,7 +14,7 @@ import { isHttpDeadline } from '../io/http-client.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry } from '../../formats/index-entry.js';
 import type { IndexHeader, ShardRecord } from '../../formats/index-layout.js';
-import { PAGE_FLAGS, PAGE_HEADER_BYTES, decodePage, type LeafPage, type Page } from '../../formats/index-page.js';
+import { PAGE_FLAGS, decodePage, type LeafPage, type Page } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { checkStoredKeyAndExts } from '../../formats/sample-layout.js';
 import { LeafScan } from './leaf-scan.js';
