@@ -208,31 +208,7 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
         results[i] = await check.finish();
       }
     }
-    // the report, shard by shard in shard order: problems, then damage (overlaps first, as the spans are sorted)
-    const repairFrom: { shard: string; copy: string }[] = [];
-    const changedShards: string[] = [];
-    const overlaps: DamagedSample[] = [];
-    const damaged: DamagedSample[] = [];
-    for (const [i, record] of shards.entries()) {
-      const r = results[i] as ShardResult;
-      for (const what of r.problems) problem(record.file, what);
-      overlaps.push(...r.overlaps.slice(0, maxReported));
-      damaged.push(...r.damaged.slice(0, maxReported));
-      report.damagedCount += r.damagedCount;
-      report.checked.memberBytes += r.memberBytes;
-      if (r.checked) {
-        report.checked.shards++;
-        report.checked.shardBytes += record.bytes;
-      }
-      if (r.changed) {
-        changedShards.push(record.file);
-        const copy = await cache?.verifiedCopy(i);
-        if (copy !== undefined) repairFrom.push({ shard: record.file, copy });
-      }
-    }
-    for (const d of [...overlaps, ...damaged]) if (report.damaged.length < maxReported) report.damaged.push(d);
-    adviseAroundDamagedShards(report, changedShards);
-    if (cache !== undefined) report.cache = { ...cache.report, repairFrom };
+    await addShardResults(report, shards, results as ShardResult[], maxReported, cache);
   } finally {
     await stream?.abandon();
     await pages?.stop();
@@ -241,6 +217,40 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
   }
   report.ok = report.problems.length === 0 && report.damagedCount === 0;
   return report;
+}
+
+/**
+ * Puts each shard's findings in the report, in shard order: its problems, then the damaged samples (all overlaps
+ * first, as a pass over spans sorted by offset finds them), the counts, and for a shard whose bytes changed, a
+ * verified copy in the cache that can repair it.
+ */
+async function addShardResults(report: VerifyReport, shards: readonly ShardRecord[], results: readonly ShardResult[], maxReported: number, cache: VerifyCache | undefined): Promise<void> {
+  const repairFrom: { shard: string; copy: string }[] = [];
+  const changedShards: string[] = [];
+  const overlaps: DamagedSample[] = [];
+  const damaged: DamagedSample[] = [];
+  const keep = (to: DamagedSample[], from: DamagedSample[]): void => void to.push(...from.slice(0, Math.max(0, maxReported - to.length)));
+  for (const [i, record] of shards.entries()) {
+    const r = results[i] as ShardResult;
+    for (const what of r.problems) report.problems.push({ file: record.file, what });
+    keep(overlaps, r.overlaps);
+    keep(damaged, r.damaged);
+    report.damagedCount += r.damagedCount;
+    report.checked.memberBytes += r.memberBytes;
+    if (r.checked) {
+      report.checked.shards++;
+      report.checked.shardBytes += record.bytes;
+    }
+    if (r.changed) {
+      changedShards.push(record.file);
+      const copy = await cache?.verifiedCopy(i);
+      if (copy !== undefined) repairFrom.push({ shard: record.file, copy });
+    }
+  }
+  keep(report.damaged, overlaps);
+  keep(report.damaged, damaged);
+  adviseAroundDamagedShards(report, changedShards);
+  if (cache !== undefined) report.cache = { ...cache.report, repairFrom };
 }
 
 interface OpenedIndex {
