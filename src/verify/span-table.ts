@@ -20,6 +20,9 @@ export class SpanTable implements LeafSink {
   page = new Uint32Array(1024);
   slot = new Uint16Array(1024);
 
+  private starts: Uint32Array | undefined;
+  private grouped = new Uint32Array(0);
+
   /** `take[s]` is 1 for each shard s whose spans are collected. */
   constructor(private readonly take: Uint8Array) {}
 
@@ -40,8 +43,17 @@ export class SpanTable implements LeafSink {
 
   /** Positions of shard `shard`'s samples, in offset order (ties in key order). */
   positions(shard: number): number[] {
-    const out: number[] = [];
-    for (let k = 0; k < this.length; k++) if (this.shard[k] === shard) out.push(k);
+    // grouped by shard once (a counting sort: positions stay in key order within a shard), then each group sorted
+    if (this.starts === undefined) {
+      const starts = new Uint32Array(this.take.length + 1);
+      for (let k = 0; k < this.length; k++) starts[(this.shard[k] as number) + 1]!++;
+      for (let s = 0; s < this.take.length; s++) starts[s + 1]! += starts[s] as number;
+      const fill = starts.slice(0, this.take.length);
+      this.grouped = new Uint32Array(this.length);
+      for (let k = 0; k < this.length; k++) this.grouped[fill[this.shard[k] as number]!++] = k;
+      this.starts = starts;
+    }
+    const out = Array.from(this.grouped.subarray(this.starts[shard] as number, this.starts[shard + 1] as number));
     return out.sort((a, b) => (this.offset[a] as number) - (this.offset[b] as number) || a - b);
   }
 
