@@ -20,9 +20,11 @@
  *                cache of 64 MiB, and again with one 4x the index file so it holds every decoded page), and cold (--cold times:
  *                the dataset's pages dropped from the page cache, then a fresh openDataset and one lookup; open and
  *                lookup timed apart). p50 and p99;
- *   verify       verifyDataset on a cold page cache (every member's CRC32C checked), bytes/s of shards + index,
- *                against the disk's sequential read rate: `dd iflag=direct bs=4M` of the largest shard file; its
- *                peak RSS.
+ *   verify       verifyDataset (every member's CRC32C checked) against the disk, alternated fresh processes (--reps
+ *                each): a sequential read of the same files (index and shards, 4 MiB reads, like cat) cold, verify
+ *                cold, the read warm, verify warm; rates in MB/s of index + shards, medians with min and max, verify
+ *                as a ratio of the read's rate (by wall time, and by verify's CPU time: what a core of its own gives on
+ *                a shared machine); verify's peak RSS (getrusage maxRSS); and `dd iflag=direct` of the largest shard.
  *
  * Cold steps drop the dataset's files from the page cache with posix_fadvise(DONTNEED) (`dd iflag=nocache count=0`
  * on each file): other processes' cached files stay (a shared machine). `--drop global` uses drop_caches instead
@@ -30,6 +32,7 @@
  *
  *   npm run build && node bench/scale.mjs [--min 1e6] [--max 1e7] [--dir DIR] [--lookups 20000] [--cold 30]
  *                                         [--opens 5] [--reps 3] [--drop file|global] [--no-lmdb] [--no-verify] [--keep] [--json FILE]
+ *                                         [--verify-only [--reuse]]   (verify against the disk alone; --reuse: a kept dataset in --dir)
  *
  * Goals: index build >= 2x lmdb-js bulk load at 10^7; peak RSS while packing < 400 MB at 10^8; open < 20 ms at 10^8;
  * verify >= 0.8x the disk's sequential read rate. For reference: Megatron-Energon users report indexing 244M
@@ -182,9 +185,11 @@ const children = {
     const q = (xs) => ({ p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), max: Math.max(...xs) });
     return { open: q(out.openMs), key: q(out.keyUs), position: q(out.positionUs), lookups: count };
   },
-  async verify(dir) {
+  /** verifyDataset in a fresh process, on a cold (`cold`) or warm (`warm`) page cache: wall, CPU, peak RSS. */
+  async verify(dir, _n, _count, _extra, mode) {
     const { verifyDataset } = await import('../dist/src/verify/verify-dataset.js');
-    dropCaches(dir);
+    if (mode === 'cold') dropCaches(dir);
+    else readSequentially(datasetFiles(dir), Buffer.allocUnsafe(VERIFY_READ_BYTES));
     const c0 = process.cpuUsage();
     const t0 = performance.now();
     const report = await verifyDataset(dir);
@@ -192,7 +197,77 @@ const children = {
     if (!report.ok) throw new Error(`verify found problems in ${dir}`);
     return { ms, cpuMs: cpuMs(c0), checked: report.checked, peakRssMiB: peakRssMiB() };
   },
+  /**
+   * The disk's sequential read rate for the same files verify reads (index, then shards, front to back, through
+   * the page cache with the kernel's read-ahead, 4 MiB reads into one buffer: what `cat` does), cold or warm.
+   */
+  async seqread(dir, _n, _count, _extra, mode) {
+    if (mode === 'cold') dropCaches(dir);
+    const files = datasetFiles(dir);
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    const bytes = readSequentially(files, Buffer.allocUnsafe(VERIFY_READ_BYTES));
+    return { ms: performance.now() - t0, cpuMs: cpuMs(c0), bytes };
+  },
 };
+
+const VERIFY_READ_BYTES = 4 << 20;
+/** The files verify reads: the index, then the shards in name order. */
+const datasetFiles = (dir) => ['index.skidx', ...fs.readdirSync(dir).filter((f) => f.startsWith('shard-')).sort()].map((f) => path.join(dir, f));
+/** Reads `files` front to back into `buffer`; returns the bytes read. */
+function readSequentially(files, buffer) {
+  let bytes = 0;
+  for (const file of files) {
+    const fd = fs.openSync(file, 'r');
+    try {
+      for (let n; (n = fs.readSync(fd, buffer, 0, buffer.length, null)) > 0; ) bytes += n;
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+  return bytes;
+}
+
+/**
+ * verify against the disk, in alternated fresh processes (--reps of each): the sequential read of the same files
+ * cold, verify cold, the read warm, verify warm. Rates are bytes of index + shards per second; ratios are of
+ * medians; `cpuBound` divides by verify's CPU time instead of its wall time (on a shared machine, what verify would
+ * reach with a core of its own).
+ */
+function verifyAgainstDisk(dir, reps, canDrop) {
+  const runs = { readCold: [], verifyCold: [], readWarm: [], verifyWarm: [] };
+  for (let r = 0; r < reps; r++) {
+    process.stderr.write(`  verify against the disk (${r + 1}/${reps})\n`);
+    if (canDrop) {
+      runs.readCold.push(inChild('seqread', dir, 0, 0, 0, 'cold'));
+      runs.verifyCold.push(inChild('verify', dir, 0, 0, 0, 'cold'));
+    }
+    runs.readWarm.push(inChild('seqread', dir, 0, 0, 0, 'warm'));
+    runs.verifyWarm.push(inChild('verify', dir, 0, 0, 0, 'warm'));
+  }
+  const bytes = datasetFiles(dir).reduce((t, f) => t + fs.statSync(f).size, 0);
+  const med = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  const rate = (list, key = 'ms') => {
+    const mbps = list.map((x) => bytes / 1e6 / (x[key] / 1000));
+    return { median: r3(med(mbps)), min: r3(Math.min(...mbps)), max: r3(Math.max(...mbps)) };
+  };
+  const side = (read, verify) => {
+    if (read.length === 0) return 'not measured (no cache drop)';
+    const disk = rate(read);
+    const v = rate(verify);
+    const cpu = rate(verify, 'cpuMs');
+    return { diskMBps: disk, verifyMBps: v, verifyMBpsPerCpuSecond: cpu, verifyVsDisk: r3(v.median / disk.median), verifyVsDiskCpuBound: r3(cpu.median / disk.median) };
+  };
+  return {
+    bytes,
+    runs: reps,
+    cold: side(runs.readCold, runs.verifyCold),
+    warm: side(runs.readWarm, runs.verifyWarm),
+    peakRssMiB: Math.round(Math.max(...[...runs.verifyCold, ...runs.verifyWarm].map((x) => x.peakRssMiB))),
+    samplesPerSec: Math.round(runs.verifyWarm[0].checked.samples / (med(runs.verifyWarm.map((x) => x.ms)) / 1000)),
+    checked: runs.verifyWarm[0].checked,
+  };
+}
 
 function inChild(step, ...args) {
   const res = spawnSync(process.execPath, [SELF, '--child', step, ...args.map(String)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 26 });
@@ -228,8 +303,8 @@ async function main() {
   };
   if (opt('--child')) {
     const [step, ...rest] = args.slice(args.indexOf('--child') + 1);
-    const [dir, n, count, extra] = rest;
-    process.stdout.write(`${JSON.stringify(await children[step](dir, Number(n), Number(count), Number(extra ?? 0)))}\n`);
+    const [dir, n, count, extra, mode] = rest;
+    process.stdout.write(`${JSON.stringify(await children[step](dir, Number(n), Number(count), Number(extra ?? 0), mode))}\n`);
     return;
   }
   const min = Number(opt('--min', '1e6'));
@@ -248,10 +323,21 @@ async function main() {
   const results = [];
   for (const n of sizes) {
     const dir = path.join(root, `packed-${n}`);
-    process.stderr.write(`n = ${n}: pack\n`);
-    const pack = inChild('pack', dir, n);
+    // --reuse: a dataset kept by an earlier run (--keep) is verified again, not packed again
+    const reuse = args.includes('--reuse') && fs.existsSync(path.join(dir, 'manifest.json'));
+    process.stderr.write(`n = ${n}: ${reuse ? 'reusing the dataset in ' + dir : 'pack'}\n`);
+    const pack = reuse ? undefined : inChild('pack', dir, n);
     const indexBytes = fs.statSync(path.join(dir, 'index.skidx')).size;
     const datasetBytes = dirBytes(dir);
+    if (args.includes('--verify-only')) {
+      // the verify step alone: (pack or reuse) and verify against the disk
+      const row = { samples: n, verify: verifyAgainstDisk(dir, reps, canDrop), indexBytesPerSample: r3(indexBytes / n), datasetBytesPerSample: r3(datasetBytes / n) };
+      results.push(row);
+      process.stderr.write(`${JSON.stringify(row)}\n`);
+      if (!args.includes('--keep')) fs.rmSync(dir, { recursive: true, force: true });
+      continue;
+    }
+    if (pack === undefined) throw new Error('--reuse measures verify only: add --verify-only');
     // the index alone and lmdb-js, alternated, --reps times each: medians (wall and CPU apart), with min and max
     const withLmdb = !args.includes('--no-lmdb') && n <= LMDB_MAX;
     const indexRuns = [];
@@ -275,12 +361,11 @@ async function main() {
     // the same with an in-process page cache that holds the whole index (the default holds 64 MiB)
     const warmWholeIndex = inChild('warm', dir, n, lookups, 2 ** Math.ceil(Math.log2(indexBytes * 4)));
     const coldRes = !canDrop ? 'not measured (--drop global needs root and /proc/sys/vm/drop_caches)' : cold > 0 ? inChild('cold', dir, n, cold) : 'not measured (--cold 0)';
-    process.stderr.write(`n = ${n}: verify, dd\n`);
-    const verify = canDrop && !args.includes('--no-verify') ? inChild('verify', dir) : undefined;
+    process.stderr.write(`n = ${n}: verify, sequential reads, dd\n`);
+    const verify = args.includes('--no-verify') ? undefined : verifyAgainstDisk(dir, reps, canDrop);
     const shards = fs.readdirSync(dir).filter((f) => f.startsWith('shard-')).map((f) => path.join(dir, f));
     const largest = shards.sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0];
     const disk = ddRate(largest);
-    const verifyMBps = verify ? (verify.checked.shardBytes + indexBytes) / 1e6 / (verify.ms / 1000) : undefined;
     const row = {
       samples: n,
       pack: { samplesPerSec: Math.round(n / (pack.ms / 1000)), samplesPerCpuSec: Math.round(n / (pack.cpuMs / 1000)), seconds: r3(pack.ms / 1000), addSeconds: r3(pack.addMs / 1000), finishSeconds: r3(pack.finishMs / 1000), peakRssMiB: Math.round(pack.peakRssMiB) },
@@ -293,9 +378,8 @@ async function main() {
       warmLookups: warm,
       warmLookupsPageCacheHoldingIndex: warmWholeIndex,
       coldLookups: coldRes,
-      verify: args.includes('--no-verify') ? 'not measured (--no-verify)' : verify ? { seconds: r3(verify.ms / 1000), cpuSeconds: r3(verify.cpuMs / 1000), samplesPerSec: Math.round(verify.checked.samples / (verify.ms / 1000)), samplesPerCpuSec: Math.round(verify.checked.samples / (verify.cpuMs / 1000)), mbPerSec: r3(verifyMBps), peakRssMiB: Math.round(verify.peakRssMiB), checked: verify.checked } : 'not measured (--drop global needs root)',
-      diskSequential: disk ? { file: path.basename(largest), mbPerSec: r3(disk.mbPerSec), bytes: disk.bytes } : 'dd failed',
-      ...(verify && disk ? { verifyVsDisk: r3(verifyMBps / disk.mbPerSec) } : {}),
+      verify: verify ?? 'not measured (--no-verify)',
+      diskDirect: disk ? { file: path.basename(largest), mbPerSec: r3(disk.mbPerSec), bytes: disk.bytes, how: 'dd bs=4M iflag=direct' } : 'dd failed',
     };
     results.push(row);
     process.stderr.write(`${JSON.stringify(row)}\n`);

@@ -5,97 +5,37 @@
  * promised, leaf links in key order from the header's first leaf, header totals (samples, members, span bytes),
  * each shard's sample count in the shard table, every key and extension safe by the writer's rules (no `..`
  * segment, no `/` in an extension), and every span inside its shard and apart from every other span of that
- * shard. Also sums the members' original and stored bytes, for the caller to compare with the manifest.
- * Memory: one byte per page, 31 bytes per sample (the span table the shard pass needs anyway), 8 bytes per shard.
+ * shard (the last two by the sink the shard pass gives: see shard-stream.ts). Also sums the members' original and
+ * stored bytes, for the caller to compare with the manifest.
+ * Memory: one byte per page and 8 bytes per shard; nothing per sample. Each leaf's records go to a {@link LeafSink}
+ * as the leaf is read, in key order, and are not kept.
  */
 import { isHttpDeadline } from '../io/http-client.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry } from '../../formats/index-entry.js';
 import type { IndexHeader, ShardRecord } from '../../formats/index-layout.js';
-import { PAGE_FLAGS, PAGE_HEADER_BYTES, decodePage, type LeafPage, type Page } from '../../formats/index-page.js';
+import { PAGE_FLAGS, decodePage, type LeafPage, type Page } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { checkStoredKeyAndExts } from '../../formats/sample-layout.js';
 import { LeafScan } from './leaf-scan.js';
+import { ReadAhead } from './read-ahead.js';
 import type { ByteSource } from '../io/byte-source.js';
 
-/** The smallest leaf record: key varints (2), flags, size varint, CRC32C (a record that takes the rest from the one before). */
-const MIN_LEAF_RECORD_BYTES = 8;
+/**
+ * One leaf's samples, record i at index i (its slot in the leaf): where its span is and, for a sample that is one
+ * member stored as is filling its span, that member's CRC32C (else -1: its entry says what to check).
+ */
+export interface LeafRecords {
+  count: number;
+  shard: ArrayLike<number>;
+  offset: ArrayLike<number>;
+  length: ArrayLike<number>;
+  loneCrc: ArrayLike<number>;
+}
 
-/** Where every sample's span is, by position in key order; `leaf`/`slot` find its entry again. */
-export class SpanTable {
-  length = 0;
-  shard: Uint32Array;
-  offset: Float64Array;
-  span: Float64Array;
-  leaf: Uint32Array;
-  slot: Uint16Array;
-  /** 1 when the sample is one member stored as is that fills its span: `crc` is then its CRC32C (checked without its entry). */
-  lone: Uint8Array;
-  crc: Uint32Array;
-
-  /** `capacity`: the samples expected (the index header's count): no doubling, no slack (31 bytes a sample). */
-  constructor(capacity = 1024) {
-    const n = Math.max(1, capacity);
-    this.shard = new Uint32Array(n);
-    this.offset = new Float64Array(n);
-    this.span = new Float64Array(n);
-    this.leaf = new Uint32Array(n);
-    this.slot = new Uint16Array(n);
-    this.lone = new Uint8Array(n);
-    this.crc = new Uint32Array(n);
-  }
-
-  /** `loneCrc`: the CRC32C of a sample that is one member stored as is filling its span, else -1. */
-  push(shard: number, offset: number, span: number, leaf: number, slot: number, loneCrc: number): void {
-    if (this.length === this.shard.length) this.grow();
-    const i = this.length++;
-    this.shard[i] = shard;
-    this.offset[i] = offset;
-    this.span[i] = span;
-    this.leaf[i] = leaf;
-    this.slot[i] = slot;
-    if (loneCrc >= 0) {
-      this.lone[i] = 1;
-      this.crc[i] = loneCrc;
-    }
-  }
-
-  private grow(): void {
-    const n = this.shard.length * 2;
-    const g = <T extends Uint32Array | Float64Array | Uint16Array | Uint8Array>(a: T, make: (n: number) => T): T => {
-      const b = make(n);
-      b.set(a);
-      return b;
-    };
-    this.shard = g(this.shard, (k) => new Uint32Array(k));
-    this.offset = g(this.offset, (k) => new Float64Array(k));
-    this.span = g(this.span, (k) => new Float64Array(k));
-    this.leaf = g(this.leaf, (k) => new Uint32Array(k));
-    this.slot = g(this.slot, (k) => new Uint16Array(k));
-    this.lone = g(this.lone, (k) => new Uint8Array(k));
-    this.crc = g(this.crc, (k) => new Uint32Array(k));
-  }
-
-  /** Positions of each shard's samples in offset order. */
-  byShard(shards: number): Uint32Array[] {
-    const counts = new Uint32Array(shards);
-    for (let i = 0; i < this.length; i++) if ((this.shard[i] as number) < shards) counts[this.shard[i] as number]!++;
-    const out = Array.from(counts, (c) => new Uint32Array(c));
-    const fill = new Uint32Array(shards);
-    for (let i = 0; i < this.length; i++) {
-      const s = this.shard[i] as number;
-      if (s < shards) out[s]![fill[s]!++] = i;
-    }
-    // a shard written in key order (what pack does) is in offset order already: a check instead of a sort with a
-    // comparator (minutes at 10^8 samples)
-    for (const list of out) if (!this.inOffsetOrder(list)) list.sort((a, b) => (this.offset[a] as number) - (this.offset[b] as number) || a - b);
-    return out;
-  }
-
-  private inOffsetOrder(list: Uint32Array): boolean {
-    for (let i = 1; i < list.length; i++) if ((this.offset[list[i - 1] as number] as number) > (this.offset[list[i] as number] as number)) return false;
-    return true;
-  }
+/** Takes each leaf's records as the walk reads them, in key order (a shard number may be outside the table). */
+export interface LeafSink {
+  leaf(records: LeafRecords, pageNo: number): void | Promise<void>;
 }
 
 export interface IndexProblem {
@@ -114,14 +54,24 @@ export interface IndexCheckResult {
   memberBytes: number;
   /** Stored bytes (after compression) over the same members. */
   storedBytes: number;
-  spans: SpanTable;
-  /** Keys by position (only for samples named in problems) are found again through `spans`. */
+  /** Samples the tree places in each shard (valid shard numbers only). */
+  perShard: Float64Array;
   problems: IndexProblem[];
 }
+
+/**
+ * How much of the index {@link PageReader.read} reads at once: the leaves of an index written by pack lie one after
+ * the other, and one read of 1 MiB costs less than 256 reads of a page (a system call each, or an HTTP request).
+ */
+export const INDEX_WINDOW_BYTES = 1 << 20;
 
 /** Decoded pages, read once each during the walk and again (rarely) when a span is checked. */
 export class PageReader {
   private readonly cache = new Map<number, Page>();
+  private window: Uint8Array = new Uint8Array(0);
+  private reader: ReadAhead | undefined;
+  private windowStart = 0;
+  private fileBytes: number | undefined;
 
   constructor(
     private readonly source: ByteSource,
@@ -129,15 +79,40 @@ export class PageReader {
     private readonly maxCached = 256,
   ) {}
 
-  /** The bytes of page `pageNo`, undecoded and not cached. */
+  /**
+   * The bytes of page `pageNo`, undecoded and not cached: a view into a window of {@link INDEX_WINDOW_BYTES} read
+   * ahead (the window after it is read while this one is checked), valid until the next call. A window that cannot
+   * be read whole is not used: the page alone is read, and fails with the error that names it.
+   */
   async read(pageNo: number): Promise<Uint8Array> {
-    return this.source.read(pageNo * this.header.pageSize, this.header.pageSize);
+    const { pageSize } = this.header;
+    const at = pageNo * pageSize;
+    const from = at - this.windowStart;
+    if (from >= 0 && from + pageSize <= this.window.length) return this.window.subarray(from, from + pageSize);
+    this.fileBytes ??= await this.source.size();
+    const windowBytes = (bytes: number): number => {
+      const room = Math.min(INDEX_WINDOW_BYTES, this.fileBytes as number - bytes);
+      return room - (room % pageSize);
+    };
+    const length = windowBytes(at);
+    if (length > pageSize) {
+      try {
+        this.reader ??= new ReadAhead(this.source);
+        this.window = await this.reader.read(at, length, windowBytes(at + length));
+        this.windowStart = at;
+        return this.window.subarray(0, pageSize);
+      } catch (err) {
+        if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
+      }
+    }
+    return this.source.read(at, pageSize);
   }
 
   async load(pageNo: number): Promise<Page> {
     const hit = this.cache.get(pageNo);
     if (hit !== undefined) return hit;
-    const bytes = await this.read(pageNo);
+    // a page read alone: branch pages lie apart from the leaves, and must not move the leaves' window
+    const bytes = await this.source.read(pageNo * this.header.pageSize, this.header.pageSize);
     const page = decodePage(bytes, pageNo, this.source.name, true, this.header.layout);
     // the page checksum covers the flags byte, but decodePage accepts any flags (readers ignore them): SPEC says 0
     if (bytes[PAGE_FLAGS] !== 0) throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${this.source.name}: page ${pageNo} has unknown flags ${bytes[PAGE_FLAGS]}`);
@@ -146,29 +121,35 @@ export class PageReader {
     return page;
   }
 
-  /** The entry of the sample at `position` (as recorded in `spans`). */
-  async entry(spans: SpanTable, position: number): Promise<IndexEntry> {
-    const page = (await this.load(spans.leaf[position] as number)) as LeafPage;
-    return page.entries[spans.slot[position] as number] as IndexEntry;
+  /** Waits for the window read ahead, if any: before the source is closed. */
+  async stop(): Promise<void> {
+    await this.reader?.stop();
+  }
+
+  /** The entry in slot `slot` of leaf `pageNo` (as a {@link LeafSink} saw it). */
+  async entry(pageNo: number, slot: number): Promise<IndexEntry> {
+    const page = (await this.load(pageNo)) as LeafPage;
+    return page.entries[slot] as IndexEntry;
   }
 }
 
+/** Walks the index checking every invariant; each leaf's records go to `sink` in key order as they are read. */
 export async function checkIndex(
   pages: PageReader,
   header: IndexHeader,
   shards: readonly ShardRecord[],
+  sink: LeafSink,
   onProgress?: (pagesDone: number, pagesTotal: number) => void,
 ): Promise<IndexCheckResult> {
   const problems: IndexProblem[] = [];
-  // sized by the header's sample count, but no larger than the pages can hold (a damaged count allocates nothing huge)
-  const spans = new SpanTable(Math.min(header.entryCount, header.pageCount * Math.floor((header.pageSize - PAGE_HEADER_BYTES) / MIN_LEAF_RECORD_BYTES)));
+  let samples = 0;
+  const slow = new DecodedRecords();
   const seen = new Uint8Array(header.pageCount);
   let visited = 0;
   let members = 0;
   let spanBytes = 0;
   let memberBytes = 0;
   let storedBytes = 0;
-  // counted as the leaves are walked, not from the span table: the table is all the memory verify adds per sample
   const perShard = new Float64Array(shards.length);
   let lastKey: string | undefined;
   let prevLeaf: { pageNo: number; next: number } | undefined;
@@ -191,21 +172,27 @@ export async function checkIndex(
     if (n !== promised || (firstKey !== undefined && scan.firstKey !== firstKey)) return false;
     if (prevLeaf === undefined ? pageNo !== header.firstLeaf : prevLeaf.next !== pageNo) return false;
     if (lastKey !== undefined && compareKeys(lastKey, scan.firstKey) >= 0) return false;
-    for (let i = 0; i < n; i++) {
-      const shard = shards[scan.shard[i] as number];
-      if (shard === undefined || (scan.offset[i] as number) + (scan.length[i] as number) > shard.bytes) return false;
+    // every span inside its shard: a leaf of one shard (the common case) checks its last end, others each span
+    const one = scan.oneShard;
+    if (one >= 0) {
+      const shard = shards[one];
+      if (shard === undefined || scan.maxEnd > shard.bytes) return false;
+    } else {
+      for (let i = 0; i < n; i++) {
+        const shard = shards[scan.shard[i] as number];
+        if (shard === undefined || (scan.offset[i] as number) + (scan.length[i] as number) > shard.bytes) return false;
+      }
     }
     prevLeaf = { pageNo, next: scan.next };
     lastKey = scan.lastKey;
-    for (let i = 0; i < n; i++) {
-      const shard = scan.shard[i] as number;
-      members += scan.members[i] as number;
-      spanBytes += scan.length[i] as number;
-      memberBytes += scan.size[i] as number;
-      storedBytes += scan.stored[i] as number;
-      perShard[shard]!++;
-      spans.push(shard, scan.offset[i] as number, scan.length[i] as number, pageNo, i, scan.loneCrc[i] as number);
-    }
+    members += scan.totalMembers;
+    spanBytes += scan.totalLength;
+    memberBytes += scan.totalSize;
+    storedBytes += scan.totalStored;
+    if (one >= 0) perShard[one]! += n;
+    else for (let i = 0; i < n; i++) perShard[scan.shard[i] as number]!++;
+    samples += n;
+    await sink.leaf(scan, pageNo);
     return true;
   };
   const problem = (what: string, extra: Omit<IndexProblem, 'what'> = {}): void => void problems.push({ what, ...extra });
@@ -240,7 +227,7 @@ export async function checkIndex(
         problem(prevLeaf === undefined ? `the header's first leaf is page ${header.firstLeaf}, the tree's is ${pageNo}` : `leaf ${prevLeaf.pageNo} links to page ${prevLeaf.next}, the next leaf is ${pageNo}`);
       }
       prevLeaf = { pageNo, next: page.next };
-      page.entries.forEach((e, slot) => {
+      page.entries.forEach((e) => {
         if (lastKey !== undefined && compareKeys(lastKey, e.key) >= 0) problem(`key ${JSON.stringify(e.key)} (page ${pageNo}) does not come after ${JSON.stringify(lastKey)}`, { key: e.key });
         lastKey = e.key;
         try {
@@ -263,10 +250,9 @@ export async function checkIndex(
           perShard[e.shard]!++;
           if (e.offset + e.length > shard.bytes) problem(`span [${e.offset}, ${e.offset + e.length}) is outside its ${shard.bytes}-byte shard`, { key: e.key, shard: e.shard, offset: e.offset });
         }
-        const m0 = e.members[0];
-        const lone = e.members.length === 1 && m0 !== undefined && m0.codec === Codec.none && m0.offset === 0 && m0.storedSize === e.length;
-        spans.push(e.shard, e.offset, e.length, pageNo, slot, lone ? m0.crc32c >>> 0 : -1);
       });
+      samples += page.entries.length;
+      await sink.leaf(slow.of(page), pageNo);
       if (page.entries.length !== promised) problem(`page ${pageNo} holds ${page.entries.length} samples, its parent says ${promised}`);
       return page.entries.length;
     }
@@ -284,23 +270,34 @@ export async function checkIndex(
   if (header.entryCount > 0) await visit(header.rootPage, header.height - 1, header.entryCount, undefined);
   if (prevLeaf !== undefined && prevLeaf.next !== 0) problem(`the last leaf (page ${prevLeaf.pageNo}) links to page ${prevLeaf.next}`);
   for (let p = 1; p < header.pageCount; p++) if (!seen[p]) problem(`page ${p} is not reachable from the root`);
-  if (spans.length !== header.entryCount) problem(`the tree holds ${spans.length} samples, the header says ${header.entryCount}`);
+  if (samples !== header.entryCount) problem(`the tree holds ${samples} samples, the header says ${header.entryCount}`);
   if (members !== header.memberCount) problem(`the tree holds ${members} members, the header says ${header.memberCount}`);
   if (spanBytes !== header.spanBytes) problem(`the tree's spans add up to ${spanBytes} bytes, the header says ${header.spanBytes}`);
   shards.forEach((s, i) => {
     if (perShard[i] !== s.samples) problem(`the tree places ${perShard[i]} samples in shard ${i} (${s.file}), the shard table says ${s.samples}`);
   });
   onProgress?.(visited, header.pageCount - 1);
-  return { pages: visited, samples: spans.length, members, memberBytes, storedBytes, spans, problems };
+  return { pages: visited, samples, members, memberBytes, storedBytes, perShard, problems };
 }
 
-/** Spans of one shard (positions in offset order) that overlap the span before them. */
-export function overlappingSpans(spans: SpanTable, positions: Uint32Array): [number, number][] {
-  const out: [number, number][] = [];
-  let prev = -1;
-  for (const p of positions) {
-    if (prev >= 0 && (spans.span[p] as number) > 0 && (spans.offset[prev] as number) + (spans.span[prev] as number) > (spans.offset[p] as number)) out.push([prev, p]);
-    if ((spans.span[p] as number) > 0) prev = p;
+/** A decoded leaf's entries as {@link LeafRecords} (the walk's slow path: pages LeafScan does not take). */
+class DecodedRecords implements LeafRecords {
+  count = 0;
+  shard: number[] = [];
+  offset: number[] = [];
+  length: number[] = [];
+  loneCrc: number[] = [];
+
+  of(page: LeafPage): this {
+    this.count = page.entries.length;
+    this.shard = page.entries.map((e) => e.shard);
+    this.offset = page.entries.map((e) => e.offset);
+    this.length = page.entries.map((e) => e.length);
+    this.loneCrc = page.entries.map((e) => {
+      const m0 = e.members[0];
+      const lone = e.members.length === 1 && m0 !== undefined && m0.codec === Codec.none && m0.offset === 0 && m0.storedSize === e.length;
+      return lone ? m0.crc32c >>> 0 : -1;
+    });
+    return this;
   }
-  return out;
 }

@@ -2,41 +2,38 @@
  * `shardkit verify`: proves a dataset is intact, or names what is not.
  *
  * Full check: the manifest against the index (counts, byte totals, shard table) and its extra files, every index
- * invariant ({@link checkIndex}), then every shard streamed once, sequentially: its size, fingerprint and whole-file
+ * invariant ({@link checkIndex}), and every shard streamed once, front to back: its size, fingerprint and whole-file
  * CRC32C, each sample's members decompressed and checked against their CRC32C, and in the tar layout each member's
- * tar header (name and size) against the index. Quick check (`quick: true`): the manifest and its extra files, the
+ * tar header (name and size) against the index. The shards are checked during the index walk, one pass over each
+ * file, as each leaf's samples arrive (shard-stream.ts): memory stays flat whatever the number of samples. Quick check (`quick: true`): the manifest and its extra files, the
  * index invariants, and each shard's size and fingerprint; no member is read. Damage inside a sample is reported
  * with its key; damage the index cannot place (a shard's padding or end blocks) is reported against the shard. A
  * shard that cannot be read (EIO, a directory) is a problem of its own, and the shards after it are still checked.
  */
 import { isHttpDeadline } from '../io/http-client.js';
-import { MemberStream, maxGatheredSpanBytes, verifyChunkBytes } from './member-stream.js';
-import { crc32c, crc32cHex } from '../../formats/checksum.js';
-import { crc32cSpan } from '../../formats/crc32c-span.js';
+import { maxGatheredSpanBytes, verifyChunkBytes } from './member-stream.js';
+import { crc32cHex } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
-import { Codec, type IndexEntry } from '../../formats/index-entry.js';
-import { FINGERPRINT_BYTES, HEADER_BYTES, decodeIndexHeader, decodeShardTable, indexRemedy, type IndexHeader, type ShardRecord } from '../../formats/index-layout.js';
-import { lz4DecompressMember } from '../../formats/lz4.js';
+import { HEADER_BYTES, decodeIndexHeader, decodeShardTable, indexRemedy, type IndexHeader, type ShardRecord } from '../../formats/index-layout.js';
 import { MANIFEST_FILE, type Manifest } from '../../formats/manifest.js';
-import { checkPackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
-import { memberPath } from '../../formats/sample.js';
-import { LZ4_NAME_SUFFIX } from '../../formats/sample-layout.js';
-import { TarType } from '../../formats/tar-header.js';
-import { TarScanner } from '../../formats/tar-scan.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { HttpClient, type HttpClientOptions } from '../io/http-client.js';
 import { isRemote, redactLocation, resolveLocation } from '../io/location.js';
 import { openByteSource } from '../io/open-source.js';
-import { normalizedName } from '../adopt/member-rules.js';
 import { checkExtraFiles } from './check-files.js';
 import { checkShardIndex } from './check-shard-index.js';
 import { readManifest } from './read-manifest.js';
 import { VerifyCache, type VerifyCacheReport } from './verify-cache.js';
 import type { CacheOptions } from '../cache/shard-cache.js';
 import { adviseAroundDamagedShards } from './shard-remedy.js';
-import { PageReader, checkIndex, overlappingSpans, type SpanTable } from './check-index.js';
+import { PageReader, checkIndex, type LeafSink } from './check-index.js';
+import { ShardCheck, type ShardResult } from './shard-check.js';
+import { ShardStream } from './shard-stream.js';
+import { SpanTable } from './span-table.js';
+import { useNativeCrc32c } from '../native/native.js';
 
-export const VERIFY_CHUNK_BYTES = 8 << 20;
+/** Shard bytes read at once (two buffers of it per shard being read: one checked, the next in flight). */
+export const VERIFY_CHUNK_BYTES = 4 << 20;
 const DEFAULT_MAX_REPORTED = 10_000;
 
 export interface VerifyOptions {
@@ -98,6 +95,8 @@ export async function verifyDataset(location: string, options: VerifyOptions = {
   if (options.cache !== undefined && quick) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, 'a cache is filled by a full verify (it copies the shards it streams); a quick verify reads no shard: drop --quick or the cache');
   }
+  // hardware CRC32C for the pages and the whole-file checksums, as a dataset's reads use it (SHARDKIT_NATIVE=0: off)
+  useNativeCrc32c();
   // one client for the manifest, the index and every shard: their requests share kept-alive connections
   const client = isRemote(location) ? new HttpClient(options.http) : undefined;
   try {
@@ -132,18 +131,47 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
   };
 
   const opened = await openIndex(location, opener, manifest, problem);
-  let shards: ShardRecord[] | undefined = opened?.shards;
-  let spans: SpanTable | undefined;
-  let pages: PageReader | undefined;
+  // without a usable index, the manifest still says what each shard should be (size and CRC32C)
+  const shards: ShardRecord[] = opened?.shards ?? manifest.shards.map((s) => ({ file: s.file, bytes: s.bytes, samples: s.samples, crc32c: Number.parseInt(s.crc32c, 16), fingerprint: -1 }));
+  const pages = opened === undefined ? undefined : new PageReader(opened.source, opened.header);
+  const results: (ShardResult | undefined)[] = new Array<ShardResult | undefined>(shards.length).fill(undefined);
   let cache: VerifyCache | undefined;
+  let stream: ShardStream | undefined;
   try {
-    if (opened !== undefined) {
-      pages = new PageReader(opened.source, opened.header);
-      const result = await checkIndex(pages, opened.header, opened.shards, (done, total) => onProgress?.({ phase: 'index', done, total }));
+    if (cacheOptions !== undefined) cache = VerifyCache.open(cacheOptions, location, manifest.index.crc32c, shards);
+    const total = quick ? shards.length : shards.reduce((n, s) => n + s.bytes, 0);
+    let done = 0;
+    // while the index walk drives the shard checks, its pages are the progress (one phase at a time for a bar)
+    let walking = false;
+    const shardCheck = (i: number, withCache = true): ShardCheck =>
+      new ShardCheck({
+        location,
+        opener,
+        manifest,
+        record: shards[i] as ShardRecord,
+        index: i,
+        manifestShard: manifest.shards[i],
+        pages,
+        cache: withCache ? cache : undefined,
+        maxReported,
+        chunkBytes: verifyChunkBytes(VERIFY_CHUNK_BYTES),
+        maxGathered: maxGatheredSpanBytes(),
+        onBytes: (n) => {
+          done += n;
+          if (!walking) onProgress?.({ phase: 'shards', done, total });
+        },
+      });
+    // the full check streams the shards during the index walk (shard-stream.ts); a quick one reads no member
+    stream = quick ? undefined : new ShardStream(shards.length, (i) => shardCheck(i));
+    const sink: LeafSink = stream ?? { leaf: () => undefined };
+    if (opened !== undefined && pages !== undefined) {
+      walking = true;
+      const result = await checkIndex(pages, opened.header, opened.shards, sink, (d, t) => onProgress?.({ phase: 'index', done: d, total: t }));
+      walking = false;
+      if (!quick) onProgress?.({ phase: 'shards', done, total });
       report.checked.pages = result.pages;
       report.checked.samples = result.samples;
       report.checked.members = result.members;
-      spans = result.spans;
       for (const p of result.problems) {
         if (p.key !== undefined) damage({ key: p.key, shard: opened.shards[p.shard ?? -1]?.file ?? `#${p.shard}`, offset: p.offset ?? 0, what: p.what });
         else problem(indexName, p.what);
@@ -157,52 +185,72 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
     }
     await checkExtraFiles(location, manifest.files, opener, problem);
     await checkShardIndex(location, manifest, opener, problem);
-    // without a usable index, the manifest still says what each shard should be (size and CRC32C)
-    shards ??= manifest.shards.map((s) => ({ file: s.file, bytes: s.bytes, samples: s.samples, crc32c: Number.parseInt(s.crc32c, 16), fingerprint: -1 }));
-    if (cacheOptions !== undefined) cache = VerifyCache.open(cacheOptions, location, manifest.index.crc32c, shards);
-    const repairFrom: { shard: string; copy: string }[] = [];
-    const byShard = spans?.byShard(shards.length);
-    const skip = new Set<number>();
-    if (spans !== undefined && byShard !== undefined && pages !== undefined) {
-      for (const [i, positions] of byShard.entries()) {
-        for (const [before, p] of overlappingSpans(spans, positions)) {
-          const e = await pages.entry(spans, p);
-          const other = await pages.entry(spans, before);
-          damage({ key: e.key, shard: shards[i]!.file, offset: e.offset, what: `span overlaps sample ${JSON.stringify(other.key)}` });
-          skip.add(p);
+    if (stream === undefined) {
+      for (let i = 0; i < shards.length; i++) {
+        results[i] = await shardCheck(i).quick();
+        onProgress?.({ phase: 'shards', done: i + 1, total });
+      }
+    } else {
+      const left = await stream.finish();
+      stream.results.forEach((r, i) => void (results[i] = r));
+      // shards no sample points to, and shards whose samples did not come in offset order: from their spans sorted
+      const unordered = stream.unordered();
+      const spans = new SpanTable(Uint8Array.from(shards, (_, i) => (unordered.includes(i) ? 1 : 0)));
+      if (unordered.length > 0 && opened !== undefined && pages !== undefined) await checkIndex(pages, opened.header, opened.shards, spans);
+      for (const i of left) {
+        const check = shardCheck(i, stream.closed[i] !== 1);
+        try {
+          for (const k of spans.positions(i)) await check.sample(spans.offset[k] as number, spans.span[k] as number, spans.crc[k] as number, spans.page[k] as number, spans.slot[k] as number);
+        } catch (err) {
+          await check.abandon();
+          throw err;
         }
+        results[i] = await check.finish();
       }
     }
-    const total = quick ? shards.length : shards.reduce((n, s) => n + s.bytes, 0);
-    // shards whose bytes are not what the manifest recorded (missing, unreadable, another size or CRC32C)
-    const changedShards = new Set<string>();
-    const changed = (file: string): void => void changedShards.add(file);
-    let done = 0;
-    for (const [i, record] of shards.entries()) {
-      const manifestShard = manifest.shards[i];
-      const ctx: ShardContext = { location, opener, manifest, record, manifestShard, changed, problem, damage, spans, pages, skip, positions: byShard?.[i] ?? new Uint32Array(0), index: i, cache };
-      if (manifestShard !== undefined && manifestShard.file !== record.file) problem(record.file, `the manifest names this shard ${manifestShard.file}`);
-      const checked = quick ? await quickShard(ctx) : await fullShard(ctx, (n) => onProgress?.({ phase: 'shards', done: done + n, total }));
-      done += quick ? 1 : record.bytes;
-      onProgress?.({ phase: 'shards', done, total });
-      if (checked) {
-        report.checked.shards++;
-        report.checked.shardBytes += record.bytes;
-      }
-      report.checked.memberBytes += ctx.memberBytes ?? 0;
-      if (cache !== undefined && changedShards.has(record.file)) {
-        const copy = await cache.verifiedCopy(i);
-        if (copy !== undefined) repairFrom.push({ shard: record.file, copy });
-      }
-    }
-    adviseAroundDamagedShards(report, [...changedShards]);
-    if (cache !== undefined) report.cache = { ...cache.report, repairFrom };
+    await addShardResults(report, shards, results as ShardResult[], maxReported, cache);
   } finally {
+    await stream?.abandon();
+    await pages?.stop();
     await opened?.source.close();
     await cache?.close();
   }
   report.ok = report.problems.length === 0 && report.damagedCount === 0;
   return report;
+}
+
+/**
+ * Puts each shard's findings in the report, in shard order: its problems, then the damaged samples (all overlaps
+ * first, as a pass over spans sorted by offset finds them), the counts, and for a shard whose bytes changed, a
+ * verified copy in the cache that can repair it.
+ */
+async function addShardResults(report: VerifyReport, shards: readonly ShardRecord[], results: readonly ShardResult[], maxReported: number, cache: VerifyCache | undefined): Promise<void> {
+  const repairFrom: { shard: string; copy: string }[] = [];
+  const changedShards: string[] = [];
+  const overlaps: DamagedSample[] = [];
+  const damaged: DamagedSample[] = [];
+  const keep = (to: DamagedSample[], from: DamagedSample[]): void => void to.push(...from.slice(0, Math.max(0, maxReported - to.length)));
+  for (const [i, record] of shards.entries()) {
+    const r = results[i] as ShardResult;
+    for (const what of r.problems) report.problems.push({ file: record.file, what });
+    keep(overlaps, r.overlaps);
+    keep(damaged, r.damaged);
+    report.damagedCount += r.damagedCount;
+    report.checked.memberBytes += r.memberBytes;
+    if (r.checked) {
+      report.checked.shards++;
+      report.checked.shardBytes += record.bytes;
+    }
+    if (r.changed) {
+      changedShards.push(record.file);
+      const copy = await cache?.verifiedCopy(i);
+      if (copy !== undefined) repairFrom.push({ shard: record.file, copy });
+    }
+  }
+  keep(report.damaged, overlaps);
+  keep(report.damaged, damaged);
+  adviseAroundDamagedShards(report, changedShards);
+  if (cache !== undefined) report.cache = { ...cache.report, repairFrom };
 }
 
 interface OpenedIndex {
@@ -249,260 +297,4 @@ async function openIndex(location: string, opener: Opener, manifest: Manifest, p
     problem(name, err.message);
     return undefined;
   }
-}
-
-interface ShardContext {
-  location: string;
-  opener: Opener;
-  manifest: Manifest;
-  record: ShardRecord;
-  /** What the manifest recorded for this shard, and where to note that its bytes differ from it. */
-  manifestShard: Manifest['shards'][number] | undefined;
-  changed: (file: string) => void;
-  positions: Uint32Array;
-  spans: SpanTable | undefined;
-  pages: PageReader | undefined;
-  skip: Set<number>;
-  problem: (file: string, what: string) => void;
-  damage: (d: DamagedSample) => void;
-  memberBytes?: number;
-  /** The shard's position in the shard table. */
-  index: number;
-  /** The cache to copy an intact shard into as it is streamed. */
-  cache: VerifyCache | undefined;
-}
-
-async function openShard(ctx: ShardContext): Promise<{ source: ByteSource; size: number } | undefined> {
-  const { record } = ctx;
-  const unreadable = (err: unknown): undefined => {
-    if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
-    ctx.changed(record.file);
-    ctx.problem(record.file, err.code === ErrorCodes.SHARD_MISSING ? `missing: its ${record.samples} samples cannot be read` : err.message);
-    return undefined;
-  };
-  let source: ByteSource;
-  try {
-    source = await openByteSource(resolveLocation(ctx.location, record.file), ctx.opener);
-  } catch (err) {
-    return unreadable(err);
-  }
-  let size: number;
-  try {
-    // over http the first request goes out here: a missing shard is found now, not at open
-    size = await source.size();
-  } catch (err) {
-    await source.close();
-    return unreadable(err);
-  }
-  if (size !== record.bytes) ctx.problem(record.file, `is ${size} bytes, the index says ${record.bytes}${size < record.bytes ? ' (truncated)' : ''}`);
-  if (ctx.manifestShard !== undefined && size !== ctx.manifestShard.bytes) ctx.changed(record.file);
-  return { source, size };
-}
-
-/**
- * Reads `length` bytes at `offset` of an opened shard, or reports why it cannot and returns undefined: one bad
- * disk sector or unreadable file must not keep the other shards from being checked.
- */
-async function readShard(ctx: ShardContext, source: ByteSource, offset: number, length: number, unchecked: string): Promise<Uint8Array | undefined> {
-  try {
-    return await source.read(offset, length);
-  } catch (err) {
-    if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
-    ctx.problem(ctx.record.file, `${err.message}; ${unchecked} not checked`);
-    return undefined;
-  }
-}
-
-/** Size, fingerprint and (packed) shard header. */
-async function quickShard(ctx: ShardContext): Promise<boolean> {
-  const opened = await openShard(ctx);
-  if (opened === undefined) return false;
-  try {
-    const head = await readShard(ctx, opened.source, 0, Math.min(opened.size, FINGERPRINT_BYTES), 'its fingerprint was');
-    if (head === undefined) return false;
-    checkHead(ctx, head, opened.size);
-  } finally {
-    await opened.source.close();
-  }
-  return true;
-}
-
-function checkHead(ctx: ShardContext, head: Uint8Array, size: number): void {
-  const { record } = ctx;
-  if (record.fingerprint >= 0 && size === record.bytes && crc32c(head) !== record.fingerprint) {
-    ctx.problem(record.file, 'its first 4 KiB differ from what the index recorded (fingerprint); the shard was replaced or damaged');
-  }
-  if (ctx.manifest.layout === 'packed') {
-    try {
-      checkPackedHeader(head.subarray(0, PACKED_HEADER_BYTES), record.file);
-    } catch (err) {
-      if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
-      ctx.problem(record.file, err.message);
-    }
-  }
-}
-
-/** Streams one shard: whole-file checksums, every sample's members, every member's tar header. */
-async function fullShard(ctx: ShardContext, onBytes: (n: number) => void): Promise<boolean> {
-  const opened = await openShard(ctx);
-  if (opened === undefined) return false;
-  const { record, spans, pages } = ctx;
-  const { source, size } = opened;
-  const tar = ctx.manifest.layout === 'tar';
-  const expected = ctx.skip.size === 0 ? ctx.positions : ctx.positions.filter((p) => !ctx.skip.has(p));
-  // tar entries the scanner has read ahead of the samples being checked: data offset -> name and size
-  const headers = new Map<number, { name: string | undefined; size: number }>();
-  let scanError: { message: string; at: number; reported: boolean } | undefined;
-  const scanner = tar
-    ? new TarScanner(record.file, {
-        onEntry: (e) => {
-          if (e.type === TarType.file || e.type === TarType.oldFile || e.type === TarType.contiguous) headers.set(e.dataOffset, { name: e.name, size: e.size });
-        },
-      })
-    : undefined;
-  let next = 0;
-  let spanBuf: Uint8Array | undefined;
-  /** A span too long to gather, checked as it streams past (see member-stream.ts). */
-  let streamed: MemberStream | undefined;
-  let streamedEntry: IndexEntry | undefined;
-  const maxGathered = maxGatheredSpanBytes();
-  const chunkBytes = verifyChunkBytes(VERIFY_CHUNK_BYTES);
-  let crc = 0;
-  let head: Uint8Array = new Uint8Array(0);
-  let memberBytes = 0;
-  // a copy for the cache, kept only if the streamed bytes turn out to be the shard the index describes
-  const copy = ctx.cache !== undefined && size === record.bytes ? await ctx.cache.start(ctx.index) : undefined;
-  let copied = false;
-
-  const checkEntry = async (position: number, span: Uint8Array): Promise<void> => {
-    const entry = await (pages as PageReader).entry(spans as SpanTable, position);
-    for (const m of entry.members) {
-      const at = entry.offset + m.offset;
-      const bad = (what: string): void => ctx.damage({ key: entry.key, shard: record.file, offset: at, what: `member "${m.ext}": ${what}` });
-      if (scanner !== undefined) checkTarHeader(entry, m.ext, m.storedSize, at, m.codec === Codec.lz4, bad);
-      const stored = span.subarray(m.offset, m.offset + m.storedSize);
-      let bytes: Uint8Array;
-      try {
-        bytes = m.codec === Codec.lz4 ? lz4DecompressMember(stored, m.size, `${record.file} byte ${at}`) : stored;
-      } catch (err) {
-        if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
-        bad(err.message);
-        continue;
-      }
-      memberBytes += m.size;
-      if (crc32c(bytes) !== m.crc32c) bad(`checksum mismatch (CRC32C ${crc32cHex(crc32c(bytes))}, the index says ${crc32cHex(m.crc32c)})`);
-    }
-  };
-
-  const checkTarHeader = (entry: IndexEntry, ext: string, storedSize: number, at: number, lz4: boolean, bad: (what: string) => void): void => {
-    const h = headers.get(at);
-    if (h === undefined) {
-      if (scanError === undefined) bad(`no tar header ends at byte ${at}`);
-      else if (!scanError.reported && at > scanError.at) {
-        scanError.reported = true;
-        bad(`tar header damaged: ${scanError.message}`);
-      }
-      return;
-    }
-    const want = memberPath(entry.key, ext) + (lz4 ? LZ4_NAME_SUFFIX : '');
-    const got = h.name === undefined ? undefined : normalizedName(h.name);
-    if (got !== want) bad(`tar header names ${JSON.stringify(got ?? '(not UTF-8)')}, the index says ${JSON.stringify(want)}`);
-    if (h.size !== storedSize) bad(`tar header says ${h.size} bytes, the index says ${storedSize}`);
-  };
-
-  try {
-    let pos = 0;
-    while (pos < size) {
-      const left = expected.length - next;
-      const chunk = await readShard(ctx, source, pos, Math.min(chunkBytes, size - pos), `the shard from byte ${pos} on (${left} sample${left === 1 ? '' : 's'}) was`);
-      if (chunk === undefined) {
-        ctx.memberBytes = memberBytes;
-        return false;
-      }
-      const end = pos + chunk.length;
-      crc = crc32c(chunk, crc);
-      await copy?.write(chunk);
-      if (pos < FINGERPRINT_BYTES) head = concat(head, chunk.subarray(0, FINGERPRINT_BYTES - pos));
-      if (scanner !== undefined && scanError === undefined && !scanner.ended) {
-        try {
-          scanner.push(chunk);
-        } catch (err) {
-          if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
-          scanError = { message: err.message, at: scanner.offset - 512, reported: false };
-        }
-      }
-      // every sample whose span ends inside what has been read so far
-      while (next < expected.length && spans !== undefined) {
-        const p = expected[next] as number;
-        const off = spans.offset[p] as number;
-        const len = spans.span[p] as number;
-        if (off >= end && len > 0) break;
-        if (off + len <= end && off >= pos && spanBuf === undefined && streamed === undefined) {
-          // one member stored as is: its CRC32C is in the span table, and its entry is needed only to report it
-          if (scanner === undefined && spans.lone[p] === 1 && crc32cSpan(chunk, off - pos, off - pos + len) === spans.crc[p]) memberBytes += len;
-          else await checkEntry(p, chunk.subarray(off - pos, off - pos + len));
-        } else if (len > maxGathered) {
-          if (streamed === undefined) {
-            streamedEntry = await (pages as PageReader).entry(spans as SpanTable, p);
-            streamed = new MemberStream(streamedEntry, record.file);
-          }
-          const from = Math.max(off, pos);
-          const to = Math.min(off + len, end);
-          streamed.push(chunk.subarray(from - pos, to - pos), from);
-          if (off + len > end) break;
-          // the whole span has been read: every member's tar header has been scanned
-          const entry = streamedEntry as IndexEntry;
-          for (const v of streamed.finish()) {
-            const bad = (what: string): void => ctx.damage({ key: entry.key, shard: record.file, offset: v.at, what: `member "${v.member.ext}": ${what}` });
-            if (scanner !== undefined) checkTarHeader(entry, v.member.ext, v.member.storedSize, v.at, v.member.codec === Codec.lz4, bad);
-            memberBytes += v.member.size;
-            if (v.problem !== undefined) bad(v.problem);
-          }
-          streamed = undefined;
-        } else {
-          spanBuf ??= new Uint8Array(len);
-          const from = Math.max(off, pos);
-          const to = Math.min(off + len, end);
-          spanBuf.set(chunk.subarray(from - pos, to - pos), from - off);
-          if (off + len > end) break;
-          await checkEntry(p, spanBuf);
-          spanBuf = undefined;
-        }
-        next++;
-        if (scanner !== undefined) {
-          for (const k of headers.keys()) {
-            if (k >= off) break;
-            headers.delete(k);
-          }
-        }
-      }
-      pos = end;
-      onBytes(pos);
-    }
-    for (; next < expected.length && spans !== undefined; next++) {
-      const p = expected[next] as number;
-      const entry = await (pages as PageReader).entry(spans, p);
-      ctx.damage({ key: entry.key, shard: record.file, offset: entry.offset, what: `the shard ends at byte ${size}, before this sample's span ends` });
-    }
-    copied = (await copy?.commit()) ?? false;
-  } finally {
-    await copy?.abort();
-    await source.close();
-    ctx.cache?.finished(ctx.index, record.bytes, copied, size === record.bytes && crc >>> 0 === record.crc32c >>> 0);
-  }
-  ctx.memberBytes = memberBytes;
-  checkHead(ctx, head, size);
-  if (ctx.manifestShard !== undefined && crc32cHex(crc) !== ctx.manifestShard.crc32c) ctx.changed(record.file);
-  if (size === record.bytes && (crc >>> 0) !== record.crc32c) {
-    ctx.problem(record.file, `whole-file CRC32C is ${crc32cHex(crc)}, the index says ${crc32cHex(record.crc32c)}${scanError === undefined ? '' : `; ${scanError.message}`}`);
-  }
-  return true;
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  if (a.length === 0) return b.slice();
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
 }

@@ -49,6 +49,14 @@ function expectSame(scan: LeafScan, leaf: LeafPage): void {
   expect(scan.next).toBe(leaf.next);
   expect(scan.firstKey).toBe(e[0]!.key);
   expect(scan.lastKey).toBe(e[e.length - 1]!.key);
+  expect([scan.totalMembers, scan.totalLength, scan.totalSize, scan.totalStored, scan.maxEnd]).toEqual([
+    e.reduce((t, x) => t + x.members.length, 0),
+    e.reduce((t, x) => t + x.length, 0),
+    e.reduce((t, x) => t + x.members.reduce((u, m) => u + m.size, 0), 0),
+    e.reduce((t, x) => t + x.members.reduce((u, m) => u + m.storedSize, 0), 0),
+    Math.max(...e.map((x) => x.offset + x.length)),
+  ]);
+  expect(scan.oneShard).toBe(e.every((x) => x.shard === e[0]!.shard) ? e[0]!.shard : -1);
   e.forEach((entry, i) => {
     const lone = entry.members.length === 1 && entry.members[0]!.codec === 0;
     expect([scan.shard[i], scan.offset[i], scan.length[i], scan.members[i], scan.size[i], scan.stored[i], scan.loneCrc[i]]).toEqual([
