@@ -2,8 +2,8 @@
  * The read-ahead queue both loaders share (Loader, MixtureLoader): batches start ahead of consumption while the bytes
  * fetched but not yet yielded stay under `prefetch`, and are delivered in order, one next() after another.
  *
- * Asking for a batch starts it (if not started) and at most one more; the rest of the read-ahead is started from
- * `setImmediate`, one batch per turn of the event loop, so a consumer that awaits other work (GPU, decoding, network)
+ * Asking for a batch starts it (if not started) and, when it is read asynchronously, at most one more; the rest of the
+ * read-ahead is started from `setImmediate`, one batch per turn of the event loop, so a consumer that awaits other work (GPU, decoding, network)
  * finds the next batches ready, while a tight synchronous consumer pays nothing extra. A batch read synchronously
  * (local shards) is delivered without a promise chain of its own.
  */
@@ -158,7 +158,11 @@ export class ReadAhead<S> {
   private deliverNow(): IteratorResult<S[], undefined> | undefined {
     this.giveBackHeldSlab();
     if (this.stoppedNow) return DONE;
-    this.fill(2);
+    // Only the head: a batch read synchronously gains nothing from a second one read now, in the same call, while
+    // holding it would keep a third batch of buffers alive across the consumer's step (the batch it holds, this one,
+    // the next): enough, with large batches, for V8 to promote them to the old generation and run a major GC every
+    // epoch (bench/loader-callgrind.mjs, batch 256 in key order). Idle-time read-ahead (scheduleFill) still runs.
+    this.fill(1);
     const head = this.queue[0];
     if (head === undefined) {
       this.stop();
