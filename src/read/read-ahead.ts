@@ -22,6 +22,8 @@ export interface QueuedBatch<S> {
   value: S[] | undefined;
   /** Otherwise the samples when read (or the failure). */
   promise: Promise<S[]> | undefined;
+  /** The batch queued after this one. */
+  next: QueuedBatch<S> | undefined;
 }
 
 /** The counters the queue keeps (part of each loader's stats). */
@@ -70,7 +72,15 @@ export function closedError(): ShardkitError {
 }
 
 export class ReadAhead<S> {
-  private readonly queue: Array<QueuedBatch<S>> = [];
+  /**
+   * The batches started and not yet delivered, oldest first: a linked list, not an array. A new loader's empty array
+   * literal starts with Smi elements, and the first batch pushed into it deoptimized the optimized delivery code of
+   * the last epoch ("not a Smi"), as did reading [0] of an empty one ("out of bounds"): each a recompile of the whole
+   * per-batch path, inlined, in the first epochs (--trace-deopt).
+   */
+  private head: QueuedBatch<S> | undefined;
+  private tail: QueuedBatch<S> | undefined;
+  private queued = 0;
   private nextBatch = 0;
   private stoppedNow = false;
   private fillScheduled = false;
@@ -113,7 +123,9 @@ export class ReadAhead<S> {
   stop(): void {
     if (this.stoppedNow) return;
     this.stoppedNow = true;
-    this.queue.length = 0;
+    this.head = undefined;
+    this.tail = undefined;
+    this.queued = 0;
     this.counters.prefetchedBytes = 0;
     // The held slab goes back to the pool: the caller is done with the batch once it stops the loader.
     if (this.heldSlab !== undefined) this.source.giveBack(this.heldSlab);
@@ -146,7 +158,7 @@ export class ReadAhead<S> {
     setImmediate(() => {
       this.fillScheduled = false;
       const before = this.nextBatch;
-      this.fill(this.queue.length + 1);
+      this.fill(this.queued + 1);
       if (this.nextBatch > before) this.scheduleFill();
     });
   }
@@ -163,13 +175,13 @@ export class ReadAhead<S> {
     // the next): enough, with large batches, for V8 to promote them to the old generation and run a major GC every
     // epoch (bench/loader-callgrind.mjs, batch 256 in key order). Idle-time read-ahead (scheduleFill) still runs.
     this.fill(1);
-    const head = this.queue[0];
+    const head = this.head;
     if (head === undefined) {
       this.stop();
       return DONE;
     }
     if (head.value === undefined) return undefined;
-    this.queue.shift();
+    this.dequeue(head);
     this.scheduleFill();
     return this.yielded(head, head.value);
   }
@@ -178,11 +190,12 @@ export class ReadAhead<S> {
     this.giveBackHeldSlab();
     if (this.stoppedNow) return DONE;
     this.fill(2);
-    const head = this.queue.shift();
+    const head = this.head;
     if (head === undefined) {
       this.stop();
       return DONE;
     }
+    this.dequeue(head);
     if (!head.ready) this.counters.stalls++;
     this.scheduleFill();
     if (head.value !== undefined) return this.yielded(head, head.value);
@@ -225,16 +238,28 @@ export class ReadAhead<S> {
     while (
       !this.stoppedNow &&
       this.nextBatch < this.opts.batches &&
-      (this.queue.length === 0 || (this.queue.length < depth && this.source.mayReadAhead() && this.counters.prefetchedBytes < this.opts.prefetch))
+      (this.queued === 0 || (this.queued < depth && this.source.mayReadAhead() && this.counters.prefetchedBytes < this.opts.prefetch))
     ) {
-      this.queue.push(this.start(this.nextBatch++));
+      const batch = this.start(this.nextBatch++);
+      if (this.tail === undefined) this.head = batch;
+      else this.tail.next = batch;
+      this.tail = batch;
+      this.queued++;
     }
+  }
+
+  /** Takes `head` (the head batch) off the queue. */
+  private dequeue(head: QueuedBatch<S>): void {
+    this.head = head.next;
+    if (this.head === undefined) this.tail = undefined;
+    head.next = undefined;
+    this.queued--;
   }
 
   private start(index: number): QueuedBatch<S> {
     const first = index * this.opts.batchSize;
     const count = Math.min(this.opts.batchSize, this.opts.length - first);
-    const batch: QueuedBatch<S> = { count, bytes: 0, slab: undefined, ready: false, value: undefined, promise: undefined };
+    const batch: QueuedBatch<S> = { count, bytes: 0, slab: undefined, ready: false, value: undefined, promise: undefined, next: undefined };
     this.setBytes(batch, Math.round(count * this.opts.bytesPerSample));
     let promise: Promise<S[]>;
     try {
