@@ -1,37 +1,32 @@
 /**
  * Dataset: random access to a shardkit dataset in a directory or behind an http(s) URL. Opening costs three
- * reads whatever the dataset's size (manifest, index header, shard table); a lookup costs O(log n) page reads
- * through a bounded page cache; a sample costs one positional read of its span. Each shard is opened at most once
- * while in use, under a bounded handle budget (LRU).
+ * reads whatever the dataset's size (manifest, index header, shard table; dataset-open.ts); a lookup costs O(log n)
+ * page reads through a bounded page cache; a sample costs one positional read of its span (shard-reader.ts: each
+ * shard opened at most once while in use, under a bounded handle budget).
  */
-import path from 'node:path';
 import buffer from 'node:buffer';
-import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
+import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
-import { indexRemedy, type ShardRecord } from '../../formats/index-layout.js';
+import type { ShardRecord } from '../../formats/index-layout.js';
 import { MEMBER_COLUMNS, MemberColumn, RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index-page.js';
-import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
+import type { Manifest } from '../../formats/manifest.js';
 import type { Sample } from '../../formats/sample.js';
-import { datasetId } from '../cache/cache-dir.js';
-import { openIndexCopy } from '../cache/index-copy.js';
-import { ShardCache, type CacheStats } from '../cache/shard-cache.js';
+import type { CacheStats, ShardCache } from '../cache/shard-cache.js';
 import type { ByteSource } from '../io/byte-source.js';
-import { FileSource } from '../io/file-source.js';
-import { HandlePool, DEFAULT_MAX_OPEN } from '../io/handle-pool.js';
+import type { HandlePool } from '../io/handle-pool.js';
 import { HttpClient } from '../io/http-client.js';
-import { HttpSource } from '../io/http-source.js';
 import { IoStats } from '../io/io-stats.js';
 import { isRemote, redactLocation, resolveLocation } from '../io/location.js';
-import { openByteSource, readAll } from '../io/open-source.js';
+import { readAll } from '../io/open-source.js';
 import { nativeAddon, useNativeCrc32c } from '../native/native.js';
-import { noManifestMessage } from './missing-manifest.js';
 import { crc32c } from '../../formats/checksum.js';
-import { DEFAULT_PAGE_CACHE_BYTES, IndexReader } from './index-reader.js';
+import type { IndexReader } from './index-reader.js';
 import { decodeRead, decodeRecord, decodeSpan, type DecodeContext } from './sample-decode.js';
-import { readLoneSamples, type ViewSource } from './lone-samples.js';
+import type { ViewSource } from './lone-samples.js';
 import { isLone, type RecordRef } from './record-ref.js';
-import { assertEntryFits, checkIndexMatchesManifest, checkOpenOptions, checkShardOnOpen, recordFits } from './dataset-checks.js';
-import { ReadArena } from './read-arena.js';
+import { assertEntryFits, checkOpenOptions, recordFits } from './dataset-checks.js';
+import { openManifestAndIndex } from './dataset-open.js';
+import { ShardReader } from './shard-reader.js';
 import type { DecodedSample } from './decode-image.js';
 import { Loader } from './loader.js';
 import { checkKeyRange, rangeEntries, type KeyRange } from './key-range.js';
@@ -64,11 +59,8 @@ export class Dataset {
   readonly io: IoStats;
   /** @internal */
   readonly index: IndexReader;
-  private readonly pool: HandlePool<ByteSource>;
-  private readonly shardLocations: string[];
-  private readonly shardByLocation = new Map<string, number>();
-  private readonly checked = new Set<number>();
-  private readonly checkShards: 'size' | 'fingerprint';
+  /** @internal The shards' bytes: handles, cache, read buffers (shard-reader.ts). */
+  readonly reader: ShardReader;
   private readonly maxMemberBytes: number;
   /** What the fast record check lets through: maxMemberBytes, and no more than one buffer holds. */
   private readonly recordLimitBytes: number;
@@ -77,8 +69,6 @@ export class Dataset {
   private closed = false;
   /** @internal The node-local shard cache, when opened with `cache`. */
   readonly cache: ShardCache | undefined;
-  /** Owned read buffers for get/at and the loader's copy mode (see read-arena.ts). */
-  private readonly arena = new ReadArena();
   private viewReader: SyncViewReader | undefined;
   private slabPool: SlabPool | undefined;
   private readonly decodeContexts: DecodeContext[] = [];
@@ -99,36 +89,14 @@ export class Dataset {
     // cache's copies, with the loader's remote defaults (deep read-ahead, windowed reads).
     this.isRemote = isRemote(location) || options.cache !== undefined;
     this.verify = options.verify ?? true;
-    // With a cache, every shard fetched is checked whole (CRC32C) before use: the 4 KiB fingerprint read is not sent.
-    this.checkShards = options.cache !== undefined ? 'size' : (options.checkShards ?? 'fingerprint');
     this.maxMemberBytes = options.maxMemberBytes ?? DEFAULT_MAX_MEMBER_BYTES;
     this.recordLimitBytes = Math.min(this.maxMemberBytes, MAX_SPAN_BYTES);
-    this.shardLocations = index.shards.map((s) => resolveLocation(location, s.file));
-    this.shardLocations.forEach((loc, i) => this.shardByLocation.set(loc, i));
     const addon = options.native === false ? undefined : nativeAddon();
-    this.native = addon !== undefined && !this.isRemote;
-    this.cacheNative = addon !== undefined && options.cache !== undefined;
     this.memberCrc32c = addon === undefined ? crc32c : addon.crc32c;
-    const sourceOptions = { stats: io, mmap: this.native, ...(options.syncReadMaxBytes === undefined ? {} : { syncReadMaxBytes: options.syncReadMaxBytes }) };
-    this.pool = new HandlePool<ByteSource>({
-      maxOpen: options.maxOpenShards ?? DEFAULT_MAX_OPEN,
-      open: (loc) =>
-        isRemote(loc)
-          ? Promise.resolve(new HttpSource(loc, { client: client as HttpClient, size: this.shardRecord(loc).bytes, sizeMismatchCode: ErrorCodes.SHARD_MISMATCH }))
-          : FileSource.open(loc, sourceOptions),
-      openSync: (loc) => FileSource.openSync(loc, sourceOptions),
-      onOpen: (source, loc) => this.checkShard(source, loc),
-    });
-    this.cache =
-      options.cache === undefined
-        ? undefined
-        : ShardCache.open(options.cache, isRemote(location) ? location : path.resolve(location), manifest.index.crc32c, index.shards, (shard, offset, length) => this.pool.use(this.shardLocations[shard] as string, (src) => src.read(offset, length)), { mmap: addon !== undefined });
-  }
-
-  /** Bytes of a shard: from the cache when there is one, else from the shard's source. */
-  private readShardBytes(shard: number, offset: number, length: number): Promise<Uint8Array> {
-    if (this.cache !== undefined) return this.cache.read(shard, offset, length);
-    return this.pool.use(this.shardLocations[shard] as string, (src) => src.read(offset, length));
+    this.reader = new ShardReader(location, manifest, index.shards, options, io, client, addon, this.isRemote);
+    this.native = this.reader.native;
+    this.cacheNative = this.reader.cacheNative;
+    this.cache = this.reader.cache;
   }
 
   /** Opens the dataset at a directory path or an http(s) URL. */
@@ -139,47 +107,14 @@ export class Dataset {
     checkOpenOptions(options);
     const io = options.ioStats ?? new IoStats();
     const client = isRemote(location) ? new HttpClient({ ...options.http, stats: io }) : undefined;
-    let indexSource: ByteSource | undefined;
+    let index: IndexReader | undefined;
     try {
-      const manifestLocation = resolveLocation(location, MANIFEST_FILE);
-      let text: string;
-      try {
-        const bytes = await readAll(manifestLocation, client === undefined ? { stats: io } : { stats: io, client });
-        text = new TextDecoder().decode(bytes);
-      } catch (err) {
-        if (isShardkitError(err, ErrorCodes.SHARD_MISSING)) {
-          throw new ShardkitError(ErrorCodes.NOT_A_DATASET, noManifestMessage(location), { file: redactLocation(location), cause: err });
-        }
-        throw err;
-      }
-      const manifest = parseManifest(text, redactLocation(manifestLocation));
-      const indexLocation = resolveLocation(location, manifest.index.file);
-      indexSource = isRemote(indexLocation)
-        ? new HttpSource(indexLocation, { client: client as HttpClient, size: manifest.index.bytes, sizeMismatchCode: ErrorCodes.INDEX_MISMATCH })
-        : await openByteSource(indexLocation, { stats: io }).catch((err: unknown) => {
-            if (isShardkitError(err, ErrorCodes.SHARD_MISSING)) {
-              throw new ShardkitError(ErrorCodes.TRUNCATED, `${indexLocation}: the index file is missing; ${indexRemedy(manifest.layout)}`, { file: indexLocation, cause: err });
-            }
-            throw err;
-          });
-      if (options.cache !== undefined && isRemote(indexLocation)) {
-        // a verified local copy of the index (index-copy.ts): lookups without http, synchronous from the first batch
-        const remoteIndex = indexSource;
-        const c = options.cache;
-        const root = path.resolve(c.dir);
-        const place = { root, dir: path.join(root, datasetId(location, manifest.index.crc32c)), maxBytes: c.maxBytes, ...(c.onEvent === undefined ? {} : { onEvent: c.onEvent }) };
-        const copy = await openIndexCopy(place, manifest.index, () => remoteIndex.read(0, manifest.index.bytes));
-        if (copy !== undefined) {
-          await remoteIndex.close(); // the dataset's client stays open (the source does not own it)
-          indexSource = copy;
-        }
-      }
-      const index = await IndexReader.open(indexSource, options.pageCacheBytes ?? DEFAULT_PAGE_CACHE_BYTES);
-      checkIndexMatchesManifest(index, manifest, redactLocation(location));
-      return new Dataset(location, manifest, index, options, io, client);
+      const parts = await openManifestAndIndex(location, options, io, client);
+      index = parts.index;
+      return new Dataset(location, parts.manifest, index, options, io, client);
     } catch (err) {
       // nothing may stay open behind a failed open: the index handle, the HTTP sockets
-      await indexSource?.close().catch(() => undefined);
+      await index?.close().catch(() => undefined);
       client?.close();
       throw err;
     }
@@ -250,7 +185,7 @@ export class Dataset {
   /** Reads and decodes the sample an index entry locates (one positional read). */
   async read(entry: IndexEntry): Promise<Sample> {
     this.checkEntry(entry);
-    const span = entry.length === 0 ? EMPTY : await this.readShardBytes(entry.shard, entry.offset, entry.length);
+    const span = entry.length === 0 ? EMPTY : await this.reader.readShardBytes(entry.shard, entry.offset, entry.length);
     return decodeSpan(entry, span, this.decodeContext(entry.shard));
   }
 
@@ -261,7 +196,7 @@ export class Dataset {
     this.checkRecord(leaf, slot);
     const shard = leaf.rows[r + RecordColumn.shard] as number;
     const offset = leaf.rows[r + RecordColumn.offset] as number;
-    const span = length === 0 ? EMPTY : await this.readShardBytes(shard, offset, length);
+    const span = length === 0 ? EMPTY : await this.reader.readShardBytes(shard, offset, length);
     return decodeRecord(leaf, slot, span, this.verify, this.memberCrc32c, undefined) ?? decodeSpan(leaf.entries[slot] as IndexEntry, span, this.decodeContext(shard));
   }
 
@@ -272,43 +207,9 @@ export class Dataset {
     const ctx = this.decodeContext(entry.shard);
     if (entry.length === 0) return decodeSpan(entry, EMPTY, ctx);
     const only = entry.members.length === 1 ? (entry.members[0] as MemberEntry) : undefined;
-    const buffer = this.arena.take(entry.length);
-    const crc = this.readSpanSync(entry.shard, entry.offset, entry.length, buffer, 0, this.verify && only?.codec === Codec.none ? only.storedSize : undefined);
+    const buffer = this.reader.arena.take(entry.length);
+    const crc = this.reader.readSpanSync(entry.shard, entry.offset, entry.length, buffer, 0, this.verify && only?.codec === Codec.none ? only.storedSize : undefined);
     return decodeRead(entry, only, buffer, ctx, crc);
-  }
-
-  /**
-   * Reads `length` bytes at `offset` in `shard` into `buffer` at `bufferOffset`. With `crcLength` (from a memory map),
-   * returns the CRC32C of the first `crcLength` bytes read, computed in the same native call as the copy; else
-   * undefined (pread, or no checksum asked for).
-   */
-  private readSpanSync(shard: number, offset: number, length: number, buffer: Uint8Array, bufferOffset: number, crcLength: number | undefined): number | undefined {
-    const source = this.acquireSyncSource(shard, 1);
-    try {
-      if (crcLength !== undefined && (this.native || this.cacheNative)) return source.readIntoSyncCrc32c(buffer, bufferOffset, length, offset, 0, crcLength);
-      source.readIntoSync(buffer, bufferOffset, length, offset);
-      return undefined;
-    } finally {
-      this.releaseSyncSource(source);
-    }
-  }
-
-  /**
-   * The open file of `shard` for `reads` synchronous reads: a pooled handle of a local shard, or the ready copy in
-   * the shard cache (the loader reads through it only after ShardCache.isReady said so, in the same synchronous
-   * call). Give it back with releaseSyncSource.
-   */
-  private acquireSyncSource(shard: number, reads: number): FileSource {
-    if (this.cache === undefined) return this.pool.acquireSync(this.shardLocations[shard] as string) as FileSource;
-    const copy = this.cache.readySync(shard, reads);
-    if (copy === undefined) {
-      throw new ShardkitError(ErrorCodes.BAD_STATE, `${this.shardName(shard)}: its cached copy in ${this.cache.dir} is not ready for synchronous reads; read it with the async API (get, at, loader)`, { shard: this.shardName(shard) });
-    }
-    return copy;
-  }
-
-  private releaseSyncSource(source: FileSource): void {
-    if (this.cache === undefined) this.pool.release(source);
   }
 
   /**
@@ -316,13 +217,8 @@ export class Dataset {
    * {@link readLoneSamples} reads them into arena views (or `into`) and decoded into `samples`, checked with `verify`.
    * Records must have passed checkRecord.
    */
-  readLoneSamplesSync(shard: number, refs: readonly RecordRef[], requests: readonly number[], samples: Sample[], into: ViewSource = this.arena, verify = true): void {
-    const source = this.acquireSyncSource(shard, requests.length);
-    try {
-      readLoneSamples(source, into, refs, requests, samples, this.decodeContext(shard, verify));
-    } finally {
-      this.releaseSyncSource(source);
-    }
+  readLoneSamplesSync(shard: number, refs: readonly RecordRef[], requests: readonly number[], samples: Sample[], into: ViewSource = this.reader.arena, verify = true): void {
+    this.reader.readLoneSamplesSync(shard, refs, requests, samples, into, this.decodeContext(shard, verify));
   }
 
   /** @internal How members of a shard's samples are decoded and named in errors (made once per shard and verify). */
@@ -394,10 +290,10 @@ export class Dataset {
     if (length > 0) {
       const offset = leaf.rows[r + RecordColumn.offset] as number;
       const firstMember = (leaf.rows[r + RecordColumn.firstMember] as number) * MEMBER_COLUMNS;
-      const buffer = views === undefined ? this.arena.take(length) : views.take(length);
+      const buffer = views === undefined ? this.reader.arena.take(length) : views.take(length);
       // the first member starts the span (a lone one fills it); the CRC32C is of its stored bytes
       const firstLength = isLone(leaf, slot) ? length : (leaf.memberRows[firstMember + MemberColumn.storedSize] as number);
-      crc = this.readSpanSync(shard, offset, length, buffer, 0, verify ? firstLength : undefined);
+      crc = this.reader.readSpanSync(shard, offset, length, buffer, 0, verify ? firstLength : undefined);
       span = buffer.length === length ? buffer : buffer.subarray(0, length);
     }
     return decodeRecord(leaf, slot, span, verify, this.memberCrc32c, crc) ?? decodeSpan(leaf.entries[slot] as IndexEntry, span, this.decodeContext(shard, verify), crc);
@@ -422,13 +318,7 @@ export class Dataset {
    * slabs), else into a fresh buffer. Returns the bytes read.
    */
   readShardRangeSync(shard: number, offset: number, length: number, target?: Uint8Array, targetOffset = 0): Uint8Array {
-    if (target === undefined) {
-      const buffer = this.arena.take(length); // exactly `length` bytes: no second view to make
-      this.readSpanSync(shard, offset, length, buffer, 0, undefined);
-      return buffer;
-    }
-    this.readSpanSync(shard, offset, length, target, targetOffset, undefined);
-    return target.subarray(targetOffset, targetOffset + length);
+    return this.reader.readShardRangeSync(shard, offset, length, target, targetOffset);
   }
 
   /**
@@ -436,24 +326,15 @@ export class Dataset {
    * the shard handle held until the read ends (the loader decides which runs come here: syncReadMaxBytes); remote
    * runs are one ranged GET (`target` is ignored: the response body is returned).
    */
-  async readShardRange(shard: number, offset: number, length: number, target?: Uint8Array, targetOffset = 0): Promise<Uint8Array> {
-    const loc = this.shardLocations[shard] as string;
-    if (isRemote(loc) || this.cache !== undefined) return this.readShardBytes(shard, offset, length);
-    const source = (await this.pool.acquireWhenFree(loc)) as FileSource; // held across the await: within maxOpenShards
-    try {
-      const buffer = target ?? this.arena.take(length);
-      await source.readInto(buffer, targetOffset, length, offset);
-      return buffer.subarray(targetOffset, targetOffset + length);
-    } finally {
-      this.pool.release(source);
-    }
+  readShardRange(shard: number, offset: number, length: number, target?: Uint8Array, targetOffset = 0): Promise<Uint8Array> {
+    return this.reader.readShardRange(shard, offset, length, target, targetOffset);
   }
 
   /** Operation counters: files opened, reads, bytes, page cache hits. */
   stats(): DatasetStats {
     return {
       io: this.io.snapshot(),
-      shardHandles: { ...this.pool.counters },
+      shardHandles: { ...this.reader.pool.counters },
       pageCache: { hits: this.index.cache.hits, misses: this.index.cache.misses, pages: this.index.cache.size },
       ...(this.cache === undefined ? {} : { cache: { ...this.cache.stats } }),
     };
@@ -465,11 +346,11 @@ export class Dataset {
   }
 
   shardName(shard: number): string {
-    return this.index.shards[shard]?.file ?? `#${shard}`;
+    return this.reader.shardName(shard);
   }
 
   shardLocation(shard: number): string {
-    return this.shardLocations[shard] as string;
+    return this.reader.shardLocation(shard);
   }
 
   /**
@@ -488,8 +369,7 @@ export class Dataset {
     if (this.closed) return;
     this.closed = true;
     this.slabPool?.clear();
-    await this.cache?.close();
-    await this.pool.close();
+    await this.reader.close();
     await this.index.close();
     this.client?.close();
   }
@@ -537,19 +417,6 @@ export class Dataset {
       );
     }
     assertEntryFits(entry, this.index.shards, this.maxMemberBytes, this.index.tree);
-  }
-
-  private shardRecord(loc: string): ShardRecord {
-    return this.index.shards[this.shardByLocation.get(loc) as number] as ShardRecord;
-  }
-
-  /** Runs once per shard per dataset: size (and fingerprint) against the index's shard table. */
-  private checkShard(source: ByteSource, loc: string): void | Promise<void> {
-    const shard = this.shardByLocation.get(loc) as number;
-    if (this.checked.has(shard)) return;
-    const done = checkShardOnOpen(source, this.shardRecord(loc), this.manifest.layout, this.checkShards);
-    if (done === undefined) this.checked.add(shard);
-    else return done.then(() => void this.checked.add(shard));
   }
 }
 

@@ -216,11 +216,19 @@ function resolveStart(
  * consumed + q; with one, a binary search over `skip[t] - consumed - t` (how many unyielded indices precede
  * skip[t]), which never decreases.
  */
-function remainingToOrderIndex(cursor: EpochCursor): (q: number) => number {
-  const { consumed, skip } = cursor;
-  if (skip.length === 0) return (q) => consumed + q;
-  const before = skip.map((index, t) => index - consumed - t);
-  return (q) => {
+class RemainingIndex {
+  private readonly consumed: number;
+  private readonly before: number[] | undefined;
+
+  constructor(cursor: EpochCursor) {
+    const consumed = cursor.consumed;
+    this.consumed = consumed;
+    this.before = cursor.skip.length === 0 ? undefined : cursor.skip.map((index, t) => index - consumed - t);
+  }
+
+  toOrderIndex(q: number): number {
+    const before = this.before;
+    if (before === undefined) return this.consumed + q;
     let lo = 0;
     let hi = before.length;
     while (lo < hi) {
@@ -228,8 +236,74 @@ function remainingToOrderIndex(cursor: EpochCursor): (q: number) => number {
       if ((before[mid] as number) <= q) lo = mid + 1;
       else hi = mid;
     }
-    return consumed + q + lo;
-  };
+    return this.consumed + q + lo;
+  }
+}
+
+/**
+ * One rank's share of an epoch's order: what planEpoch returns. A class, not an object of closures: every plan's `at`
+ * is then one function, so the loader's code that V8 optimized for one epoch's plan stays valid for the next
+ * (a closure per plan was a new call target each epoch: a deoptimization and a recompile of the loader's path).
+ */
+class RankPlan implements EpochPlan {
+  readonly epoch: number;
+  /** Samples this rank yields: those dealt to it from `offset` on. */
+  readonly length: number;
+  readonly batches: number;
+  private readonly unyielded: RemainingIndex;
+
+  constructor(
+    private readonly identity: OrderIdentity,
+    readonly rank: number,
+    readonly worldSize: number,
+    readonly order: Uint32Array,
+    private readonly start: EpochCursor,
+    readonly remaining: number,
+    readonly offset: number,
+    /** Samples dealt to this rank from the start of its deal (offset included). */
+    private readonly dealt: number,
+    batchSize: number,
+    readonly padding: number,
+  ) {
+    this.epoch = identity.epoch;
+    this.length = dealt - offset;
+    this.batches = Math.ceil(this.length / batchSize);
+    this.unyielded = new RemainingIndex(start);
+  }
+
+  at(i: number): number {
+    const length = this.length;
+    if (!Number.isInteger(i) || i < 0 || i >= length) {
+      throw new ShardkitError(ErrorCodes.OUT_OF_RANGE, `Expected integer between 0 and ${length - 1} for sample index but received ${i}`);
+    }
+    const q = this.rank + (this.offset + i) * this.worldSize;
+    // Past the remaining indices: padding, which repeats the order from its start.
+    const index = q < this.remaining ? this.unyielded.toOrderIndex(q) : (q - this.remaining) % this.identity.samples;
+    return this.order[index] as number;
+  }
+
+  samples(from = 0): IterableIterator<number> {
+    const length = this.length;
+    expectInteger(from, 0, length, 'from'); // eagerly, not on the first next()
+    return (function* (plan: RankPlan) {
+      for (let i = from; i < length; i++) yield plan.at(i);
+    })(this);
+  }
+
+  state(yielded: number): RankState {
+    expectInteger(yielded, 0, this.length, 'yielded');
+    // Counted from the start of the rank's deal, so this state merges with the other ranks' states.
+    return {
+      ...this.identity,
+      shuffleOptions: { ...this.identity.shuffleOptions },
+      kind: 'rank',
+      rank: this.rank,
+      worldSize: this.worldSize,
+      start: { consumed: this.start.consumed, skip: this.start.skip.slice() },
+      length: this.dealt,
+      yielded: this.offset + yielded,
+    };
+  }
 }
 
 /**
@@ -263,58 +337,10 @@ export function planEpoch(options: EpochPlanOptions, names: PlanNames = PLAN_NAM
     identity.epoch,
     identity.shuffleOptions,
   );
-  const samples = identity.samples;
-  const remaining = samples - start.consumed - start.skip.length;
+  const remaining = identity.samples - start.consumed - start.skip.length;
   const counts = rankCounts(remaining, worldSize, partition, batchSize, dropLast);
-  const toOrderIndex = remainingToOrderIndex(start);
-
   // This plan yields the rank's dealt samples from `offset` on (0 unless it resumes the rank's own state).
-  const length = counts.length - offset;
-  const at = (i: number): number => {
-    if (!Number.isInteger(i) || i < 0 || i >= length) {
-      throw new ShardkitError(
-        ErrorCodes.OUT_OF_RANGE,
-        `Expected integer between 0 and ${length - 1} for sample index but received ${i}`,
-      );
-    }
-    const q = rank + (offset + i) * worldSize;
-    // Past the remaining indices: padding, which repeats the order from its start.
-    const index = q < remaining ? toOrderIndex(q) : (q - remaining) % samples;
-    return order[index] as number;
-  };
-
-  return {
-    epoch: identity.epoch,
-    rank,
-    worldSize,
-    order,
-    remaining,
-    offset,
-    length,
-    batches: Math.ceil(length / batchSize),
-    padding: counts.padding,
-    at,
-    samples(from = 0) {
-      expectInteger(from, 0, length, 'from'); // eagerly, not on the first next()
-      return (function* () {
-        for (let i = from; i < length; i++) yield at(i);
-      })();
-    },
-    state(yielded: number): RankState {
-      expectInteger(yielded, 0, length, 'yielded');
-      // Counted from the start of the rank's deal, so this state merges with the other ranks' states.
-      return {
-        ...identity,
-        shuffleOptions: { ...identity.shuffleOptions },
-        kind: 'rank',
-        rank,
-        worldSize,
-        start: { consumed: start.consumed, skip: start.skip.slice() },
-        length: counts.length,
-        yielded: offset + yielded,
-      };
-    },
-  };
+  return new RankPlan(identity, rank, worldSize, order, start, remaining, offset, counts.length, batchSize, counts.padding);
 }
 
 /**
@@ -361,13 +387,13 @@ export function mergeRankStates(states: readonly RankState[]): EpochState {
     yieldedByRank[state.rank] = state.yielded;
   });
 
-  const toOrderIndex = remainingToOrderIndex(start);
+  const unyielded = new RemainingIndex(start);
   // First remaining index (in deal order) that no rank yielded.
   let firstUnyielded = Infinity;
   yieldedByRank.forEach((k, r) => {
     firstUnyielded = Math.min(firstUnyielded, r + k * worldSize);
   });
-  const consumed = firstUnyielded < remaining ? toOrderIndex(firstUnyielded) : identity.samples;
+  const consumed = firstUnyielded < remaining ? unyielded.toOrderIndex(firstUnyielded) : identity.samples;
   const skip = start.skip.filter((index) => index >= consumed);
   yieldedByRank.forEach((k, r) => {
     // Rank r yielded remaining indices r + i*W for i < k; those past firstUnyielded are ahead of the cursor.
@@ -375,7 +401,7 @@ export function mergeRankStates(states: readonly RankState[]): EpochState {
     for (let i = firstAhead; i < k; i++) {
       const q = r + i * worldSize;
       if (q >= remaining) break; // padding
-      skip.push(toOrderIndex(q));
+      skip.push(unyielded.toOrderIndex(q));
     }
   });
   skip.sort((a, b) => a - b);

@@ -4,30 +4,28 @@
  * Pipeline per batch: order (planEpoch: seed, epoch, shuffle, rank, worldSize) -> locate (index records) ->
  * fetch (coalesced positional reads, CRC check, LZ4) -> decode (optional, images to pixels) -> yield.
  * The order is known in advance, so batches are fetched ahead of consumption while the bytes fetched but not
- * yet yielded stay under `prefetch`; reads in flight stay under `concurrency`.
- *
- * Scheduling: asking for a batch starts it (if not started) and at most one more; the rest of the read-ahead is
- * started from `setImmediate`, one batch per turn of the event loop, so a consumer that awaits other work (GPU,
- * decoding, network) finds the next batches ready, while a tight synchronous consumer pays nothing extra. Local
- * batches of small samples are read synchronously (see batch-read.ts).
+ * yet yielded stay under `prefetch` (read-ahead.ts); reads in flight stay under `concurrency`. Local batches of small
+ * samples are read synchronously (see batch-read.ts).
  *
  * Shards are assumed to hold contiguous position ranges in key order (what `pack` writes); 'block' shuffle uses
  * that for locality. Any other layout stays correct, only less local.
  */
 import pLimit from 'p-limit';
-import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index-page.js';
-import { setMember, type Sample } from '../../formats/sample.js';
+import type { Sample } from '../../formats/sample.js';
 import type { CacheStats } from '../cache/shard-cache.js';
 import { readBatch, type BatchReadOptions } from './batch-read.js';
 import { DEFAULT_LOCAL_COALESCE_GAP_BYTES } from './fetch-plan.js';
 import { CachePlan } from './cache-plan.js';
 import { allCached, locateCached } from './cached-batch.js';
 import type { Dataset } from './dataset.js';
-import { decodeImage, type DecodedImage, type DecodedSample } from './decode-image.js';
+import type { DecodedSample } from './decode-image.js';
+import { decodeBatchImages } from './decode-batch.js';
 import { planEpoch, type EpochPlan, type EpochPlanOptions } from './epoch-plan.js';
 import { resolveLoaderOptions, type LoaderOptions, type ResolvedLoaderOptions } from './loader-options.js';
 import { expectLoaderState, LOADER_STATE_FORMAT, LOADER_STATE_VERSION, type DatasetIdentity, type LoaderState } from './loader-state.js';
+import { closedError, ReadAhead, type BatchSource, type QueuedBatch } from './read-ahead.js';
+import { locateAsync } from './record-locate.js';
 import { recordRef, type RecordRef } from './record-ref.js';
 import type { SlabPool } from './slab-pool.js';
 import { DEFAULT_MAX_WASTE, FULL_SHUFFLE_MAX_WASTE } from './window-plan.js';
@@ -57,26 +55,6 @@ export interface LoaderStats {
   cache?: CacheStats;
 }
 
-interface PendingBatch<S> {
-  /** Samples in the batch. */
-  count: number;
-  /** Bytes counted against prefetch: an estimate until the batch's entries are located, then the reads' size. */
-  bytes: number;
-  slab: Uint8Array | undefined;
-  ready: boolean;
-  /** The samples, when read synchronously (local batches): delivered without a promise. */
-  value: S[] | undefined;
-  /** Otherwise the samples when read (or the failure). */
-  promise: Promise<S[]> | undefined;
-}
-
-const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
-
-/** What work of a stopped loader fails with; nobody receives it (deliver() returns done once finished). */
-function closedError(): ShardkitError {
-  return new ShardkitError(ErrorCodes.CLOSED, 'the loader was closed');
-}
-
 /**
  * Batches of one epoch. Make it with `ds.loader(options)`; iterate it once with `for await`.
  *
@@ -94,7 +72,7 @@ function closedError(): ShardkitError {
  *   if (timeToCheckpoint) save(JSON.stringify(loader.state()));
  * }
  */
-export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
+export class Loader<S = Sample> implements AsyncIterableIterator<S[]>, BatchSource<S> {
   /** Samples this loader yields in all (its rank's share of what was left of the epoch). */
   readonly length: number;
   /** Batches it yields; the last may be short unless dropLast. */
@@ -120,6 +98,8 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
   private readonly bytesPerSample: number;
   /** Local, copy mode, no decoding: a batch of one sample is read by readOneSync. */
   private readonly readsOneAlone: boolean;
+  /** The read-ahead queue: what is started, delivered, counted against prefetch. */
+  private readonly ahead: ReadAhead<S>;
   private readonly counters: LoaderStats = {
     batches: 0,
     samples: 0,
@@ -131,21 +111,8 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     stalls: 0,
     imagesDecoded: 0,
   };
-  private readonly queue: Array<PendingBatch<S>> = [];
-  private nextBatch = 0;
-  private finished = false;
-  /** View mode: the slab of the batch the caller holds now, given back when it asks for the next one. */
-  private heldSlab: Uint8Array | undefined;
-  /** next() calls run one after another, so batches are delivered (and counted) in order. */
-  private delivery: Promise<unknown> = Promise.resolve();
-  /** next() calls whose delivery has not settled: with none, a batch read synchronously is delivered at once. */
-  private delivering = 0;
-  private readonly delivered = (): void => {
-    this.delivering--;
-  };
   /** Remote lookups run one batch after another, sorted by position, so each index page is fetched once. */
   private locateTail: Promise<unknown> = Promise.resolve();
-  private fillScheduled = false;
   /** Remote batches started whose entries are still being looked up (their size an estimate until then). */
   private locating = 0;
 
@@ -173,6 +140,8 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     this.plan = planEpoch(planOptions, { merge: 'mergeLoaderStates()' });
     this.length = this.plan.length;
     this.batches = this.plan.batches;
+    this.bytesPerSample = ds.size === 0 ? 0 : ds.manifest.totals.storedBytes / ds.size;
+    this.ahead = new ReadAhead<S>(this, { batches: this.batches, batchSize: this.opts.batchSize, length: this.length, prefetch: this.opts.prefetch, bytesPerSample: this.bytesPerSample }, this.counters);
     this.readLimit = pLimit(this.opts.concurrency);
     this.decodeLimit = pLimit(this.opts.decodeConcurrency);
     this.slabs = this.opts.view && !ds.remote ? ds.viewSlabs(Math.max(this.opts.prefetch, this.opts.maxReadBytes) * 2) : undefined;
@@ -185,7 +154,6 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
       limit: (fn) => this.whileOpen(this.readLimit, fn),
     };
     this.cachedOptions = ds.cache === undefined ? undefined : { ...this.batchOptions, gapBytes: options.coalesceGapBytes ?? DEFAULT_LOCAL_COALESCE_GAP_BYTES, cached: true };
-    this.bytesPerSample = ds.size === 0 ? 0 : ds.manifest.totals.storedBytes / ds.size;
     this.readsOneAlone = !ds.remote && this.slabs === undefined && this.opts.isImage === undefined;
     this.windowOptions = { ...this.batchOptions, maxWaste: options.shuffle === 'full' ? FULL_SHUFFLE_MAX_WASTE : DEFAULT_MAX_WASTE };
     // The window holds at most its samples' bytes: as many samples as `prefetch` holds at the shards' mean bytes
@@ -217,16 +185,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
 
   /** The next batch; `done` after the last one, after an error, or after return()/close(). */
   next(): Promise<IteratorResult<S[], undefined>> {
-    if (this.delivering === 0) {
-      // Nothing before this call is still being delivered: a batch already read is returned without the promise
-      // chain (an async function, its await and two reactions per batch: with batchSize 1, per sample).
-      const now = this.deliverNow();
-      if (now !== undefined) return Promise.resolve(now);
-    }
-    this.delivering++;
-    const result = this.delivery.then(() => this.deliver());
-    this.delivery = result.then(this.delivered, this.delivered);
-    return result;
+    return this.ahead.next();
   }
 
   /**
@@ -234,8 +193,8 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
    * back to the dataset's pool of read buffers (its bytes are no longer valid), batches read ahead are dropped.
    */
   return(): Promise<IteratorReturnResult<undefined>> {
-    this.finish();
-    return Promise.resolve(DONE);
+    this.ahead.stop();
+    return Promise.resolve({ done: true, value: undefined });
   }
 
   /** Same as return(). */
@@ -267,164 +226,62 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     return { ...this.counters, cache: delta };
   }
 
-  /**
-   * deliver() without a promise, when its result is known now: the end, or a head batch read synchronously.
-   * Undefined when the head batch is still being read (or failed): deliver() then takes it from there.
-   */
-  private deliverNow(): IteratorResult<S[], undefined> | undefined {
-    this.giveBackHeldSlab();
-    if (this.finished) return DONE;
-    this.fill(2);
-    const head = this.queue[0];
-    if (head === undefined) {
-      this.finish();
-      return DONE;
-    }
-    if (head.value === undefined) return undefined;
-    this.queue.shift();
-    this.scheduleFill();
-    return this.yielded(head, head.value);
+  /** @internal BatchSource: read-ahead waits while remote batches started earlier are still being located. */
+  mayReadAhead(): boolean {
+    return this.locating === 0;
   }
 
-  private async deliver(): Promise<IteratorResult<S[], undefined>> {
-    this.giveBackHeldSlab();
-    if (this.finished) return DONE;
-    this.fill(2);
-    const head = this.queue.shift();
-    if (head === undefined) {
-      this.finish();
-      return DONE;
-    }
-    if (!head.ready) this.counters.stalls++;
-    this.scheduleFill();
-    if (head.value !== undefined) return this.yielded(head, head.value);
-    let batch: S[];
-    try {
-      batch = await (head.promise as Promise<S[]>);
-    } catch (err) {
-      if (this.finished) return DONE; // closed while this batch was in flight: its failure (CLOSED) reaches nobody
-      this.finish();
-      throw err;
-    }
-    if (this.finished) return DONE; // closed while this batch was in flight
-    return this.yielded(head, batch);
-  }
-
-  private giveBackHeldSlab(): void {
-    if (this.heldSlab !== undefined) {
-      this.slabs?.give(this.heldSlab);
-      this.heldSlab = undefined;
-    }
-  }
-
-  /** Counts `head` as yielded; its slab is the caller's until the next batch is asked for. */
-  private yielded(head: PendingBatch<S>, batch: S[]): IteratorYieldResult<S[]> {
-    this.addPrefetched(-head.bytes);
-    this.counters.batches++;
-    this.counters.samples += head.count;
+  /** @internal BatchSource */
+  delivered(): void {
     this.cachePlan?.consumed(this.counters.samples);
-    this.heldSlab = head.slab;
-    return { done: false, value: batch };
   }
 
-  /**
-   * Starts batches until `depth` are queued: the head always; the others while under prefetch and while no batch
-   * started earlier is still being located. A remote batch's size is an estimate (mean stored bytes per sample)
-   * until its entries are known, and real reads also fetch tar headers and the holes of coalesced ranges: started
-   * on estimates alone, read-ahead over tiny samples once ran to 600x the prefetch bound.
-   */
-  private fill(depth: number): void {
-    while (
-      !this.finished &&
-      this.nextBatch < this.batches &&
-      (this.queue.length === 0 || (this.queue.length < depth && this.locating === 0 && this.counters.prefetchedBytes < this.opts.prefetch))
-    ) {
-      this.queue.push(this.start(this.nextBatch++));
+  /** @internal BatchSource */
+  giveBack(slab: Uint8Array): void {
+    this.slabs?.give(slab);
+  }
+
+  /** @internal BatchSource: the loader stopped; the shard cache's plan hooks are this loader's no longer. */
+  stopped(): void {
+    const cache = this.ds.cache;
+    if (cache !== undefined && cache.nextUse === this.cachePlan?.nextUse) {
+      cache.nextUse = undefined;
+      cache.admit = undefined;
     }
   }
 
-  /**
-   * Read-ahead in idle time: one batch per event-loop turn until prefetch is full. The immediate stays ref'd: an
-   * unref'd one does not stop the loop from blocking in poll, so it would run only when something else (the
-   * consumer's timer or I/O) woke the loop, one batch per consumer step. The chain ends when prefetch is full or
-   * the epoch is fetched, so it never keeps a process alive for long.
-   */
-  private scheduleFill(): void {
-    if (this.fillScheduled || this.finished || this.nextBatch >= this.batches || this.counters.prefetchedBytes >= this.opts.prefetch) return;
-    this.fillScheduled = true;
-    setImmediate(() => {
-      this.fillScheduled = false;
-      const before = this.nextBatch;
-      this.fill(this.queue.length + 1);
-      if (this.nextBatch > before) this.scheduleFill();
-    });
+  private get finished(): boolean {
+    return this.ahead.finished;
   }
 
-  private start(batch: number): PendingBatch<S> {
-    const first = batch * this.opts.batchSize;
-    const count = Math.min(this.opts.batchSize, this.length - first);
-    const pending: PendingBatch<S> = { count, bytes: 0, slab: undefined, ready: false, value: undefined, promise: undefined };
+  /** @internal BatchSource: starts the batch of samples [first, first + batch.count). */
+  startBatch(pending: QueuedBatch<S>, first: number): S[] | Promise<S[]> {
+    const count = pending.count;
     this.cachePlan?.advance(first);
-    this.setBytes(pending, Math.round(count * this.bytesPerSample));
-    let promise: Promise<S[]>;
-    try {
-      // every earlier batch located (so the window moved past it), and this one's pages and copies at hand
-      const cached = this.cachedOptions !== undefined && this.locating === 0 ? locateCached(this.ds, (i) => this.plan.at(i), first, count) : undefined;
-      if (cached !== undefined) {
-        const result = this.fetchCached(pending, cached, first);
-        if (Array.isArray(result)) {
-          pending.ready = true;
-          pending.value = result;
-          return pending;
-        }
-        promise = result;
-      } else if (this.ds.remote) {
-        this.locating++;
-        const located = this.locateTail.then(() => this.locateAsync(first, count));
-        this.locateTail = located.catch(() => undefined);
-        promise = located.then(
-          (refs) => {
-            this.locating--;
-            if (this.finished) throw closedError(); // located after return(): nothing of it is read
-            // its index pages were looked up; its shards may all have copies by now (read as local ones, then)
-            const samples = this.cachedOptions !== undefined && allCached(this.ds, refs) ? this.fetchCached(pending, refs, first) : this.fetch(pending, refs, first);
-            this.scheduleFill(); // the size is known now: read-ahead may go on
-            return samples;
-          },
-          (err: unknown) => {
-            this.locating--;
-            throw err;
-          },
-        );
-      } else {
-        const one = count === 1 && this.readsOneAlone ? this.readOneSync(pending, first) : undefined;
-        if (one !== undefined) {
-          pending.ready = true;
-          pending.value = one;
-          return pending;
-        }
-        const result = this.fetch(pending, this.locateSync(first, count), first);
-        if (Array.isArray(result)) {
-          // read synchronously: ready now, and delivered as it is (no promise made for it)
-          pending.ready = true;
-          pending.value = result;
-          return pending;
-        }
-        promise = result;
-      }
-    } catch (err) {
-      promise = Promise.reject(err);
+    // every earlier batch located (so the window moved past it), and this one's pages and copies at hand
+    const cached = this.cachedOptions !== undefined && this.locating === 0 ? locateCached(this.ds, (i) => this.plan.at(i), first, count) : undefined;
+    if (cached !== undefined) return this.fetchCached(pending, cached, first);
+    if (!this.ds.remote) {
+      const one = count === 1 && this.readsOneAlone ? this.readOneSync(pending, first) : undefined;
+      return one ?? this.fetch(pending, this.locateSync(first, count), first);
     }
-    promise.then(
-      () => {
-        pending.ready = true;
+    this.locating++;
+    const located = this.locateTail.then(() => this.locateAsync(first, count));
+    this.locateTail = located.catch(() => undefined);
+    return located.then(
+      (refs) => {
+        this.locating--;
+        if (this.finished) throw closedError(); // located after return(): nothing of it is read
+        // its index pages were looked up; its shards may all have copies by now (read as local ones, then)
+        const samples = this.cachedOptions !== undefined && allCached(this.ds, refs) ? this.fetchCached(pending, refs, first) : this.fetch(pending, refs, first);
+        this.ahead.scheduleFill(); // the size is known now: read-ahead may go on
+        return samples;
       },
-      () => {
-        pending.ready = true; // handled here so a failed read-ahead is not an unhandled rejection; deliver() rethrows
+      (err: unknown) => {
+        this.locating--;
+        throw err;
       },
     );
-    pending.promise = promise;
-    return pending;
   }
 
   /**
@@ -432,7 +289,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
    * no BatchRead (a loader with batchSize 1 pays this per sample). Undefined when the span is over syncReadMaxBytes:
    * the batch is then read as any other (asynchronously).
    */
-  private readOneSync(pending: PendingBatch<S>, first: number): S[] | undefined {
+  private readOneSync(pending: QueuedBatch<S>, first: number): S[] | undefined {
     const position = this.plan.at(first);
     const hit = this.ds.index.leafOfSync(position);
     const slot = position - hit.base;
@@ -444,7 +301,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     if (length > 0) c.reads++;
     c.bytesRead += length;
     c.fetchedSamples++;
-    this.setBytes(pending, length);
+    this.ahead.setBytes(pending, length);
     return [sample as S];
   }
 
@@ -458,19 +315,9 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     return refs;
   }
 
-  private async locateAsync(first: number, count: number): Promise<RecordRef[]> {
+  private locateAsync(first: number, count: number): Promise<RecordRef[]> {
     const positions = Array.from({ length: count }, (_, i) => this.plan.at(first + i));
-    const byPosition = positions.map((_, i) => i).sort((a, b) => (positions[a] as number) - (positions[b] as number));
-    const refs = new Array<RecordRef>(count);
-    for (const i of byPosition) {
-      // Stop looking up pages for a closed loader; nobody receives this error (deliver() returns done).
-      if (this.finished) throw closedError();
-      const position = positions[i] as number;
-      // an index page not yet cached is an http request of its own, counted in `concurrency`
-      const hit = await this.whileOpen(this.readLimit, () => this.ds.index.leafOf(position));
-      refs[i] = this.located(hit.leaf, position - hit.base);
-    }
-    return refs;
+    return locateAsync(this.ds, positions, (fn) => this.whileOpen(this.readLimit, fn), () => this.finished);
   }
 
   /** A record to read, checked as the dataset checks entries (a damaged index fails here, naming the sample). */
@@ -479,23 +326,23 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     return recordRef(leaf, slot);
   }
 
-  private fetch(pending: PendingBatch<S>, refs: RecordRef[], first: number): S[] | Promise<S[]> {
+  private fetch(pending: QueuedBatch<S>, refs: RecordRef[], first: number): S[] | Promise<S[]> {
     if (this.window !== undefined) return this.fetchWindow(pending, refs, first, this.window);
     return this.fetchBatch(pending, refs, this.batchOptions);
   }
 
   /** A batch whose shards all have ready copies in the shard cache, read as a local one (cached-batch.ts). */
-  private fetchCached(pending: PendingBatch<S>, refs: RecordRef[], first: number): S[] | Promise<S[]> {
+  private fetchCached(pending: QueuedBatch<S>, refs: RecordRef[], first: number): S[] | Promise<S[]> {
     const dropped = this.window?.skip(first, refs.length) ?? 0;
-    if (dropped > 0) this.addPrefetched(-dropped);
+    if (dropped > 0) this.ahead.addPrefetched(-dropped);
     return this.fetchBatch(pending, refs, this.cachedOptions as BatchReadOptions);
   }
 
   /** A batch read by readBatch: local shards, or copies in the shard cache (`options.cached`). */
-  private fetchBatch(pending: PendingBatch<S>, refs: RecordRef[], options: BatchReadOptions): S[] | Promise<S[]> {
+  private fetchBatch(pending: QueuedBatch<S>, refs: RecordRef[], options: BatchReadOptions): S[] | Promise<S[]> {
     const read = readBatch(this.ds, refs, options);
     pending.slab = read.slab;
-    this.setBytes(pending, read.bytes);
+    this.ahead.setBytes(pending, read.bytes);
     this.counters.reads += read.reads;
     this.counters.bytesRead += read.bytes;
     this.counters.fetchedSamples += refs.length;
@@ -505,10 +352,10 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
   }
 
   /** A remote batch: spans held for it are taken, its reads keep spans of later batches (counted as prefetched). */
-  private fetchWindow(pending: PendingBatch<S>, refs: RecordRef[], first: number, window: SpanWindow): Promise<S[]> {
+  private fetchWindow(pending: QueuedBatch<S>, refs: RecordRef[], first: number, window: SpanWindow): Promise<S[]> {
     const read = readWindowBatch(this.ds, refs, first, (i) => this.plan.at(i), window, this.windowOptions);
-    this.setBytes(pending, read.bytes - read.held + read.taken);
-    if (!this.finished) this.addPrefetched(read.held - read.taken);
+    this.ahead.setBytes(pending, read.bytes - read.held + read.taken);
+    if (!this.finished) this.ahead.addPrefetched(read.held - read.taken);
     this.counters.reads += read.reads;
     this.counters.bytesRead += read.bytes;
     this.counters.fetchedSamples += refs.length;
@@ -518,24 +365,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
   }
 
   private decodeImages(samples: Sample[], isImage: (ext: string) => boolean): Promise<DecodedSample[]> {
-    return Promise.all(
-      samples.map(async (sample) => {
-        const members: Record<string, Uint8Array | DecodedImage> = {};
-        const decoded: Array<Promise<void>> = [];
-        for (const [ext, bytes] of Object.entries(sample.members)) {
-          setMember(members, ext, bytes); // keeps member order; replaced below
-          if (!isImage(ext)) continue;
-          decoded.push(
-            this.whileOpen(this.decodeLimit, () => decodeImage(bytes, sample.key, ext)).then((image) => {
-              setMember(members, ext, image);
-              this.counters.imagesDecoded++;
-            }),
-          );
-        }
-        await Promise.all(decoded);
-        return { key: sample.key, members };
-      }),
-    );
+    return decodeBatchImages(samples, isImage, (fn) => this.whileOpen(this.decodeLimit, fn), () => void this.counters.imagesDecoded++);
   }
 
   /**
@@ -545,32 +375,5 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
    */
   private whileOpen<T>(limit: ReturnType<typeof pLimit>, fn: () => Promise<T>): Promise<T> {
     return limit(() => (this.finished ? Promise.reject(closedError()) : fn()));
-  }
-
-  private setBytes(pending: PendingBatch<S>, bytes: number): void {
-    if (this.finished) return;
-    this.addPrefetched(bytes - pending.bytes);
-    pending.bytes = bytes;
-  }
-
-  private addPrefetched(delta: number): void {
-    const c = this.counters;
-    c.prefetchedBytes += delta;
-    if (c.prefetchedBytes > c.peakPrefetchedBytes) c.peakPrefetchedBytes = c.prefetchedBytes;
-  }
-
-  private finish(): void {
-    if (this.finished) return;
-    this.finished = true;
-    if (this.ds.cache !== undefined && this.ds.cache.nextUse === this.cachePlan?.nextUse) {
-      this.ds.cache.nextUse = undefined;
-      this.ds.cache.admit = undefined;
-    }
-    // Batches still queued are dropped; their slabs too (reads may still be writing into them). The held slab goes
-    // back to the dataset's pool, for its next loader: the caller is done with the batch once it stops the loader.
-    this.queue.length = 0;
-    this.counters.prefetchedBytes = 0;
-    if (this.heldSlab !== undefined) this.slabs?.give(this.heldSlab);
-    this.heldSlab = undefined;
   }
 }

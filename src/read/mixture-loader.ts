@@ -4,18 +4,22 @@
  * theirs, through the same epoch plan over the mixture's epoch, so counts per rank, padding, dropLast, state() and
  * resume (on any number of ranks, after mergeMixtureStates) behave exactly as for one dataset. A batch is read per
  * source with the dataset loader's batch reader (coalesced positional reads, CRC32C, LZ4), batches ahead of
- * consumption while under `prefetch` bytes; each sample carries `source`, the index of the source it came from.
+ * consumption while under `prefetch` bytes through the dataset loader's read-ahead queue (read-ahead.ts); each sample
+ * carries `source`, the index of the source it came from.
  */
 import pLimit from 'p-limit';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import { setMember, type Sample } from '../../formats/sample.js';
+import type { Sample } from '../../formats/sample.js';
 import { readBatch, type BatchReadOptions } from './batch-read.js';
 import type { Dataset } from './dataset.js';
-import { decodeImage, type DecodedImage } from './decode-image.js';
+import { decodeBatchImages } from './decode-batch.js';
+import type { DecodedImage } from './decode-image.js';
 import { planEpoch, type EpochPlan, type Partition } from './epoch-plan.js';
 import { resolveLoaderOptions, type LoaderOptions, type ResolvedLoaderOptions } from './loader-options.js';
 import { planMixtureEpoch, type MixtureEpoch } from './mixture-plan.js';
 import { expectMixtureState, MIXTURE_STATE_FORMAT, MIXTURE_STATE_VERSION, type MixtureSourceIdentity, type MixtureState, type RehearsalLayout } from './mixture-state.js';
+import { closedError, ReadAhead, type BatchSource, type QueuedBatch } from './read-ahead.js';
+import { locateAsync } from './record-locate.js';
 import { recordRef, type RecordRef } from './record-ref.js';
 import type { Seed } from './shuffle/index.js';
 
@@ -56,16 +60,7 @@ export interface MixtureInput {
 /** Lays out one epoch: the source and source-relative index of each of its samples (see mixture-plan.ts). */
 export type ArrangeEpoch = (sizes: readonly number[], counts: readonly number[], seed: Seed, epoch: number) => MixtureEpoch;
 
-interface Pending<S> {
-  count: number;
-  bytes: number;
-  ready: boolean;
-  promise: Promise<S[]>;
-}
-
-const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
-
-export class MixtureLoader<S = MixtureSample> implements AsyncIterableIterator<S[]> {
+export class MixtureLoader<S = MixtureSample> implements AsyncIterableIterator<S[]>, BatchSource<S> {
   /** Samples this rank yields, and in how many batches. */
   readonly length: number;
   readonly batches: number;
@@ -76,11 +71,8 @@ export class MixtureLoader<S = MixtureSample> implements AsyncIterableIterator<S
   private readonly decodeLimit: ReturnType<typeof pLimit>;
   private readonly bytesPerSample: number;
   private readonly counters: MixtureLoaderStats;
-  private readonly queue: Pending<S>[] = [];
-  private nextBatch = 0;
-  private finished = false;
-  private fillScheduled = false;
-  private delivery: Promise<unknown> = Promise.resolve();
+  /** The read-ahead queue, as the dataset loader's. */
+  private readonly ahead: ReadAhead<S>;
   /** Remote lookups run one batch after another, sorted by position, so each index page is fetched once (as Loader). */
   private locateTail: Promise<unknown> = Promise.resolve();
   private readonly readLimit: ReturnType<typeof pLimit>;
@@ -143,6 +135,7 @@ export class MixtureLoader<S = MixtureSample> implements AsyncIterableIterator<S
     if (total !== this.epochTable.source.length) throw new Error(`mixture epoch of ${this.epochTable.source.length} samples, expected ${total}`);
     this.bytesPerSample = total === 0 ? 0 : stored / total;
     this.counters = { batches: 0, samples: 0, perSource: sources.map(() => 0), reads: 0, bytesRead: 0, prefetchedBytes: 0, peakPrefetchedBytes: 0, stalls: 0 };
+    this.ahead = new ReadAhead<S>(this, { batches: this.batches, batchSize: this.opts.batchSize, length: this.length, prefetch: this.opts.prefetch, bytesPerSample: this.bytesPerSample }, this.counters);
   }
 
   [Symbol.asyncIterator](): this {
@@ -150,14 +143,12 @@ export class MixtureLoader<S = MixtureSample> implements AsyncIterableIterator<S
   }
 
   next(): Promise<IteratorResult<S[], undefined>> {
-    const result = this.delivery.then(() => this.deliver());
-    this.delivery = result.catch(() => undefined);
-    return result;
+    return this.ahead.next();
   }
 
   return(): Promise<IteratorReturnResult<undefined>> {
-    this.finish();
-    return Promise.resolve(DONE);
+    this.ahead.stop();
+    return Promise.resolve({ done: true, value: undefined });
   }
 
   async close(): Promise<void> {
@@ -188,72 +179,33 @@ export class MixtureLoader<S = MixtureSample> implements AsyncIterableIterator<S
     return { source, position: subset === undefined ? index : (subset[index] as number) };
   }
 
-  private async deliver(): Promise<IteratorResult<S[], undefined>> {
-    if (this.finished) return DONE;
-    if (this.queue.length === 0) this.startNext();
-    const head = this.queue.shift();
-    if (head === undefined) {
-      this.finish();
-      return DONE;
-    }
-    if (!head.ready) this.counters.stalls++;
-    this.scheduleFill();
-    let batch: S[];
-    try {
-      batch = await head.promise;
-    } catch (err) {
-      if (this.finished) return DONE;
-      this.finish();
-      throw err;
-    }
-    if (this.finished) return DONE;
-    this.addPrefetched(-head.bytes);
-    this.counters.batches++;
-    this.counters.samples += head.count;
-    for (const s of batch) (this.counters.perSource[(s as { source: number }).source] as number)++;
-    return { done: false, value: batch };
+  /** @internal BatchSource */
+  startBatch(batch: QueuedBatch<S>, first: number): S[] | Promise<S[]> {
+    return this.read(batch, first, batch.count);
   }
 
-  /** Read-ahead in idle time, one batch per event-loop turn while under prefetch (as Loader does). */
-  private scheduleFill(): void {
-    if (this.fillScheduled || this.finished || this.nextBatch >= this.batches || this.counters.prefetchedBytes >= this.opts.prefetch) return;
-    this.fillScheduled = true;
-    setImmediate(() => {
-      this.fillScheduled = false;
-      if (this.finished || this.nextBatch >= this.batches || this.counters.prefetchedBytes >= this.opts.prefetch) return;
-      this.startNext();
-      this.scheduleFill();
-    });
+  /** @internal BatchSource */
+  mayReadAhead(): boolean {
+    return true;
   }
 
-  private startNext(): void {
-    if (this.finished || this.nextBatch >= this.batches) return;
-    const first = this.nextBatch++ * this.opts.batchSize;
-    const count = Math.min(this.opts.batchSize, this.length - first);
-    const pending: Pending<S> = { count, bytes: 0, ready: false, promise: Promise.resolve([]) };
-    this.setBytes(pending, Math.round(count * this.bytesPerSample));
-    let promise: Promise<S[]>;
-    try {
-      const result = this.read(pending, first, count);
-      pending.ready = Array.isArray(result);
-      promise = Array.isArray(result) ? Promise.resolve(result) : result;
-    } catch (err) {
-      promise = Promise.reject(err);
-    }
-    promise.then(
-      () => {
-        pending.ready = true;
-      },
-      () => {
-        pending.ready = true; // deliver() rethrows
-      },
-    );
-    pending.promise = promise;
-    this.queue.push(pending);
+  /** @internal BatchSource: counts the batch's samples per source. */
+  delivered(_batch: QueuedBatch<S>, samples: S[]): void {
+    for (const s of samples) (this.counters.perSource[(s as { source: number }).source] as number)++;
+  }
+
+  /** @internal BatchSource (no view mode: no slabs) */
+  giveBack(): void {}
+
+  /** @internal BatchSource */
+  stopped(): void {}
+
+  private get finished(): boolean {
+    return this.ahead.finished;
   }
 
   /** Reads the batch's samples, source by source, and puts them back in the mixture's order. */
-  private read(pending: Pending<S>, first: number, count: number): S[] | Promise<S[]> {
+  private read(pending: QueuedBatch<S>, first: number, count: number): S[] | Promise<S[]> {
     const slots: number[][] = this.sources.map(() => []);
     const positions: number[][] = this.sources.map(() => []);
     for (let k = 0; k < count; k++) {
@@ -273,7 +225,7 @@ export class MixtureLoader<S = MixtureSample> implements AsyncIterableIterator<S
         });
       };
       if (ds.remote) {
-        const located = this.locateTail.then(() => this.locateAsync(ds, wanted));
+        const located = this.locateTail.then(() => locateAsync(ds, wanted, this.readLimit, () => this.finished));
         this.locateTail = located.catch(() => undefined);
         waits.push(
           located.then(async (refs) => {
@@ -290,7 +242,7 @@ export class MixtureLoader<S = MixtureSample> implements AsyncIterableIterator<S
       if (Array.isArray(read.samples)) place(read.samples);
       else waits.push(read.samples.then(place));
     });
-    if (waits.length === 0 && this.sources.every((ds) => !ds.remote)) this.setBytes(pending, bytes);
+    if (waits.length === 0 && this.sources.every((ds) => !ds.remote)) this.ahead.setBytes(pending, bytes);
     const isImage = this.opts.isImage;
     if (waits.length === 0 && isImage === undefined) return out;
     return Promise.all(waits).then(() => (isImage === undefined ? out : this.decodeImages(out as MixtureSample[], isImage)));
@@ -304,65 +256,12 @@ export class MixtureLoader<S = MixtureSample> implements AsyncIterableIterator<S
     });
   }
 
-  private async locateAsync(ds: Dataset, positions: readonly number[]): Promise<RecordRef[]> {
-    const refs = new Array<RecordRef>(positions.length);
-    const byPosition = positions.map((_, i) => i).sort((a, b) => (positions[a] as number) - (positions[b] as number));
-    for (const i of byPosition) {
-      if (this.finished) throw closedError();
-      const position = positions[i] as number;
-      // an index page not yet cached is an http request of its own, counted in `concurrency`
-      const hit = await this.readLimit(() => ds.index.leafOf(position));
-      ds.checkRecord(hit.leaf, position - hit.base);
-      refs[i] = recordRef(hit.leaf, position - hit.base);
-    }
-    return refs;
-  }
-
   private decodeImages(samples: MixtureSample[], isImage: (ext: string) => boolean): Promise<S[]> {
-    return Promise.all(
-      samples.map(async (sample) => {
-        const members: Record<string, Uint8Array | DecodedImage> = {};
-        const decoded: Promise<void>[] = [];
-        for (const [ext, bytes] of Object.entries(sample.members)) {
-          setMember(members, ext, bytes);
-          if (!isImage(ext)) continue;
-          decoded.push(
-            this.decodeLimit(() => decodeImage(bytes, sample.key, ext)).then((image) => {
-              setMember(members, ext, image);
-            }),
-          );
-        }
-        await Promise.all(decoded);
-        return { key: sample.key, members, source: sample.source } as S;
-      }),
-    );
+    return decodeBatchImages(samples, isImage, this.decodeLimit, () => undefined) as Promise<S[]>;
   }
 
   private counted(reads: number, bytes: number): void {
     this.counters.reads += reads;
     this.counters.bytesRead += bytes;
   }
-
-  private setBytes(pending: Pending<S>, bytes: number): void {
-    if (this.finished) return;
-    this.addPrefetched(bytes - pending.bytes);
-    pending.bytes = bytes;
-  }
-
-  private addPrefetched(delta: number): void {
-    const c = this.counters;
-    c.prefetchedBytes += delta;
-    if (c.prefetchedBytes > c.peakPrefetchedBytes) c.peakPrefetchedBytes = c.prefetchedBytes;
-  }
-
-  private finish(): void {
-    if (this.finished) return;
-    this.finished = true;
-    this.queue.length = 0;
-    this.counters.prefetchedBytes = 0;
-  }
-}
-
-function closedError(): ShardkitError {
-  return new ShardkitError(ErrorCodes.CLOSED, 'the loader was closed');
 }

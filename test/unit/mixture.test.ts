@@ -101,6 +101,31 @@ describe('openMixture', () => {
     await b.close();
   });
 
+  it('schedules as the dataset loader does (one read-ahead queue): none ahead for a tight consumer, ahead while it awaits, within prefetch', async () => {
+    const mix = await openMixture([
+      { dataset: big, weight: 1 },
+      { dataset: small, weight: 1 },
+    ]);
+    const options = { batchSize: 8, seed: 5 };
+    const tight = mix.loader(options);
+    let tightAhead = 0;
+    for await (const _batch of tight) {
+      const s = tight.stats();
+      tightAhead = Math.max(tightAhead, s.prefetchedBytes);
+    }
+    expect(tightAhead).toBe(0); // local batches are read synchronously, each by the next() that asks for it
+    const idle = mix.loader({ ...options, prefetch: 1 << 20 });
+    let idleAhead = 0;
+    for await (const _batch of idle) {
+      await new Promise((resolve) => setTimeout(resolve, 1)); // the event loop turns: read-ahead runs
+      idleAhead = Math.max(idleAhead, idle.stats().prefetchedBytes);
+    }
+    expect(idleAhead).toBeGreaterThan(0);
+    expect(idle.stats().peakPrefetchedBytes).toBeLessThanOrEqual((1 << 20) + 8 * 4096); // one batch beyond the bound at most
+    expect(idle.stats().samples).toBe(210);
+    await mix.close();
+  });
+
   it('takes a Dataset already open and leaves it open', async () => {
     const ds = await openDataset(small);
     const mix = await openMixture([{ dataset: ds, samples: 25 }]);
