@@ -157,17 +157,18 @@ export class IndexReader {
   private leafToSync(ref: LeafRef, stop: LeafStop): LeafPage | LeafRecord {
     const cached = this.cache.get(ref.pageNo);
     if (cached !== undefined) return checkLeafPage(this.tree, ref, cached);
-    if (this.visited.has(ref.pageNo)) {
-      this.visited.delete(ref.pageNo);
-      return checkLeafPage(this.tree, ref, this.loadSync(ref.pageNo));
-    }
-    if (this.visited.size >= this.cache.capacity) this.visited.clear();
-    this.visited.add(ref.pageNo);
     const bytes = this.readPageSync(ref.pageNo);
-    const page = decodePageTo(bytes, ref.pageNo, this.source.name, stop, this.header.layout);
-    if ('index' in page) {
-      checkLeafCount(this.tree, ref, page.count);
-      return page;
+    let page: Page | LeafRecord;
+    if (this.visited.delete(ref.pageNo)) {
+      page = decodePage(bytes, ref.pageNo, this.source.name, false, this.header.layout);
+    } else {
+      if (this.visited.size >= this.cache.capacity) this.visited.clear();
+      this.visited.add(ref.pageNo);
+      page = decodePageTo(bytes, ref.pageNo, this.source.name, stop, this.header.layout);
+      if ('index' in page) {
+        checkLeafCount(this.tree, ref, page.count);
+        return page;
+      }
     }
     this.cache.set(ref.pageNo, page); // decoded whole (a branch where a leaf should be: refused just below)
     return checkLeafPage(this.tree, ref, page);
