@@ -77,7 +77,9 @@ describe('IndexReader: decode-to-slot past the page cache', () => {
     expect(first.leaf.keys).toEqual([keyOf(p)]);
     expect(first.base).toBe(p);
     expect(small.cache.has(first.leaf.pageNo)).toBe(false);
+    const misses = small.cache.misses; // the branches above are cached now: one miss, the leaf's
     const second = small.leafOfSync(p + 1);
+    expect(small.cache.misses).toBe(misses + 1);
     expect(second.leaf.keys.length).toBeGreaterThan(2);
     expect(second.leaf.keys[p + 1 - second.base]).toBe(keyOf(p + 1));
     expect(small.cache.has(second.leaf.pageNo)).toBe(true);
