@@ -37,7 +37,11 @@ import { propertyName } from './sample.js';
 export interface LeafColumns {
   /** The keys of the records decoded; of a decode that stopped before the leaf's end (`stop`), the last one's alone. */
   keys: string[];
-  /** Records decoded (the leaf's count, but for a decode that stopped before its end). */
+  /**
+   * Records decoded (the leaf's count, but for a decode that stopped before its end). A decode that stopped before
+   * the end returns scratch `rows` and `memberRows` (longer than its records need), valid until the next decode with
+   * a stop: its caller copies out the record it keeps. Every other decode returns columns of its own.
+   */
   decoded: number;
   simple: boolean;
   rows: Float64Array;
@@ -69,6 +73,28 @@ export interface LeafStop {
   key: string | undefined;
 }
 
+/**
+ * Columns of the decodes that stop early (decode-to-slot), reused: a lookup past the page cache allocated ~40 KiB of
+ * columns for a leaf of ~450 tiny samples to keep one record of them.
+ */
+const scratch = {
+  rowsBuf: new Float64Array(0),
+  membersBuf: new Float64Array(0),
+  keyEndsBuf: new Int32Array(0),
+  rows(n: number): Float64Array {
+    if (this.rowsBuf.length < n) this.rowsBuf = new Float64Array(n);
+    return this.rowsBuf;
+  },
+  members(n: number): Float64Array {
+    if (this.membersBuf.length < n) this.membersBuf = new Float64Array(n);
+    return this.membersBuf;
+  },
+  keyEnds(n: number): Int32Array {
+    if (this.keyEndsBuf.length < n) this.keyEndsBuf = new Int32Array(n);
+    return this.keyEndsBuf;
+  },
+};
+
 /** Key bytes of the leaf being decoded, back to back (grown as needed, reused: decoding is synchronous). */
 let keyBytes = new Uint8Array(8192);
 
@@ -90,9 +116,10 @@ export function decodeLeafColumns(r: ByteReader, count: number, stop?: LeafStop)
   const stopSlot = stop === undefined ? count - 1 : Math.min(stop.slot < 0 ? count - 1 : stop.slot, count - 1);
   const stopKey = stop?.key === undefined ? undefined : utf8Bytes(stop.key);
   let decoded = count;
-  const keyEnds = new Int32Array(count);
-  const rows = new Float64Array(count * RECORD_COLUMNS);
-  let memberRows = new Float64Array(count * MEMBER_COLUMNS);
+  // a decode for one lookup fills scratch columns, and copies out what it returns (see the end)
+  const keyEnds = stop === undefined ? new Int32Array(count) : scratch.keyEnds(count);
+  const rows = stop === undefined ? new Float64Array(count * RECORD_COLUMNS) : scratch.rows(count * RECORD_COLUMNS);
+  let memberRows = stop === undefined ? new Float64Array(count * MEMBER_COLUMNS) : scratch.members(count * MEMBER_COLUMNS);
   const exts: string[] = [];
   const extIds = new Map<string, number>();
   const extAt: number[] = []; // where in the page an extension was first spelled out, its length and its id
@@ -264,6 +291,8 @@ export function decodeLeafColumns(r: ByteReader, count: number, stop?: LeafStop)
       at = end;
     }
   }
+  if (stop !== undefined && decoded < count) return { keys, decoded, simple, rows, memberRows, exts }; // scratch: see LeafColumns
+  if (stop !== undefined) return { keys, decoded, simple, rows: rows.slice(0, count * RECORD_COLUMNS), memberRows: memberRows.slice(0, members * MEMBER_COLUMNS), exts };
   return { keys, decoded, simple, rows, memberRows: members * MEMBER_COLUMNS === memberRows.length ? memberRows : memberRows.slice(0, members * MEMBER_COLUMNS), exts };
 }
 
