@@ -116,6 +116,7 @@ export function decodeLeafColumns(r: ByteReader, count: number, stop?: LeafStop)
   const stopSlot = stop === undefined ? count - 1 : Math.min(stop.slot < 0 ? count - 1 : stop.slot, count - 1);
   const stopKey = stop?.key === undefined ? undefined : utf8Bytes(stop.key);
   let decoded = count;
+  let matched = 0; // bytes the previous key shares with stopKey
   // a decode for one lookup fills scratch columns, and copies out what it returns (see the end)
   const keyEnds = stop === undefined ? new Int32Array(count) : scratch.keyEnds(count);
   const rows = stop === undefined ? new Float64Array(count * RECORD_COLUMNS) : scratch.rows(count * RECORD_COLUMNS);
@@ -262,7 +263,15 @@ export function decodeLeafColumns(r: ByteReader, count: number, stop?: LeafStop)
     prevCount = memberCount;
     prevShard = shard;
     prevSpanEnd = offset + memberEnd;
-    if (i === stopSlot || (stopKey !== undefined && !keyBefore(start, end, stopKey))) {
+    if (stopKey !== undefined) {
+      // this key and the sought one share min(shared, matched) bytes: compare from there on
+      matched = commonPrefix(start, end, stopKey, Math.min(shared, matched));
+      if (matched === stopKey.length || (start + matched < end && (keyBytes[start + matched] as number) > (stopKey[matched] as number))) {
+        decoded = i + 1; // this key is >= the sought one
+        break;
+      }
+    }
+    if (i === stopSlot) {
       decoded = i + 1;
       break;
     }
@@ -311,14 +320,12 @@ function sameBytesAs(bytes: Uint8Array, from: number, n: number, at: readonly nu
   return -1;
 }
 
-/** Whether keyBytes[from, to) sorts before `key` (UTF-8 bytes; their order is the key order). */
-function keyBefore(from: number, to: number, key: Uint8Array): boolean {
+/** The length of the common prefix of keyBytes[from, to) and `key`, known to be `known` at least. */
+function commonPrefix(from: number, to: number, key: Uint8Array, known: number): number {
   const n = Math.min(to - from, key.length);
-  for (let k = 0; k < n; k++) {
-    const d = (keyBytes[from + k] as number) - (key[k] as number);
-    if (d !== 0) return d < 0;
-  }
-  return to - from < key.length;
+  let k = known;
+  while (k < n && keyBytes[from + k] === key[k]) k++;
+  return k;
 }
 
 /** Whether bytes[from, to) are all ASCII. */
