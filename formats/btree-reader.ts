@@ -217,6 +217,47 @@ export function seekPositionSync(t: TreeInfo, position: number, load: (pageNo: n
   }
 }
 
+/**
+ * A descent stopped at the leaf level, before the leaf is fetched (for a caller that decodes only what it needs of
+ * it, see decodePageTo): the leaf's page number, the samples before it, and the records its parent says it holds.
+ */
+export interface LeafRef {
+  pageNo: number;
+  base: number;
+  count: number;
+}
+
+/** {@link seekPositionSync} through the branches only: the leaf that holds `position`, not fetched. */
+export function leafRefByPositionSync(t: TreeInfo, position: number, load: (pageNo: number) => Page): LeafRef {
+  checkPosition(t, position);
+  const step = rootStep(t);
+  // a branch page moves the step down (checkPage refuses a leaf above level 0)
+  while (step.level > 0) byPosition(t, step, load(checkPageNo(t, step)), position);
+  checkPageNo(t, step);
+  return step;
+}
+
+/** {@link seekLeafSync} through the branches only: the leaf that would hold `key`, not fetched (undefined: an empty tree). */
+export function leafRefByKeySync(t: TreeInfo, key: string, load: (pageNo: number) => Page): LeafRef | undefined {
+  if (t.header.entryCount === 0) return undefined;
+  const simple = isSimpleKey(key);
+  const step = rootStep(t);
+  while (step.level > 0) byKey(t, step, load(checkPageNo(t, step)), key, simple);
+  checkPageNo(t, step);
+  return step;
+}
+
+/** Checks a page fetched for `ref` as a descent checks a leaf (its type, its record count against the parent's). */
+export function checkLeafPage(t: TreeInfo, ref: LeafRef, page: Page): LeafPage {
+  checkPage(t, { pageNo: ref.pageNo, level: 0, base: ref.base, count: ref.count }, page);
+  return page as LeafPage;
+}
+
+/** Checks the record count of a leaf decoded in part (its header's) against the parent's, as {@link checkLeafPage} does. */
+export function checkLeafCount(t: TreeInfo, ref: LeafRef, count: number): void {
+  if (count !== ref.count) corrupt(t, ref.pageNo, `holds ${count} samples, its parent says ${ref.count}`);
+}
+
 /** The entry from a {@link seekPosition} hit. */
 export function positionHit(hit: LeafHit): IndexEntry {
   return hit.leaf.entries[hit.index] as IndexEntry;

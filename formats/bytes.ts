@@ -158,6 +158,12 @@ export class ByteReader {
     return this.fail(`varint longer than ${MAX_VARINT_BYTES} bytes at byte ${this.pos}`);
   }
 
+  /** Moves past `n` bytes, with bytesView's bounds check and error, without making a view (a hot decoder's bounds check). */
+  skip(n: number): void {
+    this.need(n);
+    this.pos += n;
+  }
+
   bytesView(n: number): Uint8Array {
     this.need(n);
     const out = this.bytes.subarray(this.pos, this.pos + n);

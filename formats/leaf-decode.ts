@@ -14,7 +14,7 @@
  * cut at their ends; a key with any other byte is checked and decoded by the strict UTF-8 decoder, where the
  * reference decoder checks it.
  */
-import { type ByteReader, unzigzag, utf8Decoder } from './bytes.js';
+import { type ByteReader, unzigzag, utf8Bytes, utf8Decoder } from './bytes.js';
 import { Codec } from './index-entry.js';
 import { isSimpleKey } from './key-order.js';
 import {
@@ -35,7 +35,14 @@ import { propertyName } from './sample.js';
 
 /** A leaf's keys and its records as columns (LeafPage's `keys`, `simple`, `rows`, `memberRows`, `exts`). */
 export interface LeafColumns {
+  /** The keys of the records decoded; of a decode that stopped before the leaf's end (`stop`), the last one's alone. */
   keys: string[];
+  /**
+   * Records decoded (the leaf's count, but for a decode that stopped before its end). A decode that stopped before
+   * the end returns scratch `rows` and `memberRows` (longer than its records need), valid until the next decode with
+   * a stop: its caller copies out the record it keeps. Every other decode returns columns of its own.
+   */
+  decoded: number;
   simple: boolean;
   rows: Float64Array;
   memberRows: Float64Array;
@@ -57,6 +64,37 @@ const M_CODEC = MemberColumn.codec;
 const M_CRC32C = MemberColumn.crc32c;
 const M_EXT = MemberColumn.ext;
 
+/**
+ * Where a decode for one lookup stops (decode-to-slot): after record `slot`, or, with `key`, after the first record
+ * whose key is >= `key` (the record that holds it, if the leaf has it). Every record up to there gets every check.
+ */
+export interface LeafStop {
+  slot: number;
+  key: string | undefined;
+}
+
+/**
+ * Columns of the decodes that stop early (decode-to-slot), reused: a lookup past the page cache allocated ~40 KiB of
+ * columns for a leaf of ~450 tiny samples to keep one record of them.
+ */
+const scratch = {
+  rowsBuf: new Float64Array(0),
+  membersBuf: new Float64Array(0),
+  keyEndsBuf: new Int32Array(0),
+  rows(n: number): Float64Array {
+    if (this.rowsBuf.length < n) this.rowsBuf = new Float64Array(n);
+    return this.rowsBuf;
+  },
+  members(n: number): Float64Array {
+    if (this.membersBuf.length < n) this.membersBuf = new Float64Array(n);
+    return this.membersBuf;
+  },
+  keyEnds(n: number): Int32Array {
+    if (this.keyEndsBuf.length < n) this.keyEndsBuf = new Int32Array(n);
+    return this.keyEndsBuf;
+  },
+};
+
 /** Key bytes of the leaf being decoded, back to back (grown as needed, reused: decoding is synchronous). */
 let keyBytes = new Uint8Array(8192);
 
@@ -69,14 +107,20 @@ function growKeyBytes(need: number): void {
 }
 
 /**
- * Decodes `count` records from `r` (positioned at the first). Throws through `r.fail` on the first damage found,
- * with the message {@link decodeLeafRecord} and decodeLeaf give for it.
+ * Decodes `count` records from `r` (positioned at the first), or with `stop` the records up to the one it names
+ * (then `keys.length` tells how many). Throws through `r.fail` on the first damage found, with the message
+ * {@link decodeLeafRecord} and decodeLeaf give for it.
  */
-export function decodeLeafColumns(r: ByteReader, count: number): LeafColumns {
+export function decodeLeafColumns(r: ByteReader, count: number, stop?: LeafStop): LeafColumns {
   const bytes = r.bytes;
-  const keyEnds = new Int32Array(count);
-  const rows = new Float64Array(count * RECORD_COLUMNS);
-  let memberRows = new Float64Array(count * MEMBER_COLUMNS);
+  const stopSlot = stop === undefined ? count - 1 : Math.min(stop.slot < 0 ? count - 1 : stop.slot, count - 1);
+  const stopKey = stop?.key === undefined ? undefined : utf8Bytes(stop.key);
+  let decoded = count;
+  let matched = 0; // bytes the previous key shares with stopKey
+  // a decode for one lookup fills scratch columns, and copies out what it returns (see the end)
+  const keyEnds = stop === undefined ? new Int32Array(count) : scratch.keyEnds(count);
+  const rows = stop === undefined ? new Float64Array(count * RECORD_COLUMNS) : scratch.rows(count * RECORD_COLUMNS);
+  let memberRows = stop === undefined ? new Float64Array(count * MEMBER_COLUMNS) : scratch.members(count * MEMBER_COLUMNS);
   const exts: string[] = [];
   const extIds = new Map<string, number>();
   const extAt: number[] = []; // where in the page an extension was first spelled out, its length and its id
@@ -98,7 +142,7 @@ export function decodeLeafColumns(r: ByteReader, count: number): LeafColumns {
     const prevLength = prevEnd - prevStart;
     if (shared > prevLength) r.fail(`record ${i} shares more key bytes than the previous key has`);
     const suffixAt = r.pos;
-    r.bytesView(suffixLength); // bounds check only
+    r.skip(suffixLength); // bounds check only (a view per record cost ~10% of a decode)
     const start = prevEnd;
     const end = start + shared + suffixLength;
     if (end > keyBytes.length) growKeyBytes(end);
@@ -161,7 +205,7 @@ export function decodeLeafColumns(r: ByteReader, count: number): LeafColumns {
         } else {
           const nameLength = r.varint();
           const nameAt = r.pos;
-          r.bytesView(nameLength); // bounds check only
+          r.skip(nameLength); // bounds check only
           // an extension the page spelled out before: found by its bytes, not decoded again (a TextDecoder call)
           let id = sameBytesAs(bytes, nameAt, nameLength, extAt, extLength);
           if (id < 0) {
@@ -219,29 +263,46 @@ export function decodeLeafColumns(r: ByteReader, count: number): LeafColumns {
     prevCount = memberCount;
     prevShard = shard;
     prevSpanEnd = offset + memberEnd;
+    if (stopKey !== undefined) {
+      // this key and the sought one share min(shared, matched) bytes: compare from there on
+      matched = commonPrefix(start, end, stopKey, Math.min(shared, matched));
+      if (matched === stopKey.length || (start + matched < end && (keyBytes[start + matched] as number) > (stopKey[matched] as number))) {
+        decoded = i + 1; // this key is >= the sought one
+        break;
+      }
+    }
+    if (i === stopSlot) {
+      decoded = i + 1;
+      break;
+    }
   }
-  // the keys' bytes run over [keyStart(0), keyEnds[count - 1]): each key follows the previous one
-  const keys: string[] = new Array(count);
+  // the keys' bytes run over [keyStart(0), keyEnds[decoded - 1]): each key follows the previous one
+  // a decode that stopped before the leaf's end makes the key it stopped at alone (every key was checked above)
+  const from = decoded < count ? decoded - 1 : 0;
+  const keys: string[] = new Array(decoded - from);
   let simple = true;
+  const keyStart = from === 0 ? 0 : (keyEnds[from - 1] as number);
   if (allAscii) {
-    const text = latin1(keyBytes, keyEnds[count - 1] as number);
-    let at = 0;
-    for (let i = 0; i < count; i++) {
+    const text = latin1(keyBytes, keyStart, keyEnds[decoded - 1] as number);
+    let at = keyStart;
+    for (let i = from; i < decoded; i++) {
       const end = keyEnds[i] as number;
-      keys[i] = text.slice(at, end);
+      keys[i - from] = text.slice(at - keyStart, end - keyStart);
       at = end;
     }
   } else {
-    let at = 0;
-    for (let i = 0; i < count; i++) {
+    let at = keyStart;
+    for (let i = from; i < decoded; i++) {
       const end = keyEnds[i] as number;
       const key = keyTexts[i] ?? utf8Decoder.decode(keyBytes.subarray(at, end));
-      keys[i] = key;
+      keys[i - from] = key;
       simple &&= isSimpleKey(key);
       at = end;
     }
   }
-  return { keys, simple, rows, memberRows: members * MEMBER_COLUMNS === memberRows.length ? memberRows : memberRows.slice(0, members * MEMBER_COLUMNS), exts };
+  if (stop !== undefined && decoded < count) return { keys, decoded, simple, rows, memberRows, exts }; // scratch: see LeafColumns
+  if (stop !== undefined) return { keys, decoded, simple, rows: rows.slice(0, count * RECORD_COLUMNS), memberRows: memberRows.slice(0, members * MEMBER_COLUMNS), exts };
+  return { keys, decoded, simple, rows, memberRows: members * MEMBER_COLUMNS === memberRows.length ? memberRows : memberRows.slice(0, members * MEMBER_COLUMNS), exts };
 }
 
 /** Extensions a leaf remembers by their bytes (a leaf has a few: jpg, cls, json...; more are decoded each time). */
@@ -259,6 +320,14 @@ function sameBytesAs(bytes: Uint8Array, from: number, n: number, at: readonly nu
   return -1;
 }
 
+/** The length of the common prefix of keyBytes[from, to) and `key`, known to be `known` at least. */
+function commonPrefix(from: number, to: number, key: Uint8Array, known: number): number {
+  const n = Math.min(to - from, key.length);
+  let k = known;
+  while (k < n && keyBytes[from + k] === key[k]) k++;
+  return k;
+}
+
 /** Whether bytes[from, to) are all ASCII. */
 function asciiBytes(bytes: Uint8Array, from: number, to: number): boolean {
   for (let i = from; i < to; i++) if ((bytes[i] as number) >= 0x80) return false;
@@ -274,7 +343,7 @@ function follows(a: number, aEnd: number, b: number, bEnd: number): boolean {
   return bEnd - b > aEnd - a;
 }
 
-/** The first `n` bytes of `bytes` as a one-byte string (all ASCII here, so Latin-1 is UTF-8). */
-function latin1(bytes: Uint8Array, n: number): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, n).toString('latin1');
+/** bytes[from, to) as a one-byte string (all ASCII here, so Latin-1 is UTF-8). */
+function latin1(bytes: Uint8Array, from: number, to: number): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset + from, to - from).toString('latin1');
 }

@@ -14,10 +14,10 @@
  * datasets, or a dataset rewritten at one URL, never share copies. A copy's name holds the shard's CRC32C and size
  * from the index: a shard replaced in the manifest has another name, and its old copy is never served.
  */
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { crc32cHex } from '../../formats/checksum.js';
+import { nodeCrypto } from '../lazy-crypto.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
 import { pidAlive } from './cache-lock.js';
 import { lastUseMs } from './copy-proof.js';
@@ -31,7 +31,7 @@ const INDEX_COPY = /~[0-9a-f]{8}~(\d+)\.idx$/;
 /** The subdirectory name of a dataset in the cache. */
 export function datasetId(location: string, indexCrc32c: string): string {
   const withoutQuery = location.replace(/[?#].*$/s, '');
-  return createHash('sha256').update(`${withoutQuery}\0${indexCrc32c}`).digest('hex').slice(0, 20);
+  return nodeCrypto().createHash('sha256').update(`${withoutQuery}\0${indexCrc32c}`).digest('hex').slice(0, 20);
 }
 
 /** The file name of a shard's verified copy (a flat name, whatever the shard's path in the dataset). */

@@ -14,11 +14,12 @@
  *    Files past the resume position may change freely (they are read now). Clocks: on a network file system ctime
  *    is the server's time; a server clock running ahead makes a resume refuse, never accept a change.
  */
-import { createHash, type Hash } from 'node:crypto';
+import type { Hash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { memberPath } from '../../formats/sample.js';
+import { nodeCrypto } from '../lazy-crypto.js';
 
 /** One finished shard's proof, as the journal keeps it. */
 export interface InputRange {
@@ -37,7 +38,7 @@ function record(key: string, exts: readonly string[]): string {
 
 /** The writer's side: the records of the samples consumed since the last shard. */
 export class InputDigest {
-  private hash: Hash = createHash('sha256');
+  private hash: Hash = nodeCrypto().createHash('sha256');
   private noted = false;
   /** The start of this run: files read by it were changed, if ever, before this. */
   readonly since = Date.now();
@@ -52,7 +53,7 @@ export class InputDigest {
   seal(): { inputs: string; since: number } | Record<string, never> {
     if (!this.noted) return {};
     const inputs = this.hash.digest('hex');
-    this.hash = createHash('sha256');
+    this.hash = nodeCrypto().createHash('sha256');
     return { inputs, since: this.since };
   }
 }
@@ -62,7 +63,7 @@ export class InputDigest {
  * INPUT_CHANGED at the first difference.
  */
 export class InputCheck {
-  private hash: Hash = createHash('sha256');
+  private hash: Hash = nodeCrypto().createHash('sha256');
   private range = 0;
   private start = 0;
   private firstKey: string | undefined;
@@ -88,7 +89,7 @@ export class InputCheck {
     this.range++;
     this.start = r.end;
     this.firstKey = undefined;
-    this.hash = createHash('sha256');
+    this.hash = nodeCrypto().createHash('sha256');
   }
 
   private unchangedSince(file: string, since: number, key: string): void {

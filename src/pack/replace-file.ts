@@ -5,12 +5,12 @@
  * a temporary behind: its name starts with {@link TEMP_PREFIX} (hidden, and skipped by `pack`'s walk), carries a
  * random part that no later write reuses, and is never the final name of anything.
  */
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { ioError } from './fs-errors.js';
 import { MAX_IO_CALL_BYTES } from '../io/io-options.js';
+import { nodeCrypto } from '../lazy-crypto.js';
 
 export const TEMP_PREFIX = '.shardkit-tmp-';
 const TEMP_RANDOM_BYTES = 8;
@@ -40,7 +40,7 @@ export function createFresh(file: string, read = false): number {
 
 /** A temporary name next to `file` that no other write uses (see {@link TEMP_PREFIX}). */
 export function tempPathFor(file: string): string {
-  return path.join(path.dirname(file), `${TEMP_PREFIX}${randomBytes(TEMP_RANDOM_BYTES).toString('hex')}`);
+  return path.join(path.dirname(file), `${TEMP_PREFIX}${nodeCrypto().randomBytes(TEMP_RANDOM_BYTES).toString('hex')}`);
 }
 
 function fsRemove(file: string): void {

@@ -1,5 +1,5 @@
 /** Runs the passes over one sample in order, and gathers what they leave for the dataset root and manifest. */
-import { createHash } from 'node:crypto';
+import { nodeCrypto } from '../lazy-crypto.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { Sample } from '../../formats/sample.js';
 import { ADOPTED_EXTRA_KEY, type Manifest } from '../../formats/manifest.js';
@@ -29,7 +29,7 @@ export function passStatsOf(passes: readonly Pass[]): Record<string, Record<stri
  */
 export function preparedOption(passes: readonly Pass[]): { preparedDigest?: string } {
   if (!passes.some((p) => p.prepared)) return {};
-  return { preparedDigest: createHash('sha256').update(JSON.stringify(passes.map((p) => p.prepared?.() ?? null))).digest('hex') };
+  return { preparedDigest: nodeCrypto().createHash('sha256').update(JSON.stringify(passes.map((p) => p.prepared?.() ?? null))).digest('hex') };
 }
 
 /** Gives every pass with prepare() the keys in order, each from a fresh iterator (keys are never held). */

@@ -1,5 +1,5 @@
 /** `--pass-module FILE.mjs`: passes written by the user as an ES module. */
-import { createHash } from 'node:crypto';
+import { nodeCrypto } from '../lazy-crypto.js';
 import { readFile } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -32,7 +32,7 @@ export async function loadPassModule(file: string, cwd = process.cwd()): Promise
     const reason = err instanceof Error ? err.message.split('\n')[0] : String(err);
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Cannot load pass module ${file}: ${reason}`, { file, cause: err });
   }
-  const sha256 = createHash('sha256').update(source).digest('hex');
+  const sha256 = nodeCrypto().createHash('sha256').update(source).digest('hex');
   const exported = mod.default;
   if (exported === undefined) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Pass module ${file} has no default export; export a function (sample) => sample | 'skip', a pass or an array of them`, { file });

@@ -1,5 +1,5 @@
 /** `tag=FILE.csv|FILE.json`: labels or metadata from a table, see label-table.ts for the table rules. */
-import { createHash } from 'node:crypto';
+import { nodeCrypto } from '../lazy-crypto.js';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
@@ -114,5 +114,5 @@ export function tagFilePass(file: string, cwd: string): Pass {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Label table ${file} is not UTF-8 text`, { file, cause: err });
   }
   const table = kind === 'csv' ? parseCsvLabelTable(text, file) : parseJsonLabelTable(text, file);
-  return tagTablePass(table, { source: file, sha256: createHash('sha256').update(bytes).digest('hex') });
+  return tagTablePass(table, { source: file, sha256: nodeCrypto().createHash('sha256').update(bytes).digest('hex') });
 }

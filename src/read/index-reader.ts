@@ -2,11 +2,28 @@
  * Opens an index file with three reads at most (header, shard table; pages on demand) and answers lookups
  * through a bounded cache of decoded pages, synchronously for local files and asynchronously for any source.
  */
-import { boundHit, runAsync, runSync, seekKey, seekLeaf, seekLeafSync, seekPosition, seekPositionSync, type LeafHit, type PageOp, type TreeInfo } from '../../formats/btree-reader.js';
+import {
+  boundHit,
+  checkLeafCount,
+  checkLeafPage,
+  leafRefByKeySync,
+  leafRefByPositionSync,
+  runAsync,
+  runSync,
+  seekKey,
+  seekLeaf,
+  seekLeafSync,
+  seekPosition,
+  seekPositionSync,
+  type LeafHit,
+  type LeafRef,
+  type PageOp,
+  type TreeInfo,
+} from '../../formats/btree-reader.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import { DEFAULT_PAGE_SIZE, HEADER_BYTES, decodeIndexHeader, decodeShardTable, indexRemedy, type IndexHeader, type ShardRecord } from '../../formats/index-layout.js';
-import { decodePage, type LeafPage, type Page } from '../../formats/index-page.js';
+import { decodePage, decodePageTo, type LeafPage, type LeafRecord, type LeafStop, type Page } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
 import type { ByteSource, SyncByteSource } from '../io/byte-source.js';
 import { buildKeyTable, findKey } from './leaf-key-table.js';
@@ -36,7 +53,19 @@ export class IndexReader {
   ) {
     this.tree = { header, file: source.name };
     this.cache = new PageCache(Math.max(16, Math.floor(cacheBytes / header.pageSize)));
+    this.decodeToSlot = header.pageCount > this.cache.capacity;
   }
+
+  /**
+   * Decode-to-slot: when the index has more pages than the page cache holds, random lookups mostly reach leaves that
+   * are not decoded, and a whole leaf was decoded (and soon evicted) for one record: the synchronous lookups then decode
+   * a leaf up to the record they want (decodePageTo), and decode and cache it whole on its second visit while
+   * `visited` remembers it (sequential and block-shuffled reads then pay one partial decode per leaf more). An index
+   * the cache holds is decoded a whole leaf at a time, as before.
+   */
+  private readonly decodeToSlot: boolean;
+  /** Leaves decoded in part lately (cleared when it holds as many as the cache does pages). */
+  private readonly visited = new Set<number>();
 
   static async open(source: ByteSource, cacheBytes = DEFAULT_PAGE_CACHE_BYTES): Promise<IndexReader> {
     const size = await source.size();
@@ -57,14 +86,18 @@ export class IndexReader {
   private loadSync = (pageNo: number): Page => {
     const cached = this.cache.get(pageNo);
     if (cached !== undefined) return cached;
+    const page = decodePage(this.readPageSync(pageNo), pageNo, this.source.name, false, this.header.layout);
+    this.cache.set(pageNo, page);
+    return page;
+  };
+
+  private readPageSync(pageNo: number): Uint8Array {
     const src = this.source as SyncByteSource;
     if (typeof src.readSync !== 'function') {
       throw new ShardkitError(ErrorCodes.INVALID_ARG, `${this.source.name}: synchronous reads need a local dataset; use the async API`);
     }
-    const page = decodePage(src.readSync(pageNo * this.header.pageSize, this.header.pageSize), pageNo, this.source.name, false, this.header.layout);
-    this.cache.set(pageNo, page);
-    return page;
-  };
+    return src.readSync(pageNo * this.header.pageSize, this.header.pageSize);
+  }
 
   /** Pages being fetched: concurrent lookups that need one page share one read (one HTTP request remotely). */
   private readonly loading = new Map<number, Promise<Page>>();
@@ -109,7 +142,36 @@ export class IndexReader {
   /** The leaf that holds `key` and its slot there (reads take the record from the leaf's columns), or undefined. */
   findSlotSync(key: string): LeafSlot | undefined {
     if (typeof key !== 'string') throw invalidArg('a string', 'key', key);
-    return this.slotIn(seekLeafSync(this.tree, key, this.loadSync)?.leaf, key);
+    if (!this.decodeToSlot) return this.slotIn(seekLeafSync(this.tree, key, this.loadSync)?.leaf, key);
+    const ref = leafRefByKeySync(this.tree, key, this.loadSync);
+    if (ref === undefined) return undefined;
+    const found = this.leafToSync(ref, { slot: -1, key });
+    if (!('index' in found)) return this.slotIn(found, key);
+    return found.leaf.keys[0] === key ? { leaf: found.leaf, slot: 0 } : undefined;
+  }
+
+  /**
+   * The leaf `ref` names, from the page cache, else read and decoded: up to the record `stop` names on a first visit
+   * (decode-to-slot), whole on the next one (cached then). Every page is checked as a descent checks it.
+   */
+  private leafToSync(ref: LeafRef, stop: LeafStop): LeafPage | LeafRecord {
+    const cached = this.cache.get(ref.pageNo);
+    if (cached !== undefined) return checkLeafPage(this.tree, ref, cached);
+    const bytes = this.readPageSync(ref.pageNo);
+    let page: Page | LeafRecord;
+    if (this.visited.delete(ref.pageNo)) {
+      page = decodePage(bytes, ref.pageNo, this.source.name, false, this.header.layout);
+    } else {
+      if (this.visited.size >= this.cache.capacity) this.visited.clear();
+      this.visited.add(ref.pageNo);
+      page = decodePageTo(bytes, ref.pageNo, this.source.name, stop, this.header.layout);
+      if ('index' in page) {
+        checkLeafCount(this.tree, ref, page.count);
+        return page;
+      }
+    }
+    this.cache.set(ref.pageNo, page); // decoded whole (a branch where a leaf should be: refused just below)
+    return checkLeafPage(this.tree, ref, page);
   }
 
   async findSlot(key: string): Promise<LeafSlot | undefined> {
@@ -155,7 +217,14 @@ export class IndexReader {
   /** The leaf holding `position` (0 <= position < size) and its first record's position: slot = position - base. */
   leafOfSync(position: number): LeafHit {
     checkPositionType(position);
-    return this.nearLeaf(position) ?? (this.lastLeaf = seekPositionSync(this.tree, position, this.loadSync));
+    const near = this.nearLeaf(position);
+    if (near !== undefined) return near;
+    if (!this.decodeToSlot) return (this.lastLeaf = seekPositionSync(this.tree, position, this.loadSync));
+    const ref = leafRefByPositionSync(this.tree, position, this.loadSync);
+    const found = this.leafToSync(ref, { slot: position - ref.base, key: undefined });
+    // a record alone is a leaf of one record whose first sample is `position`
+    if ('index' in found) return { leaf: found.leaf, base: position, index: 0 };
+    return (this.lastLeaf = { leaf: found, base: ref.base, index: position - ref.base });
   }
 
   /**

@@ -8,11 +8,11 @@
  * Memory: one entry per member, so O(samples) for a whole dataset, unlike pack and the readers, which stay bounded.
  * Acceptable here: extract creates that many files anyway.
  */
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { memberPath } from '../../formats/sample.js';
+import { nodeCrypto } from '../lazy-crypto.js';
 
 /** Which spellings the target's file system takes as one name. */
 export interface NameFolding {
@@ -28,7 +28,7 @@ export interface NameFolding {
  * keys that differ only in case are two files, as they should be.
  */
 export function probeNameFolding(dir: string): NameFolding {
-  const base = `.shardkit-tmp-probe-${randomBytes(6).toString('hex')}`;
+  const base = `.shardkit-tmp-probe-${nodeCrypto().randomBytes(6).toString('hex')}`;
   // the é tells normalization; a file system that takes no such name (FAT with an ASCII charset) folds none, and
   // is then asked about case with a plain name
   let name = tryCreate(dir, `${base}-\u00e9`);

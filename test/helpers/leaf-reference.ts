@@ -16,8 +16,11 @@ export interface ReferenceLeaf {
   loneCrc32c: number[];
 }
 
-/** Decodes the records of a leaf page whose header (checksum, number, type, count) is known to be good. */
-export function referenceLeaf(page: Uint8Array, file: string): ReferenceLeaf {
+/**
+ * Decodes the records of a leaf page whose header (checksum, number, type, count) is known to be good; with `upTo`,
+ * its records up to the first one it accepts (a decode-to-slot's prefix).
+ */
+export function referenceLeaf(page: Uint8Array, file: string, upTo?: (entry: IndexEntry, i: number) => boolean): ReferenceLeaf {
   const v = new DataView(page.buffer, page.byteOffset, page.byteLength);
   const pageNo = v.getUint32(PAGE_NO, true);
   const count = v.getUint16(PAGE_COUNT, true);
@@ -34,6 +37,7 @@ export function referenceLeaf(page: Uint8Array, file: string): ReferenceLeaf {
     keys.push(entry.key);
     entries.push(entry);
     simple &&= isSimpleKey(entry.key);
+    if (upTo?.(entry, i) === true) break;
   }
   const loneCrc32c = entries.map((e) => (e.members.length === 1 && e.members[0]!.codec === Codec.none ? e.members[0]!.crc32c : -1));
   return { keys, simple, entries, loneCrc32c };

@@ -2,7 +2,18 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { utf8Bytes } from '../../formats/bytes.js';
 import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
-import { LeafRecordEncoder, PAGE_HEADER_BYTES, PageType, RECORD_COLUMNS, RecordColumn, decodePage, sealPage, type LeafPage } from '../../formats/index-page.js';
+import {
+  LeafRecordEncoder,
+  PAGE_HEADER_BYTES,
+  PageType,
+  RECORD_COLUMNS,
+  RecordColumn,
+  decodePage,
+  decodePageTo,
+  sealPage,
+  type LeafPage,
+  type LeafStop,
+} from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { referenceLeaf } from '../helpers/leaf-reference.js';
 
@@ -139,5 +150,96 @@ describe('leaf decoding into columns (formats/leaf-decode.ts)', () => {
     sealPage(bytes, PageType.leaf, 4, 1, 0);
     expect(outcome(bytes)).toEqual({ code: 'SHARDKIT_ERR_CORRUPT_INDEX', message: 'idx: page 1: record 1 has a key that is not UTF-8' });
     expect(referenceOutcome(bytes)).toEqual(outcome(bytes));
+  });
+});
+
+/** decodePageTo's answer in the reference's terms: the record it stopped at (its index, key and entry), or its error. */
+function toOutcome(page: Uint8Array, stop: LeafStop): unknown {
+  try {
+    const got = decodePageTo(page, 1, 'idx', stop);
+    if ('index' in got) {
+      const { leaf } = got;
+      expect(leaf.keys).toHaveLength(1);
+      expect(leaf.entries).toHaveLength(1);
+      const lone = leaf.rows[RecordColumn.loneCrc32c];
+      if (leaf.rows[RecordColumn.loneExt] !== -1) expect(leaf.exts[leaf.rows[RecordColumn.loneExt]!]).toBe(leaf.entries[0]!.members[0]!.ext);
+      return { whole: false, index: got.index, count: got.count, entry: leaf.entries[0], loneCrc32c: lone };
+    }
+    const leaf = got as LeafPage;
+    return { whole: true, index: leaf.keys.length - 1, count: leaf.keys.length, entry: leaf.entries[leaf.keys.length - 1], loneCrc32c: leaf.rows[(leaf.keys.length - 1) * RECORD_COLUMNS + RecordColumn.loneCrc32c] };
+  } catch (err) {
+    const e = err as { code?: string; message?: string };
+    return { code: e.code, message: e.message };
+  }
+}
+
+/** The reference decoder's records up to the one `stop` names, in toOutcome's terms (or its error). */
+function referenceToOutcome(page: Uint8Array, stop: LeafStop, count: number): unknown {
+  const last = Math.min(stop.slot < 0 ? count - 1 : stop.slot, count - 1);
+  try {
+    const ref = referenceLeaf(page, 'idx', (entry, i) => i === last || (stop.key !== undefined && compareKeys(entry.key, stop.key) >= 0));
+    const index = ref.entries.length - 1;
+    return { whole: ref.entries.length === count, index, count, entry: ref.entries[index], loneCrc32c: ref.loneCrc32c[index] };
+  } catch (err) {
+    const e = err as { code?: string; message?: string };
+    return { code: e.code, message: e.message };
+  }
+}
+
+describe('decoding a leaf up to one record (decodePageTo, decode-to-slot)', () => {
+  it('gives the record a whole decode gives at a slot, or at the first key >= a sought key, and every record of a page it decodes to its end', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(keyArb, { minLength: 1, maxLength: 300 }), fc.array(recordArb, { minLength: 1, maxLength: 20 }), fc.nat(), keyArb, fc.boolean(), (raw, records, at, sought, byKey) => {
+        const keys = raw.filter((k) => k.isWellFormed()).sort(compareKeys);
+        fc.pre(keys.length > 0 && sought.isWellFormed());
+        const { page, count } = leafPage(entriesFor(keys, records));
+        const whole = decodePage(page, 1, 'idx') as LeafPage;
+        // by key: a key of the page half the time, else any key (between two, before the first, after the last)
+        const key = at % 2 === 0 ? (keys[at % count] as string) : sought;
+        const stop: LeafStop = byKey ? { slot: -1, key } : { slot: at % count, key: undefined };
+        let want = stop.slot;
+        if (byKey) {
+          want = keys.slice(0, count).findIndex((k) => compareKeys(k, key) >= 0);
+          if (want < 0) want = count - 1;
+        }
+        const got = decodePageTo(page, 1, 'idx', stop);
+        if (want === count - 1) {
+          expect('index' in got).toBe(false);
+          expect((got as LeafPage).entries).toEqual(whole.entries);
+          expect((got as LeafPage).keys).toEqual(whole.keys);
+        } else {
+          expect(toOutcome(page, stop)).toEqual({ whole: false, index: want, count, entry: whole.entries[want], loneCrc32c: whole.rows[want * RECORD_COLUMNS + RecordColumn.loneCrc32c] });
+        }
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('on a damaged leaf with a good checksum, gives the error the reference decoder meets first up to that record, word for word, or its record', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(keyArb, { minLength: 1, maxLength: 60 }),
+        fc.array(recordArb, { minLength: 1, maxLength: 6 }),
+        fc.array(fc.tuple(fc.nat(), fc.nat(255)), { minLength: 1, maxLength: 4 }),
+        fc.nat(0xffff),
+        fc.nat(),
+        fc.option(keyArb, { nil: undefined }),
+        (raw, records, flips, countDelta, at, key) => {
+          const keys = raw.filter((k) => k.isWellFormed()).sort(compareKeys);
+          fc.pre(keys.length > 0 && (key === undefined || key.isWellFormed()));
+          const { page, count } = leafPage(entriesFor(keys, records));
+          const end = page.findLastIndex((b) => b !== 0) + 1;
+          for (const [pos, value] of flips) page[PAGE_HEADER_BYTES + (pos % Math.max(1, end - PAGE_HEADER_BYTES + 4))] = value;
+          const claimed = countDelta % 4 === 0 ? (count + (countDelta >> 2)) % 0x10000 || 1 : count;
+          sealPage(page, PageType.leaf, claimed, 1, 0);
+          const stop: LeafStop = key === undefined ? { slot: at % claimed, key: undefined } : { slot: -1, key };
+          const got = toOutcome(page, stop);
+          expect(got).toEqual(referenceToOutcome(page, stop, claimed));
+          // an error met up to the record is the one a whole decode meets first
+          if ((got as { code?: string }).code !== undefined) expect(outcome(page)).toEqual(got);
+        },
+      ),
+      { numRuns: 1500 },
+    );
   });
 });
