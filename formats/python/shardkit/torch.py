@@ -58,7 +58,8 @@ class ShardkitDataset(TorchDataset):
     """
 
     def __init__(self, dataset: Union[str, 'os.PathLike[str]', Dataset],
-                 transform: Optional[Callable[[Dict[str, Any]], Any]] = None, **open_options: Any):
+                 transform: Optional[Callable[[Dict[str, Any]], Any]] = None, *, preload_index: bool = True,
+                 **open_options: Any):
         if isinstance(dataset, (str, os.PathLike)):
             self._location: Optional[str] = os.fspath(dataset)
             self._ds: Optional[Dataset] = None
@@ -73,15 +74,31 @@ class ShardkitDataset(TorchDataset):
                                              f'{type(dataset).__name__}')
         if transform is not None and not callable(transform):
             raise ShardkitError(INVALID_ARG, f'Expected a callable for transform but received {type(transform).__name__}')
+        if not isinstance(preload_index, bool):
+            raise ShardkitError(INVALID_ARG, f'Expected a boolean for preload_index but received {preload_index!r}')
         self.transform = transform
         self._open_options = open_options
+        self._preload = preload_index
 
     @property
     def dataset(self) -> Dataset:
         """The shardkit Dataset, opened in this process on first use."""
         if self._ds is None:
             self._ds = open_dataset(self._location, **self._open_options)
+        if self._preload:
+            self._preload_in_main_process()
         return self._ds
+
+    def _preload_in_main_process(self) -> None:
+        # The main process uses the dataset first (len() for the sampler), before the DataLoader forks its workers:
+        # decoding the index there, once, spares each worker of each epoch from decoding it again. Workers (and
+        # spawned ones, which receive no decoded page) never preload: they decode only the leaves they read.
+        self._preload = False
+        if get_worker_info() is None and not self._ds._remote:
+            try:
+                self._ds.preload_index()
+            except ShardkitError:
+                pass  # a damaged index page: the reads that reach it report it, as they would without preloading
 
     @property
     def shard_sizes(self) -> List[int]:

@@ -16,7 +16,7 @@ from conftest import NODE, ROOT, _need, write_dataset  # noqa: E402
 from shardkit import open_dataset  # noqa: E402
 from shardkit.errors import ShardkitError  # noqa: E402
 from shardkit.torch import EpochSampler, ShardkitDataset, ShardkitIterableDataset, list_collate  # noqa: E402
-from torch_workers import fail_on_key_7, key_and_digest, keys_of  # noqa: E402
+from torch_workers import fail_on_key_7, key_and_digest, keys_of, no_index_reads  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 N = 202  # even: two ranks share an epoch with no padding, so "exactly once" is exact
@@ -210,3 +210,19 @@ def test_torch_is_imported_only_by_shardkit_torch():
             'import shardkit.torch; assert "torch" in sys.modules')
     env = dict(os.environ, PYTHONPATH=os.path.dirname(HERE))
     subprocess.run([sys.executable, '-c', code], check=True, env=env, timeout=300)
+
+
+@pytest.mark.parametrize('preload', [True, False])
+def test_forked_workers_inherit_the_index_the_main_process_preloaded(dataset_dir, preload):
+    data = ShardkitDataset(dataset_dir, transform=key_and_digest, preload_index=preload)
+    assert len(data) == N  # the main process opens the dataset (and preloads its index) before the workers fork
+    data.dataset._tree.read_page = no_index_reads  # what a worker inherits: any index read fails the epoch
+    loader = DataLoader(data, batch_size=BATCH, shuffle=True, num_workers=2, collate_fn=list_collate,
+                        multiprocessing_context='fork', timeout=120)
+    if not preload:
+        with pytest.raises(AssertionError, match='a worker read index page'):
+            list(loader)
+        return
+    batches = list(loader)
+    assert sorted(key for batch in batches for key, _, _ in batch) == KEYS
+    assert {pid for batch in batches for _, _, pid in batch} - {os.getpid()}, 'workers did the reading'
