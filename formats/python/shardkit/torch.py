@@ -35,6 +35,7 @@ from .dataset import Dataset, open_dataset
 from .epoch_plan import EpochPlan, merge_states
 from .epoch_state import bad_state
 from .errors import INVALID_ARG, ShardkitError
+from .shared_batch import SharedBatch
 
 __all__ = ['ShardkitDataset', 'EpochSampler', 'ShardkitIterableDataset', 'list_collate']
 
@@ -59,7 +60,7 @@ class ShardkitDataset(TorchDataset):
 
     def __init__(self, dataset: Union[str, 'os.PathLike[str]', Dataset],
                  transform: Optional[Callable[[Dict[str, Any]], Any]] = None, *, preload_index: bool = True,
-                 **open_options: Any):
+                 shared_memory: bool = False, **open_options: Any):
         if isinstance(dataset, (str, os.PathLike)):
             self._location: Optional[str] = os.fspath(dataset)
             self._ds: Optional[Dataset] = None
@@ -76,6 +77,9 @@ class ShardkitDataset(TorchDataset):
             raise ShardkitError(INVALID_ARG, f'Expected a callable for transform but received {type(transform).__name__}')
         if not isinstance(preload_index, bool):
             raise ShardkitError(INVALID_ARG, f'Expected a boolean for preload_index but received {preload_index!r}')
+        if not isinstance(shared_memory, bool):
+            raise ShardkitError(INVALID_ARG, f'Expected a boolean for shared_memory but received {shared_memory!r}')
+        self.shared_memory = shared_memory
         self.transform = transform
         self._open_options = open_options
         self._preload = preload_index
@@ -118,7 +122,11 @@ class ShardkitDataset(TorchDataset):
     def __getitems__(self, indices: Sequence[int]) -> List[Any]:
         """A batch, read with coalesced reads (``Dataset.read_many``); PyTorch 2's DataLoader calls it per batch."""
         samples = self.dataset.read_many(indices)
-        return samples if self.transform is None else [self.transform(sample) for sample in samples]
+        if self.transform is not None:
+            samples = [self.transform(sample) for sample in samples]
+        if self.shared_memory and get_worker_info() is not None:
+            return SharedBatch(samples)  # its bytes cross to the main process through shared memory
+        return samples
 
     def __getstate__(self) -> Dict[str, Any]:
         state = self.__dict__.copy()
