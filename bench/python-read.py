@@ -45,7 +45,7 @@ from shardkit.shared_batch import SharedBatch  # noqa: E402  (the Datasets below
 CLI = os.path.join(ROOT, 'dist', 'bin', 'shardkit.cjs')
 SIDES = ['raw', 'shardkit-position', 'shardkit-key', 'shardkit-position-noverify', 'shardkit-position-pread', 'lmdb']
 LOADER_SIDES = ['loader-shardkit', 'loader-raw', 'loader-lmdb', 'loader-floor', 'loader-shardkit-shm',
-                'loader-raw-shm', 'loader-floor-shm']
+                'loader-raw-shm', 'loader-floor-shm', 'loader-shardkit-nopreload']
 LOADER_DELIVERS = {
     'loader-shardkit': "ShardkitDataset: [{'__key__': key, 'jpg': bytes}] x 64 per batch, pickled through the pipe",
     'loader-raw': 'open().read() per sample: [bytes] x 64 per batch, pickled through the pipe',
@@ -53,7 +53,9 @@ LOADER_DELIVERS = {
     'loader-floor': 'no read (bytes(size) made in memory): [bytes] x 64 per batch, pickled through the pipe',
     'loader-shardkit-shm': 'ShardkitDataset(shared_memory=True): the same dicts, their bytes through shared memory',
     'loader-raw-shm': 'open().read() per sample, returned as a SharedBatch: the same bytes through shared memory',
-    'loader-floor-shm': 'no read, returned as a SharedBatch: the same bytes through shared memory'}
+    'loader-floor-shm': 'no read, returned as a SharedBatch: the same bytes through shared memory',
+    'loader-shardkit-nopreload': 'ShardkitDataset(preload_index=False): as loader-shardkit, each worker decoding '
+                                 'the index leaves it reads'}
 READ_RATIOS = [('position / open().read()', 'shardkit-position', 'raw'),
                ('position / lmdb txn.get', 'shardkit-position', 'lmdb'),
                ('key / lmdb txn.get', 'shardkit-key', 'lmdb'),
@@ -70,7 +72,11 @@ LOADER_RATIOS = [('DataLoader shardkit / raw files', 'loader-shardkit', 'loader-
                   'loader-raw-shm'),
                  ('DataLoader shardkit shared_memory / no reading, shared memory too', 'loader-shardkit-shm',
                   'loader-floor-shm'),
-                 ('DataLoader no reading: shared memory / pipe', 'loader-floor-shm', 'loader-floor')]
+                 ('DataLoader no reading: shared memory / pipe', 'loader-floor-shm', 'loader-floor'),
+                 ('Ceiling of any Dataset (pipe): no reading / raw files', 'loader-floor', 'loader-raw'),
+                 ('Ceiling of any Dataset (shared memory): no reading / raw files', 'loader-floor-shm', 'loader-raw'),
+                 ('DataLoader shardkit: index preloaded before fork / decoded in each worker', 'loader-shardkit',
+                  'loader-shardkit-nopreload')]
 
 
 def cpu_seconds() -> float:
@@ -212,7 +218,8 @@ def loader_child(side: str, work: str, seed: int, persistent: bool, epochs: int)
         keys = json.load(f)
     shared = side.endswith('-shm')
     if side.startswith('loader-shardkit'):
-        data = skt.ShardkitDataset(os.path.join(work, 'ds'), shared_memory=shared)
+        data = skt.ShardkitDataset(os.path.join(work, 'ds'), shared_memory=shared,
+                                   preload_index=not side.endswith('-nopreload'))
     elif side.startswith('loader-raw'):
         data = RawFiles([os.path.join(work, 'raw', k + '.jpg') for k in keys], shared)
     elif side == 'loader-lmdb':
@@ -284,6 +291,8 @@ def measure(sides, ratios, flag, work, a):
                        ('workersCpuUs', 'workersCpuMicrosecondsPerSample')):
         if what in rounds[0][sides[0]]:
             out[name] = {s: round(statistics.median(r[s][what] for r in rounds), 2) for s in sides}
+    if 'mainCpuUs' in rounds[0][sides[0]]:
+        out['mainCpuMicrosecondsPerBatch'] = {s: round(v * 64) for s, v in out['mainCpuMicrosecondsPerSample'].items()}
     for what in ('rate', 'cpuRate'):
         out['samplesPerSecond' if what == 'rate' else 'samplesPerCpuSecond'] = {
             s: round(statistics.median(r[s][what] for r in rounds)) for s in sides}

@@ -97,8 +97,11 @@ class _WriterRing:
         while unread and _U64.unpack_from(m, RING_HEADER_BYTES + unread[0] % capacity)[0] == READ:
             unread.popleft()
         start = self.head
-        if start % capacity + size > capacity:
-            start += capacity - start % capacity  # wrap: the message starts at the ring's beginning
+        if not unread or start % capacity + size > capacity:
+            # every message read (the receiver keeps up): start again at the ring's beginning, so that only as much
+            # of the ring is ever touched as is in flight (fresh shared memory costs a page fault per 4 KiB); or
+            # wrap, as the message would cross the ring's end
+            start += -start % capacity
         if unread and start + size - unread[0] > capacity:  # it would overwrite the oldest unread message
             return None
         _U64.pack_into(m, RING_HEADER_BYTES + start % capacity, start + 1)
