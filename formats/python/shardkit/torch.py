@@ -56,6 +56,19 @@ class ShardkitDataset(TorchDataset):
     given a Dataset, each worker gets its own copy of it, which reopens its files lazily. Either way no file
     offset or socket is shared across processes. ``transform`` must pickle (a module-level function) for
     spawned workers.
+
+    ``preload_index`` (default True): the first use in the main process (``len()``, which a sampler calls before
+    the DataLoader starts its workers) decodes the whole local index when it fits ``page_cache_bytes`` (about
+    2 us per sample, once); forked workers inherit it and decode nothing, epoch after epoch.
+
+    ``shared_memory`` (default False; Linux): a batch read in a worker (``__getitems__``) is a
+    :class:`shardkit.shared_batch.SharedBatch`, whose ``bytes`` reach the main process through a shared-memory
+    ring of the worker (8 MiB) instead of the DataLoader's pipe: the main process receives the same list of
+    samples and spends about 40% less CPU time per batch. Keep it with a ``collate_fn`` that returns the batch it
+    is given (:func:`list_collate`); another collate's output goes through the pipe as usual.
+
+    >>> loader = DataLoader(ShardkitDataset('/data/train.shards', shared_memory=True), batch_size=64,
+    ...                     shuffle=True, num_workers=2, collate_fn=list_collate, persistent_workers=True)
     """
 
     def __init__(self, dataset: Union[str, 'os.PathLike[str]', Dataset],

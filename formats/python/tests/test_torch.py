@@ -258,3 +258,15 @@ def test_shared_memory_is_a_boolean(dataset_dir):
     with pytest.raises(ShardkitError) as e:
         ShardkitDataset(dataset_dir, shared_memory='yes')
     assert e.value.code == 'SHARDKIT_ERR_INVALID_ARG' and 'shared_memory' in str(e.value)
+
+
+def test_iterable_dataset_sends_shared_memory_batches_in_the_plans_order(dataset_dir):
+    from shardkit import shared_batch
+    if shared_batch._ring_unavailable:
+        pytest.skip('no memfd or /proc: batches use the pipe')
+    data = ShardkitIterableDataset(dataset_dir, batch_size=BATCH, shuffle='full', seed='shm', shared_memory=True)
+    before = set(shared_batch._attached)
+    batches = list(DataLoader(data, batch_size=None, num_workers=2, timeout=120))
+    assert len({pid for pid, _ in set(shared_batch._attached) - before}) == 2  # both workers' rings were used
+    with open_dataset(dataset_dir) as ds:
+        assert batches == [ds.read_many(positions) for positions in data.plan.batches()]
