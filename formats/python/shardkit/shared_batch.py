@@ -197,10 +197,14 @@ class _ReaderRing:
                                 f'{err.strerror}); give shared_memory=False to send batches through the pipe') from None
         try:
             self.map = mmap.mmap(own, os.fstat(own).st_size)
+        except (OSError, ValueError):  # another file behind a reused pid and descriptor
+            self.map = None
         finally:
             os.close(own)
-        if self.map[:8] != RING_MAGIC or self.map[TOKEN_AT:TOKEN_AT + TOKEN_BYTES] != token:
-            self.map.close()
+        if (self.map is None or len(self.map) < RING_HEADER_BYTES or self.map[:8] != RING_MAGIC
+                or self.map[TOKEN_AT:TOKEN_AT + TOKEN_BYTES] != token):
+            if self.map is not None:
+                self.map.close()
             raise ShardkitError(IO, f'The process {pid} that sent a batch exited before it arrived (its shared '
                                 'memory is gone)')
         self.pid = pid

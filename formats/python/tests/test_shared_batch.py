@@ -2,6 +2,7 @@
 the sender's shared-memory ring; messages loaded in any order, rings that wrap or overflow (the pipe then), a pickle
 loaded twice (refused, never wrong bytes), plain pickle (the list it is), and another process reading the ring."""
 import multiprocessing
+import os
 import pickle
 import random
 import subprocess
@@ -113,3 +114,19 @@ def test_another_process_reads_the_senders_ring(context):
     assert got == batches
     assert sender.exitcode == 0
     assert any(pid == sender.pid for pid, _ in shared_batch._attached)  # the ring was used, not only the pipe
+
+
+def test_a_batch_from_a_process_that_is_gone_fails_with_io_not_wrong_bytes(tmp_path):
+    receive, (pid, fd, token, *rest) = shared_batch._reduce_shared_batch(SharedBatch([b'z' * 100], ring_bytes=1024))
+    # what the receiver meets when the sender's pid and descriptor now name another file: a plain file here
+    other = tmp_path / 'other'
+    other.write_bytes(b'\0' * 4096)
+    other_fd = os.open(other, os.O_RDONLY)
+    try:
+        for forged in ((pid, other_fd, token, *rest), (pid, fd, os.urandom(len(token)), *rest)):
+            with pytest.raises(ShardkitError) as e:
+                receive(*forged)
+            assert e.value.code == 'SHARDKIT_ERR_IO' and 'exited before it arrived' in str(e.value)
+    finally:
+        os.close(other_fd)
+    assert receive(pid, fd, token, *rest) == [b'z' * 100]
