@@ -11,18 +11,21 @@ ones under load), not the absolute rates.
 Parts (--parts, comma-separated):
 - reads: ds[i] and ds.get(key), checksums verified (and ds[i] without, and ds[i] through os.pread instead of memory
   maps: mmap=False), vs open().read() and py-lmdb txn.get.
-- loader: an epoch of DataLoader(num_workers=2, batch_size=64, shuffle, collate_fn=list_collate) over
+- loader: --epochs epochs (3) of DataLoader(num_workers=2, batch_size=64, shuffle, collate_fn=list_collate) over
   shardkit.torch.ShardkitDataset vs a minimal raw-file Dataset vs a py-lmdb Dataset (one txn per batch), no decode;
   and over a Dataset that reads nothing (bytes of each sample's size made in memory): the DataLoader's own cost.
   Every side delivers the same bytes to the loop, as a list of 64 bytes objects per batch (shardkit: in
   WebDataset's dicts). The '-shm' sides send their batches to the main process through shared memory
   (shardkit.shared_batch.SharedBatch: ShardkitDataset(shared_memory=True), and the same class returned by the
   raw-file and read-nothing Datasets' __getitems__, to show what the transport gives any Dataset); the others
-  through the DataLoader's pipe (pickled).
+  through the DataLoader's pipe (pickled). The 'Ceiling' ratios (the Dataset that reads nothing against the
+  raw files) bound what any Dataset reaches through the same DataLoader; mainCpuMicrosecondsPerBatch is the main
+  process's CPU time per batch, the one stage of the pipeline that does not run in parallel. Without persistent
+  workers, each epoch also forks and starts two workers, which the workers' CPU time includes.
 - open: opening a dataset of --open-samples samples in a fresh process (import, open, first read).
 
     npm run build && /usr/bin/python3 bench/python-read.py [--samples 5000] [--rounds 5] [--parts reads,loader,open]
-        [--open-samples 1000000] [--persistent-workers]
+        [--open-samples 1000000] [--persistent-workers] [--epochs 3] [--loader-sides loader-shardkit,...]
 """
 import argparse
 import json
@@ -349,7 +352,8 @@ def main():
             result['reads'] = measure(SIDES, READ_RATIOS, '--child', work, a)
         if 'loader' in parts:
             sides = a.loader_sides.split(',')
-            result['loader'] = {'persistentWorkers': a.persistent_workers, 'delivers': LOADER_DELIVERS,
+            result['loader'] = {'persistentWorkers': a.persistent_workers, 'epochs': a.epochs,
+                                'delivers': LOADER_DELIVERS,
                                 **measure(sides, [r for r in LOADER_RATIOS if r[1] in sides and r[2] in sides],
                                           '--loader-child', work, a)}
         from shardkit import checksum
