@@ -288,7 +288,8 @@ class Dataset:
         """Decodes every leaf of the index now, when the whole index fits ``page_cache_bytes`` (returns whether it
         did): positional reads then never decode or descend. Call it before forking worker processes (a
         DataLoader's), which then share the decoded leaves copy-on-write instead of each decoding them again.
-        Costs about 2 µs per sample, once (as many as the reads of an epoch would spend decoding)."""
+        Costs about 2.7 µs per sample and 370 MiB per million samples, once: what reads touching every leaf would
+        spend decoding."""
         self._assert_open()
         return self._tree.load_positions()
 
