@@ -11,13 +11,21 @@ ones under load), not the absolute rates.
 Parts (--parts, comma-separated):
 - reads: ds[i] and ds.get(key), checksums verified (and ds[i] without, and ds[i] through os.pread instead of memory
   maps: mmap=False), vs open().read() and py-lmdb txn.get.
-- loader: an epoch of DataLoader(num_workers=2, batch_size=64, shuffle, collate_fn=list_collate) over
+- loader: --epochs epochs (3) of DataLoader(num_workers=2, batch_size=64, shuffle, collate_fn=list_collate) over
   shardkit.torch.ShardkitDataset vs a minimal raw-file Dataset vs a py-lmdb Dataset (one txn per batch), no decode;
   and over a Dataset that reads nothing (bytes of each sample's size made in memory): the DataLoader's own cost.
+  Every side delivers the same bytes to the loop, as a list of 64 bytes objects per batch (shardkit: in
+  WebDataset's dicts). The '-shm' sides send their batches to the main process through shared memory
+  (shardkit.shared_batch.SharedBatch: ShardkitDataset(shared_memory=True), and the same class returned by the
+  raw-file and read-nothing Datasets' __getitems__, to show what the transport gives any Dataset); the others
+  through the DataLoader's pipe (pickled). The 'Ceiling' ratios (the Dataset that reads nothing against the
+  raw files) bound what any Dataset reaches through the same DataLoader; mainCpuMicrosecondsPerBatch is the main
+  process's CPU time per batch, the one stage of the pipeline that does not run in parallel. Without persistent
+  workers, each epoch also forks and starts two workers, which the workers' CPU time includes.
 - open: opening a dataset of --open-samples samples in a fresh process (import, open, first read).
 
     npm run build && /usr/bin/python3 bench/python-read.py [--samples 5000] [--rounds 5] [--parts reads,loader,open]
-        [--open-samples 1000000] [--persistent-workers]
+        [--open-samples 1000000] [--persistent-workers] [--epochs 3] [--loader-sides loader-shardkit,...]
 """
 import argparse
 import json
@@ -35,9 +43,22 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, 'formats', 'python'))
+from shardkit.shared_batch import SharedBatch  # noqa: E402  (the Datasets below are pickled by name to workers)
+
 CLI = os.path.join(ROOT, 'dist', 'bin', 'shardkit.cjs')
 SIDES = ['raw', 'shardkit-position', 'shardkit-key', 'shardkit-position-noverify', 'shardkit-position-pread', 'lmdb']
-LOADER_SIDES = ['loader-shardkit', 'loader-raw', 'loader-lmdb', 'loader-floor']
+LOADER_SIDES = ['loader-shardkit', 'loader-raw', 'loader-lmdb', 'loader-floor', 'loader-shardkit-shm',
+                'loader-raw-shm', 'loader-floor-shm', 'loader-shardkit-nopreload']
+LOADER_DELIVERS = {
+    'loader-shardkit': "ShardkitDataset: [{'__key__': key, 'jpg': bytes}] x 64 per batch, pickled through the pipe",
+    'loader-raw': 'open().read() per sample: [bytes] x 64 per batch, pickled through the pipe',
+    'loader-lmdb': 'py-lmdb txn.get, one txn per batch: [bytes] x 64 per batch, pickled through the pipe',
+    'loader-floor': 'no read (bytes(size) made in memory): [bytes] x 64 per batch, pickled through the pipe',
+    'loader-shardkit-shm': 'ShardkitDataset(shared_memory=True): the same dicts, their bytes through shared memory',
+    'loader-raw-shm': 'open().read() per sample, returned as a SharedBatch: the same bytes through shared memory',
+    'loader-floor-shm': 'no read, returned as a SharedBatch: the same bytes through shared memory',
+    'loader-shardkit-nopreload': 'ShardkitDataset(preload_index=False): as loader-shardkit, each worker decoding '
+                                 'the index leaves it reads'}
 READ_RATIOS = [('position / open().read()', 'shardkit-position', 'raw'),
                ('position / lmdb txn.get', 'shardkit-position', 'lmdb'),
                ('key / lmdb txn.get', 'shardkit-key', 'lmdb'),
@@ -47,7 +68,18 @@ READ_RATIOS = [('position / open().read()', 'shardkit-position', 'raw'),
                ('position with mmap=False / lmdb txn.get', 'shardkit-position-pread', 'lmdb')]
 LOADER_RATIOS = [('DataLoader shardkit / raw files', 'loader-shardkit', 'loader-raw'),
                  ('DataLoader shardkit / lmdb', 'loader-shardkit', 'loader-lmdb'),
-                 ('DataLoader shardkit / no reading at all', 'loader-shardkit', 'loader-floor')]
+                 ('DataLoader shardkit / no reading at all', 'loader-shardkit', 'loader-floor'),
+                 ('DataLoader shardkit shared_memory / raw files', 'loader-shardkit-shm', 'loader-raw'),
+                 ('DataLoader shardkit shared_memory / lmdb', 'loader-shardkit-shm', 'loader-lmdb'),
+                 ('DataLoader shardkit shared_memory / raw files, shared memory too', 'loader-shardkit-shm',
+                  'loader-raw-shm'),
+                 ('DataLoader shardkit shared_memory / no reading, shared memory too', 'loader-shardkit-shm',
+                  'loader-floor-shm'),
+                 ('DataLoader no reading: shared memory / pipe', 'loader-floor-shm', 'loader-floor'),
+                 ('Ceiling of any Dataset (pipe): no reading / raw files', 'loader-floor', 'loader-raw'),
+                 ('Ceiling of any Dataset (shared memory): no reading / raw files', 'loader-floor-shm', 'loader-raw'),
+                 ('DataLoader shardkit: index preloaded before fork / decoded in each worker', 'loader-shardkit',
+                  'loader-shardkit-nopreload')]
 
 
 def cpu_seconds() -> float:
@@ -58,10 +90,12 @@ def cpu_seconds() -> float:
 
 
 class RawFiles:
-    """The minimal raw-file map-style Dataset: one open().read() per sample."""
+    """The minimal raw-file map-style Dataset: one open().read() per sample (``shared``: a batch is returned as a
+    SharedBatch, whose bytes reach the main process through shared memory)."""
 
-    def __init__(self, paths):
+    def __init__(self, paths, shared=False):
         self.paths = paths
+        self.shared = shared
 
     def __len__(self):
         return len(self.paths)
@@ -70,18 +104,27 @@ class RawFiles:
         with open(self.paths[i], 'rb') as f:
             return f.read()
 
+    def __getitems__(self, indices):
+        batch = [self[i] for i in indices]
+        return SharedBatch(batch) if self.shared else batch
+
 
 class NoReads:
     """The DataLoader's own cost: each sample is zero bytes of its size, made in memory (no file, no read)."""
 
-    def __init__(self, sizes):
+    def __init__(self, sizes, shared=False):
         self.sizes = sizes
+        self.shared = shared
 
     def __len__(self):
         return len(self.sizes)
 
     def __getitem__(self, i):
         return bytes(self.sizes[i])
+
+    def __getitems__(self, indices):
+        batch = [bytes(self.sizes[i]) for i in indices]
+        return SharedBatch(batch) if self.shared else batch
 
 
 class LmdbSamples:
@@ -168,39 +211,58 @@ def child(side: str, work: str, seed: int):
     print(json.dumps({'rate': len(order) / t, 'cpuRate': len(order) / c}))
 
 
-def loader_child(side: str, work: str, seed: int, persistent: bool):
-    """One warm epoch, then one timed epoch of a DataLoader with two workers; prints samples/s (wall and CPU)."""
+def loader_child(side: str, work: str, seed: int, persistent: bool, epochs: int):
+    """One warm epoch, then ``epochs`` timed epochs of a DataLoader with two workers; prints samples/s (wall and
+    CPU) and the CPU time per sample of the main process and of the workers."""
     import torch
     from torch.utils.data import DataLoader
     import shardkit.torch as skt
     with open(os.path.join(work, 'keys.json')) as f:
         keys = json.load(f)
-    if side == 'loader-shardkit':
-        data = skt.ShardkitDataset(os.path.join(work, 'ds'))
-    elif side == 'loader-raw':
-        data = RawFiles([os.path.join(work, 'raw', k + '.jpg') for k in keys])
+    shared = side.endswith('-shm')
+    if side.startswith('loader-shardkit'):
+        data = skt.ShardkitDataset(os.path.join(work, 'ds'), shared_memory=shared,
+                                   preload_index=not side.endswith('-nopreload'))
+    elif side.startswith('loader-raw'):
+        data = RawFiles([os.path.join(work, 'raw', k + '.jpg') for k in keys], shared)
     elif side == 'loader-lmdb':
         data = LmdbSamples(os.path.join(work, 'lmdb'), keys)
     else:
-        data = NoReads([os.path.getsize(os.path.join(work, 'raw', k + '.jpg')) for k in keys])
+        data = NoReads([os.path.getsize(os.path.join(work, 'raw', k + '.jpg')) for k in keys], shared)
     loader = DataLoader(data, batch_size=64, shuffle=True, num_workers=2, collate_fn=skt.list_collate,
                         generator=torch.Generator().manual_seed(seed), persistent_workers=persistent)
     n = sum(len(b) for b in loader)  # warm: the page cache (and, with persistent workers, the workers)
-    c, t = cpu_seconds() + (workers_cpu_seconds(loader) if persistent else 0), time.perf_counter()
-    m = sum(len(b) for b in loader)
-    t, c = time.perf_counter() - t, cpu_seconds() + (workers_cpu_seconds(loader) if persistent else 0) - c
-    assert n == m == len(keys)
-    print(json.dumps({'rate': m / t, 'cpuRate': m / c}))
+    assert n == len(keys)
+
+    def workers():
+        return workers_cpu_seconds(loader) if persistent else children_cpu_seconds()
+
+    main, kids, t = own_cpu_seconds(), workers(), time.perf_counter()
+    m = sum(len(b) for _ in range(epochs) for b in loader)
+    t, main, kids = time.perf_counter() - t, own_cpu_seconds() - main, workers() - kids
+    assert m == epochs * len(keys)
+    print(json.dumps({'rate': m / t, 'cpuRate': m / (main + kids), 'mainCpuUs': main / m * 1e6,
+                      'workersCpuUs': kids / m * 1e6}))
+
+
+def own_cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def children_cpu_seconds() -> float:
+    """CPU time of the waited-for children: the DataLoader's workers of the epochs that ended."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def workers_cpu_seconds(loader) -> float:
-    """CPU time of a DataLoader's live (persistent) workers, from /proc/PID/stat (utime and stime, in ticks)."""
+    """CPU time of a DataLoader's live (persistent) workers, from /proc/PID/schedstat (nanoseconds on a CPU)."""
     total = 0
     for w in loader._iterator._workers:
-        with open(f'/proc/{w.pid}/stat') as f:
-            fields = f.read().rsplit(')', 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf('SC_CLK_TCK')
+        with open(f'/proc/{w.pid}/schedstat') as f:
+            total += int(f.read().split()[0])
+    return total / 1e9
 
 
 def open_child(directory: str):
@@ -225,9 +287,15 @@ def measure(sides, ratios, flag, work, a):
     rounds = []
     for r in range(a.rounds):
         order = sides if r % 2 == 0 else sides[::-1]
-        extra = ['--persistent-workers'] if a.persistent_workers else []
+        extra = (['--persistent-workers'] if a.persistent_workers else []) + ['--epochs', str(a.epochs)]
         rounds.append({s: run_child([flag, s, '--work', work, '--seed', str(a.seed + r), *extra]) for s in order})
     out = {}
+    for what, name in (('mainCpuUs', 'mainCpuMicrosecondsPerSample'),
+                       ('workersCpuUs', 'workersCpuMicrosecondsPerSample')):
+        if what in rounds[0][sides[0]]:
+            out[name] = {s: round(statistics.median(r[s][what] for r in rounds), 2) for s in sides}
+    if 'mainCpuUs' in rounds[0][sides[0]]:
+        out['mainCpuMicrosecondsPerBatch'] = {s: round(v * 64) for s, v in out['mainCpuMicrosecondsPerSample'].items()}
     for what in ('rate', 'cpuRate'):
         out['samplesPerSecond' if what == 'rate' else 'samplesPerCpuSecond'] = {
             s: round(statistics.median(r[s][what] for r in rounds)) for s in sides}
@@ -245,6 +313,8 @@ def main():
     p.add_argument('--parts', default='reads,loader,open')
     p.add_argument('--persistent-workers', action='store_true',
                    help='DataLoader(persistent_workers=True): workers keep their files and decoded index pages')
+    p.add_argument('--epochs', type=int, default=3, help='timed DataLoader epochs per round (after a warm one)')
+    p.add_argument('--loader-sides', default=','.join(LOADER_SIDES), help='the loader part\'s sides')
     p.add_argument('--child')
     p.add_argument('--loader-child')
     p.add_argument('--open-child')
@@ -254,7 +324,7 @@ def main():
     if a.child:
         return child(a.child, a.work, a.seed)
     if a.loader_child:
-        return loader_child(a.loader_child, a.work, a.seed, a.persistent_workers)
+        return loader_child(a.loader_child, a.work, a.seed, a.persistent_workers, a.epochs)
     if a.open_child:
         return open_child(a.open_child)
     import lmdb
@@ -281,7 +351,11 @@ def main():
         if 'reads' in parts:
             result['reads'] = measure(SIDES, READ_RATIOS, '--child', work, a)
         if 'loader' in parts:
-            result['loader'] = measure(LOADER_SIDES, LOADER_RATIOS, '--loader-child', work, a)
+            sides = a.loader_sides.split(',')
+            result['loader'] = {'persistentWorkers': a.persistent_workers, 'epochs': a.epochs,
+                                'delivers': LOADER_DELIVERS,
+                                **measure(sides, [r for r in LOADER_RATIOS if r[1] in sides and r[2] in sides],
+                                          '--loader-child', work, a)}
         from shardkit import checksum
         result['crc32c'] = checksum.BACKEND
         if checksum.crc32c_module is not None:

@@ -173,6 +173,13 @@ class BTree:
         if position < 0 or position >= h.entry_count:
             raise ShardkitIndexError(OUT_OF_RANGE, f'position {position} is outside [0, {h.entry_count})',
                                      file=self.file)
+        leaf, base = self._leaf_by_descent(position)
+        self._remember(leaf, base)
+        return leaf, base
+
+    def _leaf_by_descent(self, position: int) -> Tuple[LeafPage, int]:
+        """leaf_at's checked descent from the root (0 <= position < entry_count)."""
+        h = self.header
         page_no, level, base, count = h.root_page, h.height - 1, 0, h.entry_count
         cache = self.cache
         page_count = h.page_count
@@ -184,11 +191,31 @@ class BTree:
             elif (len(page.keys) if level == 0 else page.starts[-1]) != count:
                 page = self._descend(page_no, level, count)  # raises with the message
             if level == 0:
-                self._remember(page, base)
                 return page, base
             starts = page.starts
             i = bisect_right(starts, position - base, 0, len(starts) - 1) - 1
             page_no, level, base, count = page.children[i], level - 1, base + starts[i], starts[i + 1] - starts[i]
+
+    def load_positions(self) -> bool:
+        """Decodes every leaf, each reached by a checked descent, and fills the positional directory with all of
+        them at once, so that no positional lookup decodes or descends again: when the whole index fits the page
+        cache (returns False, doing nothing, otherwise). A process that forks afterwards (a DataLoader's workers)
+        inherits the decoded leaves. Costs about as much as decoding each leaf on its first read."""
+        h = self.header
+        if h.page_count > self.capacity:
+            return False
+        starts, leaves = [], []
+        position = 0
+        while position < h.entry_count:
+            leaf, base = self._leaf_by_descent(position)
+            if not base <= position < base + len(leaf.keys):  # cannot happen after a checked descent; never loop
+                return False
+            starts.append(base)
+            leaves.append(leaf)
+            position = base + len(leaf.keys)
+        if len(self.cache) <= self.capacity:  # no page was evicted meanwhile (another thread reading)
+            self.directory = (starts, leaves)
+        return True
 
     def next_leaf(self, leaf: LeafPage) -> LeafPage:
         """The leaf after ``leaf`` along the links: a higher page, a leaf, first key after ``leaf``'s last."""

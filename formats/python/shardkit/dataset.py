@@ -284,6 +284,15 @@ class Dataset:
                 return {'__key__': leaf.keys[slot], record[4]: span}
         return self._read_record(leaf, slot)
 
+    def preload_index(self) -> bool:
+        """Decodes every leaf of the index now, when the whole index fits ``page_cache_bytes`` (returns whether it
+        did): positional reads then never decode or descend. Call it before forking worker processes (a
+        DataLoader's), which then share the decoded leaves copy-on-write instead of each decoding them again.
+        Costs about 2.7 µs per sample and 370 MiB per million samples, once: what reads touching every leaf would
+        spend decoding."""
+        self._assert_open()
+        return self._tree.load_positions()
+
     def at(self, position: int) -> dict:
         """The sample at ``position`` (0 <= position < len(ds)), as Node's ``at``."""
         self._assert_open()

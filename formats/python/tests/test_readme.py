@@ -41,6 +41,8 @@ def test_snippet_runs(index, dataset, tmp_dir):
         assert "cat/000 ['__key__', 'cls', 'jpg']" in out
     if 'KEY_NOT_FOUND: no sample' in code:
         assert f'SHARDKIT_ERR_KEY_NOT_FOUND: no sample with key "no/such/key" in {local}' in out
+    if 'shared_memory=True' in code:  # every sample once, in batches of 64
+        assert sorted(int(line.split()[0]) for line in out.splitlines()) == [8, 64, 64, 64]
     if 'multiprocessing' in code:
         assert out.strip() == str([b'\xff\xd8'] * 4)
 

@@ -16,7 +16,7 @@ from conftest import NODE, ROOT, _need, write_dataset  # noqa: E402
 from shardkit import open_dataset  # noqa: E402
 from shardkit.errors import ShardkitError  # noqa: E402
 from shardkit.torch import EpochSampler, ShardkitDataset, ShardkitIterableDataset, list_collate  # noqa: E402
-from torch_workers import fail_on_key_7, key_and_digest, keys_of  # noqa: E402
+from torch_workers import fail_on_key_7, key_and_digest, keys_of, no_index_reads  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 N = 202  # even: two ranks share an epoch with no padding, so "exactly once" is exact
@@ -210,3 +210,63 @@ def test_torch_is_imported_only_by_shardkit_torch():
             'import shardkit.torch; assert "torch" in sys.modules')
     env = dict(os.environ, PYTHONPATH=os.path.dirname(HERE))
     subprocess.run([sys.executable, '-c', code], check=True, env=env, timeout=300)
+
+
+@pytest.mark.parametrize('preload', [True, False])
+def test_forked_workers_inherit_the_index_the_main_process_preloaded(dataset_dir, preload):
+    data = ShardkitDataset(dataset_dir, transform=key_and_digest, preload_index=preload)
+    assert len(data) == N  # the main process opens the dataset (and preloads its index) before the workers fork
+    data.dataset._tree.read_page = no_index_reads  # what a worker inherits: any index read fails the epoch
+    loader = DataLoader(data, batch_size=BATCH, shuffle=True, num_workers=2, collate_fn=list_collate,
+                        multiprocessing_context='fork', timeout=120)
+    if not preload:
+        with pytest.raises(AssertionError, match='a worker read index page'):
+            list(loader)
+        return
+    batches = list(loader)
+    assert sorted(key for batch in batches for key, _, _ in batch) == KEYS
+    assert {pid for batch in batches for _, _, pid in batch} - {os.getpid()}, 'workers did the reading'
+
+
+@pytest.mark.parametrize('context', ['fork', 'spawn'])
+def test_shared_memory_batches_arrive_whole_in_nodes_order_and_through_the_workers_rings(dataset_dir, context):
+    from shardkit import shared_batch
+    if shared_batch._ring_unavailable:
+        pytest.skip('no memfd or /proc: batches use the pipe')
+    data = ShardkitDataset(dataset_dir, shared_memory=True)
+    options = dict(seed=5, shuffle='full', batch_size=BATCH)
+    sampler = EpochSampler(data, rank=1, world_size=2, **options)
+    loader = DataLoader(data, batch_size=BATCH, sampler=sampler, num_workers=2, collate_fn=list_collate,
+                        multiprocessing_context=context, timeout=120)
+    with open_dataset(dataset_dir) as ds:
+        want = {key: ds.get(key) for key in KEYS}
+    for epoch in (0, 1):
+        sampler.set_epoch(epoch)
+        before = set(shared_batch._attached)
+        batches = list(loader)
+        rings = {pid for pid, _ in set(shared_batch._attached) - before}
+        assert len(rings) == 2, 'each worker sent its batches through its own ring'
+        assert all(type(batch) is list and all(type(s) is dict for s in batch) for batch in batches)
+        assert [s for batch in batches for s in batch] == [want[s['__key__']] for batch in batches for s in batch]
+        node = node_loader({'dir': dataset_dir, 'options': node_options(rank=1, world_size=2, epoch=epoch, **options)})
+        assert [[s['__key__'] for s in batch] for batch in batches] == node['batches']
+    assert data[3] == want[KEYS[3]]  # in the main process: a plain sample, no ring
+    assert type(data.__getitems__([1, 2])) is list
+
+
+def test_shared_memory_is_a_boolean(dataset_dir):
+    with pytest.raises(ShardkitError) as e:
+        ShardkitDataset(dataset_dir, shared_memory='yes')
+    assert e.value.code == 'SHARDKIT_ERR_INVALID_ARG' and 'shared_memory' in str(e.value)
+
+
+def test_iterable_dataset_sends_shared_memory_batches_in_the_plans_order(dataset_dir):
+    from shardkit import shared_batch
+    if shared_batch._ring_unavailable:
+        pytest.skip('no memfd or /proc: batches use the pipe')
+    data = ShardkitIterableDataset(dataset_dir, batch_size=BATCH, shuffle='full', seed='shm', shared_memory=True)
+    before = set(shared_batch._attached)
+    batches = list(DataLoader(data, batch_size=None, num_workers=2, timeout=120))
+    assert len({pid for pid, _ in set(shared_batch._attached) - before}) == 2  # both workers' rings were used
+    with open_dataset(dataset_dir) as ds:
+        assert batches == [ds.read_many(positions) for positions in data.plan.batches()]

@@ -17,3 +17,8 @@ def fail_on_key_7(sample):
 def keys_of(batch):
     """A collate: the keys of a batch of transformed samples (key, digest, pid)."""
     return [item[0] for item in batch]
+
+
+def no_index_reads(page_no):
+    """A BTree.read_page for a forked worker that must not read the index (its parent preloaded it)."""
+    raise AssertionError(f'a worker read index page {page_no}')
