@@ -12,8 +12,7 @@ import { indexRemedy, type ShardRecord } from '../../formats/index-layout.js';
 import { MEMBER_COLUMNS, MemberColumn, RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index-page.js';
 import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
 import type { Sample } from '../../formats/sample.js';
-import { datasetId } from '../cache/cache-dir.js';
-import { openIndexCopy } from '../cache/index-copy.js';
+import { useIndexCopy } from '../cache/index-copy.js';
 import { ShardCache, type CacheStats } from '../cache/shard-cache.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { FileSource } from '../io/file-source.js';
@@ -26,7 +25,7 @@ import { openByteSource, readAll } from '../io/open-source.js';
 import { nativeAddon, useNativeCrc32c } from '../native/native.js';
 import { noManifestMessage } from './missing-manifest.js';
 import { crc32c } from '../../formats/checksum.js';
-import { DEFAULT_PAGE_CACHE_BYTES, IndexReader } from './index-reader.js';
+import { DEFAULT_PAGE_CACHE_BYTES, IndexReader, type IndexFallback } from './index-reader.js';
 import { decodeRead, decodeRecord, decodeSpan, type DecodeContext } from './sample-decode.js';
 import { readLoneSamples, type ViewSource } from './lone-samples.js';
 import { isLone, type RecordRef } from './record-ref.js';
@@ -162,19 +161,13 @@ export class Dataset {
             }
             throw err;
           });
-      if (options.cache !== undefined && isRemote(indexLocation)) {
-        // a verified local copy of the index (index-copy.ts): lookups without http, synchronous from the first batch
-        const remoteIndex = indexSource;
-        const c = options.cache;
-        const root = path.resolve(c.dir);
-        const place = { root, dir: path.join(root, datasetId(location, manifest.index.crc32c)), maxBytes: c.maxBytes, ...(c.onEvent === undefined ? {} : { onEvent: c.onEvent }) };
-        const copy = await openIndexCopy(place, manifest.index, () => remoteIndex.read(0, manifest.index.bytes));
-        if (copy !== undefined) {
-          await remoteIndex.close(); // the dataset's client stays open (the source does not own it)
-          indexSource = copy;
-        }
+      let fallback: IndexFallback | undefined;
+      if (options.cache !== undefined) {
+        // a verified local copy of the index (index-copy.ts): lookups without http or NFS, synchronous from the first batch
+        const reopen = (): ByteSource => (isRemote(indexLocation) ? new HttpSource(indexLocation, { client: client as HttpClient, size: manifest.index.bytes, sizeMismatchCode: ErrorCodes.INDEX_MISMATCH }) : FileSource.openSync(indexLocation, { stats: io }));
+        ({ source: indexSource, fallback } = await useIndexCopy(options.cache, isRemote(location) ? location : path.resolve(location), manifest.index, indexSource, reopen));
       }
-      const index = await IndexReader.open(indexSource, options.pageCacheBytes ?? DEFAULT_PAGE_CACHE_BYTES);
+      const index = await IndexReader.open(indexSource, options.pageCacheBytes ?? DEFAULT_PAGE_CACHE_BYTES, fallback);
       checkIndexMatchesManifest(index, manifest, redactLocation(location));
       return new Dataset(location, manifest, index, options, io, client);
     } catch (err) {
