@@ -114,6 +114,8 @@ export class ShardCache {
   /** Downloads of this process that hold reserved room (settled either way). */
   private readonly downloading = new Set<Promise<unknown>>();
   private closed = false;
+  /** How many times a read found a member of a copy damaged (suspect): a read that fails after it reads again. */
+  suspects = 0;
 
   private constructor(
     root: string,
@@ -178,9 +180,10 @@ export class ShardCache {
   /**
    * A read of `shard` failed its member check: this process stops trusting its open copy, and its proof is removed.
    * The next read checks the copy whole again (size, CRC32C) and, when it is damaged, removes it and fetches the
-   * shard anew.
+   * shard anew; the read that failed is read again that way (readAgainIfDamaged, cached-batch.ts).
    */
   suspect(shard: number): void {
+    this.suspects++;
     fs.rmSync(proofPath(path.join(this.dir, copyName(this.shards[shard] as ShardRecord))), { force: true }); // no process trusts it unread now
     this.dropReady(shard);
   }

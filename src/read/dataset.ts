@@ -28,6 +28,7 @@ import { crc32c } from '../../formats/checksum.js';
 import { DEFAULT_PAGE_CACHE_BYTES, IndexReader, type IndexFallback } from './index-reader.js';
 import { decodeRead, decodeRecord, decodeSpan, type DecodeContext } from './sample-decode.js';
 import { readLoneSamples, type ViewSource } from './lone-samples.js';
+import { readAgainIfDamaged } from './cached-batch.js';
 import { isLone, type RecordRef } from './record-ref.js';
 import { assertEntryFits, checkIndexMatchesManifest, checkOpenOptions, checkShardOnOpen, recordFits } from './dataset-checks.js';
 import { ReadArena } from './read-arena.js';
@@ -248,7 +249,12 @@ export class Dataset {
   }
 
   /** get/at: the sample of leaf record `slot`, one positional read (one ranged GET remotely), decoded from the columns. */
-  private async readRecord(leaf: LeafPage, slot: number): Promise<Sample> {
+  private readRecord(leaf: LeafPage, slot: number): Promise<Sample> {
+    const read = (): Promise<Sample> => this.readRecordOnce(leaf, slot);
+    return readAgainIfDamaged(this, read, read) as Promise<Sample>; // a damaged cached copy: read again (cached-batch.ts)
+  }
+
+  private async readRecordOnce(leaf: LeafPage, slot: number): Promise<Sample> {
     const r = slot * RECORD_COLUMNS;
     const length = leaf.rows[r + RecordColumn.length] as number;
     this.checkRecord(leaf, slot);

@@ -22,7 +22,7 @@ import type { CacheStats } from '../cache/shard-cache.js';
 import { readBatch, type BatchReadOptions } from './batch-read.js';
 import { DEFAULT_LOCAL_COALESCE_GAP_BYTES } from './fetch-plan.js';
 import { CachePlan } from './cache-plan.js';
-import { allCached, locateCached } from './cached-batch.js';
+import { allCached, locateCached, readAgainIfDamaged } from './cached-batch.js';
 import type { Dataset } from './dataset.js';
 import { decodeImage, type DecodedImage, type DecodedSample } from './decode-image.js';
 import { planEpoch, type EpochPlan, type EpochPlanOptions } from './epoch-plan.js';
@@ -387,7 +387,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
             this.locating--;
             if (this.finished) throw closedError(); // located after return(): nothing of it is read
             // its index pages were looked up; its shards may all have copies by now (read as local ones, then)
-            const samples = this.cachedOptions !== undefined && allCached(this.ds, refs) ? this.fetchCached(pending, refs, first) : this.fetch(pending, refs, first);
+            const samples = this.cachedOptions !== undefined && allCached(this.ds, refs) ? this.fetchCached(pending, refs, first) : readAgainIfDamaged(this.ds, () => this.fetch(pending, refs, first), () => this.fetchBatch(pending, refs, this.batchOptions));
             this.scheduleFill(); // the size is known now: read-ahead may go on
             return samples;
           },
@@ -488,7 +488,8 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
   private fetchCached(pending: PendingBatch<S>, refs: RecordRef[], first: number): S[] | Promise<S[]> {
     const dropped = this.window?.skip(first, refs.length) ?? 0;
     if (dropped > 0) this.addPrefetched(-dropped);
-    return this.fetchBatch(pending, refs, this.cachedOptions as BatchReadOptions);
+    // a copy found damaged (a member check): the batch is read again through the remote path (cached-batch.ts)
+    return readAgainIfDamaged(this.ds, () => this.fetchBatch(pending, refs, this.cachedOptions as BatchReadOptions), () => this.fetchBatch(pending, refs, this.batchOptions));
   }
 
   /** A batch read by readBatch: local shards, or copies in the shard cache (`options.cached`). */
