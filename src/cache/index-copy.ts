@@ -123,7 +123,7 @@ async function openChecked(file: string, index: IndexFacts, expected: number, pl
     return undefined;
   }
   if (!trusted) writeProof(file, expected);
-  void touchCopy(file); // LRU across processes
+  touchCopy(file); // LRU across processes
   return source;
 }
 

@@ -116,6 +116,8 @@ export class ShardCache {
   private closed = false;
   /** How many times a read found a member of a copy damaged (suspect): a read that fails after it reads again. */
   suspects = 0;
+  /** How many times this process stopped trusting an open copy (evicted, suspected): a plan's idle scan is stale. */
+  readyDrops = 0;
 
   private constructor(
     root: string,
@@ -224,7 +226,7 @@ export class ShardCache {
       source.closeSync();
       return false;
     }
-    void touchCopy(file); // LRU across processes
+    touchCopy(file); // LRU across processes
     this.ready.set(shard, { source });
     return true;
   }
@@ -398,7 +400,7 @@ export class ShardCache {
       return undefined;
     }
     if (!trusted) writeProof(file, record.crc32c);
-    void touchCopy(file); // LRU across processes
+    touchCopy(file); // LRU across processes
     const ready = { source };
     this.ready.set(shard, ready);
     return ready;
@@ -454,6 +456,7 @@ export class ShardCache {
   }
 
   private dropReady(shard: number): void {
+    this.readyDrops++;
     this.dropped.add(shard);
     const r = this.ready.get(shard);
     if (r === undefined) return;

@@ -33,6 +33,15 @@ export class CachePlan {
   /** Per shard, the mark of the last prefetch scan that met it (typed arrays: a scan runs for each batch). */
   private readonly seen: Uint32Array;
   private stamp = 0;
+  /**
+   * The last scan found every shard it met ready or on its way (nothing to start): scans wait until the reads reach
+   * this position (the middle of what it met), unless a copy was dropped since (`idleDrops`, ShardCache.readyDrops).
+   * A new process on a full cache opens its copies as it goes, so `readyShards` stays below the shard count for most
+   * of its first epoch; scanning half the cache's samples for each batch cost it 170 ms of 820 (40,000 samples,
+   * block shuffle, --cpu-prof). Prefetch still looks at least half its reach ahead.
+   */
+  private idleUntil = -1;
+  private idleDrops = -1;
 
   /**
    * `shardStarts[s]`: the position of shard s's first sample (positions of a shard are contiguous, as pack writes);
@@ -50,10 +59,14 @@ export class CachePlan {
     const total = plans.reduce((n, p) => n + p.length, 0);
     this.shardOfSample = new Int32Array(total);
     const counts = new Int32Array(shardBytes.length);
+    // a table from position to shard (filled range by range) costs less than a binary search per sample: 80,000
+    // searches over 400 shards took 60 ms of a new process's first cached epoch (--cpu-prof)
+    const shardOfPosition = new Int32Array(shardStarts.length === 0 ? 0 : (shardStarts[shardStarts.length - 1] as number) + (shardSamples[shardSamples.length - 1] as number));
+    shardStarts.forEach((start, s) => shardOfPosition.fill(s, start, start + (shardSamples[s] as number)));
     let i = 0;
     for (const plan of plans) {
       for (let k = 0; k < plan.length; k++, i++) {
-        const s = shardOf(shardStarts, plan.at(k));
+        const s = shardOfPosition[plan.at(k)] as number;
         this.shardOfSample[i] = s;
         counts[s] = (counts[s] as number) + 1;
       }
@@ -136,19 +149,26 @@ export class CachePlan {
     if (this.cache.readyShards === this.shardBytes.length) return;
     // in flight at the budget: the scan below would stop at the first shard it could fetch
     if (this.inFlightBytes > 0 && this.inFlightBytes >= this.maxInFlightBytes) return;
-    let ahead = 0;
-    const stamp = (this.stamp = nextStamp(this.seen, this.stamp));
     const from = Math.max(this.cursor, first);
+    if (from < this.idleUntil && this.cache.readyDrops === this.idleDrops) return;
+    let ahead = 0;
+    let idle = true;
+    const stamp = (this.stamp = nextStamp(this.seen, this.stamp));
     const end = Math.min(this.shardOfSample.length, from + LOOKAHEAD_SAMPLES);
-    for (let k = from; k < end; k++) {
+    let k = from;
+    for (; k < end; k++) {
       const s = this.shardOfSample[k] as number;
       if (this.seen[s] === stamp) continue;
       this.seen[s] = stamp;
       const bytes = this.shardBytes[s] as number;
       ahead += bytes;
       // never fetch ahead more than the cache holds: it would evict shards needed sooner
-      if (ahead > this.maxAheadBytes) return;
-      if (this.cache.has(s) || !this.admit(s)) continue;
+      if (ahead > this.maxAheadBytes) break;
+      if (this.cache.has(s)) continue;
+      if (!this.admit(s)) {
+        idle = false; // admitted later, maybe, as the reads come nearer
+        continue;
+      }
       if (this.inFlightBytes + bytes > this.maxInFlightBytes && this.inFlightBytes > 0) return;
       this.inFlightBytes += bytes;
       void this.cache
@@ -157,6 +177,11 @@ export class CachePlan {
         .finally(() => {
           this.inFlightBytes -= bytes;
         });
+      if (!this.cache.isReady(s)) idle = false; // else opened now by its proof (readyNow): nothing left in flight
+    }
+    if (idle) {
+      this.idleUntil = from + Math.ceil((k - from) / 2);
+      this.idleDrops = this.cache.readyDrops;
     }
   }
 }
@@ -180,16 +205,4 @@ function fitsFrom(order: Int32Array, shardBytes: readonly number[], maxBytes: nu
     if (bytes > maxBytes) return k + 1;
   }
   return 0;
-}
-
-/** The shard holding `position`: the last s with shardStarts[s] <= position. */
-function shardOf(shardStarts: readonly number[], position: number): number {
-  let lo = 0;
-  let hi = shardStarts.length - 1;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >>> 1;
-    if ((shardStarts[mid] as number) <= position) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
 }
