@@ -114,6 +114,7 @@ export class ShardCache {
   /** Downloads of this process that hold reserved room (settled either way). */
   private readonly downloading = new Set<Promise<unknown>>();
   private closed = false;
+  private readonly copyPaths: string[] = [];
   /** How many times a read found a member of a copy damaged (suspect): a read that fails after it reads again. */
   suspects = 0;
   /** How many times this process stopped trusting an open copy (evicted, suspected): a plan's idle scan is stale. */
@@ -186,7 +187,7 @@ export class ShardCache {
    */
   suspect(shard: number): void {
     this.suspects++;
-    fs.rmSync(proofPath(path.join(this.dir, copyName(this.shards[shard] as ShardRecord))), { force: true }); // no process trusts it unread now
+    fs.rmSync(proofPath(this.copyPath(shard)), { force: true }); // no process trusts it unread now
     this.dropReady(shard);
   }
 
@@ -208,7 +209,7 @@ export class ShardCache {
     if (this.ready.has(shard)) return true;
     if (this.closed || this.inflight.has(shard) || this.opening.has(shard)) return false;
     const record = this.shards[shard] as ShardRecord;
-    const file = path.join(this.dir, copyName(record));
+    const file = this.copyPath(shard);
     if (!hasProof(file, record.crc32c)) return false;
     let source: FileSource;
     try {
@@ -268,7 +269,7 @@ export class ShardCache {
    */
   async startCopy(shard: number, nextUse: NextUse): Promise<CopyWriter | 'cached' | 'busy' | 'no-room'> {
     const record = this.shards[shard] as ShardRecord;
-    const copy = path.join(this.dir, copyName(record));
+    const copy = this.copyPath(shard);
     if (fs.existsSync(copy)) return 'cached';
     if (record.bytes > this.options.maxBytes) return 'no-room';
     const lock = `${copy}.lock`;
@@ -293,7 +294,7 @@ export class ShardCache {
 
   /** The path of the shard's copy when there is one and it checks out (size and CRC32C), else undefined. */
   async verifiedCopy(shard: number): Promise<string | undefined> {
-    const copy = path.join(this.dir, copyName(this.shards[shard] as ShardRecord));
+    const copy = this.copyPath(shard);
     return (await this.openVerified(shard, copy)) === undefined ? undefined : copy;
   }
 
@@ -307,7 +308,7 @@ export class ShardCache {
   private async obtain(shard: number, prefetch: boolean): Promise<Ready | undefined> {
     const record = this.shards[shard] as ShardRecord;
     if ((this.retryAt.get(shard) ?? 0) > Date.now()) return this.bypass(shard, undefined);
-    const copy = path.join(this.dir, copyName(record));
+    const copy = this.copyPath(shard);
     const found = await this.openVerified(shard, copy);
     if (found !== undefined) return found;
     if (record.bytes > this.options.maxBytes) return this.bypass(shard, `shards larger than the cache's ${this.options.maxBytes} bytes are read with range reads`);
@@ -431,7 +432,7 @@ export class ShardCache {
       const used = files.reduce((n, f) => n + f.bytes, 0);
       const need = used + record.bytes - this.options.maxBytes;
       const mine = new Map<string, number>();
-      this.shards.forEach((s, i) => mine.set(path.join(this.dir, copyName(s)), i));
+      this.shards.forEach((_, i) => mine.set(this.copyPath(i), i));
       const forUse = nextUse === undefined ? Infinity : nextUse(shard);
       const candidates: AheadCandidate[] = files
         // this dataset's index copy is read by every process that uses it (index-copy.ts): never evicted by them
@@ -453,6 +454,11 @@ export class ShardCache {
       fs.closeSync(fs.openSync(part, 'wx'));
       return true;
     });
+  }
+
+  /** Where the copy of `shard` goes (made once per shard: a new process asks for every copy as it opens it). */
+  private copyPath(shard: number): string {
+    return (this.copyPaths[shard] ??= path.join(this.dir, copyName(this.shards[shard] as ShardRecord)));
   }
 
   private dropReady(shard: number): void {

@@ -164,7 +164,9 @@ export class CachePlan {
       ahead += bytes;
       // never fetch ahead more than the cache holds: it would evict shards needed sooner
       if (ahead > this.maxAheadBytes) break;
-      if (this.cache.has(s)) continue;
+      // a copy its proof vouches for is opened now (nothing to fetch, nothing in flight): the batches that read it are
+      // then read synchronously
+      if (this.cache.has(s) || this.cache.readyNow(s)) continue;
       if (!this.admit(s)) {
         idle = false; // admitted later, maybe, as the reads come nearer
         continue;
@@ -177,7 +179,7 @@ export class CachePlan {
         .finally(() => {
           this.inFlightBytes -= bytes;
         });
-      if (!this.cache.isReady(s)) idle = false; // else opened now by its proof (readyNow): nothing left in flight
+      idle = false;
     }
     if (idle) {
       this.idleUntil = from + Math.ceil((k - from) / 2);
