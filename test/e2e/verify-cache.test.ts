@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CacheEvent } from '../../src/cache/shard-cache.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
+import { writeMember } from '../../src/read/inspect.js';
 import { shardkit } from '../helpers/cli.js';
 import { writeLoaderDataset } from '../helpers/loader-dataset.js';
 import { flipByte, leftovers, rangeBytes, shardCopies, shardLog } from '../helpers/cache-server.js';
@@ -189,6 +190,39 @@ describe.skipIf(nginxSkipReason !== undefined)('a cached copy damaged after this
       expect(events).toEqual([{ type: 'corrupt', shard: shard.file, reason: 'its copy fails its CRC32C' }]);
       expect(fs.readFileSync(copies(dir).get(shard.file) as string).equals(fs.readFileSync(path.join(root2, 'ds', shard.file)))).toBe(true);
     } finally {
+      await ds.close();
+      await local.close();
+    }
+  });
+
+  it('a streamed member (get --out of a member past the span limit) read from a damaged copy: CHECKSUM, no file, and the copy is distrusted, so the next read fetches the shard again and gets the right bytes', async () => {
+    process.env.SHARDKIT_TEST_MAX_SPAN_BYTES = '1024';
+    process.env.SHARDKIT_TEST_VERIFY_CHUNK_BYTES = '700';
+    const dir = tmpDir();
+    const local = await openDataset(path.join(root2, 'ds'));
+    const ds = await openDataset(`${server2.url}/ds`, { cache: { dir, maxBytes: 1 << 30 } });
+    try {
+      let n = 0;
+      for await (const batch of ds.loader({ batchSize: 50 })) n += batch.length;
+      expect(n).toBe(300);
+      const position = 150; // loader sample 150: 50 + (150 * 7919) % 3000 = 2,900 bytes of bin, streamed
+      const entry = await local.index.at(position);
+      const want = Buffer.from((await local.at(position)).members.bin as Uint8Array);
+      expect(want.length).toBe(2900);
+      const shard = local.shards[entry.shard] as { file: string; bytes: number };
+      const copy = copies(dir).get(shard.file) as string;
+      flipByte(copy, entry.offset + (entry.members.find((m) => m.ext === 'bin')?.offset ?? 0) + 2000);
+      const target = path.join(tmpDir(), 'm.bin');
+      await expect(writeMember(ds, entry.key, 'bin', { file: target })).rejects.toMatchObject({ code: 'SHARDKIT_ERR_CHECKSUM' });
+      expect(fs.existsSync(target)).toBe(false);
+      expect(fs.existsSync(`${copy}.ok`)).toBe(false); // distrusted: checked whole before its next use
+      const before = (await server2.accessLog()).length;
+      await writeMember(ds, entry.key, 'bin', { file: target });
+      expect(fs.readFileSync(target).equals(want)).toBe(true);
+      expect(rangeBytes((await server2.accessLog()).slice(before).filter((e) => e.uri.endsWith(`/${shard.file}`)))).toBe(shard.bytes);
+    } finally {
+      delete process.env.SHARDKIT_TEST_MAX_SPAN_BYTES;
+      delete process.env.SHARDKIT_TEST_VERIFY_CHUNK_BYTES;
       await ds.close();
       await local.close();
     }
