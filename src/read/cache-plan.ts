@@ -166,7 +166,7 @@ export class CachePlan {
       if (ahead > this.maxAheadBytes) break;
       // a copy its proof vouches for is opened now (nothing to fetch, nothing in flight): the batches that read it are
       // then read synchronously
-      if (this.cache.has(s) || this.cache.readyNow(s)) continue;
+      if (this.cache.has(s) || this.cache.findNow(s)) continue;
       if (!this.admit(s)) {
         idle = false; // admitted later, maybe, as the reads come nearer
         continue;

@@ -13,7 +13,7 @@ import { MEMBER_COLUMNS, MemberColumn, RECORD_COLUMNS, RecordColumn, type LeafPa
 import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
 import type { Sample } from '../../formats/sample.js';
 import { useIndexCopy } from '../cache/index-copy.js';
-import { ShardCache, type CacheStats } from '../cache/shard-cache.js';
+import { DEFAULT_CACHE_MAX_OPEN, ShardCache, type CacheStats } from '../cache/shard-cache.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { FileSource } from '../io/file-source.js';
 import { HandlePool, DEFAULT_MAX_OPEN } from '../io/handle-pool.js';
@@ -122,7 +122,7 @@ export class Dataset {
     this.cache =
       options.cache === undefined
         ? undefined
-        : ShardCache.open(options.cache, isRemote(location) ? location : path.resolve(location), manifest.index.crc32c, index.shards, (shard, offset, length) => this.pool.use(this.shardLocations[shard] as string, (src) => src.read(offset, length)), { mmap: addon !== undefined });
+        : ShardCache.open(options.cache, isRemote(location) ? location : path.resolve(location), manifest.index.crc32c, index.shards, (shard, offset, length) => this.pool.use(this.shardLocations[shard] as string, (src) => src.read(offset, length)), { mmap: addon !== undefined }, options.maxOpenShards ?? DEFAULT_CACHE_MAX_OPEN);
   }
 
   /** Bytes of a shard: from the cache when there is one, else from the shard's source. */

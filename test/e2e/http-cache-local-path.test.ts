@@ -123,6 +123,50 @@ describe.skipIf(nginxSkipReason !== undefined)('fully cached epochs read as loca
     await ds.close();
   });
 
+  /** Descriptors this process holds open on files under `dir`. */
+  const openUnder = (dir: string): number =>
+    fs.readdirSync('/proc/self/fd').filter((fd) => {
+      try {
+        return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(dir);
+      } catch {
+        return false; // closed meanwhile (readdir's own descriptor)
+      }
+    }).length;
+
+  for (const native of modes) {
+    it(`maxOpenShards bounds the copies open at once${native ? '' : ' (pread)'}: a full shuffle over more shards reopens them by their proof, same bytes, no request`, async () => {
+      const dir = tmpDir();
+      const maxOpenShards = 3;
+      expect(fx.local.shards.length).toBeGreaterThan(3 * maxOpenShards);
+      const ds = await openDataset(`${fx.server.url}/ds`, { native, maxOpenShards, cache: { dir, maxBytes: 2 * fx.datasetBytes } });
+      const options: LoaderOptions = { batchSize: 8, shuffle: 'full', seed: 11 };
+      await expectLocalBatches(fx.local, (await batches(ds.loader(options))).got, options);
+      const before = (await fx.server.accessLog()).length;
+      for (const epoch of [1, 2]) {
+        const loader = ds.loader({ ...options, epoch });
+        const got: Sample[][] = [];
+        let most = 0;
+        for await (const batch of loader) {
+          got.push(batch);
+          most = Math.max(most, openUnder(dir)); // copies and the index copy
+        }
+        await expectLocalBatches(fx.local, got, { ...options, epoch });
+        expect(most).toBeLessThanOrEqual(maxOpenShards + 1);
+        expect(loader.stats().cache).toMatchObject({ remoteBytes: 0, bypassReads: 0 });
+      }
+      expect((await fx.server.accessLog()).length).toBe(before);
+      // a closed (parked) copy removed by another process: fetched again when read, the right bytes
+      const open = new Set(fs.readdirSync('/proc/self/fd').map((fd) => { try { return fs.readlinkSync(`/proc/self/fd/${fd}`); } catch { return ''; } }));
+      const closed = shardCopies(dir).filter((f) => !open.has(f));
+      expect(closed.length).toBeGreaterThan(0);
+      for (const f of closed.slice(0, 2)) fs.rmSync(f);
+      const { got, stats } = await batches(ds.loader({ ...options, epoch: 3 }));
+      await expectLocalBatches(fx.local, got, { ...options, epoch: 3 });
+      expect(stats.cache?.remoteBytes).toBeGreaterThan(0);
+      await ds.close();
+    });
+  }
+
   for (const native of modes) {
     it(`a copy damaged under an open map${native ? '' : ' (pread)'}: the batch is read again, the copy checked whole, removed (said once) and fetched again; no read fails`, async () => {
       const dir = tmpDir();
