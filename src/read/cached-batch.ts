@@ -20,6 +20,7 @@ export function locateCached(ds: Dataset, at: (i: number) => number, first: numb
   const cache = ds.cache;
   if (cache === undefined) return undefined;
   const refs = new Array<RecordRef>(count);
+  let ready = -1; // the last shard found ready: runs of a shard's samples ask once
   for (let i = 0; i < count; i++) {
     const position = at(first + i);
     const hit = ds.index.leafOfIfCached(position);
@@ -27,7 +28,10 @@ export function locateCached(ds: Dataset, at: (i: number) => number, first: numb
     const slot = position - hit.base;
     ds.checkRecord(hit.leaf, slot);
     const ref = recordRef(hit.leaf, slot);
-    if (!cache.readyNow(ref.shard)) return undefined;
+    if (ref.shard !== ready) {
+      if (!cache.readyNow(ref.shard)) return undefined;
+      ready = ref.shard;
+    }
     refs[i] = ref;
   }
   return refs;

@@ -197,7 +197,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]> {
     if (ds.cache !== undefined && ds.cache.policy === 'clairvoyant') {
       // across epochs: the next epoch's order (from its start) follows this one's
       const { resumeFrom: _resume, ...fresh } = planOptions;
-      const next = planEpoch({ ...fresh, epoch: plan.epoch + 1 });
+      const next = (): EpochPlan => planEpoch({ ...fresh, epoch: plan.epoch + 1 }); // made when the cache plan needs it
       const starts: number[] = [];
       ds.shards.reduce((n, s) => (starts.push(n), n + s.samples), 0);
       const shardBytes = ds.shards.map((s) => s.bytes);
