@@ -8,17 +8,25 @@
  * simulated over the loader's shard order, cache empty at start), and epoch time. A local-disk epoch and the time
  * the bandwidth limit alone allows (dataset bytes / rate) are the references.
  *
- *   npm run build && node bench/cache.mjs [--samples 3000] [--shard 256KiB] [--rate 8m] [--epochs 3] [--rounds 9] [--json FILE]
+ *   npm run build && node bench/cache.mjs [--samples 3000] [--shard 256KiB] [--rate 8m] [--epochs 3] [--rounds 9]
+ *                                         [--timed-samples 40000] [--timed-epochs 4] [--parts bytes,timed] [--json FILE]
+ *
+ * `--parts timed` leaves out the bytes table (minutes: LRU with a full shuffle fetches ~40x the dataset an epoch).
  *
  * Goals: with a 50 % cache and block shuffle, clairvoyant eviction fetches <= 0.7x the bytes LRU fetches; with a
  * 100 % cache every epoch after the first reads 0 remote bytes within 1.2x the local-disk time; the first
  * epoch, with prefetch, within 1.3x of what the bandwidth limit alone allows.
  *
- * Bytes come from nginx's access log: exact, whatever the machine's load. Times are medians of `--rounds` runs,
- * alternated so that load falls on all alike: the first epoch into an empty 100 % cache against the limit; and,
- * with the cache full, a local-disk epoch and an epoch of the process that filled the cache, then a new process
- * on each (a new dataset object: no index page read, no copy checked yet; opening is not timed), with CPU time
- * beside wall time (CPU is what load disturbs least). One full pass of the bytes table runs each epoch once.
+ * Bytes come from nginx's access log: exact, whatever the machine's load. The first epoch into an empty 100 % cache
+ * is timed against the limit, median of `--rounds` runs. Cached against local epochs are timed on a dataset of their
+ * own (`--timed-samples`, ~100 MB at the default: an epoch takes >= 50 ms, so timer and scheduler noise stay small),
+ * served without the rate limit (filling its cache is not timed): `--rounds` new processes that read it fully cached
+ * alternate with as many that read it from local disk (page cache warm), each reading `--timed-epochs` epochs.
+ * Reported: median [min-max] of a new process's first epoch (index pages and copies unread; opening not timed) and
+ * of later epochs (each process's median), wall and CPU (CPU is what load disturbs least). Both readers keep every
+ * shard open (maxOpenShards = the shard count; the cache's copies obey it too): with the default 64 handles a full
+ * shuffle over 500 shards reopens ~35,000 of them an epoch (local: 1.2 s against 0.4 s).
+ * One full pass of the bytes table runs each epoch once.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -33,11 +41,12 @@ import { chooseVictims } from '../dist/src/cache/eviction.js';
 import { parseSize } from '../dist/src/pack/size-arg.js';
 
 function parseArgs(argv) {
-  const o = { samples: 3000, shard: '256KiB', rate: '8m', epochs: 3, rounds: 9, json: undefined };
+  const o = { samples: 3000, shard: '256KiB', rate: '8m', epochs: 3, rounds: 9, json: undefined, 'timed-samples': 40000, 'timed-epochs': 4, parts: 'bytes,timed' };
   for (let i = 0; i < argv.length; i += 2) {
     const k = argv[i]?.replace(/^--/, '');
     if (!(k in o)) throw new Error(`unknown option ${argv[i]}`);
     o[k] = typeof o[k] === 'number' ? Number(argv[i + 1]) : argv[i + 1];
+    if (typeof o[k] === 'number' && !(o[k] > 0)) throw new Error(`${argv[i]} takes a positive number, not ${argv[i + 1]}`);
   }
   return o;
 }
@@ -86,7 +95,7 @@ http {
   log_format r '$request_uri "$http_range" $bytes_sent';
   access_log ${log} r;
   keepalive_requests 1000000;
-  server { listen 127.0.0.1:${port}; root ${root}; location / { limit_rate ${rate}; } }
+  server { listen 127.0.0.1:${port}; root ${root}; location / { limit_rate ${rate}; } location /timed/ { } }
 }
 `,
   );
@@ -183,47 +192,77 @@ const median = (xs) => {
   return a.length % 2 === 1 ? a[a.length >> 1] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
 };
 
-/**
- * Times with a 100 % cache, `rounds` alternated runs: the first epoch into an empty cache (fresh dir each round),
- * then, the cache full, local disk vs the filling process vs a new process.
- */
-async function timeFullCache(url, localDs, shuffle, cacheBytes, rounds, work) {
+/** The first epoch into an empty 100 % cache against the bandwidth limit, `rounds` runs (a fresh dir each). */
+async function timeFirstEpoch(url, shuffle, cacheBytes, rounds, work) {
   const first = [];
   for (let r = 0; r < rounds; r++) {
     const dir = path.join(work, `time-${shuffle}-${r}`);
     const ds = await openDataset(url, { http: { maxSockets: 1 }, cache: { dir, maxBytes: cacheBytes } });
     first.push((await epoch(ds, shuffle, 0)).ms);
     await ds.close();
-    if (r < rounds - 1) fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(dir, { recursive: true, force: true });
   }
-  const cache = { dir: path.join(work, `time-${shuffle}-${rounds - 1}`), maxBytes: cacheBytes };
-  const filled = await openDataset(url, { http: { maxSockets: 1 }, cache });
-  await epoch(filled, shuffle, 0); // every copy checked by this process
-  await epoch(localDs, shuffle, 0); // the page cache warm
-  const runs = { local: [], same: [], localFresh: [], fresh: [] };
+  return median(first);
+}
+
+/** A child process of this script: opens `location` (with `cache`), reads `epochs` epochs, prints their times. */
+async function childEpochs({ location, cache, shuffle, epochs, maxOpenShards }) {
+  const ds = await openDataset(location, cache === undefined ? { maxOpenShards } : { maxOpenShards, cache });
+  const out = [];
+  for (let e = 1; e <= epochs; e++) out.push(await epoch(ds, shuffle, e));
+  await ds.close();
+  process.stdout.write(JSON.stringify(out));
+}
+
+function runChild(job) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...process.execArgv, new URL(import.meta.url).pathname, '--child', JSON.stringify(job)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let text = '';
+    child.stdout.on('data', (c) => (text += c));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(text)) : reject(new Error(`child exited ${code}`))));
+  });
+}
+
+/**
+ * A fully cached dataset against the same dataset on local disk (`timedDir`, page cache warm), in new processes
+ * alternated `rounds` times: each reads `epochs` epochs; its first is a new process's first epoch (index pages and
+ * copies unread, opening not timed), the median of the others is a later epoch of that process.
+ */
+async function timeCachedEpochs(url, timedDir, shuffle, cacheBytes, maxOpenShards, rounds, epochs, work) {
+  const cache = { dir: path.join(work, `timed-${shuffle}`), maxBytes: cacheBytes };
+  await runChild({ location: url, cache, shuffle, epochs: 1 }); // fills the cache (no rate limit here; not timed)
+  await runChild({ location: timedDir, shuffle, epochs: 1, maxOpenShards }); // the page cache warm
+  const runs = { local: [], cached: [] };
   for (let r = 0; r < rounds; r++) {
-    runs.local.push(await epoch(localDs, shuffle, 1 + r));
-    const localFresh = await openDataset(localDs.location); // a new process on local disk: its index pages unread
-    runs.localFresh.push(await epoch(localFresh, shuffle, 1 + r));
-    await localFresh.close();
-    runs.same.push(await epoch(filled, shuffle, 1 + r));
-    const fresh = await openDataset(url, { http: { maxSockets: 1 }, cache }); // opening is not timed
-    runs.fresh.push(await epoch(fresh, shuffle, 1 + r));
-    await fresh.close();
+    for (const mode of r % 2 === 0 ? ['local', 'cached'] : ['cached', 'local']) {
+      const got = await runChild(mode === 'local' ? { location: timedDir, shuffle, epochs, maxOpenShards } : { location: url, cache, shuffle, epochs, maxOpenShards });
+      const later = got.slice(1);
+      runs[mode].push({ new: got[0], later: { ms: median(later.map((x) => x.ms)), cpuMs: median(later.map((x) => x.cpuMs)) }, samples: got[0].samples });
+    }
   }
-  await filled.close();
-  const med = (k, f) => median(runs[k].map((x) => x[f]));
-  return {
-    firstMs: median(first),
-    ms: { local: med('local', 'ms'), same: med('same', 'ms'), localFresh: med('localFresh', 'ms'), fresh: med('fresh', 'ms') },
-    cpuMs: { local: med('local', 'cpuMs'), same: med('same', 'cpuMs'), localFresh: med('localFresh', 'cpuMs'), fresh: med('fresh', 'cpuMs') },
+  fs.rmSync(cache.dir, { recursive: true, force: true });
+  const stat = (mode, which, f) => {
+    const xs = runs[mode].map((x) => x[which][f]);
+    return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs) };
   };
+  const out = { samples: runs.local[0].samples };
+  for (const which of ['new', 'later']) for (const mode of ['local', 'cached']) for (const f of ['ms', 'cpuMs']) out[`${which}.${mode}.${f}`] = stat(mode, which, f);
+  return out;
+}
+
+if (process.argv[2] === '--child') {
+  await childEpochs(JSON.parse(process.argv[3]));
+  process.exit(0);
 }
 
 const o = parseArgs(process.argv.slice(2));
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'shardkit-bench-cache-'));
 const root = path.join(work, 'srv');
 await writeDataset(path.join(root, 'ds'), o.samples, parseSize(o.shard, '--shard'));
+// the cached-epoch comparison's dataset: big enough for an epoch of >= 50 ms, served without the rate limit
+const timedDir = path.join(root, 'timed', 'ds');
+await writeDataset(timedDir, o['timed-samples'], parseSize(o.shard, '--shard'));
 const server = await startNginx(root, o.rate);
 const results = [];
 const timing = {};
@@ -232,7 +271,8 @@ try {
   const datasetBytes = localDs.shards.reduce((n, s) => n + s.bytes, 0);
   const indexBytes = localDs.manifest.index.bytes;
   const limitMs = (datasetBytes / rateBytes(o.rate)) * 1000;
-  for (const shuffle of ['block', 'full']) {
+  const parts = new Set(o.parts.split(','));
+  for (const shuffle of parts.has('bytes') ? ['block', 'full'] : []) {
     const seq = shardSequence(localDs, shuffle, o.epochs);
     for (const [policy, fraction] of [['none', 0], ['lru', 0.25], ['clairvoyant', 0.25], ['lru', 0.5], ['clairvoyant', 0.5], ['lru', 1], ['clairvoyant', 1]]) {
       // room for the shards (the fraction) and for the index's copy (index-copy.ts), reserved beside them
@@ -251,46 +291,63 @@ try {
       fs.rmSync(cacheDir, { recursive: true, force: true });
     }
   }
-  for (const shuffle of ['block', 'full']) {
-    timing[shuffle] = await timeFullCache(`${server.url}/ds`, localDs, shuffle, datasetBytes + indexBytes, o.rounds, work);
+  const timedLocal = await openDataset(timedDir);
+  const timedBytes = timedLocal.shards.reduce((n, s) => n + s.bytes, 0) + timedLocal.manifest.index.bytes;
+  const timedShards = timedLocal.shards.length;
+  await timedLocal.close();
+  for (const shuffle of parts.has('timed') ? ['block', 'full'] : []) {
+    const firstMs = await timeFirstEpoch(`${server.url}/ds`, shuffle, datasetBytes + indexBytes, o.rounds, work);
+    timing[shuffle] = { firstMs, ...(await timeCachedEpochs(`${server.url}/timed/ds`, timedDir, shuffle, timedBytes, timedShards, o.rounds, o['timed-epochs'], work)) };
     process.stderr.write(`${JSON.stringify({ shuffle, ...timing[shuffle] })}\n`);
   }
   await localDs.close();
   const mb = (b) => (b / 1e6).toFixed(2);
   const x = (a, b) => (a / b).toFixed(2);
   const row = (shuffle, policy, cache, e) => results.find((r) => r.shuffle === shuffle && r.policy === policy && r.cache === cache && r.epoch === e);
-  const lines = [
-    `dataset ${mb(datasetBytes)} MB in ${localDs.shards.length} shards of ${o.shard}; nginx limit_rate ${o.rate}/s (one connection): ${Math.round(limitMs)} ms an epoch at the limit`,
-    '',
+  const bytesLines = () => [
     '| shuffle | policy | cache | epoch | remote MB | MIN MB (whole shards, every miss cached) | remote / dataset | ms (one run) |',
     '|---|---|---|---|---|---|---|---|',
     ...results.map((r) => `| ${r.shuffle} | ${r.policy} | ${r.policy === 'none' ? '-' : `${r.cache * 100} %`} | ${r.epoch} | ${mb(r.remoteBytes)} | ${r.minBytes === null ? '-' : mb(r.minBytes)} | ${x(r.remoteBytes, datasetBytes)} | ${r.ms} |`),
     '',
-    `100 % cache, medians of ${o.rounds} alternated runs (ms; CPU ms in brackets):`,
+  ];
+  const f = (v) => `${v.median.toFixed(1)} [${v.min.toFixed(1)}-${v.max.toFixed(1)}]`;
+  const timedLines = () => [
+    `100 % cache: the first epoch, median of ${o.rounds} runs against the limit; then ${o['timed-samples']} samples (${mb(timedBytes)} MB) fully cached vs on local disk, ${o.rounds} new processes of each, alternated, ${o['timed-epochs']} epochs each: median [min-max] ms, wall and CPU`,
     '',
-    '| shuffle | first epoch | first / limit | local disk | cached, same process | cached / local | local, new process | cached, new process | new: cached / local |',
-    '|---|---|---|---|---|---|---|---|---|',
-    ...['block', 'full'].map((sh) => {
+    '| shuffle | first epoch | first / limit | epoch | local wall | cached wall | cached / local | local CPU | cached CPU | cached / local |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...['block', 'full'].flatMap((sh) => {
       const t = timing[sh];
-      return `| ${sh} | ${Math.round(t.firstMs)} | ${x(t.firstMs, limitMs)} | ${t.ms.local.toFixed(1)} [${t.cpuMs.local.toFixed(1)}] | ${t.ms.same.toFixed(1)} [${t.cpuMs.same.toFixed(1)}] | ${x(t.ms.same, t.ms.local)} [${x(t.cpuMs.same, t.cpuMs.local)}] | ${t.ms.localFresh.toFixed(1)} [${t.cpuMs.localFresh.toFixed(1)}] | ${t.ms.fresh.toFixed(1)} [${t.cpuMs.fresh.toFixed(1)}] | ${x(t.ms.fresh, t.ms.localFresh)} [${x(t.cpuMs.fresh, t.cpuMs.localFresh)}] |`;
+      return ['new', 'later'].map(
+        (w) =>
+          `| ${sh} | ${Math.round(t.firstMs)} | ${x(t.firstMs, limitMs)} | ${w === 'new' ? "a new process's first" : 'later, same process'} | ${f(t[`${w}.local.ms`])} | ${f(t[`${w}.cached.ms`])} | ${x(t[`${w}.cached.ms`].median, t[`${w}.local.ms`].median)} | ${f(t[`${w}.local.cpuMs`])} | ${f(t[`${w}.cached.cpuMs`])} | ${x(t[`${w}.cached.cpuMs`].median, t[`${w}.local.cpuMs`].median)} |`,
+      );
     }),
     '',
+  ];
+  const bytesGoals = () => ['block', 'full'].flatMap((sh) => [
+    ...Array.from({ length: o.epochs - 1 }, (_, i) => {
+      const c = row(sh, 'clairvoyant', 0.5, i + 1);
+      const l = row(sh, 'lru', 0.5, i + 1);
+      return `- ${sh}, 50 % cache, epoch ${i + 1}: clairvoyant / LRU remote bytes ${x(c.remoteBytes, l.remoteBytes)} (goal <= 0.7 for block); clairvoyant / MIN ${x(c.remoteBytes, c.minBytes)}`;
+    }),
+    `- ${sh}, 100 % cache: ${results.filter((r) => r.shuffle === sh && r.cache === 1 && r.epoch > 0).reduce((n, r) => n + r.remoteBytes, 0)} remote bytes after the first epoch (goal 0)`,
+  ]);
+  const timedGoals = () => ['block', 'full'].map((sh) => {
+    const t = timing[sh];
+    return `- ${sh}, 100 % cache: cached / local wall ${x(t['later.cached.ms'].median, t['later.local.ms'].median)} later epochs, ${x(t['new.cached.ms'].median, t['new.local.ms'].median)} a new process's first (goal <= 1.2); CPU ${x(t['later.cached.cpuMs'].median, t['later.local.cpuMs'].median)} and ${x(t['new.cached.cpuMs'].median, t['new.local.cpuMs'].median)}; first epoch / limit ${x(t.firstMs, limitMs)} (goal <= 1.3)`;
+  });
+  const lines = [
+    `dataset ${mb(datasetBytes)} MB in ${localDs.shards.length} shards of ${o.shard}; nginx limit_rate ${o.rate}/s (one connection): ${Math.round(limitMs)} ms an epoch at the limit`,
+    '',
+    ...(parts.has('bytes') ? bytesLines() : []),
+    ...(parts.has('timed') ? timedLines() : []),
     'Goals:',
-    ...['block', 'full'].flatMap((sh) =>
-      Array.from({ length: o.epochs - 1 }, (_, i) => {
-        const c = row(sh, 'clairvoyant', 0.5, i + 1);
-        const l = row(sh, 'lru', 0.5, i + 1);
-        return `- ${sh}, 50 % cache, epoch ${i + 1}: clairvoyant / LRU remote bytes ${x(c.remoteBytes, l.remoteBytes)} (goal <= 0.7 for block); clairvoyant / MIN ${x(c.remoteBytes, c.minBytes)}`;
-      }),
-    ),
-    ...['block', 'full'].map((sh) => {
-      const later = results.filter((r) => r.shuffle === sh && r.cache === 1 && r.epoch > 0).reduce((n, r) => n + r.remoteBytes, 0);
-      const t = timing[sh];
-      return `- ${sh}, 100 % cache: ${later} remote bytes after the first epoch (goal 0); cached / local ${x(t.ms.same, t.ms.local)} same process, ${x(t.ms.fresh, t.ms.localFresh)} new process (goal <= 1.2); first epoch / limit ${x(t.firstMs, limitMs)} (goal <= 1.3)`;
-    }),
+    ...(parts.has('bytes') ? bytesGoals() : []),
+    ...(parts.has('timed') ? timedGoals() : []),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
-  if (o.json !== undefined) fs.writeFileSync(o.json, JSON.stringify({ options: o, datasetBytes, limitMs, results, timing }, null, 2));
+  if (o.json !== undefined) fs.writeFileSync(o.json, JSON.stringify({ options: o, datasetBytes, timedBytes, limitMs, results, timing }, null, 2));
 } finally {
   server.stop();
   fs.rmSync(work, { recursive: true, force: true });

@@ -12,6 +12,11 @@
  * evict it (ShardCache.reserve); another dataset's may, by LRU, and a process that has it open keeps reading it
  * through its open descriptor. When no copy can be made (no room, a failing directory, another process fetching it),
  * the index is read over http as without a cache, said once through `onEvent` (except while another process fetches it).
+ * A dataset on a local path (a network file system) opened with a cache gets its index copied the same way.
+ *
+ * A page of the copy that fails its check after open (damaged on disk since it was checked, or trusted by its proof)
+ * is never used: the reader removes the copy, says so once, and reads that page and all later ones from the dataset's
+ * location (IndexFallback); the next process fetches a new copy.
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -19,12 +24,15 @@ import path from 'node:path';
 import { crc32cHex } from '../../formats/checksum.js';
 import { decodeIndexHeader, decodeShardTable, HEADER_BYTES } from '../../formats/index-layout.js';
 import { PAGE_CRC, PAGE_NO, pageChecksum } from '../../formats/index-page.js';
+import type { ByteSource } from '../io/byte-source.js';
 import { FileSource } from '../io/file-source.js';
-import { indexCopyName, partName, scanCache, SPACE_LOCK } from './cache-dir.js';
+import { isRemote } from '../io/location.js';
+import type { IndexFallback } from '../read/index-reader.js';
+import { datasetId, indexCopyName, partName, scanCache, SPACE_LOCK } from './cache-dir.js';
 import { tryLock, unlock, withLock } from './cache-lock.js';
 import { chooseVictims } from './eviction.js';
 import { hasProof, removeCopy, touchCopy, writeProof } from './copy-proof.js';
-import type { CacheEvent } from './shard-cache.js';
+import type { CacheEvent, CacheOptions } from './shard-cache.js';
 
 /** What the manifest says of the index file. */
 export interface IndexFacts {
@@ -45,10 +53,10 @@ export interface IndexCopyPlace {
  * The index's verified local copy, opened (found, or fetched with `fetchWhole` by this process); undefined when the
  * index must be read over http (see the file comment).
  */
-export async function openIndexCopy(place: IndexCopyPlace, index: IndexFacts, fetchWhole: () => Promise<Uint8Array>): Promise<FileSource | undefined> {
+export async function openIndexCopy(place: IndexCopyPlace, index: IndexFacts, fetchWhole: () => Promise<Uint8Array>, from = 'over http'): Promise<FileSource | undefined> {
   const copy = path.join(place.dir, indexCopyName(index.file, index.crc32c, index.bytes));
   const note = (reason: string): undefined => {
-        place.onEvent?.({ type: 'bypass', shard: index.file, reason: `the index is read over http: ${reason}` });
+    place.onEvent?.({ type: 'bypass', shard: index.file, reason: `the index is read ${from}: ${reason}` });
     return undefined;
   };
   const expected = Number.parseInt(index.crc32c, 16) >>> 0;
@@ -115,7 +123,7 @@ async function openChecked(file: string, index: IndexFacts, expected: number, pl
     return undefined;
   }
   if (!trusted) writeProof(file, expected);
-  void touchCopy(file); // LRU across processes
+  touchCopy(file); // LRU across processes
   return source;
 }
 
@@ -161,4 +169,44 @@ function reserve(place: IndexCopyPlace, part: string, bytes: number): Promise<bo
     fs.closeSync(fs.openSync(part, 'wx'));
     return true;
   });
+}
+
+/**
+ * The index source of a dataset opened with a cache: its verified copy (index-copy.ts; `source`, the index at the
+ * dataset's location, is then closed) and the fallback its reader turns to when a page of the copy fails its check
+ * later (damaged on disk after it was checked); else `source` itself. `location`: the dataset's URL, or its
+ * absolute path (a network file system); `reopen` opens the index at the location again.
+ */
+export async function useIndexCopy(
+  cache: Pick<CacheOptions, 'dir' | 'maxBytes' | 'onEvent'>,
+  location: string,
+  index: IndexFacts,
+  source: ByteSource,
+  reopen: () => ByteSource,
+): Promise<{ source: ByteSource; fallback?: IndexFallback }> {
+  const root = path.resolve(cache.dir);
+  const place: IndexCopyPlace = { root, dir: path.join(root, datasetId(location, index.crc32c)), maxBytes: cache.maxBytes, ...(cache.onEvent === undefined ? {} : { onEvent: cache.onEvent }) };
+  const from = isRemote(location) ? 'over http' : "from the dataset's directory";
+  const copy = await openIndexCopy(place, index, () => source.read(0, index.bytes), from);
+  if (copy === undefined) return { source };
+  await source.close(); // an http source leaves the dataset's client open (it does not own it)
+  const file = path.join(place.dir, indexCopyName(index.file, index.crc32c, index.bytes));
+  const inode = fileInode(file);
+  const fallback: IndexFallback = {
+    open: reopen,
+    dropped: () => {
+      // this process's copy, unless another process has put a new one in its place meanwhile
+      if (inode !== undefined && fileInode(file) === inode) removeCopy(file);
+      place.onEvent?.({ type: 'corrupt', shard: index.file, reason: `a page of its copy in the cache fails its check (the copy is removed; pages are read ${from} from now on)` });
+    },
+  };
+  return { source: copy, fallback };
+}
+
+function fileInode(file: string): number | undefined {
+  try {
+    return fs.statSync(file).ino;
+  } catch {
+    return undefined;
+  }
 }

@@ -17,43 +17,69 @@ const LOOKAHEAD_SAMPLES = 65_536;
 const ADMIT_SHARE = 0.5;
 
 export class CachePlan {
+  /**
+   * The tables below are built the first time they are needed (see build()): an epoch whose every shard has a verified
+   * copy in this process from its start needs none (no prefetch, no eviction, no admission), and building them cost
+   * ~17 ms of such an epoch's ~100 ms of CPU (40,000 samples, this epoch's plan and the next one's, --cpu-prof).
+   */
+  private built = false;
   /** Per shard, the sample indices (this epoch, then the next one after `length`) at which the plan reads it. */
-  private readonly uses: Int32Array[];
-  private readonly shardOfSample: Int32Array;
+  private uses: Int32Array[] = [];
+  private shardOfSample = new Int32Array(0);
   private cursor = 0;
   private inFlightBytes = 0;
   /** Every shard the plan reads from this position on fits in the cache at once: all of them are admitted. */
-  private readonly fitsFrom: number;
+  private fitsFrom = 0;
   /** Per shard, the position its admission was decided from (-1: never), and the decision (1: admit). */
-  private readonly admitFrom: Float64Array;
-  private readonly admitted: Uint8Array;
+  private admitFrom = new Float64Array(0);
+  private admitted = new Uint8Array(0);
   /** Per shard, the mark of the last admission scan that met it. */
-  private readonly horizonSeen: Uint32Array;
+  private horizonSeen = new Uint32Array(0);
   private horizonStamp = 0;
   /** Per shard, the mark of the last prefetch scan that met it (typed arrays: a scan runs for each batch). */
-  private readonly seen: Uint32Array;
+  private seen = new Uint32Array(0);
   private stamp = 0;
+  /**
+   * The last scan found every shard it met ready or on its way (nothing to start): scans wait until the reads reach
+   * this position (the middle of what it met), unless a copy was dropped since (`idleDrops`, ShardCache.readyDrops).
+   * A new process on a full cache opens its copies as it goes, so `readyShards` stays below the shard count for most
+   * of its first epoch; scanning half the cache's samples for each batch cost it 170 ms of 820 (40,000 samples,
+   * block shuffle, --cpu-prof). Prefetch still looks at least half its reach ahead.
+   */
+  private idleUntil = -1;
+  private idleDrops = -1;
 
   /**
    * `shardStarts[s]`: the position of shard s's first sample (positions of a shard are contiguous, as pack writes);
-   * `plans`: this epoch's plan, then optionally the next epoch's.
+   * `plans`: this epoch's plan, then optionally the next epoch's (a function: made when the tables are built).
    */
   constructor(
     private readonly cache: ShardCache,
     private readonly shardBytes: readonly number[],
     private readonly shardSamples: readonly number[],
-    shardStarts: readonly number[],
-    plans: readonly EpochPlan[],
+    private readonly shardStarts: readonly number[],
+    private readonly planList: ReadonlyArray<EpochPlan | (() => EpochPlan)>,
     private readonly maxInFlightBytes: number,
     private readonly maxAheadBytes: number,
-  ) {
+  ) {}
+
+  /** Builds the tables (once): which shard each planned sample reads, when each shard is read, where all fit. */
+  private build(): void {
+    if (this.built) return;
+    this.built = true;
+    const { cache, shardBytes, shardSamples, shardStarts } = this;
+    const plans = this.planList.map((p) => (typeof p === 'function' ? p() : p));
     const total = plans.reduce((n, p) => n + p.length, 0);
     this.shardOfSample = new Int32Array(total);
     const counts = new Int32Array(shardBytes.length);
+    // a table from position to shard (filled range by range) costs less than a binary search per sample: 80,000
+    // searches over 400 shards took 60 ms of a new process's first cached epoch (--cpu-prof)
+    const shardOfPosition = new Int32Array(shardStarts.length === 0 ? 0 : (shardStarts[shardStarts.length - 1] as number) + (shardSamples[shardSamples.length - 1] as number));
+    shardStarts.forEach((start, s) => shardOfPosition.fill(s, start, start + (shardSamples[s] as number)));
     let i = 0;
     for (const plan of plans) {
       for (let k = 0; k < plan.length; k++, i++) {
-        const s = shardOf(shardStarts, plan.at(k));
+        const s = shardOfPosition[plan.at(k)] as number;
         this.shardOfSample[i] = s;
         counts[s] = (counts[s] as number) + 1;
       }
@@ -72,6 +98,7 @@ export class CachePlan {
 
   /** When the plan next reads `shard` at or after `from` (default: the cursor); Infinity when it does not. */
   readonly nextUse = (shard: number, from = this.cursor): number => {
+    this.build();
     const u = this.uses[shard];
     if (u === undefined) return Infinity;
     let lo = 0;
@@ -93,6 +120,7 @@ export class CachePlan {
    * later, bench/cache.mjs.)
    */
   readonly admit = (shard: number): boolean => {
+    this.build();
     const next = this.nextUse(shard);
     const from = Number.isFinite(next) ? next : this.cursor;
     if (from >= this.fitsFrom) return true;
@@ -136,19 +164,29 @@ export class CachePlan {
     if (this.cache.readyShards === this.shardBytes.length) return;
     // in flight at the budget: the scan below would stop at the first shard it could fetch
     if (this.inFlightBytes > 0 && this.inFlightBytes >= this.maxInFlightBytes) return;
-    let ahead = 0;
-    const stamp = (this.stamp = nextStamp(this.seen, this.stamp));
     const from = Math.max(this.cursor, first);
+    if (from < this.idleUntil && this.cache.readyDrops === this.idleDrops) return;
+    this.build();
+    let ahead = 0;
+    let idle = true;
+    const stamp = (this.stamp = nextStamp(this.seen, this.stamp));
     const end = Math.min(this.shardOfSample.length, from + LOOKAHEAD_SAMPLES);
-    for (let k = from; k < end; k++) {
+    let k = from;
+    for (; k < end; k++) {
       const s = this.shardOfSample[k] as number;
       if (this.seen[s] === stamp) continue;
       this.seen[s] = stamp;
       const bytes = this.shardBytes[s] as number;
       ahead += bytes;
       // never fetch ahead more than the cache holds: it would evict shards needed sooner
-      if (ahead > this.maxAheadBytes) return;
-      if (this.cache.has(s) || !this.admit(s)) continue;
+      if (ahead > this.maxAheadBytes) break;
+      // a copy its proof vouches for is opened now (nothing to fetch, nothing in flight): the batches that read it are
+      // then read synchronously
+      if (this.cache.has(s) || this.cache.findNow(s)) continue;
+      if (!this.admit(s)) {
+        idle = false; // admitted later, maybe, as the reads come nearer
+        continue;
+      }
       if (this.inFlightBytes + bytes > this.maxInFlightBytes && this.inFlightBytes > 0) return;
       this.inFlightBytes += bytes;
       void this.cache
@@ -157,6 +195,11 @@ export class CachePlan {
         .finally(() => {
           this.inFlightBytes -= bytes;
         });
+      idle = false;
+    }
+    if (idle) {
+      this.idleUntil = from + Math.ceil((k - from) / 2);
+      this.idleDrops = this.cache.readyDrops;
     }
   }
 }
@@ -180,16 +223,4 @@ function fitsFrom(order: Int32Array, shardBytes: readonly number[], maxBytes: nu
     if (bytes > maxBytes) return k + 1;
   }
   return 0;
-}
-
-/** The shard holding `position`: the last s with shardStarts[s] <= position. */
-function shardOf(shardStarts: readonly number[], position: number): number {
-  let lo = 0;
-  let hi = shardStarts.length - 1;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >>> 1;
-    if ((shardStarts[mid] as number) <= position) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
 }

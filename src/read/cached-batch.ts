@@ -7,6 +7,7 @@
  * synchronous call that reads it. Any other batch goes
  * through the remote path (which fetches what is missing), so a copy evicted meanwhile is never read here.
  */
+import { isShardkitError } from '../../formats/errors.js';
 import { recordRef, type RecordRef } from './record-ref.js';
 import type { Dataset } from './dataset.js';
 
@@ -19,6 +20,7 @@ export function locateCached(ds: Dataset, at: (i: number) => number, first: numb
   const cache = ds.cache;
   if (cache === undefined) return undefined;
   const refs = new Array<RecordRef>(count);
+  let ready = -1; // the last shard found ready: runs of a shard's samples ask once
   for (let i = 0; i < count; i++) {
     const position = at(first + i);
     const hit = ds.index.leafOfIfCached(position);
@@ -26,7 +28,10 @@ export function locateCached(ds: Dataset, at: (i: number) => number, first: numb
     const slot = position - hit.base;
     ds.checkRecord(hit.leaf, slot);
     const ref = recordRef(hit.leaf, slot);
-    if (!cache.readyNow(ref.shard)) return undefined;
+    if (ref.shard !== ready) {
+      if (!cache.readyNow(ref.shard)) return undefined;
+      ready = ref.shard;
+    }
     refs[i] = ref;
   }
   return refs;
@@ -38,4 +43,28 @@ export function allCached(ds: Dataset, refs: readonly RecordRef[]): boolean {
   if (cache === undefined) return false;
   for (const ref of refs) if (!cache.readyNow(ref.shard)) return false;
   return true;
+}
+
+/**
+ * `read()`, and when it fails because a member read from a copy in the shard cache failed its check (damaged on disk
+ * after the copy was checked: the copy is then suspected, ShardCache.suspect), `again()`: a read through the cache's
+ * async path, which checks the copy whole, removes it (said once) and reads the shard from the source, fetching it
+ * anew. A damaged copy then costs a read again, never a failed read nor wrong bytes. When `again()` fails too, its
+ * error is thrown: the source's own bytes are damaged.
+ */
+export function readAgainIfDamaged<T>(ds: Dataset, read: () => T | Promise<T>, again: () => T | Promise<T>): T | Promise<T> {
+  const cache = ds.cache;
+  if (cache === undefined) return read();
+  const suspects = cache.suspects;
+  const retry = (err: unknown): T | Promise<T> => {
+    if (cache.suspects === suspects || !isShardkitError(err)) throw err;
+    return again();
+  };
+  let result: T | Promise<T>;
+  try {
+    result = read();
+  } catch (err) {
+    return retry(err);
+  }
+  return result instanceof Promise ? result.catch(retry) : result;
 }

@@ -1,22 +1,22 @@
 /**
  * What opening a dataset reads, whatever its size: the manifest, then the index's header and shard table (or a
- * verified local copy of a remote index in the shard cache). The caller makes the Dataset from the parts.
+ * verified local copy of the index in the shard cache). The caller makes the Dataset from the parts.
  */
 import path from 'node:path';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { indexRemedy } from '../../formats/index-layout.js';
 import { MANIFEST_FILE, parseManifest, type Manifest } from '../../formats/manifest.js';
-import { datasetId } from '../cache/cache-dir.js';
-import { openIndexCopy } from '../cache/index-copy.js';
+import { useIndexCopy } from '../cache/index-copy.js';
 import type { ByteSource } from '../io/byte-source.js';
 import type { HttpClient } from '../io/http-client.js';
+import { FileSource } from '../io/file-source.js';
 import { HttpSource } from '../io/http-source.js';
 import type { IoStats } from '../io/io-stats.js';
 import { isRemote, redactLocation, resolveLocation } from '../io/location.js';
 import { openByteSource, readAll } from '../io/open-source.js';
 import { checkIndexMatchesManifest } from './dataset-checks.js';
 import type { OpenDatasetOptions } from './dataset-options.js';
-import { DEFAULT_PAGE_CACHE_BYTES, IndexReader } from './index-reader.js';
+import { DEFAULT_PAGE_CACHE_BYTES, IndexReader, type IndexFallback } from './index-reader.js';
 import { noManifestMessage } from './missing-manifest.js';
 
 export interface OpenedParts {
@@ -52,19 +52,13 @@ export async function openManifestAndIndex(location: string, options: OpenDatase
           }
           throw err;
         });
-    if (options.cache !== undefined && isRemote(indexLocation)) {
-      // a verified local copy of the index (index-copy.ts): lookups without http, synchronous from the first batch
-      const remoteIndex = indexSource;
-      const c = options.cache;
-      const root = path.resolve(c.dir);
-      const place = { root, dir: path.join(root, datasetId(location, manifest.index.crc32c)), maxBytes: c.maxBytes, ...(c.onEvent === undefined ? {} : { onEvent: c.onEvent }) };
-      const copy = await openIndexCopy(place, manifest.index, () => remoteIndex.read(0, manifest.index.bytes));
-      if (copy !== undefined) {
-        await remoteIndex.close(); // the dataset's client stays open (the source does not own it)
-        indexSource = copy;
-      }
+    let fallback: IndexFallback | undefined;
+    if (options.cache !== undefined) {
+      // a verified local copy of the index (index-copy.ts): lookups without http or NFS, synchronous from the first batch
+      const reopen = (): ByteSource => (isRemote(indexLocation) ? new HttpSource(indexLocation, { client: client as HttpClient, size: manifest.index.bytes, sizeMismatchCode: ErrorCodes.INDEX_MISMATCH }) : FileSource.openSync(indexLocation, { stats: io }));
+      ({ source: indexSource, fallback } = await useIndexCopy(options.cache, isRemote(location) ? location : path.resolve(location), manifest.index, indexSource, reopen));
     }
-    const index = await IndexReader.open(indexSource, options.pageCacheBytes ?? DEFAULT_PAGE_CACHE_BYTES);
+    const index = await IndexReader.open(indexSource, options.pageCacheBytes ?? DEFAULT_PAGE_CACHE_BYTES, fallback);
     checkIndexMatchesManifest(index, manifest, redactLocation(location));
     return { manifest, index };
   } catch (err) {

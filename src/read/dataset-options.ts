@@ -12,7 +12,10 @@ export const DEFAULT_MAX_MEMBER_BYTES = 1 << 30;
 export interface OpenDatasetOptions {
   /** Check every member's CRC32C on get/at (default true). */
   verify?: boolean;
-  /** Shard handles open at once (default 64); a 10,000-shard dataset works without raising ulimit. */
+  /**
+   * Shard handles open at once (default 64); a 10,000-shard dataset works without raising ulimit. With `cache`, the
+   * copies open at once too (default 512: a copy reopened is checked against its proof again).
+   */
   maxOpenShards?: number;
   /**
    * Memory for decoded index pages, in bytes of page (default 64 MiB: a 1M-sample index stays cached). Decoded pages

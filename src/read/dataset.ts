@@ -23,6 +23,7 @@ import { crc32c } from '../../formats/checksum.js';
 import type { IndexReader } from './index-reader.js';
 import { decodeRead, decodeRecord, decodeSpan, type DecodeContext } from './sample-decode.js';
 import type { ViewSource } from './lone-samples.js';
+import { readAgainIfDamaged } from './cached-batch.js';
 import { isLone, type RecordRef } from './record-ref.js';
 import { assertEntryFits, checkOpenOptions, recordFits } from './dataset-checks.js';
 import { openManifestAndIndex } from './dataset-open.js';
@@ -190,7 +191,12 @@ export class Dataset {
   }
 
   /** get/at: the sample of leaf record `slot`, one positional read (one ranged GET remotely), decoded from the columns. */
-  private async readRecord(leaf: LeafPage, slot: number): Promise<Sample> {
+  private readRecord(leaf: LeafPage, slot: number): Promise<Sample> {
+    const read = (): Promise<Sample> => this.readRecordOnce(leaf, slot);
+    return readAgainIfDamaged(this, read, read) as Promise<Sample>; // a damaged cached copy: read again (cached-batch.ts)
+  }
+
+  private async readRecordOnce(leaf: LeafPage, slot: number): Promise<Sample> {
     const r = slot * RECORD_COLUMNS;
     const length = leaf.rows[r + RecordColumn.length] as number;
     this.checkRecord(leaf, slot);

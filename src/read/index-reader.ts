@@ -38,6 +38,19 @@ export interface LeafSlot {
   slot: number;
 }
 
+/**
+ * Where index pages come from when the reader's first source is a copy (the index's copy in the shard cache,
+ * index-copy.ts) and a page read from it fails its check: `open()` gives the index at the dataset's location, read
+ * from then on; `dropped` is told once, before (it removes the copy and says so).
+ */
+export interface IndexFallback {
+  open(): ByteSource;
+  dropped(err: unknown): void;
+}
+
+/** A page from a copy failing with these is damage in the copy (a page checksum, a file cut short). */
+const COPY_DAMAGE: ReadonlySet<string> = new Set([ErrorCodes.CORRUPT_INDEX, ErrorCodes.TRUNCATED]);
+
 /** Thrown (and caught) by leafOfIfCached's page loader when a page is not decoded yet. */
 const PAGE_NOT_CACHED = Symbol('page not cached');
 
@@ -46,10 +59,11 @@ export class IndexReader {
   readonly cache: PageCache;
 
   private constructor(
-    private readonly source: ByteSource,
+    private source: ByteSource,
     readonly header: IndexHeader,
     readonly shards: ShardRecord[],
     cacheBytes: number,
+    private fallback: IndexFallback | undefined,
   ) {
     this.tree = { header, file: source.name };
     this.cache = new PageCache(Math.max(16, Math.floor(cacheBytes / header.pageSize)));
@@ -67,7 +81,8 @@ export class IndexReader {
   /** Leaves decoded in part lately (cleared when it holds as many as the cache does pages). */
   private readonly visited = new Set<number>();
 
-  static async open(source: ByteSource, cacheBytes = DEFAULT_PAGE_CACHE_BYTES): Promise<IndexReader> {
+  /** `fallback`: when `source` is a copy of the index, where its pages come from if one of the copy's fails. */
+  static async open(source: ByteSource, cacheBytes = DEFAULT_PAGE_CACHE_BYTES, fallback?: IndexFallback): Promise<IndexReader> {
     const size = await source.size();
     if (size < HEADER_BYTES) {
       throw new ShardkitError(ErrorCodes.TRUNCATED, `${source.name}: index is ${size} bytes, shorter than its header`, { file: source.name });
@@ -76,7 +91,7 @@ export class IndexReader {
     const first = await source.read(0, Math.min(size, DEFAULT_PAGE_SIZE));
     const header = decodeIndexHeader(first, source.name, size);
     const table = await source.read(header.tableOffset, header.tableLength);
-    return new IndexReader(source, header, decodeShardTable(table, header, source.name), cacheBytes);
+    return new IndexReader(source, header, decodeShardTable(table, header, source.name), cacheBytes, fallback);
   }
 
   get size(): number {
@@ -86,17 +101,60 @@ export class IndexReader {
   private loadSync = (pageNo: number): Page => {
     const cached = this.cache.get(pageNo);
     if (cached !== undefined) return cached;
-    const page = decodePage(this.readPageSync(pageNo), pageNo, this.source.name, false, this.header.layout);
-    this.cache.set(pageNo, page);
+    const page = this.readPageSync(pageNo);
+    if (page === undefined) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${this.source.name}: synchronous reads need a local dataset; use the async API`);
     return page;
   };
 
-  private readPageSync(pageNo: number): Uint8Array {
+  /** Page `pageNo`'s bytes, read synchronously (decode-to-slot decodes them in part). */
+  private readRawSync(pageNo: number): Uint8Array {
     const src = this.source as SyncByteSource;
     if (typeof src.readSync !== 'function') {
       throw new ShardkitError(ErrorCodes.INVALID_ARG, `${this.source.name}: synchronous reads need a local dataset; use the async API`);
     }
     return src.readSync(pageNo * this.header.pageSize, this.header.pageSize);
+  }
+
+  /** Page `pageNo` read and decoded synchronously, and cached; undefined when the source is not local. */
+  private readPageSync(pageNo: number): Page | undefined {
+    const src = this.source as SyncByteSource;
+    if (typeof src.readSync !== 'function') return undefined;
+    let page: Page;
+    try {
+      page = decodePage(src.readSync(pageNo * this.header.pageSize, this.header.pageSize), pageNo, this.source.name, false, this.header.layout);
+    } catch (err) {
+      if (!this.leaveCopy(src, err)) throw err;
+      return this.readPageSync(pageNo); // from the index's location now (undefined over http: read asynchronously)
+    }
+    this.cache.set(pageNo, page);
+    return page;
+  }
+
+  /** Page `pageNo` read from the source and decoded (from the index's location when the copy's page fails). */
+  private async readPage(pageNo: number, keepEntries: boolean): Promise<Page> {
+    const from = this.source;
+    try {
+      return decodePage(await from.read(pageNo * this.header.pageSize, this.header.pageSize), pageNo, from.name, keepEntries, this.header.layout);
+    } catch (err) {
+      if (!this.leaveCopy(from, err)) throw err;
+      return this.readPage(pageNo, keepEntries);
+    }
+  }
+
+  /**
+   * A read of a page from `from` failed with `err`: when `from` is the index's copy and `err` is damage, the copy is
+   * left for the index's location (once: the fallback is told, the copy closed). True when the page should be read
+   * again (from the new source).
+   */
+  private leaveCopy(from: ByteSource, err: unknown): boolean {
+    if (from !== this.source) return true; // left already, by another page's read
+    const fallback = this.fallback;
+    if (fallback === undefined || !(err instanceof ShardkitError) || !COPY_DAMAGE.has(err.code)) return false;
+    this.fallback = undefined;
+    this.source = fallback.open();
+    fallback.dropped(err);
+    void from.close().catch(() => undefined); // reads in flight on it finish first
+    return true;
   }
 
   /** Pages being fetched: concurrent lookups that need one page share one read (one HTTP request remotely). */
@@ -108,10 +166,8 @@ export class IndexReader {
     if (cached !== undefined) return cached;
     let pending = this.loading.get(pageNo);
     if (pending === undefined) {
-      pending = this.source
-        .read(pageNo * this.header.pageSize, this.header.pageSize)
-        .then((bytes) => {
-          const page = decodePage(bytes, pageNo, this.source.name, keepEntries, this.header.layout);
+      pending = this.readPage(pageNo, keepEntries)
+        .then((page) => {
           this.cache.set(pageNo, page);
           return page;
         })
@@ -157,18 +213,24 @@ export class IndexReader {
   private leafToSync(ref: LeafRef, stop: LeafStop): LeafPage | LeafRecord {
     const cached = this.cache.get(ref.pageNo);
     if (cached !== undefined) return checkLeafPage(this.tree, ref, cached);
-    const bytes = this.readPageSync(ref.pageNo);
+    const from = this.source;
     let page: Page | LeafRecord;
-    if (this.visited.delete(ref.pageNo)) {
-      page = decodePage(bytes, ref.pageNo, this.source.name, false, this.header.layout);
-    } else {
-      if (this.visited.size >= this.cache.capacity) this.visited.clear();
-      this.visited.add(ref.pageNo);
-      page = decodePageTo(bytes, ref.pageNo, this.source.name, stop, this.header.layout);
-      if ('index' in page) {
-        checkLeafCount(this.tree, ref, page.count);
-        return page;
+    try {
+      const bytes = this.readRawSync(ref.pageNo);
+      if (this.visited.delete(ref.pageNo)) {
+        page = decodePage(bytes, ref.pageNo, from.name, false, this.header.layout);
+      } else {
+        if (this.visited.size >= this.cache.capacity) this.visited.clear();
+        this.visited.add(ref.pageNo);
+        page = decodePageTo(bytes, ref.pageNo, from.name, stop, this.header.layout);
       }
+    } catch (err) {
+      if (!this.leaveCopy(from, err)) throw err;
+      return this.leafToSync(ref, stop); // from the index's location now
+    }
+    if ('index' in page) {
+      checkLeafCount(this.tree, ref, page.count);
+      return page;
     }
     this.cache.set(ref.pageNo, page); // decoded whole (a branch where a leaf should be: refused just below)
     return checkLeafPage(this.tree, ref, page);
@@ -247,7 +309,11 @@ export class IndexReader {
   private loadCached = (pageNo: number): Page => {
     if (this.cache.has(pageNo)) return this.cache.get(pageNo) as Page;
     // a local source (the index's copy in the shard cache, index-copy.ts) is read now, as leafOfSync reads it
-    if (typeof (this.source as SyncByteSource).readSync === 'function') return this.loadSync(pageNo);
+    if (typeof (this.source as SyncByteSource).readSync === 'function') {
+      this.cache.misses++; // as loadSync counts it
+      const page = this.readPageSync(pageNo); // undefined: the copy was left for http on this page
+      if (page !== undefined) return page;
+    }
     throw PAGE_NOT_CACHED; // not counted as a miss: the async lookup that follows counts it
   };
 

@@ -17,7 +17,7 @@ import type { CacheStats } from '../cache/shard-cache.js';
 import { readBatch, type BatchReadOptions } from './batch-read.js';
 import { DEFAULT_LOCAL_COALESCE_GAP_BYTES } from './fetch-plan.js';
 import { CachePlan } from './cache-plan.js';
-import { allCached, locateCached } from './cached-batch.js';
+import { allCached, locateCached, readAgainIfDamaged } from './cached-batch.js';
 import type { Dataset } from './dataset.js';
 import type { DecodedSample } from './decode-image.js';
 import { decodeBatchImages } from './decode-batch.js';
@@ -165,7 +165,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]>, BatchSour
     if (ds.cache !== undefined && ds.cache.policy === 'clairvoyant') {
       // across epochs: the next epoch's order (from its start) follows this one's
       const { resumeFrom: _resume, ...fresh } = planOptions;
-      const next = planEpoch({ ...fresh, epoch: plan.epoch + 1 });
+      const next = (): EpochPlan => planEpoch({ ...fresh, epoch: plan.epoch + 1 }); // made when the cache plan needs it
       const starts: number[] = [];
       ds.shards.reduce((n, s) => (starts.push(n), n + s.samples), 0);
       const shardBytes = ds.shards.map((s) => s.bytes);
@@ -273,7 +273,7 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]>, BatchSour
         this.locating--;
         if (this.finished) throw closedError(); // located after return(): nothing of it is read
         // its index pages were looked up; its shards may all have copies by now (read as local ones, then)
-        const samples = this.cachedOptions !== undefined && allCached(this.ds, refs) ? this.fetchCached(pending, refs, first) : this.fetch(pending, refs, first);
+        const samples = this.cachedOptions !== undefined && allCached(this.ds, refs) ? this.fetchCached(pending, refs, first) : readAgainIfDamaged(this.ds, () => this.fetch(pending, refs, first), () => this.fetchBatch(pending, refs, this.batchOptions));
         this.ahead.scheduleFill(); // the size is known now: read-ahead may go on
         return samples;
       },
@@ -335,7 +335,8 @@ export class Loader<S = Sample> implements AsyncIterableIterator<S[]>, BatchSour
   private fetchCached(pending: QueuedBatch<S>, refs: RecordRef[], first: number): S[] | Promise<S[]> {
     const dropped = this.window?.skip(first, refs.length) ?? 0;
     if (dropped > 0) this.ahead.addPrefetched(-dropped);
-    return this.fetchBatch(pending, refs, this.cachedOptions as BatchReadOptions);
+    // a copy found damaged (a member check): the batch is read again through the remote path (cached-batch.ts)
+    return readAgainIfDamaged(this.ds, () => this.fetchBatch(pending, refs, this.cachedOptions as BatchReadOptions), () => this.fetchBatch(pending, refs, this.batchOptions));
   }
 
   /** A batch read by readBatch: local shards, or copies in the shard cache (`options.cached`). */

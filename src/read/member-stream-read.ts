@@ -36,7 +36,7 @@ export async function streamMember(ds: Dataset, entry: IndexEntry, member: Membe
       throw new ShardkitError(ErrorCodes.TOO_LARGE, `${where}: ${member.size} bytes compressed with LZ4, more than one buffer holds; it cannot be decompressed here`, { key: entry.key });
     }
     const bytes = lz4DecompressMember(await ds.readShardRange(entry.shard, at, member.storedSize), member.size, where);
-    checkCrc(crc32c(bytes), member, where, entry.key);
+    checkCrc(crc32c(bytes), member, where, entry.key, ds, entry.shard);
     await sink(bytes);
     return;
   }
@@ -49,10 +49,12 @@ export async function streamMember(ds: Dataset, entry: IndexEntry, member: Membe
     await sink(piece);
     off += n;
   }
-  checkCrc(crc, member, where, entry.key);
+  checkCrc(crc, member, where, entry.key, ds, entry.shard);
 }
 
-function checkCrc(crc: number, member: MemberEntry, where: string, key: string): void {
+function checkCrc(crc: number, member: MemberEntry, where: string, key: string, ds: Dataset, shard: number): void {
   if (crc >>> 0 === member.crc32c >>> 0) return;
+  // read from a copy in the shard cache, the damage may be the copy's: it is checked whole before its next use
+  ds.cache?.suspect(shard);
   throw new ShardkitError(ErrorCodes.CHECKSUM, `${where}: checksum mismatch (CRC32C ${crc32cHex(crc)}, the index says ${crc32cHex(member.crc32c)}), the stored bytes are damaged; run \`shardkit verify\``, { key });
 }

@@ -9,7 +9,7 @@ import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
 import type { Manifest } from '../../formats/manifest.js';
 import type { Sample } from '../../formats/sample.js';
-import { ShardCache } from '../cache/shard-cache.js';
+import { DEFAULT_CACHE_MAX_OPEN, ShardCache } from '../cache/shard-cache.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { FileSource } from '../io/file-source.js';
 import { HandlePool, DEFAULT_MAX_OPEN } from '../io/handle-pool.js';
@@ -73,7 +73,7 @@ export class ShardReader {
     this.cache =
       options.cache === undefined
         ? undefined
-        : ShardCache.open(options.cache, isRemote(location) ? location : path.resolve(location), manifest.index.crc32c, shards, (shard, offset, length) => this.pool.use(this.shardLocations[shard] as string, (src) => src.read(offset, length)), { mmap: addon !== undefined });
+        : ShardCache.open(options.cache, isRemote(location) ? location : path.resolve(location), manifest.index.crc32c, shards, (shard, offset, length) => this.pool.use(this.shardLocations[shard] as string, (src) => src.read(offset, length)), { mmap: addon !== undefined }, options.maxOpenShards ?? DEFAULT_CACHE_MAX_OPEN);
   }
 
   shardLocation(shard: number): string {

@@ -1,15 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ErrorCodes } from '../../formats/errors.js';
+import { describe, expect, it } from 'vitest';
 import type { Sample } from '../../formats/sample.js';
-import type { ShardCache } from '../../src/cache/shard-cache.js';
+import type { CacheEvent, ShardCache } from '../../src/cache/shard-cache.js';
 import { nativeAvailable } from '../../src/native/native.js';
-import { openDataset, type Dataset } from '../../src/read/dataset.js';
-import type { Loader, LoaderStats } from '../../src/read/loader.js';
+import { openDataset } from '../../src/read/dataset.js';
 import type { LoaderOptions } from '../../src/read/loader-options.js';
-import { sameBytes, writeLoaderDataset } from '../helpers/loader-dataset.js';
-import { nginxSkipReason, startNginx, type NginxServer } from '../helpers/nginx.js';
+import { batches, expectLocalBatches, flipByte, rangeBytes, serveCacheDatasets, shardCopies, shardLog } from '../helpers/cache-server.js';
+import { nginxSkipReason } from '../helpers/nginx.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 /**
@@ -18,70 +16,25 @@ import { tmpDir } from '../helpers/tmp.js';
  * and copies evicted mid-epoch (in this process or by another) never read wrongly.
  */
 const N = 1500;
-let root: string;
-let server: NginxServer;
-let local: Dataset;
-let datasetBytes: number;
-
-/** The batches of a loader, and its stats once done. */
-async function batches<S>(loader: Loader<S>): Promise<{ got: S[][]; stats: LoaderStats }> {
-  const got: S[][] = [];
-  for await (const batch of loader) got.push(batch);
-  return { got, stats: loader.stats() };
-}
-
-/** `got` is batch for batch, sample for sample, byte for byte what a local loader with `options` yields. */
-async function expectLocalBatches(got: Sample[][], options: LoaderOptions): Promise<void> {
-  const want = (await batches(local.loader(options))).got;
-  expect(got.map((b) => b.map((s) => s.key))).toEqual(want.map((b) => b.map((s) => s.key)));
-  got.forEach((b, i) =>
-    b.forEach((s, j) => {
-      const w = want[i]?.[j] as Sample;
-      expect(Object.keys(s.members)).toEqual(Object.keys(w.members));
-      for (const ext of Object.keys(w.members)) expect(sameBytes(s.members[ext], w.members[ext])).toBe(true);
-    }),
-  );
-}
-
-/** Requests nginx logged for shard files since `from` (an index into the access log). */
-async function shardRequests(from: number): Promise<number> {
-  return (await server.accessLog()).slice(from).filter((e) => /shard-\d+\.tar$/.test(e.uri)).length;
-}
-
-/** The verified copies of the dataset's shards under a cache dir. */
-function copies(dir: string): string[] {
-  return fs.readdirSync(dir).flatMap((sub) => (fs.statSync(path.join(dir, sub)).isDirectory() ? fs.readdirSync(path.join(dir, sub)).filter((n) => /~[0-9a-f]{8}~\d+$/.test(n)).map((n) => path.join(dir, sub, n)) : []));
-}
-
 const modes = nativeAvailable() ? [true, false] : [false];
 
 describe.skipIf(nginxSkipReason !== undefined)('fully cached epochs read as local ones (real nginx)', () => {
-  beforeAll(async () => {
-    root = tmpDir();
-    await writeLoaderDataset(path.join(root, 'ds'), N, { shardBytes: 128 * 1024 });
-    await writeLoaderDataset(path.join(root, 'other'), 400, { shardBytes: 128 * 1024 });
-    server = await startNginx(root);
-    local = await openDataset(path.join(root, 'ds'));
-    datasetBytes = local.shards.reduce((n, s) => n + s.bytes, 0);
-  });
-  afterAll(async () => {
-    await local?.close();
-    await server?.stop();
-  });
+  const fx = serveCacheDatasets({ ds: { samples: N, shardBytes: 128 * 1024 }, other: { samples: 400, shardBytes: 128 * 1024 } });
+  const shardRequests = async (from: number): Promise<number> => shardLog((await fx.server.accessLog()).slice(from)).length;
 
   for (const native of modes) {
     for (const shuffle of ['none', 'block', 'full'] as const) {
       it(`${shuffle} shuffle${native ? '' : ', pread (no addon)'}: after the first epoch, the same batches as local disk, no request, no miss, no stall`, async () => {
-        const ds = await openDataset(`${server.url}/ds`, { native, cache: { dir: tmpDir(), maxBytes: 2 * datasetBytes } });
+        const ds = await openDataset(`${fx.server.url}/ds`, { native, cache: { dir: tmpDir(), maxBytes: 2 * fx.datasetBytes } });
         const options: LoaderOptions = { batchSize: 24, shuffle, seed: 5, ...(shuffle === 'block' ? { windowShards: 3 } : {}) };
         const first = await batches(ds.loader(options));
-        await expectLocalBatches(first.got, options);
+        await expectLocalBatches(fx.local, first.got, options);
         for (const epoch of [1, 2]) {
-          const before = (await server.accessLog()).length;
+          const before = (await fx.server.accessLog()).length;
           const pagesBefore = ds.stats().pageCache.misses;
           const { got, stats } = await batches(ds.loader({ ...options, epoch, batchSize: epoch === 2 ? 1 : 24 }));
-          await expectLocalBatches(got, { ...options, epoch, batchSize: epoch === 2 ? 1 : 24 });
-          expect((await server.accessLog()).length).toBe(before); // no request at all: shards nor index pages
+          await expectLocalBatches(fx.local, got, { ...options, epoch, batchSize: epoch === 2 ? 1 : 24 });
+          expect((await fx.server.accessLog()).length).toBe(before); // no request at all: shards nor index pages
           expect(ds.stats().pageCache.misses).toBe(pagesBefore);
           // every batch was read synchronously when it was started (the remote path's first batch always stalls)
           expect(stats.stalls).toBe(0);
@@ -94,17 +47,17 @@ describe.skipIf(nginxSkipReason !== undefined)('fully cached epochs read as loca
   }
 
   it('a new process opens copies its proofs vouch for synchronously: once its index pages are decoded, no miss and no stall', async () => {
-    const cache = { dir: tmpDir(), maxBytes: 2 * datasetBytes };
+    const cache = { dir: tmpDir(), maxBytes: 2 * fx.datasetBytes };
     const options: LoaderOptions = { batchSize: 32, shuffle: 'full', seed: 4 };
-    const filler = await openDataset(`${server.url}/ds`, { cache });
+    const filler = await openDataset(`${fx.server.url}/ds`, { cache });
     await batches(filler.loader(options));
     await filler.close();
-    const ds = await openDataset(`${server.url}/ds`, { cache }); // another process, here: another dataset object
+    const ds = await openDataset(`${fx.server.url}/ds`, { cache }); // another process, here: another dataset object
     for (let p = 0; p < ds.size; p++) await ds.index.leafOf(p); // (not needed since the index copy: http-cache-index-copy.test.ts)
-    const before = (await server.accessLog()).length;
+    const before = (await fx.server.accessLog()).length;
     const { got, stats } = await batches(ds.loader({ ...options, epoch: 1 }));
-    await expectLocalBatches(got, { ...options, epoch: 1 });
-    expect((await server.accessLog()).length).toBe(before);
+    await expectLocalBatches(fx.local, got, { ...options, epoch: 1 });
+    expect((await fx.server.accessLog()).length).toBe(before);
     expect(stats.stalls).toBe(0);
     expect(stats.cache).toMatchObject({ misses: 0, remoteBytes: 0 });
     await ds.close();
@@ -112,14 +65,14 @@ describe.skipIf(nginxSkipReason !== undefined)('fully cached epochs read as loca
 
   it('copies evicted mid-epoch, by this process or by others, still yield the right bytes', async () => {
     const dir = tmpDir();
-    const maxBytes = Math.ceil(datasetBytes * 1.1);
-    const ds = await openDataset(`${server.url}/ds`, { cache: { dir, maxBytes } });
+    const maxBytes = Math.ceil(fx.datasetBytes * 1.1);
+    const ds = await openDataset(`${fx.server.url}/ds`, { cache: { dir, maxBytes } });
     const options: LoaderOptions = { batchSize: 16, shuffle: 'block', seed: 9, windowShards: 2 };
     await batches(ds.loader(options));
-    expect(copies(dir).length).toBe(local.shards.length);
+    expect(shardCopies(dir).length).toBe(fx.local.shards.length);
     const loader = ds.loader({ ...options, epoch: 1 });
     const got: Sample[][] = [];
-    const before = (await server.accessLog()).length;
+    const before = (await fx.server.accessLog()).length;
     let step = 0;
     for await (const batch of loader) {
       got.push(batch);
@@ -131,22 +84,22 @@ describe.skipIf(nginxSkipReason !== undefined)('fully cached epochs read as loca
       }
       if (step === 10) {
         // another process evicts copies this one has open: the open maps and descriptors keep the bytes
-        for (const f of copies(dir).slice(0, 3)) fs.rmSync(f);
+        for (const f of shardCopies(dir).slice(0, 3)) fs.rmSync(f);
       }
       if (step === 15) {
         // another dataset's loader in the same dir makes room by evicting this dataset's copies
-        const other = await openDataset(`${server.url}/other`, { cache: { dir, maxBytes } });
+        const other = await openDataset(`${fx.server.url}/other`, { cache: { dir, maxBytes } });
         await batches(other.loader({ batchSize: 32 }));
         expect(other.stats().cache?.evictions).toBeGreaterThan(0);
         await other.close();
       }
     }
-    await expectLocalBatches(got, { ...options, epoch: 1 });
+    await expectLocalBatches(fx.local, got, { ...options, epoch: 1 });
     expect(loader.stats().cache?.hits).toBeGreaterThan(0);
     expect(await shardRequests(before)).toBeGreaterThan(0); // the other dataset's shards
     // a new process finds what is left and fetches what is gone; its bytes are right too
-    const again = await openDataset(`${server.url}/ds`, { cache: { dir, maxBytes } });
-    await expectLocalBatches((await batches(again.loader({ ...options, epoch: 2 }))).got, { ...options, epoch: 2 });
+    const again = await openDataset(`${fx.server.url}/ds`, { cache: { dir, maxBytes } });
+    await expectLocalBatches(fx.local, (await batches(again.loader({ ...options, epoch: 2 }))).got, { ...options, epoch: 2 });
     expect(again.stats().cache?.remoteBytes).toBeGreaterThan(0);
     await again.close();
     await ds.close();
@@ -154,14 +107,14 @@ describe.skipIf(nginxSkipReason !== undefined)('fully cached epochs read as loca
 
   it('a copy evicted while it is being opened is not kept open as ready: every ready copy is on disk, within maxBytes', async () => {
     const dir = tmpDir();
-    const maxBytes = Math.floor(datasetBytes / 4);
-    const ds = await openDataset(`${server.url}/ds`, { cache: { dir, maxBytes, policy: 'lru' } });
+    const maxBytes = Math.floor(fx.datasetBytes / 4);
+    const ds = await openDataset(`${fx.server.url}/ds`, { cache: { dir, maxBytes, policy: 'lru' } });
     const cache = ds.cache as ShardCache;
     for (const epoch of [0, 1]) {
       const options: LoaderOptions = { batchSize: 32, shuffle: 'full', seed: 1, epoch };
-      await expectLocalBatches((await batches(ds.loader(options))).got, options);
-      const onDisk = new Set(copies(dir).map((f) => path.basename(f).split('~')[0]));
-      const ready = local.shards.filter((_, s) => cache.isReady(s));
+      await expectLocalBatches(fx.local, (await batches(ds.loader(options))).got, options);
+      const onDisk = new Set(shardCopies(dir).map((f) => path.basename(f).split('~')[0]));
+      const ready = fx.local.shards.filter((_, s) => cache.isReady(s));
       // (a copy evicted between its download's rename and its open once stayed ready through its unlinked file:
       // 19 of 26 shards, the disk holding a quarter of them, and later epochs fetched nothing)
       expect(ready.every((r) => onDisk.has(encodeURIComponent(r.file)))).toBe(true);
@@ -170,31 +123,75 @@ describe.skipIf(nginxSkipReason !== undefined)('fully cached epochs read as loca
     await ds.close();
   });
 
+  /** Descriptors this process holds open on files under `dir`. */
+  const openUnder = (dir: string): number =>
+    fs.readdirSync('/proc/self/fd').filter((fd) => {
+      try {
+        return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(dir);
+      } catch {
+        return false; // closed meanwhile (readdir's own descriptor)
+      }
+    }).length;
+
   for (const native of modes) {
-    it(`a copy damaged under an open map${native ? '' : ' (pread)'} is refused on the synchronous path, then checked whole and fetched again`, async () => {
+    it(`maxOpenShards bounds the copies open at once${native ? '' : ' (pread)'}: a full shuffle over more shards reopens them by their proof, same bytes, no request`, async () => {
       const dir = tmpDir();
-      const ds = await openDataset(`${server.url}/ds`, { native, cache: { dir, maxBytes: 2 * datasetBytes } });
+      const maxOpenShards = 3;
+      expect(fx.local.shards.length).toBeGreaterThan(3 * maxOpenShards);
+      const ds = await openDataset(`${fx.server.url}/ds`, { native, maxOpenShards, cache: { dir, maxBytes: 2 * fx.datasetBytes } });
+      const options: LoaderOptions = { batchSize: 8, shuffle: 'full', seed: 11 };
+      await expectLocalBatches(fx.local, (await batches(ds.loader(options))).got, options);
+      const before = (await fx.server.accessLog()).length;
+      for (const epoch of [1, 2]) {
+        const loader = ds.loader({ ...options, epoch });
+        const got: Sample[][] = [];
+        let most = 0;
+        for await (const batch of loader) {
+          got.push(batch);
+          most = Math.max(most, openUnder(dir)); // copies and the index copy
+        }
+        await expectLocalBatches(fx.local, got, { ...options, epoch });
+        expect(most).toBeLessThanOrEqual(maxOpenShards + 1);
+        expect(loader.stats().cache).toMatchObject({ remoteBytes: 0, bypassReads: 0 });
+      }
+      expect((await fx.server.accessLog()).length).toBe(before);
+      // a closed (parked) copy removed by another process: fetched again when read, the right bytes
+      const open = new Set(fs.readdirSync('/proc/self/fd').map((fd) => { try { return fs.readlinkSync(`/proc/self/fd/${fd}`); } catch { return ''; } }));
+      const closed = shardCopies(dir).filter((f) => !open.has(f));
+      expect(closed.length).toBeGreaterThan(0);
+      for (const f of closed.slice(0, 2)) fs.rmSync(f);
+      const { got, stats } = await batches(ds.loader({ ...options, epoch: 3 }));
+      await expectLocalBatches(fx.local, got, { ...options, epoch: 3 });
+      expect(stats.cache?.remoteBytes).toBeGreaterThan(0);
+      await ds.close();
+    });
+  }
+
+  for (const native of modes) {
+    it(`a copy damaged under an open map${native ? '' : ' (pread)'}: the batch is read again, the copy checked whole, removed (said once) and fetched again; no read fails`, async () => {
+      const dir = tmpDir();
+      const events: CacheEvent[] = [];
+      const ds = await openDataset(`${fx.server.url}/ds`, { native, cache: { dir, maxBytes: 2 * fx.datasetBytes, onEvent: (e) => events.push(e) } });
       const options: LoaderOptions = { batchSize: 32 };
       await batches(ds.loader(options));
       // a byte of sample 700's `bin` member, changed in place: the file is the inode the copy's map and descriptor hold
-      const entry = await local.locate('s/000700');
-      const at = entry.offset + (entry.members[0]?.offset as number) + 5;
-      const victim = copies(dir).find((f) => path.basename(f).startsWith(encodeURIComponent(local.shardName(entry.shard)))) as string;
-      const fd = fs.openSync(victim, 'r+');
-      const byte = Buffer.alloc(1);
-      fs.readSync(fd, byte, 0, 1, at);
-      byte[0] = (byte[0] as number) ^ 0xff;
-      fs.writeSync(fd, byte, 0, 1, at);
-      fs.closeSync(fd);
-      const before = (await server.accessLog()).length;
-      await expect(batches(ds.loader(options))).rejects.toMatchObject({ code: ErrorCodes.CHECKSUM });
-      expect(fs.existsSync(`${victim}.ok`)).toBe(false); // its proof is gone: checked whole before next use
-      await expectLocalBatches((await batches(ds.loader(options))).got, options);
-      // the damaged shard, fetched again (by the failed loader's prefetch already, or by this one)
-      expect(await shardRequests(before)).toBeGreaterThan(0);
-      const after = (await server.accessLog()).length;
-      await expectLocalBatches((await batches(ds.loader({ ...options, shuffle: 'full', seed: 2 }))).got, { ...options, shuffle: 'full', seed: 2 });
-      expect((await server.accessLog()).length).toBe(after);
+      const entry = await fx.local.locate('s/000700');
+      const shard = fx.local.shards[entry.shard] as { file: string; bytes: number };
+      const victim = shardCopies(dir).find((f) => path.basename(f).startsWith(encodeURIComponent(shard.file))) as string;
+      flipByte(victim, entry.offset + (entry.members[0]?.offset as number) + 5);
+      const before = (await fx.server.accessLog()).length;
+      const { got, stats } = await batches(ds.loader(options));
+      await expectLocalBatches(fx.local, got, options);
+      expect(events).toEqual([{ type: 'corrupt', shard: shard.file, reason: 'its copy fails its CRC32C' }]);
+      // the damaged shard, fetched again whole, once; nothing else
+      const log = shardLog((await fx.server.accessLog()).slice(before));
+      expect(log.map((e) => e.uri)).toEqual([expect.stringMatching(new RegExp(`/${shard.file}$`))]);
+      expect(rangeBytes(log)).toBe(shard.bytes);
+      expect(stats.cache?.remoteBytes).toBe(shard.bytes);
+      expect(fs.readFileSync(victim).equals(fs.readFileSync(path.join(fx.root, 'ds', shard.file)))).toBe(true);
+      const after = (await fx.server.accessLog()).length;
+      await expectLocalBatches(fx.local, (await batches(ds.loader({ ...options, shuffle: 'full', seed: 2 }))).got, { ...options, shuffle: 'full', seed: 2 });
+      expect((await fx.server.accessLog()).length).toBe(after);
       await ds.close();
     });
   }

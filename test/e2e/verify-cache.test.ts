@@ -4,8 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CacheEvent } from '../../src/cache/shard-cache.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
+import { writeMember } from '../../src/read/inspect.js';
 import { shardkit } from '../helpers/cli.js';
 import { writeLoaderDataset } from '../helpers/loader-dataset.js';
+import { flipByte, leftovers, rangeBytes, shardCopies, shardLog } from '../helpers/cache-server.js';
 import { nginxSkipReason, startNginx, type AccessLogEntry, type NginxServer } from '../helpers/nginx.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -15,10 +17,6 @@ let server: NginxServer;
 let shards: { file: string; bytes: number }[];
 let datasetBytes: number;
 
-function shardRequests(log: AccessLogEntry[]): AccessLogEntry[] {
-  return log.filter((e) => /shard-\d+\.tar$/.test(e.uri));
-}
-
 /** Bytes the ranges asked for, leaving out the 1-byte probes that learn a shard's size (one per shard at most). */
 function streamedBytes(entries: AccessLogEntry[]): number {
   const probes = entries.filter((e) => e.range === 'bytes=0-0');
@@ -26,33 +24,9 @@ function streamedBytes(entries: AccessLogEntry[]): number {
   return rangeBytes(entries.filter((e) => e.range !== 'bytes=0-0'));
 }
 
-function rangeBytes(entries: AccessLogEntry[]): number {
-  return entries.reduce((n, e) => {
-    const m = /bytes=(\d+)-(\d+)/.exec(e.range);
-    return n + (m === null ? 0 : Number(m[2]) - Number(m[1]) + 1);
-  }, 0);
-}
-
 /** The verified copies under a cache dir: shard file name (decoded) -> path. */
 function copies(dir: string): Map<string, string> {
-  const out = new Map<string, string>();
-  if (!fs.existsSync(dir)) return out;
-  for (const sub of fs.readdirSync(dir)) {
-    const d = path.join(dir, sub);
-    if (!fs.statSync(d).isDirectory()) continue;
-    for (const n of fs.readdirSync(d)) {
-      const m = /^(.*)~[0-9a-f]{8}~\d+$/.exec(n);
-      if (m !== null) out.set(decodeURIComponent(m[1] as string), path.join(d, n));
-    }
-  }
-  return out;
-}
-
-function leftovers(dir: string): string[] {
-  return fs.readdirSync(dir).flatMap((sub) => {
-    const d = path.join(dir, sub);
-    return fs.statSync(d).isDirectory() ? fs.readdirSync(d).filter((n) => n.endsWith('.part') || n.endsWith('.lock')) : [];
-  });
+  return new Map(shardCopies(dir).map((f) => [decodeURIComponent(path.basename(f).replace(/~[0-9a-f]{8}~\d+$/, '')), f]));
 }
 
 /** Flips one byte in the middle of a shard (inside a member or its tar padding: either way the shard's CRC changes). */
@@ -85,7 +59,7 @@ describe.skipIf(nginxSkipReason !== undefined)('verify with a shard cache (real 
     const report = await verifyDataset(`${server.url}/ds`, { cache: { dir, maxBytes: 2 * datasetBytes } });
     expect(report.ok).toBe(true);
     expect(report.cache).toMatchObject({ copied: shards.length, copiedBytes: datasetBytes, alreadyCached: 0, notCopied: 0, repairFrom: [] });
-    expect(streamedBytes(shardRequests((await server.accessLog()).slice(before)))).toBe(datasetBytes);
+    expect(streamedBytes(shardLog((await server.accessLog()).slice(before)))).toBe(datasetBytes);
     expect([...copies(dir).keys()].sort()).toEqual(shards.map((s) => s.file).sort());
     for (const s of shards) expect(fs.readFileSync(copies(dir).get(s.file) as string).equals(fs.readFileSync(path.join(root, 'ds', s.file)))).toBe(true);
     expect(leftovers(dir)).toEqual([]);
@@ -97,13 +71,13 @@ describe.skipIf(nginxSkipReason !== undefined)('verify with a shard cache (real 
     for await (const batch of ds.loader({ batchSize: 50, shuffle: 'block', seed: 1 })) n += batch.length;
     await ds.close();
     expect(n).toBe(600);
-    expect(shardRequests((await server.accessLog()).slice(warm))).toEqual([]);
+    expect(shardLog((await server.accessLog()).slice(warm))).toEqual([]);
 
     // a second verify still reads the source: a copy proves nothing about it
     const again = (await server.accessLog()).length;
     const second = await verifyDataset(`${server.url}/ds`, { cache: { dir, maxBytes: 2 * datasetBytes } });
     expect(second.cache).toMatchObject({ copied: 0, alreadyCached: shards.length, notCopied: 0 });
-    expect(streamedBytes(shardRequests((await server.accessLog()).slice(again)))).toBe(datasetBytes);
+    expect(streamedBytes(shardLog((await server.accessLog()).slice(again)))).toBe(datasetBytes);
   });
 
   it('reports a shard damaged at the source, does not copy it, and names an intact copy cached earlier for the repair', async () => {
@@ -196,7 +170,7 @@ describe.skipIf(nginxSkipReason !== undefined)('a cached copy damaged after this
     await server2?.stop();
   });
 
-  it('the damaged read fails with CHECKSUM naming the key; the next read checks the copy, removes it and fetches the shard again', async () => {
+  it('the damaged read does not fail: the copy is checked whole, removed (said once), the shard fetched again and the sample read from it', async () => {
     const dir = tmpDir();
     const local = await openDataset(path.join(root2, 'ds'));
     const events: CacheEvent[] = [];
@@ -205,18 +179,10 @@ describe.skipIf(nginxSkipReason !== undefined)('a cached copy damaged after this
       const key = (await local.at(150)).key;
       const want = (await local.get(key)).members.bin as Uint8Array;
       expect(Buffer.from((await ds.get(key)).members.bin as Uint8Array).equals(Buffer.from(want))).toBe(true); // the copy is made, checked and open
-      const entry = (await local.index.at(150));
-      const shard = (local.shards[entry.shard] as { file: string; bytes: number });
-      const copy = copies(dir).get(shard.file) as string;
+      const entry = await local.index.at(150);
+      const shard = local.shards[entry.shard] as { file: string; bytes: number };
       // damaged in place on disk, under this process's open copy
-      const fd = fs.openSync(copy, 'r+');
-      const at = entry.offset + (entry.members[0]?.offset ?? 0);
-      const one = Buffer.alloc(1);
-      fs.readSync(fd, one, 0, 1, at);
-      one[0] = (one[0] as number) ^ 0xff;
-      fs.writeSync(fd, one, 0, 1, at);
-      fs.closeSync(fd);
-      await expect(ds.get(key)).rejects.toMatchObject({ code: 'SHARDKIT_ERR_CHECKSUM', message: expect.stringContaining(key) });
+      flipByte(copies(dir).get(shard.file) as string, entry.offset + (entry.members[0]?.offset ?? 0));
       const before = (await server2.accessLog()).length;
       expect(Buffer.from((await ds.get(key)).members.bin as Uint8Array).equals(Buffer.from(want))).toBe(true);
       const refetched = (await server2.accessLog()).slice(before).filter((e) => e.uri.endsWith(`/${shard.file}`));
@@ -224,6 +190,39 @@ describe.skipIf(nginxSkipReason !== undefined)('a cached copy damaged after this
       expect(events).toEqual([{ type: 'corrupt', shard: shard.file, reason: 'its copy fails its CRC32C' }]);
       expect(fs.readFileSync(copies(dir).get(shard.file) as string).equals(fs.readFileSync(path.join(root2, 'ds', shard.file)))).toBe(true);
     } finally {
+      await ds.close();
+      await local.close();
+    }
+  });
+
+  it('a streamed member (get --out of a member past the span limit) read from a damaged copy: CHECKSUM, no file, and the copy is distrusted, so the next read fetches the shard again and gets the right bytes', async () => {
+    process.env.SHARDKIT_TEST_MAX_SPAN_BYTES = '1024';
+    process.env.SHARDKIT_TEST_VERIFY_CHUNK_BYTES = '700';
+    const dir = tmpDir();
+    const local = await openDataset(path.join(root2, 'ds'));
+    const ds = await openDataset(`${server2.url}/ds`, { cache: { dir, maxBytes: 1 << 30 } });
+    try {
+      let n = 0;
+      for await (const batch of ds.loader({ batchSize: 50 })) n += batch.length;
+      expect(n).toBe(300);
+      const position = 150; // loader sample 150: 50 + (150 * 7919) % 3000 = 2,900 bytes of bin, streamed
+      const entry = await local.index.at(position);
+      const want = Buffer.from((await local.at(position)).members.bin as Uint8Array);
+      expect(want.length).toBe(2900);
+      const shard = local.shards[entry.shard] as { file: string; bytes: number };
+      const copy = copies(dir).get(shard.file) as string;
+      flipByte(copy, entry.offset + (entry.members.find((m) => m.ext === 'bin')?.offset ?? 0) + 2000);
+      const target = path.join(tmpDir(), 'm.bin');
+      await expect(writeMember(ds, entry.key, 'bin', { file: target })).rejects.toMatchObject({ code: 'SHARDKIT_ERR_CHECKSUM' });
+      expect(fs.existsSync(target)).toBe(false);
+      expect(fs.existsSync(`${copy}.ok`)).toBe(false); // distrusted: checked whole before its next use
+      const before = (await server2.accessLog()).length;
+      await writeMember(ds, entry.key, 'bin', { file: target });
+      expect(fs.readFileSync(target).equals(want)).toBe(true);
+      expect(rangeBytes((await server2.accessLog()).slice(before).filter((e) => e.uri.endsWith(`/${shard.file}`)))).toBe(shard.bytes);
+    } finally {
+      delete process.env.SHARDKIT_TEST_MAX_SPAN_BYTES;
+      delete process.env.SHARDKIT_TEST_VERIFY_CHUNK_BYTES;
       await ds.close();
       await local.close();
     }

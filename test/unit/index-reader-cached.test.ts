@@ -92,4 +92,58 @@ describe('IndexReader.leafOfIfCached (the cached loader path\'s synchronous look
     await index.close();
     await reference.close();
   });
+
+  describe('a copy of the index whose pages fail their check (IndexFallback)', () => {
+    /** A copy of the index with one byte flipped in each of `pages`, on disk. */
+    function damagedCopy(pages: number[], from = indexFile): string {
+      const bytes = fs.readFileSync(from);
+      const pageSize = 4096; // the default: the dataset is written with it (checked below)
+      for (const p of pages) bytes[p * pageSize + 77] ^= 0x20;
+      const copy = path.join(tmpDir(), 'index.copy');
+      fs.writeFileSync(copy, bytes);
+      return copy;
+    }
+
+    for (const via of ['async', 'sync', 'cached'] as const) {
+      it(`${via}: every lookup answers as the index does; the fallback is opened and told once; the copy is closed`, async () => {
+        const reference = await IndexReader.open(await FileSource.open(indexFile));
+        const pageCount = reference.header.pageCount;
+        expect(reference.header.pageSize).toBe(4096);
+        const copySource = await FileSource.open(damagedCopy([1, 2, pageCount - 1, Math.floor(pageCount / 2)]));
+        const dropped: unknown[] = [];
+        let opened = 0;
+        const index = await IndexReader.open(copySource, undefined, {
+          open: () => {
+            opened++;
+            return via === 'cached' ? new AsyncOnlySource(FileSource.openSync(indexFile)) : FileSource.openSync(indexFile);
+          },
+          dropped: (err) => dropped.push(err),
+        });
+        for (let p = 0; p < N; p += 13) {
+          const want = reference.leafOfSync(p);
+          let hit = via === 'async' ? await index.leafOf(p) : via === 'sync' ? index.leafOfSync(p) : index.leafOfIfCached(p);
+          if (hit === undefined) hit = await index.leafOf(p); // left for a source without readSync: the async lookup reads it
+          expect(hit.base).toBe(want.base);
+          expect(hit.leaf.keys).toEqual(want.leaf.keys);
+        }
+        expect(opened).toBe(1);
+        expect(dropped).toEqual([expect.objectContaining({ code: 'SHARDKIT_ERR_CORRUPT_INDEX' })]);
+        expect(copySource.isClosed).toBe(true);
+        await index.close();
+        await reference.close();
+      });
+    }
+
+    it('the index at the location damaged too: CORRUPT_INDEX, never a wrong leaf', async () => {
+      const index = await IndexReader.open(await FileSource.open(damagedCopy([1, 2, 3, 4, 5, 6, 7, 8])), undefined, {
+        open: () => FileSource.openSync(damagedCopy([1, 2, 3, 4, 5, 6, 7, 8])),
+        dropped: () => undefined,
+      });
+      const errors: unknown[] = [];
+      for (let p = 0; p < N; p += 13) await index.leafOf(p).catch((err: unknown) => errors.push(err));
+      expect(errors.length).toBeGreaterThan(0);
+      expect(errors.every((e) => (e as { code?: string }).code === 'SHARDKIT_ERR_CORRUPT_INDEX')).toBe(true);
+      await index.close();
+    });
+  });
 });
