@@ -134,6 +134,31 @@ describe('IndexReader.leafOfIfCached (the cached loader path\'s synchronous look
       });
     }
 
+    it('sync with decode-to-slot (an index larger than the page cache): the same records; the fallback opened and told once', async () => {
+      const reference = await IndexReader.open(await FileSource.open(indexFile));
+      const pageCount = reference.header.pageCount;
+      const copySource = await FileSource.open(damagedCopy([1, 2, pageCount - 1, Math.floor(pageCount / 2)]));
+      const dropped: unknown[] = [];
+      let opened = 0;
+      const index = await IndexReader.open(copySource, 4096, {
+        open: () => (opened++, FileSource.openSync(indexFile)),
+        dropped: (err) => dropped.push(err),
+      });
+      expect(pageCount).toBeGreaterThan(index.cache.capacity); // decode-to-slot is on
+      for (const step of [13, 7]) {
+        for (let p = 0; p < N; p += step) {
+          const want = reference.leafOfSync(p);
+          const hit = index.leafOfSync(p);
+          expect(hit.leaf.keys[p - hit.base]).toBe(want.leaf.keys[p - want.base]);
+        }
+      }
+      expect(opened).toBe(1);
+      expect(dropped).toEqual([expect.objectContaining({ code: 'SHARDKIT_ERR_CORRUPT_INDEX' })]);
+      expect(copySource.isClosed).toBe(true);
+      await index.close();
+      await reference.close();
+    });
+
     it('the index at the location damaged too: CORRUPT_INDEX, never a wrong leaf', async () => {
       const index = await IndexReader.open(await FileSource.open(damagedCopy([1, 2, 3, 4, 5, 6, 7, 8])), undefined, {
         open: () => FileSource.openSync(damagedCopy([1, 2, 3, 4, 5, 6, 7, 8])),
