@@ -23,6 +23,7 @@ import { pack } from '../dist/src/pack/pack.js';
 import { openDataset } from '../dist/src/read/dataset.js';
 import { planEpoch } from '../dist/src/read/epoch-plan.js';
 import { median } from '../dist/src/bench/report-stats.js';
+import { SeededRandom } from '../dist/src/bench/seeded-random.js';
 import { realTree } from './real-trees.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -47,19 +48,14 @@ function parseArgs(argv) {
     else throw new Error(`unknown argument ${a}`);
     if (o.child !== undefined) break;
   }
+  if (!(o.epochs >= 3)) throw new Error('--epochs must be 3 or more: the first epoch is compared with epochs 3..E');
   return o;
 }
 
-/** mulberry32: the same synthetic data on every run. */
+/** Seeded uniform floats in [0, 1): the same data and orders on every run. */
 function rng(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
+  const r = new SeededRandom(seed);
+  return () => r.float();
 }
 
 /** The dataset to read: a real tree packed as `pack` packs it, or synthetic samples of log-uniform sizes. */

@@ -51,6 +51,7 @@ import { median } from '../dist/src/bench/report-stats.js';
 import { planEpoch } from '../dist/src/read/epoch-plan.js';
 import { pack } from '../dist/src/pack/pack.js';
 import { memberPath } from '../dist/formats/sample.js';
+import { SeededRandom } from '../dist/src/bench/seeded-random.js';
 import { renderMarkdown } from './read-report.mjs';
 import { realTree } from './real-trees.mjs';
 
@@ -82,16 +83,10 @@ function parseArgs(argv) {
   return opts;
 }
 
-/** mulberry32: a small seeded PRNG so every run generates the same data and orders. */
+/** Seeded uniform floats in [0, 1): the same data and orders on every run. */
 function rng(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
+  const r = new SeededRandom(seed);
+  return () => r.float();
 }
 
 function permutation(n, seed) {
