@@ -17,20 +17,26 @@
  * While another process fetches a shard, this one reads what it needs from the remote with range reads.
  * The bytes on disk stay within maxBytes, downloads in progress included: room is made under a directory-wide lock,
  * evicting by Belady's MIN over the loader's plan and LRU for the rest (eviction.ts).
+ *
+ * This file holds ShardCache (reads, prefetch, the fetch-or-bypass decision, checking a copy before use) and the
+ * cache's public types. The bookkeeping of open and parked copies is in open-copies.ts; making room, downloading and
+ * checksumming a copy in shard-fetch.ts.
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { crc32c } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
 import { FileSource, type FileSourceOptions } from '../io/file-source.js';
 import { redactLocation } from '../io/location.js';
-import { copyName, datasetId, isIndexCopy, partName, scanCache, SPACE_LOCK } from './cache-dir.js';
-import { tryLock, unlock, withLock } from './cache-lock.js';
+import { copyName, datasetId, partName } from './cache-dir.js';
+import { tryLock, unlock } from './cache-lock.js';
 import { hasProof, proofPath, removeCopy, touchCopy, writeProof } from './copy-proof.js';
 import { CopyWriter } from './copy-writer.js';
-import { chooseVictims, chooseVictimsAhead, type AheadCandidate } from './eviction.js';
+import { DEFAULT_CACHE_MAX_OPEN, OpenCopies, type OpenCopy } from './open-copies.js';
+import { copyCrc32c, downloadShard, reserveRoom, reserveWaiting } from './shard-fetch.js';
+
+export { DEFAULT_CACHE_MAX_OPEN };
 
 export interface CacheOptions {
   /** The cache directory (node-local: /dev/shm, a local SSD). Created if missing; shared by processes using it. */
@@ -77,22 +83,8 @@ export type NextUse = (shard: number, from?: number) => number;
 /** Reads `length` bytes at `offset` of shard `shard` from the remote (the dataset's http source). */
 export type RemoteRead = (shard: number, offset: number, length: number) => Promise<Uint8Array>;
 
-/**
- * Most copies open at once when openDataset's `maxOpenShards` is not given (when it is, copies obey it as local shards
- * do). Above the local reader's 64: reopening a copy also checks its proof, and a full shuffle over 505 shards with
- * 64 open reopened ~35,000 an epoch, 2.0 s of CPU against 0.12 s with all open (40,000 samples, bench/cache.mjs's
- * timed dataset). 512 stays well under the usual `ulimit -n` of 1024.
- */
-export const DEFAULT_CACHE_MAX_OPEN = 512;
-
-/** Downloads go in requests of this many bytes: memory stays flat, and each request is retried on its own. */
-const DOWNLOAD_CHUNK_BYTES = 8 * 1024 * 1024;
 /** A shard being fetched by another process is looked for again after this long (reads go remote meanwhile). */
 const RECHECK_MS = 500;
-
-interface Ready {
-  source: FileSource;
-}
 
 export class ShardCache {
   readonly dir: string;
@@ -105,24 +97,9 @@ export class ShardCache {
   /** Whether fetching shard s whole pays now (else its reads go remote); set by the loader. Undefined: always. */
   admit: ((shard: number) => boolean) | undefined;
   private readonly root: string;
-  /** Open verified copies, least recently used first (Map order), at most maxOpen of them. */
-  private readonly ready = new Map<number, Ready>();
-  /**
-   * Copies this process verified (or found by their proof) and keeps closed to stay within maxOpen: opened again, by
-   * their proof, when read (readyNow). One descriptor (and map) per open copy; a cache of thousands of shards would
-   * otherwise run out of descriptors (`ulimit -n`, often 1024).
-   */
-  private readonly parked = new Set<number>();
-  /**
-   * Shards whose copy was evicted (or distrusted) by this process since openVerified began opening it: the copy it
-   * opens is then not made ready. Without this, a copy evicted between its rename and its open stayed ready through
-   * its unlinked file: reads never went remote again and the disk held more than maxBytes (bench/cache.mjs, full
-   * shuffle, 25 % LRU cache: 25 of 26 shards ready, 6 on disk).
-   */
-  private readonly dropped = new Set<number>();
-  /** Shards whose copy openVerified is opening: reserve() does not evict them (they are about to be read). */
-  private readonly opening = new Set<number>();
-  private readonly inflight = new Map<number, { promise: Promise<Ready | undefined>; prefetch: boolean }>();
+  /** Open and parked copies (open-copies.ts): at most maxOpen open, parked ones opened again by their proof when read. */
+  private readonly copies: OpenCopies;
+  private readonly inflight = new Map<number, { promise: Promise<OpenCopy | undefined>; prefetch: boolean }>();
   /** Shards not to try again before this time (another process fetches them, or no room). */
   private readonly retryAt = new Map<number, number>();
   private readonly said = new Set<string>();
@@ -144,10 +121,11 @@ export class ShardCache {
     /** How copies are opened (the dataset's choice: memory-mapped when the native addon is there). */
     private readonly sourceOptions: FileSourceOptions,
     /** Most copies open at once (the dataset's maxOpenShards, else DEFAULT_CACHE_MAX_OPEN). */
-    private readonly maxOpen: number,
+    maxOpen: number,
   ) {
     this.root = root;
     this.dir = dir;
+    this.copies = new OpenCopies(maxOpen, sourceOptions);
   }
 
   /** Opens (and creates) the cache for one dataset; fails with IO naming the directory when it cannot be written. */
@@ -174,7 +152,7 @@ export class ShardCache {
     if (pending?.prefetch === true) this.stats.prefetchStalls++;
     let got = await (pending?.promise ?? this.acquire(shard, false));
     // a prefetch that found no room was early; the read asks for itself (it evicts what it must now)
-    if (got === undefined && pending?.prefetch === true) got = await (this.ready.get(shard) ?? this.inflight.get(shard)?.promise ?? this.acquire(shard, false));
+    if (got === undefined && pending?.prefetch === true) got = await (this.copies.get(shard) ?? this.inflight.get(shard)?.promise ?? this.acquire(shard, false));
     this.stats.misses++;
     // closed to stay within maxOpen while this read awaited: opened again (or, gone, the read is made again)
     if (got !== undefined) return (got.source.isClosed ? (this.openCopy(shard) ?? got) : got).source.read(offset, length);
@@ -214,7 +192,7 @@ export class ShardCache {
    * synchronously, as it reads local shards ({@link ShardCache.readySync}).
    */
   isReady(shard: number): boolean {
-    return this.ready.has(shard);
+    return this.copies.isOpen(shard);
   }
 
   /**
@@ -224,31 +202,12 @@ export class ShardCache {
    * async path (which checks it whole, or waits).
    */
   readyNow(shard: number): boolean {
-    if (this.ready.has(shard)) return true;
-    if (this.closed || this.inflight.has(shard) || this.opening.has(shard)) return false;
-    const record = this.shards[shard] as ShardRecord;
-    const file = this.copyPath(shard);
-    const wasParked = this.parked.delete(shard);
-    let source: FileSource | undefined;
-    if (hasProof(file, record.crc32c)) {
-      try {
-        source = FileSource.openSync(file, this.sourceOptions);
-        if (source.sizeSync() !== record.bytes) {
-          source.closeSync();
-          source = undefined;
-        }
-      } catch {
-        source = undefined; // evicted by another process meanwhile
-      }
-    }
-    if (source === undefined) {
-      // a copy this process trusted is gone: a read that counted on it is read again (readAgainIfDamaged)
-      if (wasParked) this.suspects++;
-      return false;
-    }
-    touchCopy(file); // LRU across processes
-    this.setReady(shard, source);
-    return true;
+    if (this.copies.isOpen(shard)) return true;
+    if (this.closed || this.inflight.has(shard) || this.copies.isOpening(shard)) return false;
+    const opened = this.copies.openByProof(shard, this.copyPath(shard), this.shards[shard] as ShardRecord);
+    // a copy this process trusted is gone: a read that counted on it is read again (readAgainIfDamaged)
+    if (opened === 'lost') this.suspects++;
+    return opened === 'open';
   }
 
   /**
@@ -257,49 +216,19 @@ export class ShardCache {
    * that the reads before it need.
    */
   findNow(shard: number): boolean {
-    if (this.ready.size < this.maxOpen) return this.readyNow(shard);
-    if (this.parked.has(shard)) return true;
-    if (this.closed || this.inflight.has(shard) || this.opening.has(shard)) return false;
+    if (this.copies.openCount < this.copies.maxOpen) return this.readyNow(shard);
+    if (this.copies.isParked(shard)) return true;
+    if (this.closed || this.inflight.has(shard) || this.copies.isOpening(shard)) return false;
     if (!hasProof(this.copyPath(shard), (this.shards[shard] as ShardRecord).crc32c)) return false;
-    this.parked.add(shard);
+    this.copies.park(shard);
     return true;
   }
 
   /** The open copy of `shard`, opened again when it was parked; undefined when there is none (or no longer). */
-  private openCopy(shard: number): Ready | undefined {
-    const local = this.ready.get(shard);
-    if (local !== undefined) {
-      if (this.parked.size > 0) {
-        // most recently used last: the copy closed to make room is the least recently used
-        this.ready.delete(shard);
-        this.ready.set(shard, local);
-      }
-      return local;
-    }
-    return this.parked.has(shard) && this.readyNow(shard) ? this.ready.get(shard) : undefined;
-  }
-
-  /** Records `source` as the open copy of `shard`; past maxOpen, the least recently used other copy is closed and parked. */
-  private setReady(shard: number, source: FileSource): Ready {
-    const open = this.ready.get(shard);
-    if (open !== undefined && !open.source.isClosed) {
-      // opened meanwhile by another path (readyNow while openVerified awaited): one descriptor per copy
-      if (open.source !== source) void source.close().catch(() => undefined);
-      return open;
-    }
-    const ready = { source };
-    this.ready.set(shard, ready);
-    this.parked.delete(shard);
-    if (this.ready.size > this.maxOpen) {
-      for (const [s, r] of this.ready) {
-        if (s === shard) continue;
-        this.ready.delete(s);
-        this.parked.add(s);
-        void r.source.close().catch(() => undefined); // async reads in flight on it finish first
-        break;
-      }
-    }
-    return ready;
+  private openCopy(shard: number): OpenCopy | undefined {
+    const local = this.copies.use(shard);
+    if (local !== undefined) return local;
+    return this.copies.isParked(shard) && this.readyNow(shard) ? this.copies.get(shard) : undefined;
   }
 
   /**
@@ -316,20 +245,18 @@ export class ShardCache {
 
   /** How many shards have a verified copy in this process, open or parked (closed to stay within maxOpen). */
   get readyShards(): number {
-    return this.ready.size + this.parked.size;
+    return this.copies.count;
   }
 
   /** Whether the shard's copy is ready (open or parked) or on its way in this process. */
   has(shard: number): boolean {
-    return this.ready.has(shard) || this.parked.has(shard) || this.inflight.has(shard);
+    return this.copies.isOpen(shard) || this.copies.isParked(shard) || this.inflight.has(shard);
   }
 
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all([...this.inflight.values()].map((p) => p.promise.catch(() => undefined)));
-    for (const r of this.ready.values()) await r.source.close();
-    this.ready.clear();
-    this.parked.clear();
+    await this.copies.closeAll();
   }
 
   /**
@@ -369,14 +296,14 @@ export class ShardCache {
     return (await this.openVerified(shard, copy)) === undefined ? undefined : copy;
   }
 
-  private acquire(shard: number, prefetch: boolean): Promise<Ready | undefined> {
+  private acquire(shard: number, prefetch: boolean): Promise<OpenCopy | undefined> {
     const promise = this.obtain(shard, prefetch).finally(() => this.inflight.delete(shard));
     this.inflight.set(shard, { promise, prefetch });
     return promise;
   }
 
   /** A verified local copy of `shard`: found, or fetched by this process; undefined when it must be read remotely. */
-  private async obtain(shard: number, prefetch: boolean): Promise<Ready | undefined> {
+  private async obtain(shard: number, prefetch: boolean): Promise<OpenCopy | undefined> {
     const record = this.shards[shard] as ShardRecord;
     if ((this.retryAt.get(shard) ?? 0) > Date.now()) return this.bypass(shard, undefined);
     const copy = this.copyPath(shard);
@@ -402,13 +329,13 @@ export class ShardCache {
       const again = await this.openVerified(shard, copy);
       if (again !== undefined) return again;
       const part = path.join(this.dir, partName(path.basename(copy)));
-      if (!(await this.reserveWaiting(shard, part, prefetch))) {
+      if (!(await reserveWaiting(() => this.reserve(shard, part, this.nextUse, prefetch), this.downloading, prefetch))) {
         // a read finds no room only when every copy is needed as soon: do not scan again for each of its reads.
         // A prefetch that finds none is simply early; the read that needs the shard asks again.
         if (!prefetch) this.retryAt.set(shard, Date.now() + RECHECK_MS);
         return this.bypass(shard, 'no room: every cached shard is needed sooner than this one (or is being fetched)');
       }
-      const downloaded = this.download(shard, record, part, prefetch);
+      const downloaded = downloadShard({ remote: this.remote, stats: this.stats, prefetch, isClosed: () => this.closed }, shard, record, part);
       const settled = downloaded.catch(() => undefined);
       this.downloading.add(settled);
       try {
@@ -432,17 +359,16 @@ export class ShardCache {
    * CRC32C unless this process just checked it while writing it or a proof shows it is the file that was checked
    * (copy-proof.ts); a copy checked here gets a proof.
    */
-  private async openVerified(shard: number, file: string, justWritten = false): Promise<Ready | undefined> {
-    this.dropped.delete(shard);
-    this.opening.add(shard);
+  private async openVerified(shard: number, file: string, justWritten = false): Promise<OpenCopy | undefined> {
+    this.copies.beginOpening(shard);
     try {
       return await this.openChecked(shard, file, justWritten);
     } finally {
-      this.opening.delete(shard);
+      this.copies.endOpening(shard);
     }
   }
 
-  private async openChecked(shard: number, file: string, justWritten: boolean): Promise<Ready | undefined> {
+  private async openChecked(shard: number, file: string, justWritten: boolean): Promise<OpenCopy | undefined> {
     const record = this.shards[shard] as ShardRecord;
     let source: FileSource;
     try {
@@ -455,9 +381,7 @@ export class ShardCache {
     let size = -1;
     try {
       size = source.sizeSync();
-      if (!trusted && size === record.bytes) {
-        for (let at = 0; at < size; at += DOWNLOAD_CHUNK_BYTES) crc = crc32c(await source.read(at, Math.min(DOWNLOAD_CHUNK_BYTES, size - at)), crc);
-      }
+      if (!trusted && size === record.bytes) crc = await copyCrc32c(source, size);
     } catch {
       size = -1;
     }
@@ -467,62 +391,26 @@ export class ShardCache {
       this.say({ type: 'corrupt', shard: record.file, reason: size !== record.bytes ? `its copy is ${size} bytes, the index says ${record.bytes}` : 'its copy fails its CRC32C' });
       return undefined;
     }
-    if (this.closed || this.dropped.has(shard)) {
+    if (this.closed || this.copies.wasDropped(shard)) {
       await source.close();
       return undefined;
     }
     if (!trusted) writeProof(file, record.crc32c);
     touchCopy(file); // LRU across processes
-    return this.setReady(shard, source);
+    return this.copies.set(shard, source);
   }
 
-  /**
-   * {@link reserve}; for a read, when this process's own downloads hold the room, waits for them and tries again
-   * (they become copies that can be evicted) rather than reading the shard remotely.
-   */
-  private async reserveWaiting(shard: number, part: string, prefetch: boolean): Promise<boolean> {
-    for (let attempt = 0; ; attempt++) {
-      if (await this.reserve(shard, part, this.nextUse, prefetch)) return true;
-      // only downloads past their reservation hold room; waiting on another read that waits too would deadlock
-      const others = [...this.downloading];
-      if (prefetch || others.length === 0 || attempt >= 8) return false;
-      await Promise.race(others);
-    }
-  }
-
-  /**
-   * Makes room for `part` under the directory-wide lock: scans every file of the cache, evicts what the policy
-   * picks, and creates `part` while still holding the lock, so concurrent reservations cannot overshoot maxBytes.
-   */
+  /** Makes room for `part` (reserveRoom, shard-fetch.ts), evicting this dataset's copies from this process too. */
   private reserve(shard: number, part: string, nextUse: NextUse | undefined, prefetch = false): Promise<boolean> {
-    const record = this.shards[shard] as ShardRecord;
-    return withLock(path.join(this.root, SPACE_LOCK), () => {
-      const files = scanCache(this.root);
-      const used = files.reduce((n, f) => n + f.bytes, 0);
-      const need = used + record.bytes - this.options.maxBytes;
-      const mine = new Map<string, number>();
-      this.shards.forEach((_, i) => mine.set(this.copyPath(i), i));
-      const forUse = nextUse === undefined ? Infinity : nextUse(shard);
-      const candidates: AheadCandidate[] = files
-        // this dataset's index copy is read by every process that uses it (index-copy.ts): never evicted by them
-        .filter((f) => f.complete && !this.opening.has(mine.get(f.path) ?? -1) && !(path.dirname(f.path) === this.dir && isIndexCopy(path.basename(f.path))))
-        .map((f) => {
-          const s = mine.get(f.path);
-          const planned = s !== undefined && nextUse !== undefined;
-          return { id: f.path, bytes: f.bytes, lastUse: f.mtimeMs, nextUse: planned ? nextUse(s) : Infinity, nextUseThen: planned ? nextUse(s, forUse) : Infinity };
-        });
-      // a prefetch evicts only what MIN would when the shard is read; a read evicts what it must now
-      const victims = prefetch && Number.isFinite(forUse) ? chooseVictimsAhead(candidates, need, forUse) : chooseVictims(candidates, need, forUse);
-      if (victims === undefined) return false;
-      for (const v of victims) {
-        removeCopy(v.id);
-        this.stats.evictions++;
-        const s = mine.get(v.id);
-        if (s !== undefined) this.dropReady(s);
-      }
-      fs.closeSync(fs.openSync(part, 'wx'));
-      return true;
-    });
+    const mine = new Map<string, number>();
+    this.shards.forEach((_, i) => mine.set(this.copyPath(i), i));
+    const bytes = (this.shards[shard] as ShardRecord).bytes;
+    const isOpening = (s: number): boolean => this.copies.isOpening(s);
+    const evicted = (_file: string, s: number | undefined): void => {
+      this.stats.evictions++;
+      if (s !== undefined) this.dropReady(s);
+    };
+    return reserveRoom({ root: this.root, dir: this.dir, maxBytes: this.options.maxBytes, shard, bytes, part, copies: mine, nextUse, prefetch, isOpening, evicted });
   }
 
   /** Where the copy of `shard` goes (made once per shard: a new process asks for every copy as it opens it). */
@@ -532,33 +420,7 @@ export class ShardCache {
 
   private dropReady(shard: number): void {
     this.readyDrops++;
-    this.dropped.add(shard);
-    this.parked.delete(shard);
-    const r = this.ready.get(shard);
-    if (r === undefined) return;
-    this.ready.delete(shard);
-    void r.source.close().catch(() => undefined); // reads in flight finish first (FileSource closes after them)
-  }
-
-  private async download(shard: number, record: ShardRecord, part: string, prefetch: boolean): Promise<void> {
-    const handle = await fsp.open(part, 'r+');
-    try {
-      let crc = 0;
-      for (let at = 0; at < record.bytes; at += DOWNLOAD_CHUNK_BYTES) {
-        if (this.closed) throw new ShardkitError(ErrorCodes.CLOSED, `the dataset was closed while ${record.file} was being cached`);
-        const chunk = await this.remote(shard, at, Math.min(DOWNLOAD_CHUNK_BYTES, record.bytes - at));
-        this.stats.remoteBytes += chunk.length;
-        if (prefetch) this.stats.prefetchedBytes += chunk.length;
-        crc = crc32c(chunk, crc);
-        await handle.write(chunk, 0, chunk.length, at);
-      }
-      if (crc !== record.crc32c) {
-        throw new ShardkitError(ErrorCodes.SHARD_MISMATCH, `${record.file}: the remote shard's CRC32C differs from the index's; the shard was replaced or damaged at the source (run \`shardkit verify\` on it)`, { shard: record.file });
-      }
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
+    this.copies.drop(shard);
   }
 
   private bypass(shard: number, reason: string | undefined): undefined {
