@@ -1,8 +1,8 @@
 """ShardReader: the bytes of a dataset's shards (src/read/shard-reader.ts).
 
 Local shards are read through read-only memory maps, one per shard in use and at most ``max_open_shards`` (the
-oldest dropped first); with ``mmap=False``, through one positional read per span, each shard opened once under a
-bounded LRU of handles (file_source.HandlePool). Remote shards are read with Range requests, one HttpFile per
+oldest dropped first); with ``mmap=False``, through positional reads, each shard opened once under a bounded
+LRU of handles (file_source.HandlePool). Remote shards are read with Range requests, one HttpFile per
 shard. A shard's size and fingerprint are checked when first used, and its size again whenever it is mapped. A
 forked child drops the maps it inherited and maps its shards again on first use. A part of Dataset: the attributes
 it sets and uses are Dataset's (see ``Dataset.__init__``).
