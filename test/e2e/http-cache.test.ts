@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../formats/errors.js';
 import { hasProof, writeProof } from '../../src/cache/copy-proof.js';
-import type { CacheEvent } from '../../src/cache/shard-cache.js';
+import type { CacheEvent, CacheOptions } from '../../src/cache/shard-cache.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { shardkit, shardkitAsync } from '../helpers/cli.js';
 import { startFlakyServer } from '../helpers/flaky-server.js';
@@ -20,6 +20,17 @@ const epochOptions = { batchSize: 32, shuffle: 'block' as const, seed: 3, window
 
 describe.skipIf(nginxSkipReason !== undefined)('node-local shard cache (real nginx)', () => {
   const fx = serveCacheDatasets({ ds: { samples: N, shardBytes: 256 * 1024 }, other: { samples: 300, shardBytes: 256 * 1024 } });
+
+  /** A cache dir holding a verified copy of every shard of `ds` (one epoch read through it), and its events. */
+  async function fullCache(): Promise<{ dir: string; events: CacheEvent[]; cache: CacheOptions }> {
+    const dir = tmpDir();
+    const events: CacheEvent[] = [];
+    const cache = { dir, maxBytes: 2 * fx.datasetBytes, onEvent: (e: CacheEvent) => events.push(e) };
+    const ds = await openDataset(`${fx.server.url}/ds`, { cache });
+    await collect(ds.loader({ batchSize: 64 }));
+    await ds.close();
+    return { dir, events, cache };
+  }
 
   it('fetches each shard once into the cache, then serves later epochs and processes from it with no shard request', async () => {
     const dir = tmpDir();
@@ -61,12 +72,7 @@ describe.skipIf(nginxSkipReason !== undefined)('node-local shard cache (real ngi
   });
 
   it('a damaged copy is detected, removed, fetched again and never returned', async () => {
-    const dir = tmpDir();
-    const events: CacheEvent[] = [];
-    const cache = { dir, maxBytes: 2 * fx.datasetBytes, onEvent: (e: CacheEvent) => events.push(e) };
-    const ds = await openDataset(`${fx.server.url}/ds`, { cache });
-    await collect(ds.loader({ batchSize: 64 }));
-    await ds.close();
+    const { dir, events, cache } = await fullCache();
     const [victim] = shardCopies(dir).sort();
     const bytes = fs.readFileSync(victim as string);
     bytes[bytes.length >> 1] ^= 0xff; // inside some sample's member
@@ -82,12 +88,7 @@ describe.skipIf(nginxSkipReason !== undefined)('node-local shard cache (real ngi
   });
 
   it('a later process trusts a copy by its proof, unread; damage its proof does not show is caught by the member checks, and the read goes on from a new copy', async () => {
-    const dir = tmpDir();
-    const events: CacheEvent[] = [];
-    const cache = { dir, maxBytes: 2 * fx.datasetBytes, onEvent: (e: CacheEvent) => events.push(e) };
-    const ds = await openDataset(`${fx.server.url}/ds`, { cache });
-    await collect(ds.loader({ batchSize: 64 }));
-    await ds.close();
+    const { dir, events, cache } = await fullCache();
     expect(shardCopies(dir).every((f) => hasProof(f, fx.local.shards.find((s) => f.includes(encodeURIComponent(s.file)))?.crc32c ?? -1))).toBe(true);
     const [victim] = shardCopies(dir).sort();
     const bytes = fs.readFileSync(victim as string);
@@ -125,12 +126,7 @@ describe.skipIf(nginxSkipReason !== undefined)('node-local shard cache (real ngi
   });
 
   it('a copy left without its proof (a process killed after the rename) is checked whole before anything is read from it', async () => {
-    const dir = tmpDir();
-    const events: CacheEvent[] = [];
-    const cache = { dir, maxBytes: 2 * fx.datasetBytes, onEvent: (e: CacheEvent) => events.push(e) };
-    const ds = await openDataset(`${fx.server.url}/ds`, { cache });
-    await collect(ds.loader({ batchSize: 64 }));
-    await ds.close();
+    const { dir, events, cache } = await fullCache();
     const [victim] = shardCopies(dir).sort();
     const bytes = fs.readFileSync(victim as string);
     const stat = fs.statSync(victim as string);
