@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Python random reads of a shardkit dataset against open().read() of the raw files and py-lmdb's txn.get, on the
-same samples: real small files of 1-100 KiB (log-uniform sizes), random order, warm page cache, checksums verified.
+same samples: generated files of 1-100 KiB (log-uniform sizes of random bytes), or a real tree (--real A|B: a Linux
+distribution's own data, see bench/real-trees.mjs; --tree DIR: any directory), random order, warm page cache,
+checksums verified. A sample is the files that share a key (most samples are one file); every side reads all of them.
 
 Each side runs in its own child process (one untimed pass to warm the page cache and the index pages, then a timed
 pass over every sample in a seeded random order); sides alternate round by round. Every side reports wall time and
@@ -24,7 +26,8 @@ Parts (--parts, comma-separated):
   workers, each epoch also forks and starts two workers, which the workers' CPU time includes.
 - open: opening a dataset of --open-samples samples in a fresh process (import, open, first read).
 
-    npm run build && /usr/bin/python3 bench/python-read.py [--samples 5000] [--rounds 5] [--parts reads,loader,open]
+    npm run build && /usr/bin/python3 bench/python-read.py [--samples 5000 | --real A|B | --tree DIR] [--rounds 5]
+        [--parts reads,loader,open]
         [--open-samples 1000000] [--persistent-workers] [--epochs 3] [--loader-sides loader-shardkit,...]
 """
 import argparse
@@ -48,9 +51,9 @@ from shardkit.shared_batch import SharedBatch  # noqa: E402  (the Datasets below
 CLI = os.path.join(ROOT, 'dist', 'bin', 'shardkit.cjs')
 SIDES = ['raw', 'shardkit-position', 'shardkit-key', 'shardkit-position-noverify', 'shardkit-position-pread', 'lmdb']
 LOADER_SIDES = ['loader-shardkit', 'loader-raw', 'loader-lmdb', 'loader-floor', 'loader-shardkit-shm',
-                'loader-raw-shm', 'loader-floor-shm', 'loader-shardkit-nopreload']
+                'loader-raw-shm', 'loader-floor-shm', 'loader-shardkit-nopreload', 'loader-shardkit-shm-untuned']
 LOADER_DELIVERS = {
-    'loader-shardkit': "ShardkitDataset: [{'__key__': key, 'jpg': bytes}] x 64 per batch, pickled through the pipe",
+    'loader-shardkit': "ShardkitDataset: [{'__key__': key, ext: bytes}] x 64 per batch, pickled through the pipe",
     'loader-raw': 'open().read() per sample: [bytes] x 64 per batch, pickled through the pipe',
     'loader-lmdb': 'py-lmdb txn.get, one txn per batch: [bytes] x 64 per batch, pickled through the pipe',
     'loader-floor': 'no read (bytes(size) made in memory): [bytes] x 64 per batch, pickled through the pipe',
@@ -58,7 +61,9 @@ LOADER_DELIVERS = {
     'loader-raw-shm': 'open().read() per sample, returned as a SharedBatch: the same bytes through shared memory',
     'loader-floor-shm': 'no read, returned as a SharedBatch: the same bytes through shared memory',
     'loader-shardkit-nopreload': 'ShardkitDataset(preload_index=False): as loader-shardkit, each worker decoding '
-                                 'the index leaves it reads'}
+                                 'the index leaves it reads',
+    'loader-shardkit-shm-untuned': 'ShardkitDataset(shared_memory=True, tune_worker_malloc=False): the workers\' '
+                                   'heaps as glibc sets them'}
 READ_RATIOS = [('position / open().read()', 'shardkit-position', 'raw'),
                ('position / lmdb txn.get', 'shardkit-position', 'lmdb'),
                ('key / lmdb txn.get', 'shardkit-key', 'lmdb'),
@@ -79,7 +84,9 @@ LOADER_RATIOS = [('DataLoader shardkit / raw files', 'loader-shardkit', 'loader-
                  ('Ceiling of any Dataset (pipe): no reading / raw files', 'loader-floor', 'loader-raw'),
                  ('Ceiling of any Dataset (shared memory): no reading / raw files', 'loader-floor-shm', 'loader-raw'),
                  ('DataLoader shardkit: index preloaded before fork / decoded in each worker', 'loader-shardkit',
-                  'loader-shardkit-nopreload')]
+                  'loader-shardkit-nopreload'),
+                 ('DataLoader shardkit shared_memory: workers keep freed memory / glibc\'s default',
+                  'loader-shardkit-shm', 'loader-shardkit-shm-untuned')]
 
 
 def cpu_seconds() -> float:
@@ -89,23 +96,35 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def read_files(paths):
+    """A sample's bytes: its one file's (most samples), or the list of its files' bytes."""
+    if len(paths) == 1:
+        with open(paths[0], 'rb') as f:
+            return f.read()
+    out = []
+    for path in paths:
+        with open(path, 'rb') as f:
+            out.append(f.read())
+    return out
+
+
 class RawFiles:
-    """The minimal raw-file map-style Dataset: one open().read() per sample (``shared``: a batch is returned as a
-    SharedBatch, whose bytes reach the main process through shared memory)."""
+    """The minimal raw-file map-style Dataset: one open().read() per file of a sample (``shared``: a batch is
+    returned as a SharedBatch, whose bytes reach the main process through shared memory)."""
 
     def __init__(self, paths, shared=False):
-        self.paths = paths
+        self.paths = paths  # per sample, the list of its files
         self.shared = shared
 
     def __len__(self):
         return len(self.paths)
 
     def __getitem__(self, i):
-        with open(self.paths[i], 'rb') as f:
-            return f.read()
+        return read_files(self.paths[i])
 
     def __getitems__(self, indices):
-        batch = [self[i] for i in indices]
+        paths = self.paths
+        batch = [read_files(paths[i]) for i in indices]
         return SharedBatch(batch) if self.shared else batch
 
 
@@ -128,11 +147,12 @@ class NoReads:
 
 
 class LmdbSamples:
-    """A py-lmdb map-style Dataset: the environment opened in each worker, one read transaction per batch."""
+    """A py-lmdb map-style Dataset: the environment opened in each worker, one read transaction per batch; a file
+    per LMDB value, keyed by its path in the tree."""
 
-    def __init__(self, path, keys):
+    def __init__(self, path, files):
         self.path = path
-        self.keys = [k.encode() for k in keys]
+        self.keys = [f[0].encode() if len(f) == 1 else [name.encode() for name in f] for f in files]
         self.env = None
 
     def __len__(self):
@@ -145,13 +165,13 @@ class LmdbSamples:
         return self.env
 
     def __getitem__(self, i):
-        with self._env().begin() as txn:
-            return txn.get(self.keys[i])
+        return self.__getitems__([i])[0]
 
     def __getitems__(self, indices):
         with self._env().begin() as txn:
             get = txn.get
-            return [get(self.keys[i]) for i in indices]
+            keys = self.keys
+            return [get(k) if type(k) is bytes else [get(name) for name in k] for k in (keys[i] for i in indices)]
 
     def __getstate__(self):
         return {**self.__dict__, 'env': None}
@@ -171,18 +191,17 @@ def child(side: str, work: str, seed: int):
     """One timed pass over every sample in random order; prints samples/s."""
     import lmdb
     import shardkit
-    raw = os.path.join(work, 'raw')
-    with open(os.path.join(work, 'keys.json')) as f:
-        keys = json.load(f)  # sample keys in key order (= the dataset's positions)
+    keys, raw, files = load_samples(work)
     order = list(range(len(keys)))
     random.Random(seed).shuffle(order)
     if side == 'raw':
-        paths = [os.path.join(raw, k + '.jpg') for k in keys]
+        paths = [[os.path.join(raw, name) for name in f] for f in files]
 
         def run():
             for i in order:
-                with open(paths[i], 'rb') as f:
-                    f.read()
+                for path in paths[i]:
+                    with open(path, 'rb') as f:
+                        f.read()
     elif side.startswith('shardkit'):
         ds = shardkit.open_dataset(os.path.join(work, 'ds'), verify=not side.endswith('noverify'),
                                    mmap=not side.endswith('pread'))
@@ -197,13 +216,14 @@ def child(side: str, work: str, seed: int):
                     get(keys[i])
     else:
         env = lmdb.open(os.path.join(work, 'lmdb'), readonly=True, lock=False)
-        bkeys = [k.encode() for k in keys]
+        bkeys = [[name.encode() for name in f] for f in files]
 
         def run():
             with env.begin() as txn:
                 get = txn.get
                 for i in order:
-                    get(bkeys[i])
+                    for k in bkeys[i]:
+                        get(k)
     run()  # warm: page cache, index pages, file handles
     c, t = cpu_seconds(), time.perf_counter()
     run()
@@ -217,18 +237,18 @@ def loader_child(side: str, work: str, seed: int, persistent: bool, epochs: int)
     import torch
     from torch.utils.data import DataLoader
     import shardkit.torch as skt
-    with open(os.path.join(work, 'keys.json')) as f:
-        keys = json.load(f)
+    keys, raw, files = load_samples(work)
     shared = side.endswith('-shm')
     if side.startswith('loader-shardkit'):
-        data = skt.ShardkitDataset(os.path.join(work, 'ds'), shared_memory=shared,
-                                   preload_index=not side.endswith('-nopreload'))
+        data = skt.ShardkitDataset(os.path.join(work, 'ds'), shared_memory=shared or side.endswith('-shm-untuned'),
+                                   preload_index=not side.endswith('-nopreload'),
+                                   tune_worker_malloc=not side.endswith('-untuned'))
     elif side.startswith('loader-raw'):
-        data = RawFiles([os.path.join(work, 'raw', k + '.jpg') for k in keys], shared)
+        data = RawFiles([[os.path.join(raw, name) for name in f] for f in files], shared)
     elif side == 'loader-lmdb':
-        data = LmdbSamples(os.path.join(work, 'lmdb'), keys)
+        data = LmdbSamples(os.path.join(work, 'lmdb'), files)
     else:
-        data = NoReads([os.path.getsize(os.path.join(work, 'raw', k + '.jpg')) for k in keys], shared)
+        data = NoReads([sum(os.path.getsize(os.path.join(raw, name)) for name in f) for f in files], shared)
     loader = DataLoader(data, batch_size=64, shuffle=True, num_workers=2, collate_fn=skt.list_collate,
                         generator=torch.Generator().manual_seed(seed), persistent_workers=persistent)
     n = sum(len(b) for b in loader)  # warm: the page cache (and, with persistent workers, the workers)
@@ -243,6 +263,30 @@ def loader_child(side: str, work: str, seed: int, persistent: bool, epochs: int)
     assert m == epochs * len(keys)
     print(json.dumps({'rate': m / t, 'cpuRate': m / (main + kids), 'mainCpuUs': main / m * 1e6,
                       'workersCpuUs': kids / m * 1e6}))
+
+
+def load_samples(work: str):
+    """The samples in key order (= the dataset's positions): their keys, the raw tree, and each one's files."""
+    with open(os.path.join(work, 'samples.json')) as f:
+        samples = json.load(f)
+    return samples['keys'], samples['raw'], samples['files']
+
+
+def write_samples(work: str, raw: str):
+    """samples.json from the packed dataset: each sample's files are its key plus each member's extension."""
+    import shardkit
+    keys, files = [], []
+    with shardkit.open_dataset(os.path.join(work, 'ds')) as ds:
+        for key in ds.keys():
+            names = [key + '.' + ext for ext in ds.get(key) if ext != '__key__']
+            missing = [n for n in names if not os.path.isfile(os.path.join(raw, n))]
+            if missing:
+                sys.exit(f'{missing[0]} is not a file of {raw}: pack keyed it differently; give another --tree')
+            keys.append(key)
+            files.append(names)
+    with open(os.path.join(work, 'samples.json'), 'w') as f:
+        json.dump({'keys': keys, 'raw': raw, 'files': files}, f)
+    return keys, files
 
 
 def own_cpu_seconds() -> float:
@@ -307,7 +351,9 @@ def measure(sides, ratios, flag, work, a):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument('--samples', type=int, default=5000)
+    p.add_argument('--samples', type=int, default=5000, help='generated files (without --real or --tree)')
+    p.add_argument('--real', choices=['A', 'B'], help='a real tree of bench/real-trees.mjs instead of generated files')
+    p.add_argument('--tree', help='a directory of files to read instead of generated files')
     p.add_argument('--rounds', type=int, default=5)
     p.add_argument('--open-samples', type=int, default=1_000_000, help='samples of the dataset opened (0: skip)')
     p.add_argument('--parts', default='reads,loader,open')
@@ -330,24 +376,33 @@ def main():
     import lmdb
     work = tempfile.mkdtemp(prefix='shardkit-bench-python-')
     try:
-        raw = os.path.join(work, 'raw')
-        make_tree(raw, a.samples, a.seed)
-        subprocess.run(['node', CLI, 'pack', raw, '--out', os.path.join(work, 'ds'), '--quiet'], check=True)
-        sys.path.insert(0, os.path.join(ROOT, 'formats', 'python'))
-        import shardkit
-        with shardkit.open_dataset(os.path.join(work, 'ds')) as ds:
-            keys = list(ds.keys())
-        with open(os.path.join(work, 'keys.json'), 'w') as f:
-            json.dump(keys, f)
+        tree = None
+        if a.real:
+            out = subprocess.run(['node', os.path.join(HERE, 'real-trees.mjs'), a.real], check=True,
+                                 capture_output=True, text=True)
+            tree = json.loads(out.stdout)
+            raw = tree['dir']
+        elif a.tree:
+            raw = os.path.abspath(a.tree)
+        else:
+            raw = os.path.join(work, 'raw')
+            make_tree(raw, a.samples, a.seed)
+        # a real tree: one sample per file (names like 1.5.0.2.txt would otherwise share the key "1")
+        rule = ['--key-rule', 'path'] if a.real or a.tree else []
+        subprocess.run(['node', CLI, 'pack', raw, '--out', os.path.join(work, 'ds'), '--quiet', *rule], check=True)
+        keys, files = write_samples(work, raw)
         env = lmdb.open(os.path.join(work, 'lmdb'), map_size=4 << 30)
         with env.begin(write=True) as txn:
-            for k in keys:
-                with open(os.path.join(raw, k + '.jpg'), 'rb') as f:
-                    txn.put(k.encode(), f.read())
+            for names in files:
+                for name in names:
+                    with open(os.path.join(raw, name), 'rb') as f:
+                        txn.put(name.encode(), f.read())
         env.close()
         parts = a.parts.split(',')
-        result = {'samples': a.samples, 'rounds': a.rounds,
-                  'bytes': sum(os.path.getsize(os.path.join(raw, k + '.jpg')) for k in keys)}
+        result = {'samples': len(keys), 'files': sum(map(len, files)), 'rounds': a.rounds,
+                  'tree': ({k: tree[k] for k in ('name', 'fingerprint', 'byExt')} if tree else raw if a.tree
+                           else 'generated: log-uniform 1-100 KiB of random bytes'),
+                  'bytes': sum(os.path.getsize(os.path.join(raw, name)) for names in files for name in names)}
         if 'reads' in parts:
             result['reads'] = measure(SIDES, READ_RATIOS, '--child', work, a)
         if 'loader' in parts:

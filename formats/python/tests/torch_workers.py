@@ -22,3 +22,10 @@ def keys_of(batch):
 def no_index_reads(page_no):
     """A BTree.read_page for a forked worker that must not read the index (its parent preloaded it)."""
     raise AssertionError(f'a worker read index page {page_no}')
+
+
+
+def key_and_heap_kept(sample):
+    """A transform: the key, and whether the reading process keeps freed memory (shardkit.worker_heap)."""
+    from shardkit import worker_heap
+    return sample['__key__'], worker_heap._tuned_pid == os.getpid()
