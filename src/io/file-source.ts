@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
-import { COPY_MANY_ROW, nativeAddon, NativeErrorCodes, type NativeAddon, type NativeMap } from '../native/native.js';
+import { COPY_MANY_ROW, nativeAddon, type NativeAddon } from '../native/native.js';
 import type { SyncByteSource } from './byte-source.js';
+import { FileMap } from './file-map.js';
 import { MAX_IO_CALL_BYTES, expectByteRange, expectIntegerInRange } from './io-options.js';
 import type { IoStats } from './io-stats.js';
 
@@ -37,13 +38,6 @@ export interface FileSourceOptions {
 }
 
 /**
- * No MADV_RANDOM: on a warm cache it changes nothing (measured, 20,000 random 1-10 KiB reads: 3.1 vs 3.1-3.4 us per
- * atViewSync), and on a cold one it would turn a sample spanning k pages into k serial device reads (one per page
- * fault), where the kernel's default read-around fetches it with one.
- */
-const MAP_RANDOM_ACCESS = false;
-
-/**
  * One local file on one file descriptor, read only with positional reads (pread), so any number of reads may be
  * in flight at once. `readSync`/`readIntoSync` are the fast path for `getSync`; `read`/`readInto` follow
  * {@link FileSourceOptions.syncReadMaxBytes}. Closing while thread-pool reads are in flight defers the actual
@@ -65,9 +59,8 @@ export class FileSource implements SyncByteSource {
   private fdClosed = false;
   /** The addon when this source may map its file; undefined: pread only. */
   private readonly addon: NativeAddon | undefined;
-  /** undefined: not mapped yet; null: not mappable (empty file, mmap failed); else the map and its length. */
-  private map: NativeMap | null | undefined;
-  private mapLength = 0;
+  /** undefined: not mapped yet; null: not mappable (empty file, mmap failed); else the map (see file-map.ts). */
+  private map: FileMap | null | undefined;
 
   private constructor(path: string, fd: number, options: FileSourceOptions) {
     this.name = path;
@@ -182,8 +175,8 @@ export class FileSource implements SyncByteSource {
     this.assertOpen();
     checkTarget(this.name, buffer, bufferOffset, length, position);
     const map = this.map === undefined ? this.mapFile() : this.map;
-    if (map !== null && position + length <= this.mapLength) {
-      this.copyFromMap(map, buffer, bufferOffset, length, position);
+    if (map !== null && map.covers(position, length)) {
+      map.copy(buffer, bufferOffset, length, position);
       return;
     }
     let done = 0;
@@ -210,18 +203,11 @@ export class FileSource implements SyncByteSource {
     this.assertOpen();
     checkTarget(this.name, buffer, bufferOffset, length, position);
     const map = this.map === undefined ? this.mapFile() : this.map;
-    if (map === null || position + length > this.mapLength || crcStart < 0 || crcLength < 0 || crcStart + crcLength > length) {
+    if (map === null || !map.covers(position, length) || crcStart < 0 || crcLength < 0 || crcStart + crcLength > length) {
       this.readIntoSync(buffer, bufferOffset, length, position);
       return undefined;
     }
-    let crc: number;
-    try {
-      crc = (this.addon as NativeAddon).copy(map, position, length, buffer, bufferOffset, crcStart, crcLength);
-    } catch (err) {
-      throw this.mapError(err, position, length);
-    }
-    this.countMappedRead(length);
-    return crc;
+    return map.copyCrc32c(buffer, bufferOffset, length, position, crcStart, crcLength);
   }
 
   /**
@@ -239,20 +225,10 @@ export class FileSource implements SyncByteSource {
       const position = spec[row] as number;
       const length = spec[row + 1] as number;
       checkTarget(this.name, target, spec[row + 2] as number, length, position);
-      if (position + length > this.mapLength) return false;
+      if (!map.covers(position, length)) return false;
       bytes += length;
     }
-    try {
-      (this.addon as NativeAddon).copyMany(map, target, spec, count);
-    } catch {
-      return false;
-    }
-    if (this.stats !== undefined) {
-      this.stats.reads += count;
-      this.stats.mappedReads += count;
-      this.stats.bytesRead += bytes;
-    }
-    return true;
+    return map.copyMany(target, spec, count, bytes);
   }
 
   read(offset: number, length: number): Promise<Uint8Array> {
@@ -325,7 +301,7 @@ export class FileSource implements SyncByteSource {
     if (this.map !== undefined && this.map !== null) {
       const map = this.map;
       this.map = null;
-      this.addon?.unmap(map);
+      map.unmap();
     }
     if (this.inFlight === 0) this.closeFd();
   }
@@ -358,61 +334,11 @@ export class FileSource implements SyncByteSource {
     }
   }
 
-  /** Maps the whole file once (its size from the cached fstat); null when it cannot be mapped: pread then. */
-  private mapFile(): NativeMap | null {
-    const addon = this.addon as NativeAddon;
-    let map: NativeMap | null = null;
-    const size = this.sizeSync();
-    if (size > 0) {
-      try {
-        map = addon.map(this.fd, size, MAP_RANDOM_ACCESS);
-        this.mapLength = size;
-      } catch {
-        map = null; // e.g. a file system without mmap support: pread works everywhere
-      }
-    }
-    this.map = map;
-    return map;
-  }
-
-  private copyFromMap(map: NativeMap, buffer: Uint8Array, bufferOffset: number, length: number, position: number): void {
-    try {
-      (this.addon as NativeAddon).copy(map, position, length, buffer, bufferOffset);
-    } catch (err) {
-      throw this.mapError(err, position, length);
-    }
-    this.countMappedRead(length);
-  }
-
-  private countMappedRead(length: number): void {
-    if (this.stats !== undefined) {
-      this.stats.reads++;
-      this.stats.mappedReads++;
-      this.stats.bytesRead += length;
-    }
-  }
-
-  /** The addon's errors as the pread path would report them: a file that shrank is TRUNCATED, naming the file. */
-  private mapError(err: unknown, position: number, length: number): ShardkitError {
-    const code = (err as { code?: unknown } | null)?.code;
-    if (code === NativeErrorCodes.TRUNCATED || code === NativeErrorCodes.RANGE) {
-      let now = '';
-      try {
-        now = ` (it is ${fs.fstatSync(this.fd).size} bytes now)`;
-      } catch {
-        // the message only loses the current size
-      }
-      return new ShardkitError(
-        ErrorCodes.TRUNCATED,
-        `${this.name} is truncated: needed ${length} bytes at offset ${position} but the file shrank while open` +
-          `${now}; restore the file or re-pack the dataset`,
-        { file: this.name, offset: position, cause: err },
-      );
-    }
-    if (code === NativeErrorCodes.CLOSED) {
-      return new ShardkitError(ErrorCodes.CLOSED, `${this.name} was closed; open it again to read`, { file: this.name, cause: err });
-    }
-    return this.readError(position, err);
+  /** Maps the whole file once (see FileMap.create); null when it cannot be mapped: pread then. */
+  private mapFile(): FileMap | null {
+    const { name, fd, stats } = this;
+    this.map = FileMap.create(this.addon as NativeAddon, this.sizeSync(), { name, fd, stats, readError: (position, err) => this.readError(position, err) });
+    return this.map;
   }
 
   private countRead(n: number): void {

@@ -2,7 +2,7 @@
  * DatasetWriter: takes samples, writes shards split at a byte budget (a sample never spans two shards), then the
  * index and, last, the manifest: the commit point. Identical input gives byte-identical output. Everything is
  * written under temporary names; an interrupted writer leaves no manifest, and `resume: true` continues from the
- * last finished shard with the same result as an uninterrupted run.
+ * last finished shard (see writer-resume.ts) with the same result as an uninterrupted run.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -17,8 +17,7 @@ import { checkKeyAndExts, checkTarKey, encodeSample, type EncodedSample } from '
 import { assertKeyFits } from '../../formats/index-page.js';
 import { TAR_END_BYTES } from '../../formats/tar-header.js';
 import { EntrySorter } from './entry-runs.js';
-import { IndexFileWriter, type IndexCheckpoint } from './index-file.js';
-import { fsCall } from './fs-errors.js';
+import { IndexFileWriter } from './index-file.js';
 import { commitDataset, INDEX_FILE } from './commit.js';
 import { JournalWriter, WORK_DIR, isSkippableCode } from './journal.js';
 import { prepareDirectory, reservedNameUse } from './output-dir.js';
@@ -29,6 +28,7 @@ import { STREAM_PIECE_BYTES } from './stream-source.js';
 import { closeStreamedSample, openStreamedSample, writeStreamedSample } from './streamed-sample.js';
 import { InputDigest, type InputRange } from './input-proof.js';
 import { inKeyOrder, type SkippedInput } from './skipped.js';
+import { decisiveOptions, reclaimLiveIndex, removeStaleRuns, sumJournal } from './writer-resume.js';
 
 export { INDEX_FILE };
 export { DEFAULT_SHARD_BYTES, type DatasetWriterOptions, type WriterStats } from './dataset-writer-options.js';
@@ -54,7 +54,7 @@ export class DatasetWriter {
   /** Of a resumed write: the last sample it had written and its input position, for the caller to check its input. */
   readonly resumedLast: { key: string; at: number } | undefined;
   /** Of a resumed write: what proves its input unchanged (empty when the journal holds no proof; see input-proof.ts). */
-  readonly resumedInputs: InputRange[] = [];
+  readonly resumedInputs: InputRange[];
   /** The input samples consumed since the last shard, for the journal: pack notes each (see input-proof.ts). */
   readonly inputDigest: InputDigest;
   private readonly prefix: string;
@@ -69,8 +69,8 @@ export class DatasetWriter {
   private readonly sorter: EntrySorter;
   /** The index, built as entries arrive while they arrive in key order (a fresh write only); see addLive. */
   private live: IndexFileWriter | undefined;
-  private readonly shards: ShardRecord[] = [];
-  private readonly skipped: SkippedInput[] = [];
+  private readonly shards: ShardRecord[];
+  private readonly skipped: SkippedInput[];
   private skippedJournaled = 0;
   /** Inputs refused before they became samples (see refuse); not journaled. */
   private readonly refused: SkippedInput[] = [];
@@ -107,19 +107,7 @@ export class DatasetWriter {
     this.onShard = options.onShard;
     this.workDir = path.join(this.dir, WORK_DIR);
     this.journal = new JournalWriter(this.dir);
-    const decisive = {
-      layout: this.layout,
-      compress: this.compress,
-      shardBytes: this.shardBytes,
-      pageSize: this.pageSize,
-      shardPrefix: this.prefix,
-      // only when set: journals of packs stay as they were
-      ...(this.firstShard === 0 ? {} : { firstShard: this.firstShard }),
-      passes: this.passes,
-      ...(options.resumeOptions === undefined ? {} : { input: options.resumeOptions }),
-      ...(options.preparedDigest === undefined ? {} : { prepared: options.preparedDigest }),
-      ...(options.sourceDigest === undefined ? {} : { source: options.sourceDigest }),
-    };
+    const decisive = decisiveOptions(o, options);
     this.lock = WriteLock.acquire(this.dir, o.command);
     let resumed: ReturnType<typeof prepareDirectory>;
     try {
@@ -131,48 +119,33 @@ export class DatasetWriter {
     // from here the directory is shardkit's and may hold what this open began: a failure leaves it as a killed
     // writer would (abandon), so the next writer, this process too, takes the lock over and finds its state
     try {
-      let runs = 0;
-      let checkpoint: IndexCheckpoint | undefined;
-      this.cursor = 0;
+      const done = sumJournal(resumed ?? []);
+      this.shards = done.shards;
+      this.skipped = done.skipped;
+      this.resumedInputs = done.inputs;
+      this.cursor = done.cursor;
+      if (done.last !== undefined) {
+        this.lastKey = done.last.key;
+        this.lastAt = done.last.at;
+      }
       if (resumed !== undefined) {
-        for (const line of resumed) {
-          this.shards.push(line.shard);
-          this.skipped.push(...line.skipped);
-          this.stats.samples += line.shard.samples;
-          this.stats.members += line.members;
-          this.stats.originalBytes += line.originalBytes;
-          this.stats.storedBytes += line.storedBytes;
-          runs = line.runs;
-          checkpoint = line.index;
-          if (line.inputs !== undefined && line.since !== undefined) this.resumedInputs.push({ end: line.cursor, inputs: line.inputs, since: line.since });
-          this.cursor = line.cursor;
-          if (line.last !== undefined) {
-            this.lastKey = line.last.key;
-            this.lastAt = line.last.at;
-          }
-        }
-        // a journal with a line without proof (an earlier version's, derive's) proves nothing
-        if (this.resumedInputs.length !== resumed.length) this.resumedInputs.length = 0;
+        Object.assign(this.stats, done.totals);
         this.stats.shards = this.shards.length;
         this.journaled = { originalBytes: this.stats.originalBytes, storedBytes: this.stats.storedBytes, members: this.stats.members };
         this.skippedJournaled = this.skipped.length;
-        removeStaleRuns(this.workDir, runs);
+        removeStaleRuns(this.workDir, done.runs);
         this.journal.rewrite({ options: decisive, shards: resumed });
       } else {
         this.journal.begin(decisive);
       }
       this.resumedCursor = this.cursor;
       this.resumedLast = this.lastRecord();
-      this.sorter = new EntrySorter(this.workDir, runs, o.runEntries);
+      this.sorter = new EntrySorter(this.workDir, done.runs, o.runEntries);
       // the live index continues from its checkpoint, or starts afresh with the write; once dropped, it stays dropped
       const liveFile = { tmpPath: path.join(this.workDir, LIVE_INDEX_FILE) };
-      if (checkpoint !== undefined) {
-        // killed after the finished index was renamed into place but before the manifest: that file is the live index
-        // at its last checkpoint plus the end a resume rewrites anyway (header, shard table), so it goes back to work
-        const finished = path.join(this.dir, INDEX_FILE);
-        if (!fs.existsSync(liveFile.tmpPath) && fs.existsSync(finished)) fsCall('rename', finished, () => fs.renameSync(finished, liveFile.tmpPath));
-        if (!fs.existsSync(liveFile.tmpPath)) throw new ShardkitError(ErrorCodes.INVALID_ARG, `${this.dir}: the index of the interrupted pack is missing; start over with --force`, { file: this.dir });
-        this.live = new IndexFileWriter(path.join(this.dir, INDEX_FILE), this.layout, this.pageSize, { ...liveFile, resume: checkpoint });
+      if (done.index !== undefined) {
+        reclaimLiveIndex(this.dir, liveFile.tmpPath);
+        this.live = new IndexFileWriter(path.join(this.dir, INDEX_FILE), this.layout, this.pageSize, { ...liveFile, resume: done.index });
       } else if ((resumed === undefined || resumed.length === 0) && options.liveIndex !== false) {
         this.live = new IndexFileWriter(path.join(this.dir, INDEX_FILE), this.layout, this.pageSize, liveFile);
       }
@@ -461,12 +434,5 @@ export class DatasetWriter {
     this.journaled = { originalBytes: this.stats.originalBytes, storedBytes: this.stats.storedBytes, members: this.stats.members };
     this.skippedJournaled = this.skipped.length;
     this.onShard?.(record);
-  }
-}
-
-function removeStaleRuns(workDir: string, keep: number): void {
-  for (const name of fs.readdirSync(workDir)) {
-    const m = /^run-(\d+)\.bin$/.exec(name);
-    if ((m && Number(m[1]) >= keep) || /^merge-\d+\.bin$/.test(name)) fs.rmSync(path.join(workDir, name), { force: true });
   }
 }
