@@ -5,6 +5,8 @@
  * arguments are refused or declined, never read past. Skipped when the addon is not built (verify then runs the
  * JavaScript loops, which every other verify test exercises).
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BTreeBuilder } from '../../formats/btree-builder.js';
@@ -15,6 +17,10 @@ import { compareKeys } from '../../formats/key-order.js';
 import { LeafScanOut, TakeLonesIo, nativeAddon, nativeAvailable, type NativeAddon } from '../../src/native/native.js';
 import { LeafScan } from '../../src/verify/leaf-scan.js';
 import { takeLoneRunJs } from '../../src/verify/lone-run.js';
+import { DatasetWriter } from '../../src/pack/dataset-writer.js';
+import { openDataset } from '../../src/read/dataset.js';
+import { verifyDataset } from '../../src/verify/verify-dataset.js';
+import { tmpDir } from '../helpers/tmp.js';
 
 /** Keys that mostly pass the writer's rules (class folders, like an image set), some that do not, some not ASCII. */
 const keyArb = fc.oneof(
@@ -283,5 +289,37 @@ describe.skipIf(!nativeAvailable())('native verify loop against the JavaScript o
     expect(() => take(0.5, 4)).toThrow(refused);
     expect(() => take(Number.NaN, 4)).toThrow(refused);
     expect(() => addon.verifyTakeLones(new Uint8Array(64), f(4), f(4), f(4), f(4), f(TakeLonesIo.LENGTH - 1))).toThrow(refused);
+  });
+
+  it('verify reports the same with and without the addon: tiny samples over small chunks, bytes flipped anywhere', async () => {
+    const dir = tmpDir();
+    const w = new DatasetWriter({ dir, layout: 'packed', compress: 'none', shardBytes: 16 * 1024, pageSize: 1024 });
+    for (let i = 0; i < 3000; i++) w.add({ key: `c${i % 7}/${String(i).padStart(5, '0')}`, members: { bin: Uint8Array.of(i & 0xff, i >> 8, 1, 2, 3, 4, 5, i % 3) } });
+    await w.finish();
+    const ds = await openDataset(dir);
+    const shards = ds.index.shards.map((_, i) => path.join(dir, ds.shardName(i)));
+    await ds.close();
+    const clean = shards.map((f) => fs.readFileSync(f));
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.array(fc.tuple(fc.nat(), fc.nat(), fc.integer({ min: 1, max: 255 })), { maxLength: 5 }), fc.constantFrom(0, 100, 4096), async (flips, chunk) => {
+          shards.forEach((f, s) => {
+            const b = Buffer.from(clean[s]!);
+            for (const [which, at, mask] of flips) if (which % shards.length === s) b[at % b.length]! ^= mask;
+            fs.writeFileSync(f, b);
+          });
+          if (chunk > 0) process.env.SHARDKIT_TEST_VERIFY_CHUNK_BYTES = String(chunk);
+          const withAddon = await verifyDataset(dir);
+          const without = await verifyDataset(dir, { native: false });
+          delete process.env.SHARDKIT_TEST_VERIFY_CHUNK_BYTES;
+          expect(without).toEqual(withAddon);
+          expect(withAddon.checked.samples).toBe(3000);
+          expect(withAddon.ok).toBe(flips.length === 0);
+        }),
+        { numRuns: 25 },
+      );
+    } finally {
+      delete process.env.SHARDKIT_TEST_VERIFY_CHUNK_BYTES;
+    }
   });
 });
