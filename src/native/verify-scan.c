@@ -51,6 +51,8 @@
 #define DOT 0x2e
 #define BACKSLASH 0x5c
 #define MAX_SAFE_INTEGER 9007199254740991.0
+/* Spans up to this long are checksummed by sk_crc32c_short (the folding kernels pay off on longer ones). */
+#define SHORT_CRC_BYTES 256
 
 /* verifyLeafScan's out: indices (src/native/native.ts LeafScanOut) */
 enum { OUT_COUNT, OUT_NEXT, OUT_TOTAL_MEMBERS, OUT_TOTAL_LENGTH, OUT_TOTAL_SIZE, OUT_TOTAL_STORED, OUT_ONE_SHARD, OUT_MAX_END,
@@ -317,7 +319,7 @@ static uint32_t take_lones(const uint8_t *chunk, size_t chunk_len, const double 
     if (!(start_d <= (double)chunk_len && len <= (double)chunk_len)) break;
     size_t start = (size_t)start_d, n = (size_t)len;
     if ((double)start != start_d || (double)n != len || n > chunk_len - start) break;
-    if ((double)sk_crc32c(0, chunk + start, n) != crc) break;
+    if ((double)(n <= SHORT_CRC_BYTES ? sk_crc32c_short(0, chunk + start, n) : sk_crc32c(0, chunk + start, n)) != crc) break;
     prev_end = off + len;
     last = off;
     bytes += len;
