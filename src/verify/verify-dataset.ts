@@ -97,6 +97,9 @@ export async function verifyDataset(location: string, options: VerifyOptions = {
   if (!Number.isSafeInteger(maxReported) || maxReported < 0) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a non-negative integer for maxReported but received ${String(maxReported)}`);
   }
+  if (options.native !== undefined && typeof options.native !== 'boolean') {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a boolean for native but received ${JSON.stringify(options.native)}`);
+  }
   if (options.cache !== undefined && quick) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, 'a cache is filled by a full verify (it copies the shards it streams); a quick verify reads no shard: drop --quick or the cache');
   }

@@ -318,6 +318,7 @@ describe.skipIf(!nativeAvailable())('native verify loop against the JavaScript o
         }),
         { numRuns: 25 },
       );
+      await expect(verifyDataset(dir, { native: 'no' as never })).rejects.toThrow('Expected a boolean for native but received "no"');
     } finally {
       delete process.env.SHARDKIT_TEST_VERIFY_CHUNK_BYTES;
     }
