@@ -74,20 +74,23 @@ static int typed(napi_env env, napi_value value, napi_typedarray_type type, void
   return *data != NULL || *length == 0;
 }
 
-/* A LEB128 varint of a safe integer at *pos (pos moves past it), or -1 when it is not one or runs past end. */
-static double varint(const uint8_t *page, size_t *pos, size_t end) {
+/*
+ * A LEB128 varint of a safe integer at *pos (pos moves past it), or -1 when it is not one or runs past end. Signed
+ * 64-bit integers, not size_t or doubles, until a value must be a double: their conversions are one instruction.
+ */
+static int64_t varint(const uint8_t *page, size_t *pos, size_t end) {
   uint64_t value = 0;
   for (int i = 0; i < MAX_VARINT_BYTES; i++) {
     if (*pos >= end) return -1;
     uint8_t b = page[(*pos)++];
     value |= (uint64_t)(b & 0x7f) << (7 * i);
-    if (b < 0x80) return value <= (uint64_t)MAX_SAFE_INTEGER ? (double)value : -1;
+    if (b < 0x80) return value <= (uint64_t)MAX_SAFE_INTEGER ? (int64_t)value : -1;
   }
   return -1;
 }
 
 /* A varint whose one-byte form is read inline (as leaf-scan.ts does); -1 as varint(). */
-static inline double small_varint(const uint8_t *page, size_t *pos, size_t end) {
+static inline int64_t small_varint(const uint8_t *page, size_t *pos, size_t end) {
   if (*pos < end && page[*pos] < 0x80) return page[(*pos)++];
   return varint(page, pos, end);
 }
@@ -130,12 +133,12 @@ static uint32_t scan_leaf(const uint8_t *page, size_t end, double page_no, leaf_
   int one_shard = 1;
   for (uint32_t i = 0; i < count; i++) {
     /* key: bytes shared with the key before, then the suffix */
-    double shared_d = small_varint(page, &pos, end);
-    if (shared_d < 0) return 0;
-    double suffix_d = small_varint(page, &pos, end);
-    if (suffix_d < 0) return 0;
-    if (shared_d > (double)key_length || suffix_d > (double)(end - pos)) return 0;
-    size_t shared = (size_t)shared_d, suffix = (size_t)suffix_d;
+    int64_t shared_v = small_varint(page, &pos, end);
+    if (shared_v < 0) return 0;
+    int64_t suffix_v = small_varint(page, &pos, end);
+    if (suffix_v < 0) return 0;
+    if ((uint64_t)shared_v > key_length || (uint64_t)suffix_v > end - pos) return 0;
+    size_t shared = (size_t)shared_v, suffix = (size_t)suffix_v;
     if (i > 0 && (suffix == 0 || (shared < key_length && page[pos] <= key[shared]))) return 0;
     if (shared + suffix > o->key_cap) return 0; /* the caller gives room for the longest key a page holds */
     size_t segment = last_segment < shared ? last_segment : shared;
@@ -165,23 +168,25 @@ static uint32_t scan_leaf(const uint8_t *page, size_t end, double page_no, leaf_
     if ((flags & RECORD_CONTIGUOUS) != 0 && (flags & RECORD_SAME_SHARD) == 0) return 0;
     double offset;
     if ((flags & RECORD_SAME_SHARD) == 0) {
-      shard = varint(page, &pos, end);
-      offset = varint(page, &pos, end);
-      if (shard < 0 || offset < 0) return 0;
+      int64_t shard_v = varint(page, &pos, end);
+      int64_t offset_v = varint(page, &pos, end);
+      if (shard_v < 0 || offset_v < 0) return 0;
+      shard = (double)shard_v;
+      offset = (double)offset_v;
     } else if ((flags & RECORD_CONTIGUOUS) != 0) {
       offset = prev_end;
     } else {
-      double z = varint(page, &pos, end);
+      int64_t z = varint(page, &pos, end);
       if (z < 0) return 0;
-      /* zigzag, as JavaScript computes it in doubles */
-      offset = prev_end + (((uint64_t)z & 1) == 0 ? z / 2 : -(z + 1) / 2);
+      /* zigzag, as JavaScript computes it in doubles (z + 1 <= 2^53 is exact) */
+      offset = prev_end + ((z & 1) == 0 ? (double)z / 2 : -((double)z + 1) / 2);
       if (!(offset >= 0 && offset <= MAX_SAFE_INTEGER)) return 0;
     }
     int same_shape = (flags & RECORD_SAME_SHAPE) != 0;
-    double member_count_d = prev_members;
-    if (!same_shape && (member_count_d = small_varint(page, &pos, end)) < 0) return 0;
-    if (member_count_d < 1 || member_count_d > MAX_MEMBERS) return 0;
-    uint32_t member_count = (uint32_t)member_count_d;
+    int64_t member_count_v = prev_members;
+    if (!same_shape && (member_count_v = small_varint(page, &pos, end)) < 0) return 0;
+    if (member_count_v < 1 || member_count_v > MAX_MEMBERS) return 0;
+    uint32_t member_count = (uint32_t)member_count_v;
     double member_end = 0, size = 0, stored = 0;
     uint32_t crc_m = 0;
     for (uint32_t m = 0; m < member_count; m++) {
@@ -199,25 +204,27 @@ static uint32_t scan_leaf(const uint8_t *page, size_t end, double page_no, leaf_
           if (i == 0 || m >= prev_members) return 0;
         } else {
           /* an extension: ASCII, with none of "/", a backslash or NUL */
-          double n = varint(page, &pos, end);
-          if (n < 0 || n > (double)(end - pos)) return 0;
+          int64_t n = varint(page, &pos, end);
+          if (n < 0 || (uint64_t)n > end - pos) return 0;
           for (size_t j = pos; j < pos + (size_t)n; j++) {
             uint8_t b = page[j];
             if (b >= 0x80 || b == SLASH || b == BACKSLASH || b == 0) return 0;
           }
           pos += (size_t)n;
         }
-        gap = varint(page, &pos, end);
-        if (gap < 0) return 0;
+        int64_t gap_v = varint(page, &pos, end);
+        if (gap_v < 0) return 0;
+        gap = (double)gap_v;
       }
       codecs[m] = codec;
       gaps[m] = gap;
-      double member_size = small_varint(page, &pos, end);
-      if (member_size < 0) return 0;
-      double stored_size = member_size;
+      int64_t member_size_v = small_varint(page, &pos, end);
+      if (member_size_v < 0) return 0;
+      double member_size = (double)member_size_v, stored_size = member_size;
       if (codec != CODEC_NONE) {
-        stored_size = varint(page, &pos, end);
-        if (stored_size < 0) return 0;
+        int64_t stored_v = varint(page, &pos, end);
+        if (stored_v < 0) return 0;
+        stored_size = (double)stored_v;
       }
       if (end - pos < 4) return 0;
       crc_m = (uint32_t)page[pos] | (uint32_t)page[pos + 1] << 8 | (uint32_t)page[pos + 2] << 16 | (uint32_t)page[pos + 3] << 24;
@@ -309,16 +316,17 @@ napi_value sk_verify_leaf_scan(napi_env env, napi_callback_info info) {
 static uint32_t take_lones(const uint8_t *chunk, size_t chunk_len, const double *shards, const double *offsets, const double *lengths,
                            const double *lone_crc, uint32_t from, uint32_t count, double *io) {
   double shard = io[IO_SHARD], pos = io[IO_POS], prev_end = io[IO_PREV_END], last = io[IO_LAST];
-  double end = pos + (double)chunk_len, bytes = 0;
+  double chunk_d = (double)(int64_t)chunk_len, end = pos + chunk_d, bytes = 0;
   uint32_t i = from;
   for (; i < count; i++) {
     double off = offsets[i], len = lengths[i], crc = lone_crc[i];
     /* written so that a NaN anywhere stops the run */
     if (!(shards[i] == shard && crc >= 0 && len > 0 && off >= prev_end && off >= pos && off + len <= end && off >= last)) break;
     double start_d = off - pos;
-    if (!(start_d <= (double)chunk_len && len <= (double)chunk_len)) break;
-    size_t start = (size_t)start_d, n = (size_t)len;
-    if ((double)start != start_d || (double)n != len || n > chunk_len - start) break;
+    if (!(start_d <= chunk_d && len <= chunk_d)) break;
+    /* both in [0, chunk.length]: signed conversions, exact; a fraction is refused */
+    int64_t start = (int64_t)start_d, n = (int64_t)len;
+    if ((double)start != start_d || (double)n != len || n > (int64_t)chunk_len - start) break;
     if ((double)(n <= SHORT_CRC_BYTES ? sk_crc32c_short(0, chunk + start, n) : sk_crc32c(0, chunk + start, n)) != crc) break;
     prev_end = off + len;
     last = off;
