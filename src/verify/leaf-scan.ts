@@ -5,7 +5,7 @@
  * extensions break none of the writer's name rules (checkKeyAndExts); on anything else it says so, and the caller
  * decodes the page with decodePage, whose errors and checks say exactly what is wrong.
  *
- * With the native addon the same loop runs in C (src/native/verify-scan.c: about 5x faster); it declines what this
+ * With the native addon the same loop runs in C (src/native/verify-scan.c: 2-3x faster); it declines what this
  * one declines, and a page it declines is read here again, so what the walk sees is the same either way.
  */
 import type { NativeAddon } from '../native/native.js';
