@@ -7,8 +7,12 @@ export interface ByteSource {
   readonly name: string;
   /** Total size in bytes (known after open). */
   size(): Promise<number>;
-  /** Reads exactly `length` bytes at `offset`; fails with SHARDKIT_ERR_TRUNCATED if the source is shorter. */
-  read(offset: number, length: number): Promise<Uint8Array>;
+  /**
+   * Reads exactly `length` bytes at `offset`; fails with SHARDKIT_ERR_TRUNCATED if the source is shorter. With
+   * `into` (at least `length` bytes), a source may read into it and return a view of it instead of new memory (a
+   * local file does): for callers that reuse their buffers. Either way, the bytes are the ones returned.
+   */
+  read(offset: number, length: number, into?: Uint8Array): Promise<Uint8Array>;
   close(): Promise<void>;
 }
 

@@ -231,11 +231,15 @@ export class FileSource implements SyncByteSource {
     return map.copyMany(target, spec, count, bytes);
   }
 
-  read(offset: number, length: number): Promise<Uint8Array> {
+  read(offset: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
     try {
       expectByteRange(this.name, offset, length);
     } catch (err) {
       return Promise.reject(err);
+    }
+    if (into !== undefined && into.length >= length) {
+      const view = into.subarray(0, length);
+      return this.readInto(view, 0, length, offset).then(() => view);
     }
     const buffer = Buffer.allocUnsafe(length);
     return this.readInto(buffer, 0, length, offset).then(() => buffer);

@@ -270,6 +270,13 @@ static uint32_t crc_raw(int kernel, uint32_t state, const uint8_t *p, uint8_t *d
 
 uint32_t sk_crc32c(uint32_t seed, const uint8_t *p, size_t n) { return ~crc_raw(best_kernel, ~seed, p, NULL, n); }
 
+uint32_t sk_crc32c_short(uint32_t seed, const uint8_t *p, size_t n) {
+#ifdef SK_HW_CRC
+  if (best_kernel >= K_INSN) return ~crc_raw_hardware(~seed, p, n);
+#endif
+  return ~crc_raw_table(~seed, p, n);
+}
+
 uint32_t sk_crc32c_copy(uint32_t seed, const uint8_t *src, uint8_t *dst, size_t n) {
   return ~crc_raw(best_kernel, ~seed, src, dst, n);
 }

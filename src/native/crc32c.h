@@ -10,6 +10,11 @@
 
 void sk_crc32c_init(void);
 uint32_t sk_crc32c(uint32_t seed, const uint8_t *p, size_t n);
+/*
+ * The same for short ranges (the members of tiny samples): the crc32 instruction (or the table) alone, without the
+ * folding kernels' dispatch, which costs more than the checksum below 64 bytes or so. Any length is right.
+ */
+uint32_t sk_crc32c_short(uint32_t seed, const uint8_t *p, size_t n);
 /* memcpy(dst, src, n) returning sk_crc32c(seed, src, n), in one pass where the CPU allows. */
 uint32_t sk_crc32c_copy(uint32_t seed, const uint8_t *src, uint8_t *dst, size_t n);
 /*

@@ -2,7 +2,7 @@
  * The optional native addon (src/native/shardkit.c): read-only memory maps of local shards, copied out into
  * JS-owned buffers, and hardware CRC32C. It gives the local synchronous read path what LMDB has: a sample read is a
  * memcpy out of the page cache instead of a pread system call. Pack uses it to list directories (list-dir.c) and
- * read source files (read-file.c). When the addon was not built (no compiler at install time, an unsupported
+ * read source files (read-file.c); verify, to walk index leaves and check tiny samples (verify-scan.c). When the addon was not built (no compiler at install time, an unsupported
  * platform) or SHARDKIT_NATIVE=0 is set, shardkit reads with pread, checks with @node-rs/crc32 and lists with
  * fs.readdir: same results, same errors, slower.
  */
@@ -72,7 +72,55 @@ export interface NativeAddon {
   listDirectory(path: string, sampleOrder: boolean): Promise<[kinds: string, names: string]>;
   /** CPU time of the calling thread in milliseconds (-1 where the platform has no per-thread clock). */
   threadCpuMs(): number;
+  /**
+   * verify's leaf scan (src/native/verify-scan.c; src/verify/leaf-scan.ts LeafScan.scan is the same in JavaScript):
+   * reads leaf page `pageNo` into the record arrays (record i at index i) and the bytes of its first and last keys;
+   * `out` gets the counts and sums at {@link LeafScanOut}. Its count is 0 when the page is not one the scan takes
+   * (or the arrays are too short for it): the JavaScript path then reads it and names what is wrong.
+   */
+  verifyLeafScan(
+    page: Uint8Array,
+    pageNo: number,
+    shard: Float64Array,
+    offset: Float64Array,
+    length: Float64Array,
+    members: Uint32Array,
+    size: Float64Array,
+    stored: Float64Array,
+    loneCrc: Float64Array,
+    firstKey: Uint8Array,
+    lastKey: Uint8Array,
+    out: Float64Array,
+  ): void;
+  /**
+   * verify's member check on a shard chunk (ShardCheck.takeLones in JavaScript): from record io[FROM] to
+   * io[COUNT], the run of records that a chunk holding shard bytes [io[POS], io[POS] + chunk.length) holds intact
+   * (see {@link TakeLonesIo}); io gets the first record not taken and the state after the run.
+   */
+  verifyTakeLones(chunk: Uint8Array, shard: Float64Array, offset: Float64Array, length: Float64Array, loneCrc: Float64Array, io: Float64Array): void;
 }
+
+/** Indices into verifyLeafScan's `out` (src/native/verify-scan.c). */
+export const LeafScanOut = {
+  COUNT: 0,
+  NEXT: 1,
+  TOTAL_MEMBERS: 2,
+  TOTAL_LENGTH: 3,
+  TOTAL_SIZE: 4,
+  TOTAL_STORED: 5,
+  ONE_SHARD: 6,
+  MAX_END: 7,
+  FIRST_KEY_LENGTH: 8,
+  LAST_KEY_LENGTH: 9,
+  LENGTH: 10,
+} as const;
+
+/**
+ * Indices into verifyTakeLones' `io`. In: the records [FROM, COUNT), the shard, the chunk's offset in it, the end
+ * of the last span checked and the offset of the last sample fed. Out: NEXT, the first record not taken; PREV_END
+ * and LAST after the run; BYTES, the span bytes taken.
+ */
+export const TakeLonesIo = { FROM: 0, COUNT: 1, SHARD: 2, POS: 3, PREV_END: 4, LAST: 5, NEXT: 6, BYTES: 7, LENGTH: 8 } as const;
 
 /** Numbers per copy in copyMany's spec: offset, length, target offset, CRC start, CRC length, CRC out. */
 export const COPY_MANY_ROW = 6;
@@ -128,7 +176,7 @@ function load(): { addon: NativeAddon | undefined; error: unknown } {
   try {
     const raw = createRequire(import.meta.url)(file) as RawAddon;
     // all or nothing: a module whose parameter block failed to initialise is not used (pread then)
-    if (typeof raw.copyWithParams === 'function' && typeof raw.copyMany === 'function' && typeof raw.crc32c === 'function' && Array.isArray(raw.crc32cKernels) && raw.copyParams instanceof Float64Array && raw.copyParams.length === PARAMS) {
+    if (typeof raw.copyWithParams === 'function' && typeof raw.copyMany === 'function' && typeof raw.crc32c === 'function' && typeof raw.verifyLeafScan === 'function' && typeof raw.verifyTakeLones === 'function' && Array.isArray(raw.crc32cKernels) && raw.copyParams instanceof Float64Array && raw.copyParams.length === PARAMS) {
       return (loaded = { addon: wrap(raw), error: undefined });
     }
     return (loaded = { addon: undefined, error: new Error(`${file}: incomplete native addon (no parameter block)`) });
@@ -173,7 +221,7 @@ function wrap(raw: RawAddon): NativeAddon {
     copyWithParams(map, target);
     return params[5];
   }
-  return { map: raw.map, unmap: raw.unmap, copy, copyMany: raw.copyMany, crc32c: raw.crc32c, crc32cWith: raw.crc32cWith, crc32cKernels: raw.crc32cKernels, readFile: raw.readFile, readSamples: raw.readSamples, listDirectory: raw.listDirectory, threadCpuMs: raw.threadCpuMs };
+  return { map: raw.map, unmap: raw.unmap, copy, copyMany: raw.copyMany, crc32c: raw.crc32c, crc32cWith: raw.crc32cWith, crc32cKernels: raw.crc32cKernels, readFile: raw.readFile, readSamples: raw.readSamples, listDirectory: raw.listDirectory, threadCpuMs: raw.threadCpuMs, verifyLeafScan: raw.verifyLeafScan, verifyTakeLones: raw.verifyTakeLones };
 }
 
 /** SHARDKIT_NATIVE=0 (or "false", "off") turns the addon off for the whole process: useful for tests and benchmarks. */

@@ -18,6 +18,9 @@
  *                                     first is the table: more than one means CRC instructions)
  *   readFile(path, target, offset, room)
  *                                     pack's source read in one call (read-file.c)
+ *   verifyLeafScan(...), verifyTakeLones(...)
+ *                                     verify's per-sample loop: a leaf page's records, and the run of them whose
+ *                                     bytes a shard chunk holds intact (verify-scan.c)
  *
  * Mapped memory is never handed to JS: a view that outlived munmap would crash the process. Reading a page past
  * the end of a file that shrank after it was mapped raises SIGBUS; copy() catches it (a SIGBUS handler jumps back
@@ -449,6 +452,9 @@ napi_value sk_read_samples(napi_env env, napi_callback_info info);
 napi_value sk_thread_cpu_ms(napi_env env, napi_callback_info info);
 /* list-dir.c */
 napi_value sk_list_directory(napi_env env, napi_callback_info info);
+/* verify-scan.c */
+napi_value sk_verify_leaf_scan(napi_env env, napi_callback_info info);
+napi_value sk_verify_take_lones(napi_env env, napi_callback_info info);
 
 static napi_value init(napi_env env, napi_value exports) {
   sk_crc32c_init();
@@ -463,6 +469,8 @@ static napi_value init(napi_env env, napi_value exports) {
       {"readSamples", NULL, sk_read_samples, NULL, NULL, NULL, napi_enumerable, NULL},
       {"listDirectory", NULL, sk_list_directory, NULL, NULL, NULL, napi_enumerable, NULL},
       {"threadCpuMs", NULL, sk_thread_cpu_ms, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"verifyLeafScan", NULL, sk_verify_leaf_scan, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"verifyTakeLones", NULL, sk_verify_take_lones, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
   napi_value kernels = crc32c_kernels(env);

@@ -25,7 +25,9 @@ import { resolveLocation } from '../io/location.js';
 import { openByteSource } from '../io/open-source.js';
 import { normalizedName } from '../adopt/member-rules.js';
 import type { CopyWriter } from '../cache/copy-writer.js';
+import { TakeLonesIo, type NativeAddon } from '../native/native.js';
 import type { LeafRecords, PageReader } from './check-index.js';
+import { takeLoneRun } from './lone-run.js';
 import { MemberStream } from './member-stream.js';
 import { ReadAhead } from './read-ahead.js';
 import type { VerifyCache } from './verify-cache.js';
@@ -52,7 +54,12 @@ export interface ShardCheckInput {
   maxGathered: number;
   /** Called with the number of shard bytes each read brought in. */
   onBytes: (n: number) => void;
+  /** The addon whose verifyTakeLones checks runs of tiny samples (undefined: the same loop in JavaScript). */
+  native?: NativeAddon | undefined;
 }
+
+/** takeLoneRun's numbers in and out (one call at a time: the checks run one after the other). */
+const takeIo = new Float64Array(TakeLonesIo.LENGTH);
 
 /** What the check of one shard found. */
 export interface ShardResult {
@@ -133,32 +140,26 @@ export class ShardCheck {
   /**
    * The hot path, for tiny samples: from record `from` of leaf `pageNo` (`count` records), the run of samples of
    * shard `shard` that are each one member stored as is (`loneCrc`), inside the chunk read last, after the spans
-   * before them, and intact. Returns the first record it did not take: a sample of another shard, or one for
-   * {@link sample}, which checks it and names what is wrong.
+   * before them, and intact (lone-run.ts). Returns the first record it did not take: a sample of another shard, or
+   * one for {@link sample}, which checks it and names what is wrong.
    */
   takeLones(r: LeafRecords, from: number, count: number, shard: number, pageNo: number): number {
     if (!this.fast) return from;
-    const { chunk, pos, end } = this;
-    let prevEnd = this.prevEnd;
-    let last = this.lastOffset;
-    let bytes = 0;
-    let i = from;
-    for (; i < count; i++) {
-      const off = r.offset[i] as number;
-      const len = r.length[i] as number;
-      const crc = r.loneCrc[i] as number;
-      if (r.shard[i] !== shard || crc < 0 || len === 0 || off < prevEnd || off < pos || off + len > end || off < last) break;
-      if (crc32cSpan(chunk, off - pos, off - pos + len) !== crc) break;
-      prevEnd = off + len;
-      last = off;
-      bytes += len;
-    }
+    const io = takeIo;
+    io[TakeLonesIo.FROM] = from;
+    io[TakeLonesIo.COUNT] = count;
+    io[TakeLonesIo.SHARD] = shard;
+    io[TakeLonesIo.POS] = this.pos;
+    io[TakeLonesIo.PREV_END] = this.prevEnd;
+    io[TakeLonesIo.LAST] = this.lastOffset;
+    takeLoneRun(this.chunk, r, io, this.input.native);
+    const i = io[TakeLonesIo.NEXT] as number;
     if (i > from) {
-      this.prevEnd = prevEnd;
-      this.lastOffset = last;
+      this.prevEnd = io[TakeLonesIo.PREV_END] as number;
+      this.lastOffset = io[TakeLonesIo.LAST] as number;
       this.prevPage = pageNo;
       this.prevSlot = i - 1;
-      this.result.memberBytes += bytes;
+      this.result.memberBytes += io[TakeLonesIo.BYTES] as number;
     }
     return i;
   }

@@ -30,7 +30,7 @@ import { PageReader, checkIndex, type LeafSink } from './check-index.js';
 import { ShardCheck, type ShardResult } from './shard-check.js';
 import { ShardStream } from './shard-stream.js';
 import { SpanTable } from './span-table.js';
-import { useNativeCrc32c } from '../native/native.js';
+import { nativeAddon, useNativeCrc32c, type NativeAddon } from '../native/native.js';
 
 /** Shard bytes read at once (two buffers of it per shard being read: one checked, the next in flight). */
 export const VERIFY_CHUNK_BYTES = 4 << 20;
@@ -50,6 +50,11 @@ export interface VerifyOptions {
    * (verify-cache.ts says why it never verifies a cached copy instead of the source).
    */
   cache?: CacheOptions;
+  /**
+   * `false`: check with the JavaScript loops only, not the native addon's (the report is the same; for tests and
+   * comparisons). SHARDKIT_NATIVE=0 turns the addon off for the whole process.
+   */
+  native?: boolean;
 }
 
 export interface VerifyProgress {
@@ -92,6 +97,9 @@ export async function verifyDataset(location: string, options: VerifyOptions = {
   if (!Number.isSafeInteger(maxReported) || maxReported < 0) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a non-negative integer for maxReported but received ${String(maxReported)}`);
   }
+  if (options.native !== undefined && typeof options.native !== 'boolean') {
+    throw new ShardkitError(ErrorCodes.INVALID_ARG, `Expected a boolean for native but received ${JSON.stringify(options.native)}`);
+  }
   if (options.cache !== undefined && quick) {
     throw new ShardkitError(ErrorCodes.INVALID_ARG, 'a cache is filled by a full verify (it copies the shards it streams); a quick verify reads no shard: drop --quick or the cache');
   }
@@ -100,7 +108,8 @@ export async function verifyDataset(location: string, options: VerifyOptions = {
   // one client for the manifest, the index and every shard: their requests share kept-alive connections
   const client = isRemote(location) ? new HttpClient(options.http) : undefined;
   try {
-    return await verifyWith(location, client === undefined ? {} : { client }, quick, maxReported, options.onProgress, options.cache);
+    const native = options.native === false ? undefined : nativeAddon();
+    return await verifyWith(location, client === undefined ? {} : { client }, quick, maxReported, options.onProgress, options.cache, native);
   } finally {
     client?.close();
   }
@@ -111,7 +120,15 @@ export interface Opener {
   client?: HttpClient;
 }
 
-async function verifyWith(location: string, opener: Opener, quick: boolean, maxReported: number, onProgress: VerifyOptions['onProgress'], cacheOptions: CacheOptions | undefined): Promise<VerifyReport> {
+async function verifyWith(
+  location: string,
+  opener: Opener,
+  quick: boolean,
+  maxReported: number,
+  onProgress: VerifyOptions['onProgress'],
+  cacheOptions: CacheOptions | undefined,
+  native: NativeAddon | undefined,
+): Promise<VerifyReport> {
   const shown = redactLocation(location);
   const manifest = await readManifest(location, opener);
   const report: VerifyReport = {
@@ -160,13 +177,14 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
           done += n;
           if (!walking) onProgress?.({ phase: 'shards', done, total });
         },
+        native,
       });
     // the full check streams the shards during the index walk (shard-stream.ts); a quick one reads no member
     stream = quick ? undefined : new ShardStream(shards.length, (i) => shardCheck(i));
     const sink: LeafSink = stream ?? { leaf: () => undefined };
     if (opened !== undefined && pages !== undefined) {
       walking = true;
-      const result = await checkIndex(pages, opened.header, opened.shards, sink, (d, t) => onProgress?.({ phase: 'index', done: d, total: t }));
+      const result = await checkIndex(pages, opened.header, opened.shards, sink, (d, t) => onProgress?.({ phase: 'index', done: d, total: t }), native);
       walking = false;
       if (!quick) onProgress?.({ phase: 'shards', done, total });
       report.checked.pages = result.pages;
@@ -196,7 +214,7 @@ async function verifyWith(location: string, opener: Opener, quick: boolean, maxR
       // shards no sample points to, and shards whose samples did not come in offset order: from their spans sorted
       const unordered = stream.unordered();
       const spans = new SpanTable(Uint8Array.from(shards, (_, i) => (unordered.includes(i) ? 1 : 0)));
-      if (unordered.length > 0 && opened !== undefined && pages !== undefined) await checkIndex(pages, opened.header, opened.shards, spans);
+      if (unordered.length > 0 && opened !== undefined && pages !== undefined) await checkIndex(pages, opened.header, opened.shards, spans, undefined, native);
       for (const i of left) {
         const check = shardCheck(i, stream.closed[i] !== 1);
         try {

@@ -1,0 +1,365 @@
+/*
+ * verify's per-sample hot loop, in C (src/verify/leaf-scan.ts and shard-check.ts hold the same loops in JavaScript,
+ * the fallback, and the reference these must equal: test/property/native-verify.test.ts compares them).
+ *
+ *   verifyLeafScan(page, pageNo, shard, offset, length, members, size, stored, loneCrc, firstKey, lastKey, out)
+ *       LeafScan.scan: reads a leaf page's records into the Float64Arrays (and Uint32Array members) at index i for
+ *       record i; out (Float64Array, LEAF_OUT_COUNT) gets count (0: the page is not one this walk takes), next,
+ *       the totals, the one shard, the last end and the lengths of the first and last keys, whose bytes go to
+ *       firstKey and lastKey.
+ *   verifyTakeLones(chunk, shard, offset, length, loneCrc, io)
+ *       ShardCheck.takeLones: from record io[FROM], the run of records of shard io[SHARD] that are one member
+ *       stored as is, inside the chunk (shard bytes [io[POS], io[POS] + chunk.length)), in offset order after
+ *       io[PREV_END] and io[LAST], and whose CRC32C matches; io gets the first record not taken, the new PREV_END
+ *       and LAST, and the bytes taken.
+ *
+ * Both take the page or chunk as hostile: every length and offset is checked before a byte is read, and anything
+ * unusual returns "not taken", leaving the record to the JavaScript path, which names what is wrong. Numbers are
+ * doubles, added in the same order as in JavaScript, so every sum and bound is the same to the last bit.
+ */
+#define NAPI_VERSION 8
+#include <node_api.h>
+
+#include <stdint.h>
+#include <string.h>
+
+#include "crc32c.h"
+
+/* formats/index-page.ts: the page header */
+#define PAGE_HEADER_BYTES 16
+#define PAGE_TYPE 0
+#define PAGE_FLAGS 1
+#define PAGE_COUNT 2
+#define PAGE_CRC 4
+#define PAGE_NO 8
+#define PAGE_LINK 12
+#define PAGE_TYPE_LEAF 2
+/* formats/leaf-format.ts: record and member flags */
+#define RECORD_SAME_SHARD 0x01
+#define RECORD_CONTIGUOUS 0x02
+#define RECORD_SAME_SHAPE 0x04
+#define KNOWN_RECORD_FLAGS (RECORD_SAME_SHARD | RECORD_CONTIGUOUS | RECORD_SAME_SHAPE)
+#define MEMBER_CODEC_MASK 0x0f
+#define MEMBER_EXT_SAME 0x10
+#define KNOWN_MEMBER_FLAGS (MEMBER_CODEC_MASK | MEMBER_EXT_SAME)
+#define CODEC_NONE 0
+#define CODEC_LZ4 1
+/* leaf-scan.ts */
+#define MAX_VARINT_BYTES 8
+#define MAX_MEMBERS 16
+#define SLASH 0x2f
+#define DOT 0x2e
+#define BACKSLASH 0x5c
+#define MAX_SAFE_INTEGER 9007199254740991.0
+/* Spans up to this long are checksummed by sk_crc32c_short (the folding kernels pay off on longer ones). */
+#define SHORT_CRC_BYTES 256
+
+/* verifyLeafScan's out: indices (src/native/native.ts LeafScanOut) */
+enum { OUT_COUNT, OUT_NEXT, OUT_TOTAL_MEMBERS, OUT_TOTAL_LENGTH, OUT_TOTAL_SIZE, OUT_TOTAL_STORED, OUT_ONE_SHARD, OUT_MAX_END,
+       OUT_FIRST_KEY_LENGTH, OUT_LAST_KEY_LENGTH, LEAF_OUT_COUNT };
+/* verifyTakeLones' io: indices (src/native/native.ts TakeLonesIo) */
+enum { IO_FROM, IO_COUNT, IO_SHARD, IO_POS, IO_PREV_END, IO_LAST, IO_NEXT, IO_BYTES, TAKE_IO_COUNT };
+
+static napi_value throw_arg(napi_env env, const char *message) {
+  napi_throw_error(env, "ERR_SHARDKIT_NATIVE_ARG", message);
+  return NULL;
+}
+
+/* The data and element count of a typed array of `type`; 0 when `value` is something else. */
+static int typed(napi_env env, napi_value value, napi_typedarray_type type, void **data, size_t *length) {
+  napi_typedarray_type t;
+  napi_value ab;
+  size_t offset;
+  if (napi_get_typedarray_info(env, value, &t, length, data, &ab, &offset) != napi_ok || t != type) return 0;
+  return *data != NULL || *length == 0;
+}
+
+/*
+ * A LEB128 varint of a safe integer at *pos (pos moves past it), or -1 when it is not one or runs past end. Signed
+ * 64-bit integers, not size_t or doubles, until a value must be a double: their conversions are one instruction.
+ */
+static int64_t varint(const uint8_t *page, size_t *pos, size_t end) {
+  uint64_t value = 0;
+  for (int i = 0; i < MAX_VARINT_BYTES; i++) {
+    if (*pos >= end) return -1;
+    uint8_t b = page[(*pos)++];
+    value |= (uint64_t)(b & 0x7f) << (7 * i);
+    if (b < 0x80) return value <= (uint64_t)MAX_SAFE_INTEGER ? (int64_t)value : -1;
+  }
+  return -1;
+}
+
+/* A varint whose one-byte form is read inline (as leaf-scan.ts does); -1 as varint(). */
+static inline int64_t small_varint(const uint8_t *page, size_t *pos, size_t end) {
+  if (*pos < end && page[*pos] < 0x80) return page[(*pos)++];
+  return varint(page, pos, end);
+}
+
+/* An empty, "." or ".." path segment: key[start, end). */
+static inline int bad_segment(const uint8_t *key, size_t start, size_t end) {
+  size_t n = end - start;
+  return n == 0 || (n <= 2 && key[start] == DOT && (n == 1 || key[start + 1] == DOT));
+}
+
+typedef struct {
+  double *shard, *offset, *length, *size, *stored, *lone_crc;
+  uint32_t *members;
+  size_t capacity;
+  uint8_t *first_key, *key;
+  size_t first_key_cap, key_cap;
+  double *out;
+} leaf_out;
+
+/* LeafScan.scan: the record count, or 0 when the page is not a leaf this walk takes (see leaf-scan.ts). */
+static uint32_t scan_leaf(const uint8_t *page, size_t end, double page_no, leaf_out *o) {
+  if (end < PAGE_HEADER_BYTES) return 0;
+  uint32_t own_no = (uint32_t)page[PAGE_NO] | (uint32_t)page[PAGE_NO + 1] << 8 | (uint32_t)page[PAGE_NO + 2] << 16 | (uint32_t)page[PAGE_NO + 3] << 24;
+  if (page[PAGE_TYPE] != PAGE_TYPE_LEAF || page[PAGE_FLAGS] != 0 || (double)own_no != page_no) return 0;
+  uint32_t count = (uint32_t)page[PAGE_COUNT] | (uint32_t)page[PAGE_COUNT + 1] << 8;
+  uint32_t next = (uint32_t)page[PAGE_LINK] | (uint32_t)page[PAGE_LINK + 1] << 8 | (uint32_t)page[PAGE_LINK + 2] << 16 | (uint32_t)page[PAGE_LINK + 3] << 24;
+  uint32_t crc = (uint32_t)page[PAGE_CRC] | (uint32_t)page[PAGE_CRC + 1] << 8 | (uint32_t)page[PAGE_CRC + 2] << 16 | (uint32_t)page[PAGE_CRC + 3] << 24;
+  if (count == 0 || (next != 0 && (double)next <= page_no)) return 0;
+  if (sk_crc32c(sk_crc32c(0, page, PAGE_CRC), page + PAGE_NO, end - PAGE_NO) != crc) return 0;
+  if (o->capacity < count) return 0;
+
+  uint8_t *key = o->key;
+  size_t pos = PAGE_HEADER_BYTES, key_length = 0, last_segment = 0, first_key_length = 0;
+  uint8_t codec_a[MAX_MEMBERS], codec_b[MAX_MEMBERS];
+  double gap_a[MAX_MEMBERS], gap_b[MAX_MEMBERS];
+  uint8_t *codecs = codec_a, *prev_codecs = codec_b;
+  double *gaps = gap_a, *prev_gaps = gap_b;
+  uint32_t prev_members = 0;
+  double shard = 0, prev_end = 0, total_members = 0, total_length = 0, total_size = 0, total_stored = 0, first_shard = -1, max_end = 0;
+  int one_shard = 1;
+  for (uint32_t i = 0; i < count; i++) {
+    /* key: bytes shared with the key before, then the suffix */
+    int64_t shared_v = small_varint(page, &pos, end);
+    if (shared_v < 0) return 0;
+    int64_t suffix_v = small_varint(page, &pos, end);
+    if (suffix_v < 0) return 0;
+    if ((uint64_t)shared_v > key_length || (uint64_t)suffix_v > end - pos) return 0;
+    size_t shared = (size_t)shared_v, suffix = (size_t)suffix_v;
+    if (i > 0 && (suffix == 0 || (shared < key_length && page[pos] <= key[shared]))) return 0;
+    if (shared + suffix > o->key_cap) return 0; /* the caller gives room for the longest key a page holds */
+    size_t segment = last_segment < shared ? last_segment : shared;
+    while (segment > 0 && key[segment - 1] != SLASH) segment--;
+    for (size_t j = shared; j < shared + suffix; j++) {
+      uint8_t b = page[pos++];
+      if (b >= 0x80 || b == 0 || b == BACKSLASH) return 0;
+      key[j] = b;
+      if (b == SLASH) {
+        if (bad_segment(key, segment, j)) return 0;
+        segment = j + 1;
+      }
+    }
+    key_length = shared + suffix;
+    if (bad_segment(key, segment, key_length)) return 0;
+    last_segment = segment;
+    if (i == 0) {
+      if (key_length > o->first_key_cap) return 0;
+      memcpy(o->first_key, key, key_length);
+      first_key_length = key_length;
+    }
+
+    /* the record: flags, shard and offset, members */
+    if (pos >= end) return 0;
+    uint8_t flags = page[pos++];
+    if ((flags & ~KNOWN_RECORD_FLAGS) != 0 || (i == 0 && flags != 0)) return 0;
+    if ((flags & RECORD_CONTIGUOUS) != 0 && (flags & RECORD_SAME_SHARD) == 0) return 0;
+    double offset;
+    if ((flags & RECORD_SAME_SHARD) == 0) {
+      int64_t shard_v = varint(page, &pos, end);
+      int64_t offset_v = varint(page, &pos, end);
+      if (shard_v < 0 || offset_v < 0) return 0;
+      shard = (double)shard_v;
+      offset = (double)offset_v;
+    } else if ((flags & RECORD_CONTIGUOUS) != 0) {
+      offset = prev_end;
+    } else {
+      int64_t z = varint(page, &pos, end);
+      if (z < 0) return 0;
+      /* zigzag, as JavaScript computes it in doubles (z + 1 <= 2^53 is exact) */
+      offset = prev_end + ((z & 1) == 0 ? (double)z / 2 : -((double)z + 1) / 2);
+      if (!(offset >= 0 && offset <= MAX_SAFE_INTEGER)) return 0;
+    }
+    int same_shape = (flags & RECORD_SAME_SHAPE) != 0;
+    int64_t member_count_v = prev_members;
+    if (!same_shape && (member_count_v = small_varint(page, &pos, end)) < 0) return 0;
+    if (member_count_v < 1 || member_count_v > MAX_MEMBERS) return 0;
+    uint32_t member_count = (uint32_t)member_count_v;
+    double member_end = 0, size = 0, stored = 0;
+    uint32_t crc_m = 0;
+    for (uint32_t m = 0; m < member_count; m++) {
+      uint8_t codec;
+      double gap;
+      if (same_shape) {
+        codec = prev_codecs[m];
+        gap = prev_gaps[m];
+      } else {
+        if (pos >= end) return 0;
+        uint8_t member_flags = page[pos++];
+        codec = member_flags & MEMBER_CODEC_MASK;
+        if ((member_flags & ~KNOWN_MEMBER_FLAGS) != 0 || (codec != CODEC_NONE && codec != CODEC_LZ4)) return 0;
+        if ((member_flags & MEMBER_EXT_SAME) != 0) {
+          if (i == 0 || m >= prev_members) return 0;
+        } else {
+          /* an extension: ASCII, with none of "/", a backslash or NUL */
+          int64_t n = varint(page, &pos, end);
+          if (n < 0 || (uint64_t)n > end - pos) return 0;
+          for (size_t j = pos; j < pos + (size_t)n; j++) {
+            uint8_t b = page[j];
+            if (b >= 0x80 || b == SLASH || b == BACKSLASH || b == 0) return 0;
+          }
+          pos += (size_t)n;
+        }
+        int64_t gap_v = varint(page, &pos, end);
+        if (gap_v < 0) return 0;
+        gap = (double)gap_v;
+      }
+      codecs[m] = codec;
+      gaps[m] = gap;
+      int64_t member_size_v = small_varint(page, &pos, end);
+      if (member_size_v < 0) return 0;
+      double member_size = (double)member_size_v, stored_size = member_size;
+      if (codec != CODEC_NONE) {
+        int64_t stored_v = varint(page, &pos, end);
+        if (stored_v < 0) return 0;
+        stored_size = (double)stored_v;
+      }
+      if (end - pos < 4) return 0;
+      crc_m = (uint32_t)page[pos] | (uint32_t)page[pos + 1] << 8 | (uint32_t)page[pos + 2] << 16 | (uint32_t)page[pos + 3] << 24;
+      pos += 4;
+      if (m == 0 && gap != 0) return 0; /* the span starts at its first member */
+      member_end += gap + stored_size;
+      size += member_size;
+      stored += stored_size;
+    }
+    if (!(member_end <= MAX_SAFE_INTEGER)) return 0;
+    o->shard[i] = shard;
+    o->offset[i] = offset;
+    o->length[i] = member_end;
+    o->members[i] = member_count;
+    o->size[i] = size;
+    o->stored[i] = stored;
+    o->lone_crc[i] = member_count == 1 && codecs[0] == CODEC_NONE ? (double)crc_m : -1;
+    prev_end = offset + member_end;
+    total_members += member_count;
+    total_length += member_end;
+    total_size += size;
+    total_stored += stored;
+    if (i == 0) first_shard = shard;
+    else if (shard != first_shard) one_shard = 0;
+    if (prev_end > max_end) max_end = prev_end;
+    if (!same_shape) {
+      uint8_t *c = prev_codecs;
+      prev_codecs = codecs;
+      codecs = c;
+      double *g = prev_gaps;
+      prev_gaps = gaps;
+      gaps = g;
+    }
+    prev_members = member_count;
+  }
+  double *out = o->out;
+  out[OUT_NEXT] = next;
+  out[OUT_TOTAL_MEMBERS] = total_members;
+  out[OUT_TOTAL_LENGTH] = total_length;
+  out[OUT_TOTAL_SIZE] = total_size;
+  out[OUT_TOTAL_STORED] = total_stored;
+  out[OUT_ONE_SHARD] = one_shard ? first_shard : -1;
+  out[OUT_MAX_END] = max_end;
+  out[OUT_FIRST_KEY_LENGTH] = (double)first_key_length;
+  out[OUT_LAST_KEY_LENGTH] = (double)key_length;
+  return count;
+}
+
+#define LEAF_ARGS 12
+
+/* verifyLeafScan(page, pageNo, shard, offset, length, members, size, stored, loneCrc, firstKey, lastKey, out) */
+napi_value sk_verify_leaf_scan(napi_env env, napi_callback_info info) {
+  size_t argc = LEAF_ARGS;
+  napi_value argv[LEAF_ARGS];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < LEAF_ARGS) return throw_arg(env, "shardkit native: verifyLeafScan needs 12 arguments");
+  uint8_t *page;
+  size_t page_len, n[7], first_cap, key_cap, out_len;
+  double page_no;
+  leaf_out o;
+  void *arrays[7];
+  if (!typed(env, argv[0], napi_uint8_array, (void **)&page, &page_len) || napi_get_value_double(env, argv[1], &page_no) != napi_ok) {
+    return throw_arg(env, "shardkit native: verifyLeafScan needs a page (Uint8Array) and its number");
+  }
+  for (int k = 0; k < 7; k++) {
+    if (!typed(env, argv[2 + k], k == 3 ? napi_uint32_array : napi_float64_array, &arrays[k], &n[k])) {
+      return throw_arg(env, "shardkit native: verifyLeafScan needs six Float64Arrays and a Uint32Array for the records");
+    }
+  }
+  if (!typed(env, argv[9], napi_uint8_array, (void **)&o.first_key, &first_cap) || !typed(env, argv[10], napi_uint8_array, (void **)&o.key, &key_cap) ||
+      !typed(env, argv[11], napi_float64_array, (void **)&o.out, &out_len) || out_len < LEAF_OUT_COUNT) {
+    return throw_arg(env, "shardkit native: verifyLeafScan needs two Uint8Arrays for the keys and a Float64Array out");
+  }
+  o.shard = arrays[0];
+  o.offset = arrays[1];
+  o.length = arrays[2];
+  o.members = arrays[3];
+  o.size = arrays[4];
+  o.stored = arrays[5];
+  o.lone_crc = arrays[6];
+  o.capacity = n[0];
+  for (int k = 1; k < 7; k++) if (n[k] < o.capacity) o.capacity = n[k];
+  o.first_key_cap = first_cap;
+  o.key_cap = key_cap;
+  o.out[OUT_COUNT] = scan_leaf(page, page_len, page_no, &o);
+  return NULL;
+}
+
+/* ShardCheck.takeLones over io (see the top of this file): the index of the first record not taken. */
+static uint32_t take_lones(const uint8_t *chunk, size_t chunk_len, const double *shards, const double *offsets, const double *lengths,
+                           const double *lone_crc, uint32_t from, uint32_t count, double *io) {
+  double shard = io[IO_SHARD], pos = io[IO_POS], prev_end = io[IO_PREV_END], last = io[IO_LAST];
+  double chunk_d = (double)(int64_t)chunk_len, end = pos + chunk_d, bytes = 0;
+  uint32_t i = from;
+  for (; i < count; i++) {
+    double off = offsets[i], len = lengths[i], crc = lone_crc[i];
+    /* written so that a NaN anywhere stops the run */
+    if (!(shards[i] == shard && crc >= 0 && len > 0 && off >= prev_end && off >= pos && off + len <= end && off >= last)) break;
+    double start_d = off - pos;
+    if (!(start_d <= chunk_d && len <= chunk_d)) break;
+    /* both in [0, chunk.length]: signed conversions, exact; a fraction is refused */
+    int64_t start = (int64_t)start_d, n = (int64_t)len;
+    if ((double)start != start_d || (double)n != len || n > (int64_t)chunk_len - start) break;
+    if ((double)(n <= SHORT_CRC_BYTES ? sk_crc32c_short(0, chunk + start, n) : sk_crc32c(0, chunk + start, n)) != crc) break;
+    prev_end = off + len;
+    last = off;
+    bytes += len;
+  }
+  io[IO_PREV_END] = prev_end;
+  io[IO_LAST] = last;
+  io[IO_BYTES] = bytes;
+  return i;
+}
+
+#define TAKE_ARGS 6
+
+/* verifyTakeLones(chunk, shard, offset, length, loneCrc, io) */
+napi_value sk_verify_take_lones(napi_env env, napi_callback_info info) {
+  size_t argc = TAKE_ARGS;
+  napi_value argv[TAKE_ARGS];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < TAKE_ARGS) return throw_arg(env, "shardkit native: verifyTakeLones needs 6 arguments");
+  uint8_t *chunk;
+  size_t chunk_len, n[4], io_len;
+  void *arrays[4];
+  double *io;
+  if (!typed(env, argv[0], napi_uint8_array, (void **)&chunk, &chunk_len)) return throw_arg(env, "shardkit native: verifyTakeLones needs a chunk (Uint8Array)");
+  for (int k = 0; k < 4; k++) {
+    if (!typed(env, argv[1 + k], napi_float64_array, &arrays[k], &n[k])) return throw_arg(env, "shardkit native: verifyTakeLones needs four Float64Arrays for the records");
+  }
+  if (!typed(env, argv[5], napi_float64_array, (void **)&io, &io_len) || io_len < TAKE_IO_COUNT) return throw_arg(env, "shardkit native: verifyTakeLones needs a Float64Array io");
+  double from_d = io[IO_FROM], count_d = io[IO_COUNT];
+  size_t capacity = n[0];
+  for (int k = 1; k < 4; k++) if (n[k] < capacity) capacity = n[k];
+  if (!(from_d >= 0 && count_d >= from_d && count_d <= (double)capacity) || (double)(uint32_t)from_d != from_d || (double)(uint32_t)count_d != count_d) {
+    return throw_arg(env, "shardkit native: verifyTakeLones: records [from, count) outside the arrays");
+  }
+  io[IO_NEXT] = take_lones(chunk, chunk_len, arrays[0], arrays[1], arrays[2], arrays[3], (uint32_t)from_d, (uint32_t)count_d, io);
+  return NULL;
+}
