@@ -160,9 +160,18 @@ const children = {
       bytes += ds.atSync(p).members.bin.length;
       pos[i] = Number(process.hrtime.bigint() - t) / 1000;
     }
+    // memory the reader holds after the lookups (its page cache): heap after a full GC when node runs with
+    // --expose-gc (the parent passes it), and RSS then; the peak RSS of the process too
+    for (let i = 0; i < 3; i++) {
+      globalThis.gc?.();
+      await new Promise((resolve) => setTimeout(resolve, 20)); // typed arrays' stores are freed after the collection
+    }
+    const mem = process.memoryUsage();
+    const { pages: pagesCached, bytes: pageCacheBytesHeld } = ds.stats().pageCache;
     await ds.close();
     if (bytes !== 2 * count * BODY) throw new Error(`warm lookups read ${bytes} bytes`);
-    return { key: { p50Us: quantile(key, 0.5), p99Us: quantile(key, 0.99) }, position: { p50Us: quantile(pos, 0.5), p99Us: quantile(pos, 0.99) }, lookups: count };
+    const memory = { heapUsedMiB: r3(mem.heapUsed / 2 ** 20), externalMiB: r3(mem.external / 2 ** 20), rssMiB: r3(mem.rss / 2 ** 20), peakRssMiB: Math.round(peakRssMiB()), pagesCached, pageCacheMiB: pageCacheBytesHeld === undefined ? undefined : r3(pageCacheBytesHeld / 2 ** 20), gc: globalThis.gc !== undefined };
+    return { key: { p50Us: quantile(key, 0.5), p99Us: quantile(key, 0.99) }, position: { p50Us: quantile(pos, 0.5), p99Us: quantile(pos, 0.99) }, lookups: count, memory };
   },
   async cold(dir, n, count) {
     const { openDataset } = await import('../dist/src/read/dataset.js');
@@ -270,7 +279,7 @@ function verifyAgainstDisk(dir, reps, canDrop) {
 }
 
 function inChild(step, ...args) {
-  const res = spawnSync(process.execPath, [SELF, '--child', step, ...args.map(String)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 26 });
+  const res = spawnSync(process.execPath, ['--expose-gc', SELF, '--child', step, ...args.map(String)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 26 });
   if (res.status !== 0) throw new Error(`scale step ${step} ${args.join(' ')} failed (exit ${res.status})`);
   return JSON.parse(res.stdout.trim().split('\n').pop());
 }

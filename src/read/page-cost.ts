@@ -1,0 +1,65 @@
+/**
+ * What a decoded index page costs in memory (V8 heap and typed-array stores), estimated from what it holds: the page
+ * cache counts this against `pageCacheBytes`, not the page's bytes on disk. A leaf of tiny samples decodes to ~20x
+ * its page (~180 bytes a record against ~9): a budget that counted page bytes held ~1.2 GB of heap for 64 MiB.
+ *
+ * Calibrated (Node 20, x64, no pointer compression) by decoding 2,000 leaves of a 10^6-sample index (24-byte keys,
+ * one member, ~440 records a leaf) and holding them, with their key tables, then comparing process.memoryUsage()
+ * (heapUsed + external, after a full GC) with this estimate: see test/unit/page-cost.test.ts, which holds the
+ * estimate within 0.8-1.25x of what was measured. The measured figure was ~185 bytes a record: 104 in the record
+ * and member columns, ~64 for a key (its slot in the array, a sliced string, its share of the leaf's key text), ~18
+ * for the key table.
+ */
+import type { Page } from '../../formats/index-page.js';
+
+/** A typed array's own objects beyond its bytes: the view, its ArrayBuffer and the backing-store record. */
+export const TYPED_ARRAY_OVERHEAD = 200;
+/** A plain object or array header (map, properties, elements, length), and a decoded page's own fields. */
+export const OBJECT_OVERHEAD = 64;
+/** An array's slot for a pointer. */
+export const POINTER_BYTES = 8;
+/**
+ * A key string's header beyond its characters: a sliced string (a key of 13 characters or more cut out of the
+ * leaf's key text) is 32 bytes and points into that text; a shorter key is copied out, 16 bytes and its characters
+ * rounded to 8 (at most as much).
+ */
+export const STRING_OVERHEAD = 32;
+
+/**
+ * The least a decoded leaf record takes: its row (7 numbers), one member row (6), a key's slot and string header.
+ * An index of n records whose n times this exceeds the page cache's budget cannot be cached whole.
+ */
+export const MIN_DECODED_RECORD_BYTES = 7 * 8 + 6 * 8 + POINTER_BYTES + STRING_OVERHEAD;
+
+/** Bytes a string of `chars` characters costs: one byte a character when every key is ASCII, two otherwise. */
+function stringBytes(chars: number, twoByte: boolean): number {
+  return STRING_OVERHEAD + (twoByte ? 2 * chars : chars);
+}
+
+/** What a typed array takes: its bytes and its objects (a leaf's key table, counted when it is built). */
+export function typedArrayBytes(a: ArrayBufferView | undefined): number {
+  return a === undefined ? 0 : TYPED_ARRAY_OVERHEAD + a.byteLength;
+}
+
+/** The memory `page` takes as decoded (a leaf's key table when it has one; a leaf's entries are never made in a cache). */
+export function decodedPageBytes(page: Page): number {
+  let bytes = OBJECT_OVERHEAD + arrayBytes(page.keys.length);
+  const twoByte = !page.simple; // keys with characters past U+D7FF are stored two bytes a character
+  for (const key of page.keys) bytes += stringBytes(key.length, twoByte || !isOneByte(key));
+  if (page.type === 'branch') return bytes + typedArrayBytes(page.children) + typedArrayBytes(page.starts);
+  bytes += typedArrayBytes(page.rows) + typedArrayBytes(page.memberRows) + arrayBytes(page.exts.length);
+  for (const ext of page.exts) bytes += stringBytes(ext.length, !isOneByte(ext));
+  return bytes + typedArrayBytes(page.keyTable);
+}
+
+/** An array of `n` pointers. */
+function arrayBytes(n: number): number {
+  return OBJECT_OVERHEAD + n * POINTER_BYTES;
+}
+
+/** Whether V8 can hold `s` one byte a character (Latin-1 only); the regular expression is fast on short strings. */
+function isOneByte(s: string): boolean {
+  return !TWO_BYTE.test(s);
+}
+
+const TWO_BYTE = /[^\u0000-\u00ff]/;
