@@ -41,6 +41,7 @@ export type { OpenDatasetOptions };
 export interface DatasetStats {
   io: ReturnType<IoStats['snapshot']>;
   shardHandles: HandlePool<ByteSource>['counters'];
+  /** The index page cache: lookups answered from decoded pages and not, pages held, and the memory they take (at most `pageCacheBytes`). */
   pageCache: { hits: number; misses: number; pages: number; bytes: number };
   /** The node-local shard cache's counters (openDataset's `cache` option), when there is one. */
   cache?: CacheStats;
