@@ -3,12 +3,13 @@
  * cache counts this against `pageCacheBytes`, not the page's bytes on disk. A leaf of tiny samples decodes to ~20x
  * its page (~180 bytes a record against ~9): a budget that counted page bytes held ~1.2 GB of heap for 64 MiB.
  *
- * Calibrated (Node 20, x64, no pointer compression) by decoding 2,000 leaves of a 10^6-sample index (24-byte keys,
- * one member, ~440 records a leaf) and holding them, with their key tables, then comparing process.memoryUsage()
- * (heapUsed + external, after a full GC) with this estimate: see test/unit/page-cost.test.ts, which holds the
- * estimate within 0.8-1.25x of what was measured. The measured figure was ~185 bytes a record: 104 in the record
- * and member columns, ~64 for a key (its slot in the array, a sliced string, its share of the leaf's key text), ~18
- * for the key table.
+ * Calibrated (Node 20, x64, no pointer compression) with bench/page-cost.mjs: it decodes leaves and holds them with
+ * their key tables, then compares what the process holds more (process.memoryUsage() heapUsed + external, after a
+ * full GC) with this estimate. 2,000 leaves of a 10^6-sample index (24-byte keys, one member, ~440 records a leaf):
+ * 187.8 bytes a record measured, 187.4 estimated (~104 in the record and member columns, ~64 for a key: its slot,
+ * a sliced string and its share of the leaf's key text, ~18 for the key table). Estimate / measured on 150,000
+ * samples: 9-character keys 1.08, 60-90-character keys with two members 0.99, keys of CJK characters 1.06.
+ * test/unit/page-cost.test.ts holds it within 0.8-1.25x.
  */
 import type { Page } from '../../formats/index-page.js';
 
