@@ -75,15 +75,15 @@ export interface LeafPage {
    * The records as IndexEntry objects, made from the columns on first use and kept with the page (verify's index
    * checks, builders): the read paths use the columns, and scans, `locate` and damage reports make the one record
    * they need with {@link entryAt}, so a leaf in the reader's page cache never holds them. A leaf decoded for tiny
-   * samples with short keys takes ~185 bytes a record without them, ~300 more with them.
+   * samples with short keys takes ~140 bytes a record without them, ~300 more with them.
    */
   readonly entries: IndexEntry[];
   /**
    * The entries again as numbers, for the read path: reading a sample of one uncompressed member (most samples)
    * touches one row of `rows`, others one of `rows` and theirs in `memberRows`, instead of its entry, member array
    * and member objects, which lie apart on the heap (cache misses on random access). Per record,
-   * {@link RECORD_COLUMNS} numbers ({@link RecordColumn}); per member, {@link MEMBER_COLUMNS} ({@link MemberColumn});
-   * extensions as indices into `exts`.
+   * {@link RECORD_COLUMNS} numbers ({@link RecordColumn}); per member of a record that is not lone,
+   * {@link MEMBER_COLUMNS} ({@link MemberColumn}: a lone member is in its record's row); extensions as indices into `exts`.
    */
   rows: Float64Array;
   memberRows: Float64Array;
@@ -320,6 +320,14 @@ function entriesFromColumns(leaf: LeafPage): IndexEntry[] {
 export function entryAt(leaf: LeafPage, slot: number): IndexEntry {
   const { rows, memberRows: cols, exts } = leaf;
   const r = slot * RECORD_COLUMNS;
+  const loneCrc32c = rows[r + RecordColumn.loneCrc32c] as number;
+  if (loneCrc32c >= 0) {
+    // one member stored uncompressed, filling the span: all in the record's row (a decoded leaf keeps no member row for it)
+    const length = rows[r + RecordColumn.length] as number;
+    const ext = exts[rows[r + RecordColumn.loneExt] as number] as string;
+    const member: MemberEntry = { ext, offset: 0, size: length, storedSize: length, codec: Codec.none, crc32c: loneCrc32c };
+    return { key: leaf.keys[slot] as string, shard: rows[r + RecordColumn.shard] as number, offset: rows[r + RecordColumn.offset] as number, length, members: [member] };
+  }
   const first = rows[r + RecordColumn.firstMember] as number;
   const members: MemberEntry[] = new Array(rows[r + RecordColumn.memberCount] as number);
   for (let m = 0; m < members.length; m++) {

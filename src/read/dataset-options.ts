@@ -22,8 +22,8 @@ export interface OpenDatasetOptions {
    * page takes (its keys, its record columns, the key table lookups build), estimated within a few percent of what
    * V8 holds, and never holds more. Default 256 MiB.
    *
-   * A record takes ~185 bytes decoded for tiny samples with ~24-byte keys (~20x its ~9 bytes in the index file), so
-   * the default keeps an index of ~1.4M samples decoded whole; a larger one keeps its recently used pages, and a
+   * A record takes ~140 bytes decoded for tiny samples with ~24-byte keys (~15x its ~9 bytes in the index file), so
+   * the default keeps an index of ~1.9M such samples decoded whole; a larger one keeps its recently used pages, and a
    * lookup past them reads its leaf and decodes it up to the record it wants (~20-30 us on a warm page cache, against
    * ~2-5 us from a decoded page). 0 caches nothing. `stats().pageCache` says what it holds (`pages`, `bytes`).
    *

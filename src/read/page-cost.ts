@@ -1,15 +1,15 @@
 /**
  * What a decoded index page costs in memory (V8 heap and typed-array stores), estimated from what it holds: the page
- * cache counts this against `pageCacheBytes`, not the page's bytes on disk. A leaf of tiny samples decodes to ~20x
- * its page (~180 bytes a record against ~9): a budget that counted page bytes held ~1.2 GB of heap for 64 MiB.
+ * cache counts this against `pageCacheBytes`, not the page's bytes on disk. A leaf of tiny samples decodes to ~15x
+ * its page (~140 bytes a record against ~9): a budget that counted page bytes held ~1.2 GB of heap for 64 MiB.
  *
  * Calibrated (Node 20, x64, no pointer compression) with bench/page-cost.mjs: it decodes leaves and holds them with
  * their key tables, then compares what the process holds more (process.memoryUsage() heapUsed + external, after a
- * full GC) with this estimate. 2,000 leaves of a 10^6-sample index (24-byte keys, one member, ~440 records a leaf):
- * 187.8 bytes a record measured, 187.4 estimated (~104 in the record and member columns, ~64 for a key: its slot,
- * a sliced string and its share of the leaf's key text, ~18 for the key table). Estimate / measured on 150,000
- * samples: 9-character keys 1.08, 60-90-character keys with two members 0.99, keys of CJK characters 1.06.
- * test/unit/page-cost.test.ts holds it within 0.8-1.25x.
+ * full GC) with this estimate. 1,984 leaves of a 10^6-sample index (24-byte keys, one member, ~440 records a leaf):
+ * 139.6 bytes a record measured, 139.4 estimated (56 in the record's row, ~64 for a key: its slot, a sliced string
+ * and its share of the leaf's key text, ~18 for the key table). Estimate / measured on 150,000 samples: 9-character
+ * keys 0.987 (~110 bytes a record), 60-90-character keys with two members 0.994 (~280), 10-character CJK keys 0.989
+ * (~126). test/unit/page-cost.test.ts holds it within 0.8-1.25x of the heap.
  */
 import type { Page } from '../../formats/index-page.js';
 
@@ -19,22 +19,30 @@ export const TYPED_ARRAY_OVERHEAD = 200;
 export const OBJECT_OVERHEAD = 64;
 /** An array's slot for a pointer. */
 export const POINTER_BYTES = 8;
+/** A string's header when it holds its characters (a copy): 16 bytes, then the characters rounded up to 8. */
+export const FLAT_STRING_HEADER = 16;
 /**
- * A key string's header beyond its characters: a sliced string (a key of 13 characters or more cut out of the
- * leaf's key text) is 32 bytes and points into that text; a shorter key is copied out, 16 bytes and its characters
- * rounded to 8 (at most as much).
+ * A sliced string: a key of {@link SLICE_MIN_CHARS} characters or more cut out of its leaf's key text (ASCII keys)
+ * is 32 bytes and points into that text, whose characters it shares.
  */
-export const STRING_OVERHEAD = 32;
+export const SLICED_STRING_BYTES = 32;
+/** V8 copies a substring shorter than this instead of slicing it (SlicedString::kMinLength). */
+export const SLICE_MIN_CHARS = 13;
 
 /**
- * The least a decoded leaf record takes: its row (7 numbers), one member row (6), a key's slot and string header.
- * An index of n records whose n times this exceeds the page cache's budget cannot be cached whole.
+ * The least a decoded leaf record takes: its row (7 numbers), a key's slot and the smallest string. An index of n
+ * records whose n times this exceeds the page cache's budget cannot be cached whole.
  */
-export const MIN_DECODED_RECORD_BYTES = 7 * 8 + 6 * 8 + POINTER_BYTES + STRING_OVERHEAD;
+export const MIN_DECODED_RECORD_BYTES = 7 * 8 + POINTER_BYTES + FLAT_STRING_HEADER + 8;
 
-/** Bytes a string of `chars` characters costs: one byte a character when every key is ASCII, two otherwise. */
-function stringBytes(chars: number, twoByte: boolean): number {
-  return STRING_OVERHEAD + (twoByte ? 2 * chars : chars);
+/**
+ * Bytes a string of `chars` characters costs: one byte a character, or two when `twoByte`. A one-byte string long
+ * enough to be a slice of its leaf's key text is counted as the slice and its share of the text (an upper bound
+ * for a key decoded alone, which is a copy).
+ */
+export function stringBytes(chars: number, twoByte: boolean): number {
+  if (twoByte) return FLAT_STRING_HEADER + roundUp8(2 * chars);
+  return chars < SLICE_MIN_CHARS ? FLAT_STRING_HEADER + roundUp8(chars) : SLICED_STRING_BYTES + chars;
 }
 
 /** What a typed array takes: its bytes and its objects (a leaf's key table, counted when it is built). */
@@ -56,6 +64,10 @@ export function decodedPageBytes(page: Page): number {
 /** An array of `n` pointers. */
 function arrayBytes(n: number): number {
   return OBJECT_OVERHEAD + n * POINTER_BYTES;
+}
+
+function roundUp8(n: number): number {
+  return (n + 7) & ~7;
 }
 
 /** Whether V8 can hold `s` one byte a character (Latin-1 only); the regular expression is fast on short strings. */
