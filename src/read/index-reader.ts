@@ -52,7 +52,7 @@ export interface IndexFallback {
 /** A page from a copy failing with these is damage in the copy (a page checksum, a file cut short). */
 const COPY_DAMAGE: ReadonlySet<string> = new Set([ErrorCodes.CORRUPT_INDEX, ErrorCodes.TRUNCATED]);
 
-/** Leaves decode-to-slot remembers at least (a cache of few pages still caches a leaf on its second visit). */
+/** Leaves decode-to-slot remembers at least (a small cache still caches a leaf on its second visit). */
 const VISITED_MIN = 1024;
 
 /** Thrown (and caught) by leafOfIfCached's page loader when a page is not decoded yet. */
@@ -88,8 +88,14 @@ export class IndexReader {
   get decodeToSlot(): boolean {
     return this.outgrowsCache || this.cache.full;
   }
-  /** Leaves decoded in part lately (cleared when it holds as many as the cache does pages, or VISITED_MIN). */
+  /** Leaves decoded in part lately (cleared when it holds as many as the cache has room for: leavesCacheHolds). */
   private readonly visited = new Set<number>();
+
+  /** Pages the cache's budget holds at the mean cost of those it holds now (VISITED_MIN at least). */
+  private leavesCacheHolds(): number {
+    const { size, bytes, budget } = this.cache;
+    return Math.max(VISITED_MIN, size === 0 ? 0 : Math.floor((budget * size) / bytes));
+  }
 
   /** A cached decoded page: counted at what it takes in memory (page-cost.ts), not at its bytes in the index. */
   private cachePage(pageNo: number, page: Page): void {
@@ -235,7 +241,7 @@ export class IndexReader {
       if (this.visited.delete(ref.pageNo)) {
         page = decodePage(bytes, ref.pageNo, from.name, false, this.header.layout);
       } else {
-        if (this.visited.size >= Math.max(VISITED_MIN, this.cache.size)) this.visited.clear();
+        if (this.visited.size >= this.leavesCacheHolds()) this.visited.clear();
         this.visited.add(ref.pageNo);
         page = decodePageTo(bytes, ref.pageNo, from.name, stop, this.header.layout);
       }
