@@ -17,9 +17,11 @@
  *   open         openDataset in a fresh process, warm page cache: median and max of --opens processes;
  *   lookups      getSync(key) and atSync(position) at seeded random keys / positions, each timed alone (hrtime):
  *                warm (one process, after 2,000 untimed lookups: --lookups timed; with the default in-process page
- *                cache of 64 MiB, and again with one 4x the index file so it holds every decoded page), and cold (--cold times:
- *                the dataset's pages dropped from the page cache, then a fresh openDataset and one lookup; open and
- *                lookup timed apart). p50 and p99;
+ *                cache of 256 MiB, and again with one 32x the index file, which holds every decoded page (a leaf of
+ *                tiny samples decodes to ~20x its page); then the memory the process holds after a full GC:
+ *                heapUsed, external, RSS, and the pages and bytes the page cache holds by its accounting),
+ *                and cold (--cold times: the dataset's pages dropped from the page cache, then a fresh openDataset and
+ *                one lookup; open and lookup timed apart). p50 and p99;
  *   verify       verifyDataset (every member's CRC32C checked) against the disk, alternated fresh processes (--reps
  *                each): a sequential read of the same files (index and shards, 4 MiB reads, like cat) cold, verify
  *                cold, the read warm, verify warm; rates in MB/s of index + shards, medians with min and max, verify
@@ -160,9 +162,18 @@ const children = {
       bytes += ds.atSync(p).members.bin.length;
       pos[i] = Number(process.hrtime.bigint() - t) / 1000;
     }
+    // memory the reader holds after the lookups (its page cache): heap after a full GC when node runs with
+    // --expose-gc (the parent passes it), and RSS then; the peak RSS of the process too
+    for (let i = 0; i < 3; i++) {
+      globalThis.gc?.();
+      await new Promise((resolve) => setTimeout(resolve, 20)); // typed arrays' stores are freed after the collection
+    }
+    const mem = process.memoryUsage();
+    const { pages: pagesCached, bytes: pageCacheBytesHeld } = ds.stats().pageCache;
     await ds.close();
     if (bytes !== 2 * count * BODY) throw new Error(`warm lookups read ${bytes} bytes`);
-    return { key: { p50Us: quantile(key, 0.5), p99Us: quantile(key, 0.99) }, position: { p50Us: quantile(pos, 0.5), p99Us: quantile(pos, 0.99) }, lookups: count };
+    const memory = { heapUsedMiB: r3(mem.heapUsed / 2 ** 20), externalMiB: r3(mem.external / 2 ** 20), rssMiB: r3(mem.rss / 2 ** 20), peakRssMiB: Math.round(peakRssMiB()), pagesCached, pageCacheMiB: pageCacheBytesHeld === undefined ? undefined : r3(pageCacheBytesHeld / 2 ** 20), gc: globalThis.gc !== undefined };
+    return { key: { p50Us: quantile(key, 0.5), p99Us: quantile(key, 0.99) }, position: { p50Us: quantile(pos, 0.5), p99Us: quantile(pos, 0.99) }, lookups: count, memory };
   },
   async cold(dir, n, count) {
     const { openDataset } = await import('../dist/src/read/dataset.js');
@@ -270,7 +281,7 @@ function verifyAgainstDisk(dir, reps, canDrop) {
 }
 
 function inChild(step, ...args) {
-  const res = spawnSync(process.execPath, [SELF, '--child', step, ...args.map(String)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 26 });
+  const res = spawnSync(process.execPath, ['--expose-gc', SELF, '--child', step, ...args.map(String)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 26 });
   if (res.status !== 0) throw new Error(`scale step ${step} ${args.join(' ')} failed (exit ${res.status})`);
   return JSON.parse(res.stdout.trim().split('\n').pop());
 }
@@ -358,8 +369,8 @@ async function main() {
     for (const f of fs.readdirSync(dir)) fs.readFileSync(path.join(dir, f)); // warm page cache
     const openMs = Array.from({ length: opens }, () => inChild('open', dir).ms);
     const warm = inChild('warm', dir, n, lookups);
-    // the same with an in-process page cache that holds the whole index (the default holds 64 MiB)
-    const warmWholeIndex = inChild('warm', dir, n, lookups, 2 ** Math.ceil(Math.log2(indexBytes * 4)));
+    // the same with an in-process page cache that holds every decoded page (a leaf decodes to ~20x its page)
+    const warmWholeIndex = inChild('warm', dir, n, lookups, 2 ** Math.ceil(Math.log2(indexBytes * 32)));
     const coldRes = !canDrop ? 'not measured (--drop global needs root and /proc/sys/vm/drop_caches)' : cold > 0 ? inChild('cold', dir, n, cold) : 'not measured (--cold 0)';
     process.stderr.write(`n = ${n}: verify, sequential reads, dd\n`);
     const verify = args.includes('--no-verify') ? undefined : verifyAgainstDisk(dir, reps, canDrop);

@@ -7,7 +7,7 @@
 import { ErrorCodes, ShardkitError } from './errors.js';
 import type { IndexEntry } from './index-entry.js';
 import { indexRemedy, type IndexHeader } from './index-layout.js';
-import type { BranchPage, LeafPage, Page } from './index-page.js';
+import { entryAt, type BranchPage, type LeafPage, type Page } from './index-page.js';
 import { compareKeys, isSimpleKey } from './key-order.js';
 
 export type PageOp<T> = Generator<number, T, Page>;
@@ -165,9 +165,8 @@ export function seekLeafSync(t: TreeInfo, key: string, load: (pageNo: number) =>
 /** The entry for `key` and its position from a {@link seekKey} hit, or undefined. */
 export function keyHit(hit: LeafHit | undefined, key: string): { entry: IndexEntry; position: number } | undefined {
   if (hit === undefined) return undefined;
-  const entry = hit.leaf.entries[hit.index];
-  if (entry === undefined || entry.key !== key) return undefined;
-  return { entry, position: hit.base + hit.index };
+  if (hit.index >= hit.leaf.keys.length || hit.leaf.keys[hit.index] !== key) return undefined;
+  return { entry: entryAt(hit.leaf, hit.index), position: hit.base + hit.index };
 }
 
 /** Position of the first key >= the sought key (entryCount when none), from a {@link seekKey} hit. */
@@ -260,5 +259,5 @@ export function checkLeafCount(t: TreeInfo, ref: LeafRef, count: number): void {
 
 /** The entry from a {@link seekPosition} hit. */
 export function positionHit(hit: LeafHit): IndexEntry {
-  return hit.leaf.entries[hit.index] as IndexEntry;
+  return entryAt(hit.leaf, hit.index);
 }

@@ -72,17 +72,18 @@ export interface LeafPage {
   simple: boolean;
   keys: string[];
   /**
-   * The records as IndexEntry objects, made from the columns on first use and kept with the page: the read paths use
-   * the columns; scans, `locate` and damage reports use these. A leaf decoded for 1-10 KiB samples with short
-   * keys takes ~180 bytes a sample without them, ~300 more with them (the objects alone took ~270 before).
+   * The records as IndexEntry objects, made from the columns on first use and kept with the page (verify's index
+   * checks, builders): the read paths use the columns, and scans, `locate` and damage reports make the one record
+   * they need with {@link entryAt}, so a leaf in the reader's page cache never holds them. A leaf decoded for tiny
+   * samples with short keys takes ~140 bytes a record without them, ~300 more with them.
    */
   readonly entries: IndexEntry[];
   /**
    * The entries again as numbers, for the read path: reading a sample of one uncompressed member (most samples)
    * touches one row of `rows`, others one of `rows` and theirs in `memberRows`, instead of its entry, member array
    * and member objects, which lie apart on the heap (cache misses on random access). Per record,
-   * {@link RECORD_COLUMNS} numbers ({@link RecordColumn}); per member, {@link MEMBER_COLUMNS} ({@link MemberColumn});
-   * extensions as indices into `exts`.
+   * {@link RECORD_COLUMNS} numbers ({@link RecordColumn}); per member of a record that is not lone,
+   * {@link MEMBER_COLUMNS} ({@link MemberColumn}: a lone member is in its record's row); extensions as indices into `exts`.
    */
   rows: Float64Array;
   memberRows: Float64Array;
@@ -306,26 +307,41 @@ class DecodedLeaf implements LeafPage {
 
 /** The IndexEntry objects of a leaf's records, from its columns. */
 function entriesFromColumns(leaf: LeafPage): IndexEntry[] {
-  const { rows, memberRows: cols, exts, keys } = leaf;
-  const entries: IndexEntry[] = new Array(keys.length);
-  for (let i = 0; i < keys.length; i++) {
-    const r = i * RECORD_COLUMNS;
-    const first = rows[r + RecordColumn.firstMember] as number;
-    const members: MemberEntry[] = new Array(rows[r + RecordColumn.memberCount] as number);
-    for (let m = 0; m < members.length; m++) {
-      const q = (first + m) * MEMBER_COLUMNS;
-      members[m] = {
-        ext: exts[cols[q + MemberColumn.ext] as number] as string,
-        offset: cols[q + MemberColumn.offset] as number,
-        size: cols[q + MemberColumn.size] as number,
-        storedSize: cols[q + MemberColumn.storedSize] as number,
-        codec: cols[q + MemberColumn.codec] as CodecId,
-        crc32c: cols[q + MemberColumn.crc32c] as number,
-      };
-    }
-    entries[i] = { key: keys[i] as string, shard: rows[r + RecordColumn.shard] as number, offset: rows[r + RecordColumn.offset] as number, length: rows[r + RecordColumn.length] as number, members };
-  }
+  const entries: IndexEntry[] = new Array(leaf.keys.length);
+  for (let i = 0; i < entries.length; i++) entries[i] = entryAt(leaf, i);
   return entries;
+}
+
+/**
+ * Record `slot`'s IndexEntry, made from the leaf's columns (a new object each call). Readers take one record this way
+ * rather than through `leaf.entries`, which makes the whole leaf's entries and keeps them with the page: ~300 bytes a
+ * record more in a page cache whose budget counts the columns and keys (src/read/page-cost.ts).
+ */
+export function entryAt(leaf: LeafPage, slot: number): IndexEntry {
+  const { rows, memberRows: cols, exts } = leaf;
+  const r = slot * RECORD_COLUMNS;
+  const loneCrc32c = rows[r + RecordColumn.loneCrc32c] as number;
+  if (loneCrc32c >= 0) {
+    // one member stored uncompressed, filling the span: all in the record's row (a decoded leaf keeps no member row for it)
+    const length = rows[r + RecordColumn.length] as number;
+    const ext = exts[rows[r + RecordColumn.loneExt] as number] as string;
+    const member: MemberEntry = { ext, offset: 0, size: length, storedSize: length, codec: Codec.none, crc32c: loneCrc32c };
+    return { key: leaf.keys[slot] as string, shard: rows[r + RecordColumn.shard] as number, offset: rows[r + RecordColumn.offset] as number, length, members: [member] };
+  }
+  const first = rows[r + RecordColumn.firstMember] as number;
+  const members: MemberEntry[] = new Array(rows[r + RecordColumn.memberCount] as number);
+  for (let m = 0; m < members.length; m++) {
+    const q = (first + m) * MEMBER_COLUMNS;
+    members[m] = {
+      ext: exts[cols[q + MemberColumn.ext] as number] as string,
+      offset: cols[q + MemberColumn.offset] as number,
+      size: cols[q + MemberColumn.size] as number,
+      storedSize: cols[q + MemberColumn.storedSize] as number,
+      codec: cols[q + MemberColumn.codec] as CodecId,
+      crc32c: cols[q + MemberColumn.crc32c] as number,
+    };
+  }
+  return { key: leaf.keys[slot] as string, shard: rows[r + RecordColumn.shard] as number, offset: rows[r + RecordColumn.offset] as number, length: rows[r + RecordColumn.length] as number, members };
 }
 
 /** What a leaf record is relative to: the previous record of its page (none for the first). */

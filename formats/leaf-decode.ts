@@ -120,7 +120,7 @@ export function decodeLeafColumns(r: ByteReader, count: number, stop?: LeafStop)
   // a decode for one lookup fills scratch columns, and copies out what it returns (see the end)
   const keyEnds = stop === undefined ? new Int32Array(count) : scratch.keyEnds(count);
   const rows = stop === undefined ? new Float64Array(count * RECORD_COLUMNS) : scratch.rows(count * RECORD_COLUMNS);
-  let memberRows = stop === undefined ? new Float64Array(count * MEMBER_COLUMNS) : scratch.members(count * MEMBER_COLUMNS);
+  let memberRows = scratch.members(count * MEMBER_COLUMNS); // the kept ones are copied out at the end (keptMemberRows)
   const exts: string[] = [];
   const extIds = new Map<string, number>();
   const extAt: number[] = []; // where in the page an extension was first spelled out, its length and its id
@@ -301,8 +301,36 @@ export function decodeLeafColumns(r: ByteReader, count: number, stop?: LeafStop)
     }
   }
   if (stop !== undefined && decoded < count) return { keys, decoded, simple, rows, memberRows, exts }; // scratch: see LeafColumns
-  if (stop !== undefined) return { keys, decoded, simple, rows: rows.slice(0, count * RECORD_COLUMNS), memberRows: memberRows.slice(0, members * MEMBER_COLUMNS), exts };
-  return { keys, decoded, simple, rows, memberRows: members * MEMBER_COLUMNS === memberRows.length ? memberRows : memberRows.slice(0, members * MEMBER_COLUMNS), exts };
+  const own = stop === undefined ? rows : rows.slice(0, count * RECORD_COLUMNS);
+  return { keys, decoded, simple, rows: own, memberRows: keptMemberRows(own, memberRows, count, members), exts };
+}
+
+/**
+ * The member rows a decoded leaf keeps: those of records that are not lone, renumbered (their firstMember moves;
+ * a lone record's becomes -1). A lone record (one member stored uncompressed, most samples) has its member in its
+ * row (loneCrc32c, loneExt; offset 0 and size the span's length), so its member row was a copy: 48 of the ~188 bytes
+ * a decoded record of tiny samples took in the page cache.
+ */
+function keptMemberRows(rows: Float64Array, memberRows: Float64Array, count: number, members: number): Float64Array {
+  let kept = 0;
+  for (let row = 0; row < count * RECORD_COLUMNS; row += RECORD_COLUMNS) {
+    if ((rows[row + LONE_CRC32C] as number) < 0) kept += rows[row + MEMBER_COUNT] as number;
+  }
+  if (kept === members) return memberRows.slice(0, members * MEMBER_COLUMNS); // no lone record: every row, in place
+  const out = new Float64Array(kept * MEMBER_COLUMNS);
+  let q = 0;
+  for (let row = 0; row < count * RECORD_COLUMNS; row += RECORD_COLUMNS) {
+    if ((rows[row + LONE_CRC32C] as number) >= 0) {
+      rows[row + FIRST_MEMBER] = -1;
+      continue;
+    }
+    const first = rows[row + FIRST_MEMBER] as number;
+    const n = rows[row + MEMBER_COUNT] as number;
+    out.set(memberRows.subarray(first * MEMBER_COLUMNS, (first + n) * MEMBER_COLUMNS), q * MEMBER_COLUMNS);
+    rows[row + FIRST_MEMBER] = q;
+    q += n;
+  }
+  return out;
 }
 
 /** Extensions a leaf remembers by their bytes (a leaf has a few: jpg, cls, json...; more are decoded each time). */

@@ -24,7 +24,8 @@ export const MIN_MEMBER_BYTES = 7;
 /**
  * Columns of LeafPage.rows: record i's are at i * RECORD_COLUMNS + column. A record of one member stored
  * uncompressed (which then fills its span) has that member's CRC32C and extension in loneCrc32c and loneExt; any
- * other has -1 there.
+ * other has -1 there. A decoded leaf keeps no member row for a lone record (its firstMember is -1): see
+ * leaf-decode.ts keptMemberRows.
  */
 export const RecordColumn = { shard: 0, offset: 1, length: 2, firstMember: 3, memberCount: 4, loneCrc32c: 5, loneExt: 6 } as const;
 export const RECORD_COLUMNS = 7;

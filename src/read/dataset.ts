@@ -8,7 +8,7 @@ import buffer from 'node:buffer';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-entry.js';
 import type { ShardRecord } from '../../formats/index-layout.js';
-import { MEMBER_COLUMNS, MemberColumn, RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index-page.js';
+import { entryAt, MEMBER_COLUMNS, MemberColumn, RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index-page.js';
 import type { Manifest } from '../../formats/manifest.js';
 import type { Sample } from '../../formats/sample.js';
 import type { CacheStats, ShardCache } from '../cache/shard-cache.js';
@@ -41,7 +41,8 @@ export type { OpenDatasetOptions };
 export interface DatasetStats {
   io: ReturnType<IoStats['snapshot']>;
   shardHandles: HandlePool<ByteSource>['counters'];
-  pageCache: { hits: number; misses: number; pages: number };
+  /** The index page cache: lookups answered from decoded pages and not, pages held, and the memory they take (at most `pageCacheBytes`). */
+  pageCache: { hits: number; misses: number; pages: number; bytes: number };
   /** The node-local shard cache's counters (openDataset's `cache` option), when there is one. */
   cache?: CacheStats;
 }
@@ -203,7 +204,7 @@ export class Dataset {
     const shard = leaf.rows[r + RecordColumn.shard] as number;
     const offset = leaf.rows[r + RecordColumn.offset] as number;
     const span = length === 0 ? EMPTY : await this.reader.readShardBytes(shard, offset, length);
-    return decodeRecord(leaf, slot, span, this.verify, this.memberCrc32c, undefined) ?? decodeSpan(leaf.entries[slot] as IndexEntry, span, this.decodeContext(shard));
+    return decodeRecord(leaf, slot, span, this.verify, this.memberCrc32c, undefined) ?? decodeSpan(entryAt(leaf, slot), span, this.decodeContext(shard));
   }
 
   /** The sample an index entry locates, synchronously (local datasets): one read of its span. */
@@ -302,7 +303,7 @@ export class Dataset {
       crc = this.reader.readSpanSync(shard, offset, length, buffer, 0, verify ? firstLength : undefined);
       span = buffer.length === length ? buffer : buffer.subarray(0, length);
     }
-    return decodeRecord(leaf, slot, span, verify, this.memberCrc32c, crc) ?? decodeSpan(leaf.entries[slot] as IndexEntry, span, this.decodeContext(shard, verify), crc);
+    return decodeRecord(leaf, slot, span, verify, this.memberCrc32c, crc) ?? decodeSpan(entryAt(leaf, slot), span, this.decodeContext(shard, verify), crc);
   }
 
   /**
@@ -310,7 +311,7 @@ export class Dataset {
    * over maxMemberBytes. When they fail, checkEntry runs on the entry and throws its error, naming the sample.
    */
   checkRecord(leaf: LeafPage, slot: number): void {
-    if (!recordFits(leaf, slot, this.index.shards, this.recordLimitBytes)) this.checkEntry(leaf.entries[slot] as IndexEntry);
+    if (!recordFits(leaf, slot, this.index.shards, this.recordLimitBytes)) this.checkEntry(entryAt(leaf, slot));
   }
 
   /** True when the dataset is behind an http(s) URL, or read through a shard cache (no synchronous reads). */
@@ -341,7 +342,7 @@ export class Dataset {
     return {
       io: this.io.snapshot(),
       shardHandles: { ...this.reader.pool.counters },
-      pageCache: { hits: this.index.cache.hits, misses: this.index.cache.misses, pages: this.index.cache.size },
+      pageCache: { hits: this.index.cache.hits, misses: this.index.cache.misses, pages: this.index.cache.size, bytes: this.index.cache.bytes },
       ...(this.cache === undefined ? {} : { cache: { ...this.cache.stats } }),
     };
   }

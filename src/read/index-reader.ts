@@ -23,14 +23,15 @@ import {
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import { DEFAULT_PAGE_SIZE, HEADER_BYTES, decodeIndexHeader, decodeShardTable, indexRemedy, type IndexHeader, type ShardRecord } from '../../formats/index-layout.js';
-import { decodePage, decodePageTo, type LeafPage, type LeafRecord, type LeafStop, type Page } from '../../formats/index-page.js';
+import { decodePage, decodePageTo, entryAt, type LeafPage, type LeafRecord, type LeafStop, type Page } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
 import type { ByteSource, SyncByteSource } from '../io/byte-source.js';
 import { buildKeyTable, findKey } from './leaf-key-table.js';
 import { PageCache } from './page-cache.js';
+import { MIN_DECODED_RECORD_BYTES, decodedPageBytes, typedArrayBytes } from './page-cost.js';
 import { invalidArg } from './shuffle/shuffle-args.js';
 
-export const DEFAULT_PAGE_CACHE_BYTES = 64 << 20;
+export const DEFAULT_PAGE_CACHE_BYTES = 256 << 20;
 
 /** A record's place: its decoded leaf and its index there. */
 export interface LeafSlot {
@@ -51,6 +52,9 @@ export interface IndexFallback {
 /** A page from a copy failing with these is damage in the copy (a page checksum, a file cut short). */
 const COPY_DAMAGE: ReadonlySet<string> = new Set([ErrorCodes.CORRUPT_INDEX, ErrorCodes.TRUNCATED]);
 
+/** Leaves decode-to-slot remembers at least (a small cache still caches a leaf on its second visit). */
+const VISITED_MIN = 1024;
+
 /** Thrown (and caught) by leafOfIfCached's page loader when a page is not decoded yet. */
 const PAGE_NOT_CACHED = Symbol('page not cached');
 
@@ -66,20 +70,37 @@ export class IndexReader {
     private fallback: IndexFallback | undefined,
   ) {
     this.tree = { header, file: source.name };
-    this.cache = new PageCache(Math.max(16, Math.floor(cacheBytes / header.pageSize)));
-    this.decodeToSlot = header.pageCount > this.cache.capacity;
+    this.cache = new PageCache(cacheBytes);
+    this.outgrowsCache = header.entryCount * MIN_DECODED_RECORD_BYTES > cacheBytes;
   }
 
+  /** The index's decoded records take more than the page cache holds, at the least a record takes (page-cost.ts). */
+  private readonly outgrowsCache: boolean;
+
   /**
-   * Decode-to-slot: when the index has more pages than the page cache holds, random lookups mostly reach leaves that
-   * are not decoded, and a whole leaf was decoded (and soon evicted) for one record: the synchronous lookups then decode
-   * a leaf up to the record they want (decodePageTo), and decode and cache it whole on its second visit while
-   * `visited` remembers it (sequential and block-shuffled reads then pay one partial decode per leaf more). An index
-   * the cache holds is decoded a whole leaf at a time, as before.
+   * Decode-to-slot: once the page cache was full (the index's decoded pages take more than it holds), random lookups
+   * mostly reach leaves that are not decoded, and a whole leaf was decoded (and soon evicted) for one record: the
+   * synchronous lookups then decode a leaf up to the record they want (decodePageTo), and decode and cache it whole on
+   * its second visit while `visited` remembers it (sequential and block-shuffled reads then pay one partial decode per
+   * leaf more). On from the start when the index's records cannot fit (outgrowsCache). An index the cache holds is
+   * decoded a whole leaf at a time.
    */
-  private readonly decodeToSlot: boolean;
-  /** Leaves decoded in part lately (cleared when it holds as many as the cache does pages). */
+  get decodeToSlot(): boolean {
+    return this.outgrowsCache || this.cache.full;
+  }
+  /** Leaves decoded in part lately (cleared when it holds as many as the cache has room for: leavesCacheHolds). */
   private readonly visited = new Set<number>();
+
+  /** Pages the cache's budget holds at the mean cost of those it holds now (VISITED_MIN at least). */
+  private leavesCacheHolds(): number {
+    const { size, bytes, budget } = this.cache;
+    return Math.max(VISITED_MIN, size === 0 ? 0 : Math.floor((budget * size) / bytes));
+  }
+
+  /** A cached decoded page: counted at what it takes in memory (page-cost.ts), not at its bytes in the index. */
+  private cachePage(pageNo: number, page: Page): void {
+    this.cache.set(pageNo, page, decodedPageBytes(page));
+  }
 
   /** `fallback`: when `source` is a copy of the index, where its pages come from if one of the copy's fails. */
   static async open(source: ByteSource, cacheBytes = DEFAULT_PAGE_CACHE_BYTES, fallback?: IndexFallback): Promise<IndexReader> {
@@ -126,18 +147,18 @@ export class IndexReader {
       if (!this.leaveCopy(src, err)) throw err;
       return this.readPageSync(pageNo); // from the index's location now (undefined over http: read asynchronously)
     }
-    this.cache.set(pageNo, page);
+    this.cachePage(pageNo, page);
     return page;
   }
 
   /** Page `pageNo` read from the source and decoded (from the index's location when the copy's page fails). */
-  private async readPage(pageNo: number, keepEntries: boolean): Promise<Page> {
+  private async readPage(pageNo: number): Promise<Page> {
     const from = this.source;
     try {
-      return decodePage(await from.read(pageNo * this.header.pageSize, this.header.pageSize), pageNo, from.name, keepEntries, this.header.layout);
+      return decodePage(await from.read(pageNo * this.header.pageSize, this.header.pageSize), pageNo, from.name, false, this.header.layout);
     } catch (err) {
       if (!this.leaveCopy(from, err)) throw err;
-      return this.readPage(pageNo, keepEntries);
+      return this.readPage(pageNo);
     }
   }
 
@@ -160,15 +181,15 @@ export class IndexReader {
   /** Pages being fetched: concurrent lookups that need one page share one read (one HTTP request remotely). */
   private readonly loading = new Map<number, Promise<Page>>();
 
-  /** `keepEntries` when the caller walks the leaf's entries next (a scan): see decodePage. */
-  private loadAsync = (pageNo: number, keepEntries = false): Page | Promise<Page> => {
+  /** Leaves are cached without their entry objects (readers make one with entryAt): the budget counts the columns. */
+  private loadAsync = (pageNo: number): Page | Promise<Page> => {
     const cached = this.cache.get(pageNo);
     if (cached !== undefined) return cached;
     let pending = this.loading.get(pageNo);
     if (pending === undefined) {
-      pending = this.readPage(pageNo, keepEntries)
+      pending = this.readPage(pageNo)
         .then((page) => {
-          this.cache.set(pageNo, page);
+          this.cachePage(pageNo, page);
           return page;
         })
         .finally(() => this.loading.delete(pageNo));
@@ -187,12 +208,12 @@ export class IndexReader {
 
   findSync(key: string): IndexEntry | undefined {
     const found = this.findSlotSync(key);
-    return found?.leaf.entries[found.slot];
+    return found === undefined ? undefined : entryAt(found.leaf, found.slot);
   }
 
   async find(key: string): Promise<IndexEntry | undefined> {
     const found = await this.findSlot(key);
-    return found?.leaf.entries[found.slot];
+    return found === undefined ? undefined : entryAt(found.leaf, found.slot);
   }
 
   /** The leaf that holds `key` and its slot there (reads take the record from the leaf's columns), or undefined. */
@@ -220,7 +241,7 @@ export class IndexReader {
       if (this.visited.delete(ref.pageNo)) {
         page = decodePage(bytes, ref.pageNo, from.name, false, this.header.layout);
       } else {
-        if (this.visited.size >= this.cache.capacity) this.visited.clear();
+        if (this.visited.size >= this.leavesCacheHolds()) this.visited.clear();
         this.visited.add(ref.pageNo);
         page = decodePageTo(bytes, ref.pageNo, from.name, stop, this.header.layout);
       }
@@ -232,7 +253,7 @@ export class IndexReader {
       checkLeafCount(this.tree, ref, page.count);
       return page;
     }
-    this.cache.set(ref.pageNo, page); // decoded whole (a branch where a leaf should be: refused just below)
+    this.cachePage(ref.pageNo, page); // decoded whole (a branch where a leaf should be: refused just below)
     return checkLeafPage(this.tree, ref, page);
   }
 
@@ -248,7 +269,11 @@ export class IndexReader {
    */
   private slotIn(leaf: LeafPage | undefined, key: string): LeafSlot | undefined {
     if (leaf === undefined) return undefined;
-    const table = leaf.keyTable ?? (leaf.keyTable = buildKeyTable(leaf.keys));
+    let table = leaf.keyTable;
+    if (table === undefined) {
+      table = leaf.keyTable = buildKeyTable(leaf.keys);
+      this.cache.grow(leaf.pageNo, leaf, typedArrayBytes(table)); // the table takes 16-32 bytes a key more
+    }
     const slot = findKey(table, leaf.keys, key);
     return slot < 0 ? undefined : { leaf, slot };
   }
@@ -268,12 +293,12 @@ export class IndexReader {
 
   atSync(position: number): IndexEntry {
     const hit = this.leafOfSync(position);
-    return hit.leaf.entries[position - hit.base] as IndexEntry;
+    return entryAt(hit.leaf, position - hit.base);
   }
 
   async at(position: number): Promise<IndexEntry> {
     const hit = await this.leafOf(position);
-    return hit.leaf.entries[position - hit.base] as IndexEntry;
+    return entryAt(hit.leaf, position - hit.base);
   }
 
   /** The leaf holding `position` (0 <= position < size) and its first record's position: slot = position - base. */
@@ -340,7 +365,7 @@ export class IndexReader {
       throw new ShardkitError(ErrorCodes.CORRUPT_INDEX, `${this.source.name}: leaf ${leaf.pageNo} ${why}; ${indexRemedy(this.header.layout)}`, { file: this.source.name });
     };
     if (leaf.next === 0 || leaf.next >= this.header.pageCount) bad(`links to page ${leaf.next}`);
-    const next = await this.loadAsync(leaf.next, true);
+    const next = await this.loadAsync(leaf.next);
     if (next.type !== 'leaf') return bad(`links to page ${leaf.next}, which is not a leaf`);
     if (compareKeys(next.keys[0] as string, leaf.keys[leaf.keys.length - 1] as string) <= 0) bad('links to a leaf out of key order');
     return next;

@@ -3,7 +3,7 @@
  * forward scan descends once to its first leaf and then follows the leaf links; a reverse scan descends per leaf.
  */
 import type { IndexEntry } from '../../formats/index-entry.js';
-import type { LeafPage } from '../../formats/index-page.js';
+import { entryAt, type LeafPage } from '../../formats/index-page.js';
 import { compareKeys, prefixEnd } from '../../formats/key-order.js';
 import type { IndexReader } from './index-reader.js';
 import { invalidArg } from './shuffle/shuffle-args.js';
@@ -44,9 +44,9 @@ export async function* rangeEntries(reader: IndexReader, range: KeyRange): Async
     let hit: { leaf: LeafPage; base: number; index: number } | undefined = lo < hi ? await reader.leafAt(lo) : undefined;
     while (hit !== undefined && remaining > 0) {
       const { leaf, base, index } = hit;
-      const stop = Math.min(leaf.entries.length, hi - base);
-      for (let i = index; i < stop && remaining > 0; i++, remaining--) yield { ...(leaf.entries[i] as IndexEntry), position: base + i };
-      const next = base + leaf.entries.length;
+      const stop = Math.min(leaf.keys.length, hi - base);
+      for (let i = index; i < stop && remaining > 0; i++, remaining--) yield { ...entryAt(leaf, i), position: base + i };
+      const next = base + leaf.keys.length;
       hit = next < hi && remaining > 0 ? { leaf: await reader.nextLeaf(leaf), base: next, index: 0 } : undefined;
     }
     return;
@@ -55,7 +55,7 @@ export async function* rangeEntries(reader: IndexReader, range: KeyRange): Async
   while (pos >= lo && remaining > 0) {
     const { leaf, base, index } = await reader.leafAt(pos);
     const from = Math.max(0, lo - base);
-    for (let i = index; i >= from && remaining > 0; i--, remaining--) yield { ...(leaf.entries[i] as IndexEntry), position: base + i };
+    for (let i = index; i >= from && remaining > 0; i--, remaining--) yield { ...entryAt(leaf, i), position: base + i };
     pos = base + from - 1;
   }
 }

@@ -4,7 +4,7 @@
  * (LeafPage.rows) instead of the entry objects, which lie apart on the heap (see Dataset.readRecordSync).
  */
 import type { IndexEntry } from '../../formats/index-entry.js';
-import { RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index-page.js';
+import { entryAt, RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index-page.js';
 import type { SpanRequest } from './fetch-plan.js';
 
 export interface RecordRef extends SpanRequest {
@@ -20,7 +20,7 @@ export function recordRef(leaf: LeafPage, slot: number): RecordRef {
 
 /** The record's entry object: for compressed members and for the errors that name a sample. */
 export function entryOf(ref: RecordRef): IndexEntry {
-  return ref.leaf.entries[ref.slot] as IndexEntry;
+  return entryAt(ref.leaf, ref.slot);
 }
 
 /** Whether record `slot` is one member stored uncompressed (its CRC32C and extension are in its row). */

@@ -196,6 +196,13 @@ describe('B+-tree index (property)', () => {
 function fromColumns(leaf: LeafPage, slot: number): IndexEntry {
   const r = slot * RECORD_COLUMNS;
   const members: MemberEntry[] = [];
+  if (leaf.rows[r + RecordColumn.loneCrc32c]! >= 0) {
+    // a lone member (one, uncompressed, filling the span) has no member row: its row holds it
+    expect(leaf.rows[r + RecordColumn.firstMember]).toBe(-1);
+    const length = leaf.rows[r + RecordColumn.length]!;
+    members.push({ ext: leaf.exts[leaf.rows[r + RecordColumn.loneExt]!]!, offset: 0, size: length, storedSize: length, codec: 0, crc32c: leaf.rows[r + RecordColumn.loneCrc32c]! });
+    return { key: leaf.keys[slot]!, shard: leaf.rows[r + RecordColumn.shard]!, offset: leaf.rows[r + RecordColumn.offset]!, length, members };
+  }
   const first = leaf.rows[r + RecordColumn.firstMember]!;
   for (let m = first; m < first + leaf.rows[r + RecordColumn.memberCount]!; m++) {
     const q = m * MEMBER_COLUMNS;

@@ -13,7 +13,7 @@ import { openDataset } from '../../src/read/dataset.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 describe('index leaves (columns)', () => {
-  it('get/at, their sync and view twins and the loader never make entry objects, LZ4 or not; locate does', async () => {
+  it('get/at, their sync and view twins, locate and the loader never make a leaf\'s entry objects, LZ4 or not (a cached leaf keeps its columns only)', async () => {
     const dir = tmpDir();
     // one-member and two-member samples, compressed and not, across several shards and leaves (1 KiB pages)
     for (const compress of ['none', 'lz4'] as const) {
@@ -37,8 +37,11 @@ describe('index leaves (columns)', () => {
         for await (const batch of ds.loader({ batchSize: 16, shuffle: 'full', seed: 5 })) expect(batch.length).toBeGreaterThan(0);
         for await (const batch of ds.loader({ batchSize: 16, view: true })) expect(batch.length).toBeGreaterThan(0);
         expect(made).not.toHaveBeenCalled();
-        made.mockClear();
-        expect((await ds.locate(keys[7]!)).key).toBe(keys[7]);
+        const entry = await ds.locate(keys[6]!); // made from the columns alone (entryAt)
+        expect(entry.key).toBe(keys[6]);
+        expect(entry.members.map((m) => m.ext)).toEqual(['cls', 'jpg']);
+        expect(made).not.toHaveBeenCalled();
+        expect(leaf.entries[6]).toEqual(entry); // what the leaf's entries, made now, say
         expect(made).toHaveBeenCalled();
         made.mockRestore();
       } finally {
