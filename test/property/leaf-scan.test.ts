@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BTreeBuilder } from '../../formats/btree-builder.js';
 import type { IndexEntry, MemberEntry } from '../../formats/index-entry.js';
 import { LeafRecordEncoder, PAGE_CRC, PAGE_HEADER_BYTES, PageType, decodePage, pageChecksum, sealPage, type LeafPage } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { checkKeyAndExts } from '../../formats/sample-layout.js';
 import { LeafScan, safeAsciiKey } from '../../src/verify/leaf-scan.js';
+import { layMembers, leafPages } from '../helpers/leaf-pages.js';
 
 const asciiKey = fc.string({ unit: fc.constantFrom('a', 'b', '.', '/', '\\', '\0', 'z'), minLength: 0, maxLength: 8 });
 const keyArb = fc.oneof(fc.string({ minLength: 1, maxLength: 24 }), asciiKey, fc.string({ unit: 'grapheme', minLength: 1, maxLength: 6 }));
@@ -21,26 +21,12 @@ const entriesArb = fc
       const [shape, jump] = shapes[i % shapes.length]!;
       if (jump === 0) shard++;
       const offset = jump === 0 ? 0 : end + (jump === 1 ? 0 : jump * 11);
-      const members: MemberEntry[] = [];
-      let at = 0;
-      shape.forEach(([ext, size, lz4, gap], m) => {
-        const storedSize = lz4 ? size >> 1 : size;
-        const memberOffset = m === 0 ? 0 : at + gap;
-        members.push({ ext: `${ext}${m === 0 ? '' : m}`, offset: memberOffset, size, storedSize, codec: lz4 ? 1 : 0, crc32c: (i * 2654435761 + m) >>> 0 });
-        at = memberOffset + storedSize;
-      });
-      end = offset + at;
-      return { key, shard, offset, length: at, members };
+      const { members, length } = layMembers(shape, i);
+      end = offset + length;
+      return { key, shard, offset, length, members };
     });
   });
 
-function leaves(entries: IndexEntry[], pageSize: number): [number, Uint8Array][] {
-  const pages: [number, Uint8Array][] = [];
-  const b = new BTreeBuilder(pageSize, (n, page) => pages.push([n, page.slice()]));
-  for (const e of entries) b.add(e);
-  b.finish();
-  return pages.filter(([, page]) => page[0] === 2);
-}
 
 /** What the scan read equals what decodePage decodes. */
 function expectSame(scan: LeafScan, leaf: LeafPage): void {
@@ -98,7 +84,7 @@ describe('verify leaf scan (property)', () => {
     fc.assert(
       fc.property(entriesArb, fc.constantFrom(1024, 4096), (entries, pageSize) => {
         const scan = new LeafScan();
-        for (const [n, page] of leaves(entries, pageSize)) {
+        for (const [n, page] of leafPages(entries, pageSize)) {
           const leaf = decodePage(page, n, 'idx', true) as LeafPage;
           const takes = leaf.entries.every((e) => ascii(e.key) && e.members.every((m) => ascii(m.ext)) && e.members.length <= 16 && writerAccepts(e));
           expect(scan.scan(page, n)).toBe(takes);
@@ -114,7 +100,7 @@ describe('verify leaf scan (property)', () => {
     fc.assert(
       fc.property(entriesArb, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 1, max: 255 })), { minLength: 1, maxLength: 3 }), (entries, flips) => {
         const scan = new LeafScan();
-        for (const [n, clean] of leaves(entries, 1024)) {
+        for (const [n, clean] of leafPages(entries, 1024)) {
           const page = clean.slice();
           // inside the records (the zero tail is read by neither)
           let used = page.length;

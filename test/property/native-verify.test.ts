@@ -9,9 +9,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BTreeBuilder } from '../../formats/btree-builder.js';
 import { crc32cReference } from '../../formats/checksum.js';
-import type { IndexEntry, MemberEntry } from '../../formats/index-entry.js';
+import type { IndexEntry } from '../../formats/index-entry.js';
 import { LeafRecordEncoder, PAGE_CRC, PAGE_HEADER_BYTES, PageType, pageChecksum, sealPage } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { LeafScanOut, TakeLonesIo, nativeAddon, nativeAvailable, type NativeAddon } from '../../src/native/native.js';
@@ -21,6 +20,7 @@ import { DatasetWriter } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { layMembers, leafPages } from '../helpers/leaf-pages.js';
 
 /** Keys that mostly pass the writer's rules (class folders, like an image set), some that do not, some not ASCII. */
 const keyArb = fc.oneof(
@@ -49,26 +49,12 @@ const entriesArb = fc
       if (jump === 0) shard++;
       // contiguous mostly; a gap forward, or (within a shard) a step back
       const offset = jump === 0 ? start : jump <= 8 ? end : jump <= 10 ? end + jump * 11 : Math.max(0, end - 7 * jump);
-      const members: MemberEntry[] = [];
-      let at = 0;
-      shape.forEach(([ext, size, lz4, gap], m) => {
-        const storedSize = lz4 ? Math.floor(size / 2) : size;
-        const memberOffset = m === 0 ? 0 : at + gap;
-        members.push({ ext: `${ext}${m === 0 ? '' : m}`, offset: memberOffset, size, storedSize, codec: lz4 ? 1 : 0, crc32c: (i * 2654435761 + m) >>> 0 });
-        at = memberOffset + storedSize;
-      });
-      end = offset + at;
-      return { key, shard, offset, length: at, members };
+      const { members, length } = layMembers(shape, i);
+      end = offset + length;
+      return { key, shard, offset, length, members };
     });
   });
 
-function leaves(entries: IndexEntry[], pageSize: number): [number, Uint8Array][] {
-  const pages: [number, Uint8Array][] = [];
-  const b = new BTreeBuilder(pageSize, (n, page) => pages.push([n, page.slice()]));
-  for (const e of entries) b.add(e);
-  b.finish();
-  return pages.filter(([, page]) => page[0] === 2);
-}
 
 /** Everything a scan read: equal for the two scans when both took the page. */
 function readOf(s: LeafScan): unknown {
@@ -175,7 +161,7 @@ describe.skipIf(!nativeAvailable())('native verify loop against the JavaScript o
     let declined = 0;
     fc.assert(
       fc.property(entriesArb, fc.constantFrom(1024, 4096), (entries, pageSize) => {
-        for (const [n, page] of leaves(entries, pageSize)) {
+        for (const [n, page] of leafPages(entries, pageSize)) {
           if (expectSameScan(addon, page, n)) taken++;
           else declined++;
           expect(expectSameScan(addon, page, n + 1)).toBe(false); // a page read from the wrong place
@@ -197,7 +183,7 @@ describe.skipIf(!nativeAvailable())('native verify loop against the JavaScript o
         fc.boolean(),
         fc.nat(),
         (entries, flips, reseal, cut) => {
-          for (const [n, clean] of leaves(entries, 1024)) {
+          for (const [n, clean] of leafPages(entries, 1024)) {
             if (expectSameScan(addon, damaged(clean, flips, reseal), n)) taken++;
             // a short read: the records run off the end of the bytes given
             const short = clean.slice(0, cut % (clean.length + 1));
@@ -253,7 +239,7 @@ describe.skipIf(!nativeAvailable())('native verify loop against the JavaScript o
 
   it('declines leaves it has no room for, and refuses arguments that are not what it reads, without reading past them', () => {
     const entries = Array.from({ length: 40 }, (_, i): IndexEntry => ({ key: `a/${String(i).padStart(3, '0')}`, shard: 0, offset: 8 * i, length: 8, members: [{ ext: 'bin', offset: 0, size: 8, storedSize: 8, codec: 0, crc32c: i }] }));
-    const [[n, page]] = leaves(entries, 1024) as [[number, Uint8Array]];
+    const [[n, page]] = leafPages(entries, 1024) as [[number, Uint8Array]];
     const f = (k: number) => new Float64Array(k);
     const out = f(LeafScanOut.LENGTH);
     const scanWith = (records: number, keyRoom: number, o = out): number => {

@@ -1,0 +1,31 @@
+/**
+ * Index leaves for the leaf-scan property tests (test/property/leaf-scan.test.ts, native-verify.test.ts): members
+ * laid out from a generated shape, and the leaf pages a BTreeBuilder writes for a list of entries.
+ */
+import { BTreeBuilder } from '../../formats/btree-builder.js';
+import type { IndexEntry, MemberEntry } from '../../formats/index-entry.js';
+
+/** A member's shape: extension, size, LZ4 or stored (stored at half its size), gap before it (not the first). */
+export type MemberShape = [ext: string, size: number, lz4: boolean, gap: number];
+
+/** The members of record `i` laid out one after the other from 0 (with their gaps), and the span they fill. */
+export function layMembers(shape: MemberShape[], i: number): { members: MemberEntry[]; length: number } {
+  const members: MemberEntry[] = [];
+  let at = 0;
+  shape.forEach(([ext, size, lz4, gap], m) => {
+    const storedSize = lz4 ? Math.floor(size / 2) : size;
+    const memberOffset = m === 0 ? 0 : at + gap;
+    members.push({ ext: `${ext}${m === 0 ? '' : m}`, offset: memberOffset, size, storedSize, codec: lz4 ? 1 : 0, crc32c: (i * 2654435761 + m) >>> 0 });
+    at = memberOffset + storedSize;
+  });
+  return { members, length: at };
+}
+
+/** The leaf pages (page number, bytes) a BTreeBuilder writes for `entries` (sorted) with `pageSize`-byte pages. */
+export function leafPages(entries: IndexEntry[], pageSize: number): [number, Uint8Array][] {
+  const pages: [number, Uint8Array][] = [];
+  const b = new BTreeBuilder(pageSize, (n, page) => pages.push([n, page.slice()]));
+  for (const e of entries) b.add(e);
+  b.finish();
+  return pages.filter(([, page]) => page[0] === 2);
+}
