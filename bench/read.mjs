@@ -42,17 +42,16 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { open as openLmdb } from 'lmdb';
-import { DatasetWriter } from '../dist/src/pack/dataset-writer.js';
 import { openDataset } from '../dist/src/read/dataset.js';
 import { IoStats } from '../dist/src/io/io-stats.js';
 import { nativeAddon } from '../dist/src/native/native.js';
-import { ReadArena } from '../dist/src/read/read-arena.js';
 import { median } from '../dist/src/bench/report-stats.js';
 import { planEpoch } from '../dist/src/read/epoch-plan.js';
-import { pack } from '../dist/src/pack/pack.js';
-import { memberPath } from '../dist/formats/sample.js';
-import { SeededRandom } from '../dist/src/bench/seeded-random.js';
+import { generate, permutation, SAMPLES_FILE, warm } from './read-data.mjs';
+import { ownedCopyFloor } from './read-floor.mjs';
+import { buildPyLmdb, ensurePyLmdb, PY_METHODS, PYTHON, timePyLmdb } from './read-pylmdb.mjs';
 import { renderMarkdown } from './read-report.mjs';
+import { straceCounts } from './read-strace.mjs';
 import { realTree } from './real-trees.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -83,102 +82,12 @@ function parseArgs(argv) {
   return opts;
 }
 
-/** Seeded uniform floats in [0, 1): the same data and orders on every run. */
-function rng(seed) {
-  const r = new SeededRandom(seed);
-  return () => r.float();
-}
-
-function permutation(n, seed) {
-  const r = rng(seed);
-  const p = Array.from({ length: n }, (_, i) => i);
-  for (let i = n - 1; i > 0; i--) {
-    const j = Math.floor(r() * (i + 1));
-    [p[i], p[j]] = [p[j], p[i]];
-  }
-  return p;
-}
-
-const keyOf = (i) => `d${String(i % 100).padStart(2, '0')}/${String(i).padStart(7, '0')}`;
-
-/**
- * What the timed processes read: `samples.json` in the bench dir lists, per position (key order), the sample's key and
- * its raw files relative to `rawRoot`. The dataset is `ds`, the LMDB file `lmdb` (one record per sample: its members'
- * bytes concatenated, so every method reads the same number of bytes).
- */
-const SAMPLES_FILE = 'samples.json';
-
-async function generate(opts, dir) {
-  if (opts.tree) return generateFromTree(opts.tree, dir);
-  const raw = path.join(dir, 'raw');
-  const ds = path.join(dir, 'ds');
-  const lmdbPath = path.join(dir, 'lmdb');
-  if (fs.existsSync(path.join(dir, SAMPLES_FILE))) return;
-  fs.rmSync(dir, { recursive: true, force: true });
-  const r = rng(42);
-  const writer = new DatasetWriter({ dir: ds, shardBytes: 64 * 1024 * 1024 });
-  const db = openLmdb({ path: lmdbPath, encoding: 'binary', compression: false });
-  const lnMin = Math.log(opts.minKb * 1024);
-  const lnMax = Math.log(opts.maxKb * 1024);
-  for (let i = 0; i < opts.samples; i++) {
-    const size = Math.round(Math.exp(lnMin + r() * (lnMax - lnMin)));
-    const bytes = Buffer.allocUnsafe(size);
-    for (let j = 0; j < size; j += 4) bytes.writeUInt32LE((r() * 2 ** 32) >>> 0, Math.min(j, size - 4));
-    const key = keyOf(i);
-    const file = path.join(raw, `${key}.bin`);
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, bytes);
-    writer.add({ key, members: { bin: bytes } });
-    db.put(key, bytes);
-  }
-  await db.flushed;
-  await db.close();
-  await writer.finish();
-  const keys = Array.from({ length: opts.samples }, (_, i) => keyOf(i)).sort();
-  fs.writeFileSync(path.join(dir, SAMPLES_FILE), JSON.stringify({ rawRoot: raw, samples: keys.map((key) => ({ key, files: [`${key}.bin`] })) }));
-}
-
-/** A real tree: packed by `pack` as a user would (default options), and loaded into LMDB sample by sample. */
-async function generateFromTree(tree, dir) {
-  const stamp = path.join(dir, SAMPLES_FILE);
-  if (fs.existsSync(stamp) && JSON.parse(fs.readFileSync(stamp, 'utf8')).rawRoot === tree) return;
-  fs.rmSync(dir, { recursive: true, force: true });
-  fs.mkdirSync(dir, { recursive: true });
-  // groupNumbered: tree A holds names like RelNotes/1.5.0.2.txt, which pack refuses without a choice of key rule;
-  // WebDataset grouping (one sample per key, as before pack asked) keeps the figures comparable with earlier runs
-  await pack({ source: tree, out: path.join(dir, 'ds'), groupNumbered: true });
-  const ds = await openDataset(path.join(dir, 'ds'));
-  const db = openLmdb({ path: path.join(dir, 'lmdb'), encoding: 'binary', compression: false });
-  const samples = [];
-  for await (const e of ds.entries()) {
-    const files = e.members.map((m) => memberPath(e.key, m.ext));
-    samples.push({ key: e.key, files });
-    db.put(e.key, Buffer.concat(files.map((f) => fs.readFileSync(path.join(tree, f)))));
-  }
-  await db.flushed;
-  await db.close();
-  await ds.close();
-  fs.writeFileSync(stamp, JSON.stringify({ rawRoot: tree, samples }));
-}
-
 /** Sum of a sample's member byte lengths. */
 function memberBytes(sample) {
   let n = 0;
   const m = sample.members;
   for (const ext in m) n += m[ext].length;
   return n;
-}
-
-/** Reads every byte once so all measurements start from a warm page cache. */
-function warm(dir) {
-  const walk = (d) => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else fs.readFileSync(p);
-    }
-  };
-  walk(dir);
 }
 
 async function poolRun(n, concurrency, fn) {
@@ -280,30 +189,6 @@ function methods(ctx) {
 const LOADER_BATCHES = [1, 64, 256];
 const LOADER_SHUFFLES = ['none', 'full', 'block'];
 
-/** The py-lmdb side (Debian's python3-lmdb), each timed in a python3 process of its own: name -> extra arguments. */
-const PY_METHODS = { 'py-lmdb txn.get': [], 'py-lmdb txn.get buffers': ['--buffers'] };
-const PYTHON = '/usr/bin/python3';
-const PY_SCRIPT = fileURLToPath(new URL('./read-pylmdb.py', import.meta.url));
-
-/** Installs python3-lmdb from Debian when /usr/bin/python3 cannot import lmdb; false when that is not possible. */
-function ensurePyLmdb() {
-  const ok = () => spawnSync(PYTHON, ['-c', 'import lmdb'], { stdio: 'ignore' }).status === 0;
-  if (ok()) return true;
-  if (process.getuid?.() !== 0) return false;
-  process.stderr.write('installing python3-lmdb with apt-get\n');
-  spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'python3-lmdb'], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
-  return ok();
-}
-
-/** The py-lmdb side's environment (written by read-pylmdb.py --build from samples.json, once per bench dir). */
-const PY_LMDB_DIR = 'pylmdb';
-
-function buildPyLmdb(dir) {
-  if (fs.existsSync(path.join(dir, PY_LMDB_DIR, 'data.mdb'))) return;
-  const res = spawnSync(PYTHON, [PY_SCRIPT, path.join(dir, PY_LMDB_DIR), path.join(dir, SAMPLES_FILE), '--build'], { stdio: ['ignore', 'inherit', 'inherit'] });
-  if (res.status !== 0) throw new Error(`building the py-lmdb environment failed (exit ${res.status})`);
-}
-
 /** The keys of the random order, one a line, for the py-lmdb side to read in the same order. */
 const ORDER_FILE = 'order-keys.txt';
 
@@ -344,12 +229,7 @@ async function timeChild(opts, dir) {
 }
 
 function timeInChild(opts, dir, name) {
-  if (name in PY_METHODS) {
-    const py = [PY_SCRIPT, path.join(dir, PY_LMDB_DIR), path.join(dir, ORDER_FILE), '--warmup', String(opts.warmup), '--epochs', String(EPOCHS_PER_PROCESS), ...PY_METHODS[name]];
-    const res = spawnSync(PYTHON, py, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-    if (res.status !== 0) throw new Error(`timing ${name} failed (exit ${res.status})`);
-    return JSON.parse(res.stdout.trim().split('\n').pop());
-  }
+  if (name in PY_METHODS) return timePyLmdb(name, dir, ORDER_FILE, opts.warmup, EPOCHS_PER_PROCESS);
   const args = [SELF, '--time', name, '--dir', dir, '--samples', String(opts.samples), '--warmup', String(opts.warmup), '--concurrency', String(opts.concurrency), '--batch', String(opts.batch)];
   const res = spawnSync(process.execPath, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (res.status !== 0) throw new Error(`timing ${name} failed (exit ${res.status})`);
@@ -383,68 +263,6 @@ async function context(opts, dir, io) {
   return { opts, keys, files, order: permutation(n, 7), ds, dsNoVerify, dsPortable, db, io, floor: await ownedCopyFloor(ds, dir) };
 }
 
-/**
- * The "owned-copy floor": sample i's member bytes copied out of the mapped shard with CRC32C, by the native copy
- * getSync makes, into a buffer from the read arena getSync uses; no index lookup, no decoding, no sample object. No
- * copying read can beat it, so readFileSync / floor is the most a copying getSync or atSync can reach here, and
- * floor / getSync shows how close getSync comes. Undefined without the native addon.
- */
-async function ownedCopyFloor(ds, dir) {
-  const addon = nativeAddon();
-  if (addon === undefined || !ds.native) return undefined;
-  const shard = [];
-  const offset = [];
-  const length = [];
-  const first = []; // position i's members are entries first[i] .. first[i + 1] - 1 of the arrays above
-  const own = await openDataset(path.join(dir, 'ds'), { checkShards: 'size' }); // leaves ds's page cache and counters alone
-  for await (const e of own.entries()) {
-    first.push(shard.length);
-    for (const m of e.members) {
-      shard.push(e.shard);
-      offset.push(e.offset + m.offset);
-      length.push(m.storedSize);
-    }
-  }
-  first.push(shard.length);
-  await own.close();
-  const maps = ds.shards.map((s) => {
-    const fd = fs.openSync(path.join(dir, 'ds', s.file), 'r');
-    try {
-      return addon.map(fd, fs.fstatSync(fd).size, true);
-    } finally {
-      fs.closeSync(fd);
-    }
-  });
-  const arena = new ReadArena();
-  return {
-    read: (i) => {
-      let total = 0;
-      for (let j = first[i]; j < first[i + 1]; j++) {
-        const bytes = arena.take(length[j]);
-        addon.copy(maps[shard[j]], offset[j], length[j], bytes, 0, 0, length[j]);
-        total += bytes.length;
-      }
-      return total;
-    },
-    close: () => maps.forEach((m) => addon.unmap(m)),
-  };
-}
-
-function strace(opts, dir, method) {
-  const out = path.join(os.tmpdir(), `shardkit-strace-${process.pid}.txt`);
-  const args = ['-f', '-c', '-o', out, process.execPath, SELF, '--child', method, '--dir', dir, '--samples', String(opts.samples), '--concurrency', String(opts.concurrency), '--batch', String(opts.batch)];
-  const res = spawnSync('strace', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  if (res.status !== 0) return undefined;
-  const text = fs.readFileSync(out, 'utf8');
-  fs.rmSync(out, { force: true });
-  const calls = {};
-  for (const line of text.split('\n')) {
-    const m = /^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\S+)\s*$/.exec(line);
-    if (m) calls[m[2]] = Number(m[1]);
-  }
-  return calls;
-}
-
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   let tree;
@@ -467,7 +285,7 @@ async function main() {
   const wanted = (k) => k === 'raw readFileSync' || !opts.only || new RegExp(opts.only).test(k);
   const pyMethods = opts.py && Object.keys(PY_METHODS).some(wanted) && ensurePyLmdb() ? Object.fromEntries(Object.keys(PY_METHODS).map((k) => [k, undefined])) : {};
   if (opts.py && Object.keys(pyMethods).length === 0 && Object.keys(PY_METHODS).some(wanted)) process.stderr.write(`py-lmdb side skipped: ${PYTHON} cannot import lmdb (apt-get install python3-lmdb)\n`);
-  if (Object.keys(pyMethods).length > 0) buildPyLmdb(dir);
+  if (Object.keys(pyMethods).length > 0) buildPyLmdb(dir, SAMPLES_FILE);
   const all = Object.fromEntries(Object.entries({ ...methods(ctx), ...pyMethods }).filter(([k]) => wanted(k)));
   const times = Object.fromEntries(Object.keys(all).map((k) => [k, []]));
   const cpuTimes = Object.fromEntries(Object.keys(all).map((k) => [k, []]));
@@ -554,23 +372,6 @@ async function main() {
   const runRatios = Object.fromEntries(measured.map(([k, [a, b]]) => [k, times[a].map((t, r) => t / times[b][r])]));
   const pairedRatios = Object.fromEntries(Object.entries(runRatios).map(([k, v]) => [k, median(v)]));
 
-  let straceCounts;
-  if (spawnSync('strace', ['-V']).status === 0) {
-    const base = strace(opts, dir, 'noop');
-    straceCounts = {};
-    for (const m of ['raw readFileSync', 'shardkit atSync', 'shardkit loader', 'raw fs.promises.readFile']) {
-      const calls = strace(opts, dir, m);
-      if (base === undefined || calls === undefined) continue;
-      const diff = (name) => (calls[name] ?? 0) - (base[name] ?? 0);
-      const io = ['openat', 'open', 'read', 'pread64', 'fstat', 'newfstatat', 'statx', 'close'];
-      straceCounts[m] = {
-        perSample: Object.fromEntries(io.map((name) => [name, diff(name) / n]).filter(([, v]) => Math.abs(v) >= 0.001)),
-        ioSyscallsPerSample: io.reduce((t, name) => t + diff(name), 0) / n,
-        allSyscallsPerSample: (calls.total - base.total) / n,
-      };
-    }
-  }
-
   const totalBytes = expectedBytes;
   const report = {
     machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, node: process.version, platform: `${os.platform()} ${os.release()}`, loadAverage: os.loadavg() },
@@ -587,7 +388,7 @@ async function main() {
     pairedRatios,
     runRatios,
     counts: { ...counts, 'raw files (per epoch)': { opens: n, note: 'open + fstat + read(s) + close per file' } },
-    strace: straceCounts,
+    strace: straceCounts(SELF, opts, dir, n),
   };
 
   process.stdout.write(`${renderMarkdown(report)}\n\n${JSON.stringify(report, null, 2)}\n`);

@@ -5,7 +5,8 @@
  */
 import { utf8Bytes, zigzag } from './bytes.js';
 import { Codec, type IndexEntry, type MemberEntry } from './index-entry.js';
-import { MEMBER_EXT_SAME, RECORD_CONTIGUOUS, RECORD_SAME_SHAPE, RECORD_SAME_SHARD, memberGap, sameMemberShape } from './index-page.js';
+import { MEMBER_EXT_SAME, RECORD_CONTIGUOUS, RECORD_SAME_SHAPE, RECORD_SAME_SHARD } from './index-page.js';
+import { memberGap, sameMemberShape } from './leaf-record-encoder.js';
 
 /** The most bytes a varint of a safe integer takes. */
 const VARINT_MAX = 8;

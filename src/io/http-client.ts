@@ -8,7 +8,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import { expectIntegerInRange } from './io-options.js';
 import type { IoStats } from './io-stats.js';
+import { BodyCollector, type BodyPlan } from './http-body.js';
+import { classifyNetworkError, errorText, HttpDeadlineError, TransientError } from './http-errors.js';
 import { isRemote, redactLocation } from './location.js';
+
+export type { BodyPlan } from './http-body.js';
+export { HttpDeadlineError, isHttpDeadline } from './http-errors.js';
 
 /**
  * node:http, node:https and node:tls, loaded with the first client: a process that reads local datasets only never
@@ -69,35 +74,6 @@ export interface HttpClientOptions {
 export interface HttpClientCounters {
   connections: number;
 }
-
-/** Network errors worth another attempt: the server or the path may come back. */
-const TRANSIENT_NETWORK_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ECONNABORTED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EAI_AGAIN',
-  'ENETUNREACH',
-  'EHOSTUNREACH',
-  'ENETDOWN',
-  'UND_ERR_SOCKET',
-]);
-
-/** A failure that another attempt may fix; the retry loop turns the last one into SHARDKIT_ERR_HTTP. */
-class TransientError extends Error {
-  readonly retryAfterMs: number | undefined;
-  constructor(message: string, options: { cause?: unknown; retryAfterMs?: number } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.retryAfterMs = options.retryAfterMs;
-  }
-}
-
-/** How to handle a response head: read a body (of exactly/at most n bytes) or fail with an error. */
-export type BodyPlan =
-  | { readonly read: 'exact'; readonly length: number }
-  | { readonly read: 'upTo'; readonly maxBytes: number }
-  | { readonly fail: Error };
 
 export interface HttpExchange {
   readonly response: IncomingMessage;
@@ -354,68 +330,3 @@ export class HttpClient {
   }
 }
 
-/** The cause of a request that ran out of its deadline: {@link isHttpDeadline} tells it from other failures. */
-export class HttpDeadlineError extends Error {
-  constructor(readonly deadlineMs: number) {
-    super(`deadline of ${deadlineMs} ms passed`);
-  }
-}
-
-/** Whether `err` is a request that ran out of its deadline (the server, not the data, failed). */
-export function isHttpDeadline(err: unknown): boolean {
-  return err instanceof ShardkitError && err.cause instanceof HttpDeadlineError;
-}
-
-/** Collects a response body into one buffer, enforcing the length the plan expects. */
-class BodyCollector {
-  received = 0;
-  private readonly exact: Buffer | undefined;
-  private readonly chunks: Buffer[] = [];
-
-  constructor(
-    private readonly plan: { read: 'exact'; length: number } | { read: 'upTo'; maxBytes: number },
-    private readonly name: string,
-  ) {
-    this.exact = plan.read === 'exact' ? Buffer.allocUnsafe(plan.length) : undefined;
-  }
-
-  add(chunk: Buffer): Error | undefined {
-    const limit = this.plan.read === 'exact' ? this.plan.length : this.plan.maxBytes;
-    if (this.received + chunk.length > limit) {
-      return this.plan.read === 'exact'
-        ? new ShardkitError(ErrorCodes.HTTP, `${this.name} sent more than the ${limit} bytes its headers announced`, {
-            file: this.name,
-          })
-        : new ShardkitError(ErrorCodes.TOO_LARGE, `${this.name} is larger than the ${limit}-byte limit for this read`, {
-            file: this.name,
-          });
-    }
-    if (this.exact !== undefined) chunk.copy(this.exact, this.received);
-    else this.chunks.push(chunk);
-    this.received += chunk.length;
-    return undefined;
-  }
-
-  finish(): Buffer | Error {
-    if (this.exact === undefined) return Buffer.concat(this.chunks, this.received);
-    if (this.received < this.exact.length) {
-      return new TransientError(`body ended after ${this.received} of ${this.exact.length} bytes`);
-    }
-    return this.exact;
-  }
-}
-
-function classifyNetworkError(err: unknown, what: string): Error {
-  if (err instanceof TransientError || err instanceof ShardkitError) return err;
-  const code = (err as NodeJS.ErrnoException | null)?.code;
-  if (code !== undefined && TRANSIENT_NETWORK_CODES.has(code)) {
-    return new TransientError(errorText(err), { cause: err });
-  }
-  return new ShardkitError(ErrorCodes.HTTP, `${what} failed: ${errorText(err)}`, { cause: err });
-}
-
-function errorText(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const code = (err as NodeJS.ErrnoException).code;
-  return code !== undefined && !err.message.includes(code) ? `${code}: ${err.message}` : err.message;
-}

@@ -1,5 +1,5 @@
 /**
- * The optional native addon (src/native/shardkit.c): read-only memory maps of local shards, copied out into
+ * The optional native addon (src/native/shardkit.c): read-only memory maps of local shards (map.c), copied out into
  * JS-owned buffers, and hardware CRC32C. It gives the local synchronous read path what LMDB has: a sample read is a
  * memcpy out of the page cache instead of a pread system call. Pack uses it to list directories (list-dir.c) and
  * read source files (read-file.c); verify, to walk index leaves and check tiny samples (verify-scan.c). When the addon was not built (no compiler at install time, an unsupported
@@ -198,7 +198,7 @@ interface RawAddon extends Omit<NativeAddon, 'copy'> {
 
 /**
  * The addon with copy() going through copyWithParams: five numbers written to a Float64Array the addon reads in
- * place cost less than five Node-API conversions (see shardkit.c); arguments are checked in C either way.
+ * place cost less than five Node-API conversions (see map.c); arguments are checked in C either way.
  */
 function wrap(raw: RawAddon): NativeAddon {
   const params = raw.copyParams;

@@ -10,26 +10,21 @@
 import { isHttpDeadline } from '../io/http-client.js';
 import { crc32c, crc32cHex } from '../../formats/checksum.js';
 import { crc32cSpan } from '../../formats/crc32c-span.js';
-import { ErrorCodes, isShardkitError } from '../../formats/errors.js';
+import { isShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry } from '../../formats/index-entry.js';
 import { FINGERPRINT_BYTES, type ShardRecord } from '../../formats/index-layout.js';
 import { lz4DecompressMember } from '../../formats/lz4.js';
 import type { Manifest } from '../../formats/manifest.js';
 import { checkPackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
-import { memberPath } from '../../formats/sample.js';
-import { LZ4_NAME_SUFFIX } from '../../formats/sample-layout.js';
-import { TarType } from '../../formats/tar-header.js';
-import { TarScanner } from '../../formats/tar-scan.js';
 import type { ByteSource } from '../io/byte-source.js';
-import { resolveLocation } from '../io/location.js';
-import { openByteSource } from '../io/open-source.js';
-import { normalizedName } from '../adopt/member-rules.js';
 import type { CopyWriter } from '../cache/copy-writer.js';
 import { TakeLonesIo, type NativeAddon } from '../native/native.js';
 import type { LeafRecords, PageReader } from './check-index.js';
 import { takeLoneRun } from './lone-run.js';
 import { MemberStream } from './member-stream.js';
 import { ReadAhead } from './read-ahead.js';
+import { openShard, readShard } from './shard-open.js';
+import { TarHeaderCheck } from './tar-header-check.js';
 import type { VerifyCache } from './verify-cache.js';
 import type { DamagedSample, Opener } from './verify-dataset.js';
 
@@ -103,22 +98,13 @@ export class ShardCheck {
   private reader: ReadAhead | undefined;
   /** A read failed at `failedAt`: the samples fed since are counted, not checked. */
   private failure: { message: string; at: number; left: number } | undefined;
-  // tar layout: entries the scanner has read ahead of the samples being checked (data offset -> name and size)
-  private readonly scanner: TarScanner | undefined;
-  private readonly headers = new Map<number, { name: string | undefined; size: number }>();
-  private scanError: { message: string; at: number; reported: boolean } | undefined;
+  /** The tar layout's member headers, checked against the index. */
+  private readonly tar: TarHeaderCheck | undefined;
 
   constructor(private readonly input: ShardCheckInput) {
     const { record, manifestShard } = input;
     if (manifestShard !== undefined && manifestShard.file !== record.file) this.result.problems.push(`the manifest names this shard ${manifestShard.file}`);
-    this.scanner =
-      input.manifest.layout === 'tar'
-        ? new TarScanner(record.file, {
-            onEntry: (e) => {
-              if (e.type === TarType.file || e.type === TarType.oldFile || e.type === TarType.contiguous) this.headers.set(e.dataOffset, { name: e.name, size: e.size });
-            },
-          })
-        : undefined;
+    this.tar = input.manifest.layout === 'tar' ? new TarHeaderCheck(record.file) : undefined;
   }
 
   /** Opens the shard (a missing or unreadable one is a problem of its own: its samples are then not checked). */
@@ -132,7 +118,7 @@ export class ShardCheck {
     this.source = opened.source;
     this.size = opened.size;
     this.state = 'open';
-    this.fast = this.scanner === undefined;
+    this.fast = this.tar === undefined;
     // a copy for the cache, kept only if the streamed bytes turn out to be the shard the index describes
     if (this.input.cache !== undefined && this.size === this.input.record.bytes) this.copy = await this.input.cache.start(this.input.index);
   }
@@ -193,7 +179,7 @@ export class ShardCheck {
     }
     if (off + len <= this.end && off >= this.pos) {
       const span = this.chunk.subarray(off - this.pos, off - this.pos + len);
-      if (!(this.scanner === undefined && loneCrc >= 0 && crc32cSpan(this.chunk, off - this.pos, off - this.pos + len) === loneCrc)) await this.checkEntry(await this.entry(pageNo, slot), span);
+      if (!(this.tar === undefined && loneCrc >= 0 && crc32cSpan(this.chunk, off - this.pos, off - this.pos + len) === loneCrc)) await this.checkEntry(await this.entry(pageNo, slot), span);
       else this.result.memberBytes += len;
     } else if (len > this.input.maxGathered) {
       if (!(await this.streamSpan(off, len, pageNo, slot))) return;
@@ -209,12 +195,7 @@ export class ShardCheck {
       }
       await this.checkEntry(await this.entry(pageNo, slot), span);
     }
-    if (this.scanner !== undefined) {
-      for (const k of this.headers.keys()) {
-        if (k >= off) break;
-        this.headers.delete(k);
-      }
-    }
+    this.tar?.forgetBefore(off);
   }
 
   /** Reads the rest of the shard, then checks the whole file (size, fingerprint, packed header, CRC32C). */
@@ -244,7 +225,7 @@ export class ShardCheck {
       this.checkHead(this.head, this.size);
       if (manifestShard !== undefined && crc32cHex(this.crc) !== manifestShard.crc32c) this.result.changed = true;
       if (this.size === record.bytes && this.crc >>> 0 !== record.crc32c) {
-        this.result.problems.push(`whole-file CRC32C is ${crc32cHex(this.crc)}, the index says ${crc32cHex(record.crc32c)}${this.scanError === undefined ? '' : `; ${this.scanError.message}`}`);
+        this.result.problems.push(`whole-file CRC32C is ${crc32cHex(this.crc)}, the index says ${crc32cHex(record.crc32c)}${this.tar?.scanProblem === undefined ? '' : `; ${this.tar.scanProblem}`}`);
       }
     }
     this.state = 'done';
@@ -304,14 +285,7 @@ export class ShardCheck {
     this.crc = crc32c(chunk, this.crc);
     await this.copy?.write(chunk);
     if (at < FINGERPRINT_BYTES) this.head = concat(this.head, chunk.subarray(0, FINGERPRINT_BYTES - at));
-    if (this.scanner !== undefined && this.scanError === undefined && !this.scanner.ended) {
-      try {
-        this.scanner.push(chunk);
-      } catch (err) {
-        if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
-        this.scanError = { message: err.message, at: this.scanner.offset - 512, reported: false };
-      }
-    }
+    this.tar?.push(chunk);
     this.input.onBytes(chunk.length);
     return true;
   }
@@ -347,7 +321,7 @@ export class ShardCheck {
     // the whole span has been read: every member's tar header has been scanned
     for (const v of streamed.finish()) {
       const bad = (what: string): void => this.damage({ key: entry.key, shard: this.input.record.file, offset: v.at, what: `member "${v.member.ext}": ${what}` });
-      if (this.scanner !== undefined) this.checkTarHeader(entry, v.member.ext, v.member.storedSize, v.at, v.member.codec === Codec.lz4, bad);
+      this.tar?.check(entry, v.member.ext, v.member.storedSize, v.at, v.member.codec === Codec.lz4, bad);
       this.result.memberBytes += v.member.size;
       if (v.problem !== undefined) bad(v.problem);
     }
@@ -359,7 +333,7 @@ export class ShardCheck {
     for (const m of entry.members) {
       const at = entry.offset + m.offset;
       const bad = (what: string): void => this.damage({ key: entry.key, shard: file, offset: at, what: `member "${m.ext}": ${what}` });
-      if (this.scanner !== undefined) this.checkTarHeader(entry, m.ext, m.storedSize, at, m.codec === Codec.lz4, bad);
+      this.tar?.check(entry, m.ext, m.storedSize, at, m.codec === Codec.lz4, bad);
       const stored = span.subarray(m.offset, m.offset + m.storedSize);
       let bytes: Uint8Array;
       try {
@@ -372,23 +346,6 @@ export class ShardCheck {
       this.result.memberBytes += m.size;
       if (crc32c(bytes) !== m.crc32c) bad(`checksum mismatch (CRC32C ${crc32cHex(crc32c(bytes))}, the index says ${crc32cHex(m.crc32c)})`);
     }
-  }
-
-  private checkTarHeader(entry: IndexEntry, ext: string, storedSize: number, at: number, lz4: boolean, bad: (what: string) => void): void {
-    const h = this.headers.get(at);
-    if (h === undefined) {
-      const scanError = this.scanError;
-      if (scanError === undefined) bad(`no tar header ends at byte ${at}`);
-      else if (!scanError.reported && at > scanError.at) {
-        scanError.reported = true;
-        bad(`tar header damaged: ${scanError.message}`);
-      }
-      return;
-    }
-    const want = memberPath(entry.key, ext) + (lz4 ? LZ4_NAME_SUFFIX : '');
-    const got = h.name === undefined ? undefined : normalizedName(h.name);
-    if (got !== want) bad(`tar header names ${JSON.stringify(got ?? '(not UTF-8)')}, the index says ${JSON.stringify(want)}`);
-    if (h.size !== storedSize) bad(`tar header says ${h.size} bytes, the index says ${storedSize}`);
   }
 
   private checkHead(head: Uint8Array, size: number): void {
@@ -417,47 +374,6 @@ export class ShardCheck {
   private report(list: DamagedSample[], d: DamagedSample): void {
     this.result.damagedCount++;
     if (list.length < this.input.maxReported) list.push(d);
-  }
-}
-
-async function openShard(input: ShardCheckInput, result: ShardResult): Promise<{ source: ByteSource; size: number } | undefined> {
-  const { record } = input;
-  const unreadable = (err: unknown): undefined => {
-    if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
-    result.changed = true;
-    result.problems.push(err.code === ErrorCodes.SHARD_MISSING ? `missing: its ${record.samples} samples cannot be read` : err.message);
-    return undefined;
-  };
-  let source: ByteSource;
-  try {
-    source = await openByteSource(resolveLocation(input.location, record.file), input.opener);
-  } catch (err) {
-    return unreadable(err);
-  }
-  let size: number;
-  try {
-    // over http the first request goes out here: a missing shard is found now, not at open
-    size = await source.size();
-  } catch (err) {
-    await source.close();
-    return unreadable(err);
-  }
-  if (size !== record.bytes) result.problems.push(`is ${size} bytes, the index says ${record.bytes}${size < record.bytes ? ' (truncated)' : ''}`);
-  if (input.manifestShard !== undefined && size !== input.manifestShard.bytes) result.changed = true;
-  return { source, size };
-}
-
-/**
- * Reads `length` bytes at `offset` of an opened shard, or reports why it cannot and returns undefined: one bad
- * disk sector or unreadable file must not keep the other shards from being checked.
- */
-async function readShard(reader: ReadAhead, offset: number, length: number, nextLength: number, result: ShardResult): Promise<Uint8Array | undefined> {
-  try {
-    return await reader.read(offset, length, nextLength);
-  } catch (err) {
-    if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
-    result.problems.push(err.message);
-    return undefined;
   }
 }
 

@@ -1,0 +1,71 @@
+/**
+ * The tar layout's part of a full verify: each member's tar header, read by a {@link TarScanner} as the shard's
+ * chunks stream past, checked against the index (name and size). The scanner reads ahead of the samples being
+ * checked, so the headers it found wait here, by data offset, until their sample is checked.
+ */
+import { isShardkitError } from '../../formats/errors.js';
+import type { IndexEntry } from '../../formats/index-entry.js';
+import { memberPath } from '../../formats/sample.js';
+import { LZ4_NAME_SUFFIX } from '../../formats/sample-layout.js';
+import { TarType } from '../../formats/tar-header.js';
+import { TarScanner } from '../../formats/tar-scan.js';
+import { isHttpDeadline } from '../io/http-client.js';
+import { normalizedName } from '../adopt/member-rules.js';
+
+export class TarHeaderCheck {
+  /** Entries read ahead of the samples being checked (data offset -> name and size). */
+  private readonly headers = new Map<number, { name: string | undefined; size: number }>();
+  private readonly scanner: TarScanner;
+  /** Where the scan stopped on a damaged header: it is reported once, with the first member after it. */
+  private scanError: { message: string; at: number; reported: boolean } | undefined;
+
+  constructor(file: string) {
+    this.scanner = new TarScanner(file, {
+      onEntry: (e) => {
+        if (e.type === TarType.file || e.type === TarType.oldFile || e.type === TarType.contiguous) this.headers.set(e.dataOffset, { name: e.name, size: e.size });
+      },
+    });
+  }
+
+  /** The message of the damaged header that stopped the scan, if one did. */
+  get scanProblem(): string | undefined {
+    return this.scanError?.message;
+  }
+
+  /** Scans the shard's next chunk (the chunks come in order, each once). */
+  push(chunk: Uint8Array): void {
+    if (this.scanError !== undefined || this.scanner.ended) return;
+    try {
+      this.scanner.push(chunk);
+    } catch (err) {
+      if (!isShardkitError(err) || isHttpDeadline(err)) throw err;
+      this.scanError = { message: err.message, at: this.scanner.offset - 512, reported: false };
+    }
+  }
+
+  /** Checks the header of member `ext` of `entry`, whose stored bytes start at `at`; `bad` is told what is wrong. */
+  check(entry: IndexEntry, ext: string, storedSize: number, at: number, lz4: boolean, bad: (what: string) => void): void {
+    const h = this.headers.get(at);
+    if (h === undefined) {
+      const scanError = this.scanError;
+      if (scanError === undefined) bad(`no tar header ends at byte ${at}`);
+      else if (!scanError.reported && at > scanError.at) {
+        scanError.reported = true;
+        bad(`tar header damaged: ${scanError.message}`);
+      }
+      return;
+    }
+    const want = memberPath(entry.key, ext) + (lz4 ? LZ4_NAME_SUFFIX : '');
+    const got = h.name === undefined ? undefined : normalizedName(h.name);
+    if (got !== want) bad(`tar header names ${JSON.stringify(got ?? '(not UTF-8)')}, the index says ${JSON.stringify(want)}`);
+    if (h.size !== storedSize) bad(`tar header says ${h.size} bytes, the index says ${storedSize}`);
+  }
+
+  /** Forgets the headers of members before `offset` (their samples have been checked). */
+  forgetBefore(offset: number): void {
+    for (const k of this.headers.keys()) {
+      if (k >= offset) break;
+      this.headers.delete(k);
+    }
+  }
+}
