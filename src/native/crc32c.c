@@ -11,30 +11,10 @@
 #include <pthread.h>
 #include <string.h>
 
-/* The CRC32C instruction: 8 bytes or 1 byte into a 32-bit state kept in a 64-bit variable. */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <nmmintrin.h>
-#define SK_HW_CRC 1
-#define SK_HW_NAME "sse4.2"
-#define SK_HW_TARGET __attribute__((target("sse4.2")))
-#define HW_CRC8(s, byte) _mm_crc32_u8((uint32_t)(s), (byte))
-#define HW_CRC64(s, word) _mm_crc32_u64((s), (word))
-#elif defined(__aarch64__) && (defined(__clang__) || __GNUC__ >= 9)
-/* the compilers' own builtins: arm_acle.h declares its CRC intrinsics only under -march=...+crc in some versions */
-#if defined(__linux__)
+#include "crc32c-hw.h"
+
+#if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
-#endif
-#define SK_HW_CRC 1
-#define SK_HW_NAME "armv8-crc"
-#ifdef __clang__
-#define SK_HW_TARGET __attribute__((target("crc")))
-#define HW_CRC8(s, byte) __builtin_arm_crc32cb((uint32_t)(s), (byte))
-#define HW_CRC64(s, word) __builtin_arm_crc32cd((uint32_t)(s), (word))
-#else
-#define SK_HW_TARGET __attribute__((target("+crc")))
-#define HW_CRC8(s, byte) __builtin_aarch64_crc32cb((uint32_t)(s), (byte))
-#define HW_CRC64(s, word) __builtin_aarch64_crc32cx((uint32_t)(s), (word))
-#endif
 #endif
 
 /* ---------------------------------------------------------------------------------------------------------------
@@ -225,6 +205,22 @@ SK_HW_TARGET static uint32_t crc_raw_hardware(uint32_t state, const uint8_t *p, 
   return crc_hardware(state, p, NULL, 0, n);
 }
 
+/* crc_raw_hardware for a short range: the word and byte loops alone (no lanes, no copy), for sk_crc32c_short. */
+SK_HW_TARGET static uint32_t crc_short_hardware(uint64_t state, const uint8_t *p, size_t n) {
+  while (n >= 8) {
+    uint64_t word;
+    memcpy(&word, p, 8);
+    state = HW_CRC64(state, word);
+    p += 8;
+    n -= 8;
+  }
+  while (n > 0) {
+    state = HW_CRC8(state, *p++);
+    n--;
+  }
+  return (uint32_t)state;
+}
+
 SK_HW_TARGET static uint32_t crc_copy_raw_hardware(uint32_t state, const uint8_t *p, uint8_t *d, size_t n) {
   return crc_hardware(state, p, d, 1, n);
 }
@@ -270,9 +266,11 @@ static uint32_t crc_raw(int kernel, uint32_t state, const uint8_t *p, uint8_t *d
 
 uint32_t sk_crc32c(uint32_t seed, const uint8_t *p, size_t n) { return ~crc_raw(best_kernel, ~seed, p, NULL, n); }
 
+int sk_crc32c_has_insn(void) { return best_kernel >= K_INSN; }
+
 uint32_t sk_crc32c_short(uint32_t seed, const uint8_t *p, size_t n) {
 #ifdef SK_HW_CRC
-  if (best_kernel >= K_INSN) return ~crc_raw_hardware(~seed, p, n);
+  if (best_kernel >= K_INSN) return ~crc_short_hardware(~seed, p, n);
 #endif
   return ~crc_raw_table(~seed, p, n);
 }

@@ -15,6 +15,8 @@ uint32_t sk_crc32c(uint32_t seed, const uint8_t *p, size_t n);
  * folding kernels' dispatch, which costs more than the checksum below 64 bytes or so. Any length is right.
  */
 uint32_t sk_crc32c_short(uint32_t seed, const uint8_t *p, size_t n);
+/* 1 when sk_crc32c_short uses the CRC32C instruction (crc32c-hw.h's functions may then run), else 0. */
+int sk_crc32c_has_insn(void);
 /* memcpy(dst, src, n) returning sk_crc32c(seed, src, n), in one pass where the CPU allows. */
 uint32_t sk_crc32c_copy(uint32_t seed, const uint8_t *src, uint8_t *dst, size_t n);
 /*

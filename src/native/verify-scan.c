@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "crc32c.h"
+#include "crc32c-hw.h"
 
 /* formats/index-page.ts: the page header */
 #define PAGE_HEADER_BYTES 16
@@ -89,6 +90,17 @@ static int64_t varint(const uint8_t *page, size_t *pos, size_t end) {
   return -1;
 }
 
+/* The little-endian uint32 at p (one load on little-endian CPUs). */
+static inline uint32_t le32(const uint8_t *p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+#else
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+#endif
+}
+
 /* A varint whose one-byte form is read inline (as leaf-scan.ts does); -1 as varint(). */
 static inline int64_t small_varint(const uint8_t *page, size_t *pos, size_t end) {
   if (*pos < end && page[*pos] < 0x80) return page[(*pos)++];
@@ -111,7 +123,7 @@ typedef struct {
 } leaf_out;
 
 /* LeafScan.scan: the record count, or 0 when the page is not a leaf this walk takes (see leaf-scan.ts). */
-static uint32_t scan_leaf(const uint8_t *page, size_t end, double page_no, leaf_out *o) {
+static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_no, const leaf_out *o) {
   if (end < PAGE_HEADER_BYTES) return 0;
   uint32_t own_no = (uint32_t)page[PAGE_NO] | (uint32_t)page[PAGE_NO + 1] << 8 | (uint32_t)page[PAGE_NO + 2] << 16 | (uint32_t)page[PAGE_NO + 3] << 24;
   if (page[PAGE_TYPE] != PAGE_TYPE_LEAF || page[PAGE_FLAGS] != 0 || (double)own_no != page_no) return 0;
@@ -122,7 +134,15 @@ static uint32_t scan_leaf(const uint8_t *page, size_t end, double page_no, leaf_
   if (sk_crc32c(sk_crc32c(0, page, PAGE_CRC), page + PAGE_NO, end - PAGE_NO) != crc) return 0;
   if (o->capacity < count) return 0;
 
-  uint8_t *key = o->key;
+  /*
+   * The outputs in restrict locals: a store through a uint8_t pointer (a key byte) may alias anything, so through o
+   * every pointer and bound would be loaded again after each one (about a quarter of the loop's instructions).
+   */
+  uint8_t *restrict key = o->key;
+  double *restrict shard_out = o->shard, *restrict offset_out = o->offset, *restrict length_out = o->length;
+  double *restrict size_out = o->size, *restrict stored_out = o->stored, *restrict lone_crc_out = o->lone_crc;
+  uint32_t *restrict members_out = o->members;
+  const size_t key_cap = o->key_cap;
   size_t pos = PAGE_HEADER_BYTES, key_length = 0, last_segment = 0, first_key_length = 0;
   uint8_t codec_a[MAX_MEMBERS], codec_b[MAX_MEMBERS];
   double gap_a[MAX_MEMBERS], gap_b[MAX_MEMBERS];
@@ -140,7 +160,7 @@ static uint32_t scan_leaf(const uint8_t *page, size_t end, double page_no, leaf_
     if ((uint64_t)shared_v > key_length || (uint64_t)suffix_v > end - pos) return 0;
     size_t shared = (size_t)shared_v, suffix = (size_t)suffix_v;
     if (i > 0 && (suffix == 0 || (shared < key_length && page[pos] <= key[shared]))) return 0;
-    if (shared + suffix > o->key_cap) return 0; /* the caller gives room for the longest key a page holds */
+    if (shared + suffix > key_cap) return 0; /* the caller gives room for the longest key a page holds */
     size_t segment = last_segment < shared ? last_segment : shared;
     while (segment > 0 && key[segment - 1] != SLASH) segment--;
     for (size_t j = shared; j < shared + suffix; j++) {
@@ -182,23 +202,39 @@ static uint32_t scan_leaf(const uint8_t *page, size_t end, double page_no, leaf_
       offset = prev_end + ((z & 1) == 0 ? (double)z / 2 : -((double)z + 1) / 2);
       if (!(offset >= 0 && offset <= MAX_SAFE_INTEGER)) return 0;
     }
+    /*
+     * The members: a record of the same shape as the one before takes its codecs and gaps (checked then: its first
+     * gap is 0, its count in [1, MAX_MEMBERS]; the first record has flags 0), and has only sizes and CRCs here.
+     */
     int same_shape = (flags & RECORD_SAME_SHAPE) != 0;
-    int64_t member_count_v = prev_members;
-    if (!same_shape && (member_count_v = small_varint(page, &pos, end)) < 0) return 0;
-    if (member_count_v < 1 || member_count_v > MAX_MEMBERS) return 0;
-    uint32_t member_count = (uint32_t)member_count_v;
+    uint32_t member_count = prev_members;
     double member_end = 0, size = 0, stored = 0;
     uint32_t crc_m = 0;
-    for (uint32_t m = 0; m < member_count; m++) {
-      uint8_t codec;
-      double gap;
-      if (same_shape) {
-        codec = prev_codecs[m];
-        gap = prev_gaps[m];
-      } else {
+    if (same_shape) {
+      for (uint32_t m = 0; m < member_count; m++) {
+        int64_t member_size_v = small_varint(page, &pos, end);
+        if (member_size_v < 0) return 0;
+        double member_size = (double)member_size_v, stored_size = member_size;
+        if (prev_codecs[m] != CODEC_NONE) {
+          int64_t stored_v = varint(page, &pos, end);
+          if (stored_v < 0) return 0;
+          stored_size = (double)stored_v;
+        }
+        if (end - pos < 4) return 0;
+        crc_m = le32(page + pos);
+        pos += 4;
+        member_end += prev_gaps[m] + stored_size;
+        size += member_size;
+        stored += stored_size;
+      }
+    } else {
+      int64_t member_count_v = small_varint(page, &pos, end);
+      if (member_count_v < 1 || member_count_v > MAX_MEMBERS) return 0;
+      member_count = (uint32_t)member_count_v;
+      for (uint32_t m = 0; m < member_count; m++) {
         if (pos >= end) return 0;
         uint8_t member_flags = page[pos++];
-        codec = member_flags & MEMBER_CODEC_MASK;
+        uint8_t codec = member_flags & MEMBER_CODEC_MASK;
         if ((member_flags & ~KNOWN_MEMBER_FLAGS) != 0 || (codec != CODEC_NONE && codec != CODEC_LZ4)) return 0;
         if ((member_flags & MEMBER_EXT_SAME) != 0) {
           if (i == 0 || m >= prev_members) return 0;
@@ -214,34 +250,41 @@ static uint32_t scan_leaf(const uint8_t *page, size_t end, double page_no, leaf_
         }
         int64_t gap_v = varint(page, &pos, end);
         if (gap_v < 0) return 0;
-        gap = (double)gap_v;
+        double gap = (double)gap_v;
+        codecs[m] = codec;
+        gaps[m] = gap;
+        int64_t member_size_v = small_varint(page, &pos, end);
+        if (member_size_v < 0) return 0;
+        double member_size = (double)member_size_v, stored_size = member_size;
+        if (codec != CODEC_NONE) {
+          int64_t stored_v = varint(page, &pos, end);
+          if (stored_v < 0) return 0;
+          stored_size = (double)stored_v;
+        }
+        if (end - pos < 4) return 0;
+        crc_m = le32(page + pos);
+        pos += 4;
+        if (m == 0 && gap != 0) return 0; /* the span starts at its first member */
+        member_end += gap + stored_size;
+        size += member_size;
+        stored += stored_size;
       }
-      codecs[m] = codec;
-      gaps[m] = gap;
-      int64_t member_size_v = small_varint(page, &pos, end);
-      if (member_size_v < 0) return 0;
-      double member_size = (double)member_size_v, stored_size = member_size;
-      if (codec != CODEC_NONE) {
-        int64_t stored_v = varint(page, &pos, end);
-        if (stored_v < 0) return 0;
-        stored_size = (double)stored_v;
-      }
-      if (end - pos < 4) return 0;
-      crc_m = (uint32_t)page[pos] | (uint32_t)page[pos + 1] << 8 | (uint32_t)page[pos + 2] << 16 | (uint32_t)page[pos + 3] << 24;
-      pos += 4;
-      if (m == 0 && gap != 0) return 0; /* the span starts at its first member */
-      member_end += gap + stored_size;
-      size += member_size;
-      stored += stored_size;
+      /* this record's shape is the one the next records may take over */
+      uint8_t *c = prev_codecs;
+      prev_codecs = codecs;
+      codecs = c;
+      double *g = prev_gaps;
+      prev_gaps = gaps;
+      gaps = g;
     }
     if (!(member_end <= MAX_SAFE_INTEGER)) return 0;
-    o->shard[i] = shard;
-    o->offset[i] = offset;
-    o->length[i] = member_end;
-    o->members[i] = member_count;
-    o->size[i] = size;
-    o->stored[i] = stored;
-    o->lone_crc[i] = member_count == 1 && codecs[0] == CODEC_NONE ? (double)crc_m : -1;
+    shard_out[i] = shard;
+    offset_out[i] = offset;
+    length_out[i] = member_end;
+    members_out[i] = member_count;
+    size_out[i] = size;
+    stored_out[i] = stored;
+    lone_crc_out[i] = member_count == 1 && prev_codecs[0] == CODEC_NONE ? (double)crc_m : -1;
     prev_end = offset + member_end;
     total_members += member_count;
     total_length += member_end;
@@ -250,14 +293,6 @@ static uint32_t scan_leaf(const uint8_t *page, size_t end, double page_no, leaf_
     if (i == 0) first_shard = shard;
     else if (shard != first_shard) one_shard = 0;
     if (prev_end > max_end) max_end = prev_end;
-    if (!same_shape) {
-      uint8_t *c = prev_codecs;
-      prev_codecs = codecs;
-      codecs = c;
-      double *g = prev_gaps;
-      prev_gaps = gaps;
-      gaps = g;
-    }
     prev_members = member_count;
   }
   double *out = o->out;
@@ -312,31 +347,66 @@ napi_value sk_verify_leaf_scan(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* ShardCheck.takeLones over io (see the top of this file): the index of the first record not taken. */
-static uint32_t take_lones(const uint8_t *chunk, size_t chunk_len, const double *shards, const double *offsets, const double *lengths,
-                           const double *lone_crc, uint32_t from, uint32_t count, double *io) {
-  double shard = io[IO_SHARD], pos = io[IO_POS], prev_end = io[IO_PREV_END], last = io[IO_LAST];
-  double chunk_d = (double)(int64_t)chunk_len, end = pos + chunk_d, bytes = 0;
-  uint32_t i = from;
-  for (; i < count; i++) {
-    double off = offsets[i], len = lengths[i], crc = lone_crc[i];
-    /* written so that a NaN anywhere stops the run */
-    if (!(shards[i] == shard && crc >= 0 && len > 0 && off >= prev_end && off >= pos && off + len <= end && off >= last)) break;
-    double start_d = off - pos;
-    if (!(start_d <= chunk_d && len <= chunk_d)) break;
-    /* both in [0, chunk.length]: signed conversions, exact; a fraction is refused */
-    int64_t start = (int64_t)start_d, n = (int64_t)len;
-    if ((double)start != start_d || (double)n != len || n > (int64_t)chunk_len - start) break;
-    if ((double)(n <= SHORT_CRC_BYTES ? sk_crc32c_short(0, chunk + start, n) : sk_crc32c(0, chunk + start, n)) != crc) break;
-    prev_end = off + len;
-    last = off;
-    bytes += len;
-  }
-  io[IO_PREV_END] = prev_end;
-  io[IO_LAST] = last;
-  io[IO_BYTES] = bytes;
+/*
+ * ShardCheck.takeLones over io (see the top of this file): the index of the first record not taken. CRC(p, n) is the
+ * CRC32C of a span; take_lones_insn checksums short spans with the CRC32C instruction inline (a call per 8-byte span
+ * cost more than the checksum). A record is taken when, as in lone-run.ts, it is of the shard, one member stored as
+ * is (crc >= 0), not empty, after the span before (prev_end), the last sample fed (last) and the chunk's start
+ * (pos), and ends inside the chunk. After a record is taken the three lower bounds are its end, so they are kept
+ * as one: `lower`.
+ */
+#define TAKE_LONES_BODY(CRC)                                                                                           \
+  double shard = io[IO_SHARD], pos = io[IO_POS], prev_end = io[IO_PREV_END], last = io[IO_LAST];                       \
+  double chunk_d = (double)(int64_t)chunk_len, end = pos + chunk_d, bytes = 0;                                         \
+  /* written so that a NaN anywhere stops the run: a NaN lower or end fails every comparison below */                \
+  double lower = prev_end;                                                                                             \
+  if (pos > lower) lower = pos;                                                                                        \
+  if (last > lower) lower = last;                                                                                      \
+  if (pos != pos || last != last) lower = pos + last;                                                                  \
+  uint32_t i = from;                                                                                                   \
+  for (; i < count; i++) {                                                                                             \
+    double off = offsets[i], len = lengths[i], crc = lone_crc[i];                                                      \
+    if (!(shards[i] == shard && crc >= 0 && len > 0 && off >= lower && off + len <= end)) break;                       \
+    double start_d = off - pos;                                                                                        \
+    if (!(start_d <= chunk_d && len <= chunk_d)) break;                                                                \
+    /* both in [0, chunk.length]: signed conversions, exact; a fraction is refused */                                 \
+    int64_t start = (int64_t)start_d, n = (int64_t)len;                                                                \
+    if ((double)start != start_d || (double)n != len || n > (int64_t)chunk_len - start) break;                        \
+    if ((double)CRC(chunk + start, (size_t)n) != crc) break;                                                           \
+    lower = off + len;                                                                                                 \
+    prev_end = lower;                                                                                                  \
+    last = off;                                                                                                        \
+    bytes += len;                                                                                                      \
+  }                                                                                                                    \
+  io[IO_PREV_END] = prev_end;                                                                                          \
+  io[IO_LAST] = last;                                                                                                  \
+  io[IO_BYTES] = bytes;                                                                                                \
   return i;
+
+#define TAKE_LONES_PARAMS                                                                                              \
+  const uint8_t *restrict chunk, size_t chunk_len, const double *restrict shards, const double *restrict offsets,      \
+      const double *restrict lengths, const double *restrict lone_crc, uint32_t from, uint32_t count, double *restrict io
+
+static inline uint32_t span_crc(const uint8_t *p, size_t n) { return n <= SHORT_CRC_BYTES ? sk_crc32c_short(0, p, n) : sk_crc32c(0, p, n); }
+
+static uint32_t take_lones(TAKE_LONES_PARAMS) { TAKE_LONES_BODY(span_crc) }
+
+#ifdef SK_HW_CRC
+/* CRC32C of a short span by the instruction, inline (SK_HW_TARGET callers only); longer spans by sk_crc32c. */
+SK_HW_TARGET static inline uint32_t span_crc_insn(const uint8_t *p, size_t n) {
+  if (n > SHORT_CRC_BYTES) return sk_crc32c(0, p, n);
+  uint64_t state = 0xffffffffu;
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t word;
+    memcpy(&word, p, 8);
+    state = HW_CRC64(state, word);
+  }
+  for (; n > 0; n--) state = HW_CRC8(state, *p++);
+  return ~(uint32_t)state;
 }
+
+SK_HW_TARGET static uint32_t take_lones_insn(TAKE_LONES_PARAMS) { TAKE_LONES_BODY(span_crc_insn) }
+#endif
 
 #define TAKE_ARGS 6
 
@@ -360,6 +430,13 @@ napi_value sk_verify_take_lones(napi_env env, napi_callback_info info) {
   if (!(from_d >= 0 && count_d >= from_d && count_d <= (double)capacity) || (double)(uint32_t)from_d != from_d || (double)(uint32_t)count_d != count_d) {
     return throw_arg(env, "shardkit native: verifyTakeLones: records [from, count) outside the arrays");
   }
-  io[IO_NEXT] = take_lones(chunk, chunk_len, arrays[0], arrays[1], arrays[2], arrays[3], (uint32_t)from_d, (uint32_t)count_d, io);
+  uint32_t from = (uint32_t)from_d, count = (uint32_t)count_d;
+#ifdef SK_HW_CRC
+  if (sk_crc32c_has_insn()) {
+    io[IO_NEXT] = take_lones_insn(chunk, chunk_len, arrays[0], arrays[1], arrays[2], arrays[3], from, count, io);
+    return NULL;
+  }
+#endif
+  io[IO_NEXT] = take_lones(chunk, chunk_len, arrays[0], arrays[1], arrays[2], arrays[3], from, count, io);
   return NULL;
 }
