@@ -156,7 +156,18 @@ export async function checkIndex(
   let memberBytes = 0;
   let storedBytes = 0;
   const perShard = new Float64Array(shards.length);
+  // the last key seen: a string after a decoded page; after a scanned one its bytes (lastKeyBytes, ASCII), made a
+  // string only when a decoded page follows (the scan's walk makes no key string)
   let lastKey: string | undefined;
+  let lastKeyBytes = new Uint8Array(0);
+  let lastKeyLength = -1;
+  const lastKeyString = (): string | undefined => {
+    if (lastKeyLength >= 0) {
+      lastKey = Buffer.from(lastKeyBytes.buffer, lastKeyBytes.byteOffset, lastKeyLength).toString('latin1');
+      lastKeyLength = -1;
+    }
+    return lastKey;
+  };
   let prevLeaf: { pageNo: number; next: number } | undefined;
   const scan = new LeafScan(native);
 
@@ -174,9 +185,9 @@ export async function checkIndex(
     }
     if (!scan.scan(bytes, pageNo)) return false;
     const n = scan.count;
-    if (n !== promised || (firstKey !== undefined && scan.firstKey !== firstKey)) return false;
+    if (n !== promised || (firstKey !== undefined && !scan.firstKeyIs(firstKey))) return false;
     if (prevLeaf === undefined ? pageNo !== header.firstLeaf : prevLeaf.next !== pageNo) return false;
-    if (lastKey !== undefined && compareKeys(lastKey, scan.firstKey) >= 0) return false;
+    if (lastKeyLength >= 0 ? !scan.firstKeyAfter(lastKeyBytes, lastKeyLength) : lastKey !== undefined && compareKeys(lastKey, scan.firstKey) >= 0) return false;
     // every span inside its shard: a leaf of one shard (the common case) checks its last end, others each span
     const one = scan.oneShard;
     if (one >= 0) {
@@ -189,7 +200,10 @@ export async function checkIndex(
       }
     }
     prevLeaf = { pageNo, next: scan.next };
-    lastKey = scan.lastKey;
+    lastKeyLength = scan.lastKeyLength;
+    if (lastKeyBytes.length < lastKeyLength) lastKeyBytes = new Uint8Array(2 * lastKeyLength);
+    const keyBytes = scan.lastKeyBytes;
+    for (let i = 0; i < lastKeyLength; i++) lastKeyBytes[i] = keyBytes[i] as number;
     members += scan.totalMembers;
     spanBytes += scan.totalLength;
     memberBytes += scan.totalSize;
@@ -232,6 +246,7 @@ export async function checkIndex(
         problem(prevLeaf === undefined ? `the header's first leaf is page ${header.firstLeaf}, the tree's is ${pageNo}` : `leaf ${prevLeaf.pageNo} links to page ${prevLeaf.next}, the next leaf is ${pageNo}`);
       }
       prevLeaf = { pageNo, next: page.next };
+      lastKeyString();
       page.entries.forEach((e) => {
         if (lastKey !== undefined && compareKeys(lastKey, e.key) >= 0) problem(`key ${JSON.stringify(e.key)} (page ${pageNo}) does not come after ${JSON.stringify(lastKey)}`, { key: e.key });
         lastKey = e.key;

@@ -59,9 +59,15 @@ export class LeafScan {
   /** The shard of every record when they share one, else -1; and the end of the span that ends last. */
   oneShard = -1;
   maxEnd = 0;
-  /** The first and last keys of the leaf. */
-  firstKey = '';
-  lastKey = '';
+  /**
+   * The first and last keys of the leaf, as bytes (ASCII: the scan takes no other) in `firstKeyBytes[0,
+   * firstKeyLength)` and `lastKeyBytes[0, lastKeyLength)`; {@link firstKey} and {@link lastKey} make strings of them
+   * on demand (two strings a page were 5-7% of verify's time on tiny samples, where the walk needs none).
+   */
+  firstKeyBytes = new Uint8Array(0);
+  firstKeyLength = 0;
+  lastKeyBytes = new Uint8Array(0);
+  lastKeyLength = 0;
 
   private key = new Uint8Array(256);
   private pos = 0;
@@ -72,9 +78,6 @@ export class LeafScan {
   private prevGap = new Float64Array(MAX_MEMBERS);
   private curCodec = new Uint8Array(MAX_MEMBERS);
   private curGap = new Float64Array(MAX_MEMBERS);
-  // the native scan's key bytes and counts (a key is shorter than its page)
-  private firstKeyBytes = new Uint8Array(0);
-  private lastKeyBytes = new Uint8Array(0);
   private readonly out = new Float64Array(LeafScanOut.LENGTH);
 
   /** `native`: the addon whose scan runs first (undefined: this JavaScript scan only). */
@@ -94,10 +97,7 @@ export class LeafScan {
     if (native === undefined || page.length < PAGE_HEADER_BYTES) return false;
     const count = (page[PAGE_COUNT] as number) | ((page[PAGE_COUNT + 1] as number) << 8);
     if (this.shard.length < count) this.grow(count);
-    if (this.lastKeyBytes.length < page.length) {
-      this.firstKeyBytes = new Uint8Array(page.length);
-      this.lastKeyBytes = new Uint8Array(page.length);
-    }
+    this.keyRoom(page.length);
     const out = this.out;
     native.verifyLeafScan(page, pageNo, this.shard, this.offset, this.length, this.members, this.size, this.stored, this.loneCrc, this.firstKeyBytes, this.lastKeyBytes, out);
     if (out[LeafScanOut.COUNT] === 0) return false;
@@ -109,9 +109,51 @@ export class LeafScan {
     this.totalStored = out[LeafScanOut.TOTAL_STORED] as number;
     this.oneShard = out[LeafScanOut.ONE_SHARD] as number;
     this.maxEnd = out[LeafScanOut.MAX_END] as number;
-    this.firstKey = ascii(this.firstKeyBytes, out[LeafScanOut.FIRST_KEY_LENGTH] as number);
-    this.lastKey = ascii(this.lastKeyBytes, out[LeafScanOut.LAST_KEY_LENGTH] as number);
+    this.firstKeyLength = out[LeafScanOut.FIRST_KEY_LENGTH] as number;
+    this.lastKeyLength = out[LeafScanOut.LAST_KEY_LENGTH] as number;
     return true;
+  }
+
+  /** The leaf's first key (a string made on each call). */
+  get firstKey(): string {
+    return ascii(this.firstKeyBytes, this.firstKeyLength);
+  }
+
+  /** The leaf's last key (a string made on each call). */
+  get lastKey(): string {
+    return ascii(this.lastKeyBytes, this.lastKeyLength);
+  }
+
+  /** Whether the leaf's first key is `key`, without making a string. */
+  firstKeyIs(key: string): boolean {
+    const n = this.firstKeyLength;
+    if (key.length !== n) return false;
+    const bytes = this.firstKeyBytes;
+    for (let i = 0; i < n; i++) if (key.charCodeAt(i) !== bytes[i]) return false;
+    return true;
+  }
+
+  /**
+   * Whether the leaf's first key comes after the ASCII key `prev[0, prevLength)` (see key-order.ts: for ASCII keys,
+   * byte order is compareKeys' order).
+   */
+  firstKeyAfter(prev: Uint8Array, prevLength: number): boolean {
+    const bytes = this.firstKeyBytes;
+    const n = Math.min(prevLength, this.firstKeyLength);
+    for (let i = 0; i < n; i++) {
+      const a = prev[i] as number;
+      const b = bytes[i] as number;
+      if (a !== b) return b > a;
+    }
+    return this.firstKeyLength > prevLength;
+  }
+
+  /** Room for the first and last keys of a page of `pageBytes` (a key is shorter than its page). */
+  private keyRoom(pageBytes: number): void {
+    if (this.lastKeyBytes.length < pageBytes) {
+      this.firstKeyBytes = new Uint8Array(pageBytes);
+      this.lastKeyBytes = new Uint8Array(pageBytes);
+    }
   }
 
   /**
@@ -185,7 +227,11 @@ export class LeafScan {
       keyLength = shared + suffixLength;
       if (badSegment(key, segment, keyLength)) return false;
       lastSegment = segment;
-      if (i === 0) this.firstKey = ascii(key, keyLength);
+      if (i === 0) {
+        this.keyRoom(end);
+        this.firstKeyBytes.set(key.subarray(0, keyLength));
+        this.firstKeyLength = keyLength;
+      }
 
       // the record: flags, shard and offset, members
       if (pos >= end) return false;
@@ -300,7 +346,8 @@ export class LeafScan {
     this.totalStored = totalStored;
     this.oneShard = oneShard ? firstShard : -1;
     this.maxEnd = maxEnd;
-    this.lastKey = ascii(key, keyLength);
+    this.lastKeyBytes.set(key.subarray(0, keyLength));
+    this.lastKeyLength = keyLength;
     return true;
   }
 
