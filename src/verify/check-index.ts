@@ -200,10 +200,11 @@ export async function checkIndex(
       }
     }
     prevLeaf = { pageNo, next: scan.next };
+    // the leaf's last key is kept by taking the scan's buffer (it gets this one back for its next page)
     lastKeyLength = scan.lastKeyLength;
-    if (lastKeyBytes.length < lastKeyLength) lastKeyBytes = new Uint8Array(2 * lastKeyLength);
     const keyBytes = scan.lastKeyBytes;
-    for (let i = 0; i < lastKeyLength; i++) lastKeyBytes[i] = keyBytes[i] as number;
+    scan.lastKeyBytes = lastKeyBytes;
+    lastKeyBytes = keyBytes;
     members += scan.totalMembers;
     spanBytes += scan.totalLength;
     memberBytes += scan.totalSize;

@@ -62,7 +62,8 @@ export class LeafScan {
   /**
    * The first and last keys of the leaf, as bytes (ASCII: the scan takes no other) in `firstKeyBytes[0,
    * firstKeyLength)` and `lastKeyBytes[0, lastKeyLength)`; {@link firstKey} and {@link lastKey} make strings of them
-   * on demand (two strings a page were 5-7% of verify's time on tiny samples, where the walk needs none).
+   * on demand (two strings a page were 5-7% of verify's time on tiny samples, where the walk needs none). A caller
+   * may take `lastKeyBytes` and put another buffer in its place (any size: the next scan makes room).
    */
   firstKeyBytes = new Uint8Array(0);
   firstKeyLength = 0;
@@ -150,10 +151,8 @@ export class LeafScan {
 
   /** Room for the first and last keys of a page of `pageBytes` (a key is shorter than its page). */
   private keyRoom(pageBytes: number): void {
-    if (this.lastKeyBytes.length < pageBytes) {
-      this.firstKeyBytes = new Uint8Array(pageBytes);
-      this.lastKeyBytes = new Uint8Array(pageBytes);
-    }
+    if (this.firstKeyBytes.length < pageBytes) this.firstKeyBytes = new Uint8Array(pageBytes);
+    if (this.lastKeyBytes.length < pageBytes) this.lastKeyBytes = new Uint8Array(pageBytes);
   }
 
   /**
