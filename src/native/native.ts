@@ -74,31 +74,28 @@ export interface NativeAddon {
   threadCpuMs(): number;
   /**
    * verify's leaf scan (src/native/verify-scan.c; src/verify/leaf-scan.ts LeafScan.scan is the same in JavaScript):
-   * reads leaf page `pageNo` into the record arrays (record i at index i) and the bytes of its first and last keys;
-   * `out` gets the counts and sums at {@link LeafScanOut}. Its count is 0 when the page is not one the scan takes
-   * (or the arrays are too short for it): the JavaScript path then reads it and names what is wrong.
+   * reads leaf page `pageNo` into `records` (the record arrays laid out as {@link RecordArrays} says, record i at
+   * index i) and the bytes of its first and last keys; `out` gets the counts and sums at {@link LeafScanOut}. Its
+   * count is 0 when the page is not one the scan takes (or the arrays are too short for it): the JavaScript path then
+   * reads it and names what is wrong. The arguments must not share memory.
    */
-  verifyLeafScan(
-    page: Uint8Array,
-    pageNo: number,
-    shard: Float64Array,
-    offset: Float64Array,
-    length: Float64Array,
-    members: Uint32Array,
-    size: Float64Array,
-    stored: Float64Array,
-    loneCrc: Float64Array,
-    firstKey: Uint8Array,
-    lastKey: Uint8Array,
-    out: Float64Array,
-  ): void;
+  verifyLeafScan(page: Uint8Array, pageNo: number, records: Float64Array, firstKey: Uint8Array, lastKey: Uint8Array, out: Float64Array): void;
   /**
    * verify's member check on a shard chunk (ShardCheck.takeLones in JavaScript): from record io[FROM] to
    * io[COUNT], the run of records that a chunk holding shard bytes [io[POS], io[POS] + chunk.length) holds intact
-   * (see {@link TakeLonesIo}); io gets the first record not taken and the state after the run.
+   * (see {@link TakeLonesIo}); io gets the first record not taken and the state after the run. `records` as
+   * verifyLeafScan fills it.
    */
-  verifyTakeLones(chunk: Uint8Array, shard: Float64Array, offset: Float64Array, length: Float64Array, loneCrc: Float64Array, io: Float64Array): void;
+  verifyTakeLones(chunk: Uint8Array, records: Float64Array, io: Float64Array): void;
 }
+
+/**
+ * verifyLeafScan's and verifyTakeLones' `records`: RecordArrays.COUNT arrays of `capacity` numbers one after the
+ * other in one Float64Array (capacity = length / COUNT), array k from k x capacity: shard, offset, length, size,
+ * stored, loneCrc, then members as uint32 (a Uint32Array over the first half of its part). One typed array a call,
+ * not seven: N-API unwraps each at a cost (src/native/verify-scan.c).
+ */
+export const RecordArrays = { SHARD: 0, OFFSET: 1, LENGTH: 2, SIZE: 3, STORED: 4, LONE_CRC: 5, MEMBERS: 6, COUNT: 7 } as const;
 
 /** Indices into verifyLeafScan's `out` (src/native/verify-scan.c). */
 export const LeafScanOut = {

@@ -2,12 +2,12 @@
  * verify's per-sample hot loop, in C (src/verify/leaf-scan.ts and shard-check.ts hold the same loops in JavaScript,
  * the fallback, and the reference these must equal: test/property/native-verify.test.ts compares them).
  *
- *   verifyLeafScan(page, pageNo, shard, offset, length, members, size, stored, loneCrc, firstKey, lastKey, out)
- *       LeafScan.scan: reads a leaf page's records into the Float64Arrays (and Uint32Array members) at index i for
- *       record i; out (Float64Array, LEAF_OUT_COUNT) gets count (0: the page is not one this walk takes), next,
+ *   verifyLeafScan(page, pageNo, records, firstKey, lastKey, out)
+ *       LeafScan.scan: reads a leaf page's records into `records` (a Float64Array of RECORD_ARRAYS x capacity: see
+ *       RECORD_* below) at index i for record i; out (Float64Array, LEAF_OUT_COUNT) gets count (0: the page is not one this walk takes), next,
  *       the totals, the one shard, the last end and the lengths of the first and last keys, whose bytes go to
  *       firstKey and lastKey.
- *   verifyTakeLones(chunk, shard, offset, length, loneCrc, io)
+ *   verifyTakeLones(chunk, records, io)
  *       ShardCheck.takeLones: from record io[FROM], the run of records of shard io[SHARD] that are one member
  *       stored as is, inside the chunk (shard bytes [io[POS], io[POS] + chunk.length)), in offset order after
  *       io[PREV_END] and io[LAST], and whose CRC32C matches; io gets the first record not taken, the new PREV_END
@@ -54,6 +54,13 @@
 #define MAX_SAFE_INTEGER 9007199254740991.0
 /* Spans up to this long are checksummed by sk_crc32c_short (the folding kernels pay off on longer ones). */
 #define SHORT_CRC_BYTES 256
+
+/*
+ * The record arrays, one after the other in one Float64Array (src/native/native.ts RecordArrays): each `capacity`
+ * numbers long, capacity = length / RECORD_ARRAYS; members are uint32 in the first half of theirs. One typed array a
+ * call, not seven: each costs N-API ~400 instructions to unwrap, ~10 a record on tiny samples.
+ */
+enum { RECORD_SHARD, RECORD_OFFSET, RECORD_LENGTH, RECORD_SIZE, RECORD_STORED, RECORD_LONE_CRC, RECORD_MEMBERS, RECORD_ARRAYS };
 
 /* verifyLeafScan's out: indices (src/native/native.ts LeafScanOut) */
 enum { OUT_COUNT, OUT_NEXT, OUT_TOTAL_MEMBERS, OUT_TOTAL_LENGTH, OUT_TOTAL_SIZE, OUT_TOTAL_STORED, OUT_ONE_SHARD, OUT_MAX_END,
@@ -308,39 +315,34 @@ static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_
   return count;
 }
 
-#define LEAF_ARGS 12
+#define LEAF_ARGS 6
 
-/* verifyLeafScan(page, pageNo, shard, offset, length, members, size, stored, loneCrc, firstKey, lastKey, out) */
+/* verifyLeafScan(page, pageNo, records, firstKey, lastKey, out) */
 napi_value sk_verify_leaf_scan(napi_env env, napi_callback_info info) {
   size_t argc = LEAF_ARGS;
   napi_value argv[LEAF_ARGS];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < LEAF_ARGS) return throw_arg(env, "shardkit native: verifyLeafScan needs 12 arguments");
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < LEAF_ARGS) return throw_arg(env, "shardkit native: verifyLeafScan needs 6 arguments");
   uint8_t *page;
-  size_t page_len, n[7], first_cap, key_cap, out_len;
+  size_t page_len, records_len, first_cap, key_cap, out_len;
   double page_no;
+  double *records;
   leaf_out o;
-  void *arrays[7];
   if (!typed(env, argv[0], napi_uint8_array, (void **)&page, &page_len) || napi_get_value_double(env, argv[1], &page_no) != napi_ok) {
     return throw_arg(env, "shardkit native: verifyLeafScan needs a page (Uint8Array) and its number");
   }
-  for (int k = 0; k < 7; k++) {
-    if (!typed(env, argv[2 + k], k == 3 ? napi_uint32_array : napi_float64_array, &arrays[k], &n[k])) {
-      return throw_arg(env, "shardkit native: verifyLeafScan needs six Float64Arrays and a Uint32Array for the records");
-    }
-  }
-  if (!typed(env, argv[9], napi_uint8_array, (void **)&o.first_key, &first_cap) || !typed(env, argv[10], napi_uint8_array, (void **)&o.key, &key_cap) ||
-      !typed(env, argv[11], napi_float64_array, (void **)&o.out, &out_len) || out_len < LEAF_OUT_COUNT) {
+  if (!typed(env, argv[2], napi_float64_array, (void **)&records, &records_len)) return throw_arg(env, "shardkit native: verifyLeafScan needs a Float64Array for the records");
+  if (!typed(env, argv[3], napi_uint8_array, (void **)&o.first_key, &first_cap) || !typed(env, argv[4], napi_uint8_array, (void **)&o.key, &key_cap) ||
+      !typed(env, argv[5], napi_float64_array, (void **)&o.out, &out_len) || out_len < LEAF_OUT_COUNT) {
     return throw_arg(env, "shardkit native: verifyLeafScan needs two Uint8Arrays for the keys and a Float64Array out");
   }
-  o.shard = arrays[0];
-  o.offset = arrays[1];
-  o.length = arrays[2];
-  o.members = arrays[3];
-  o.size = arrays[4];
-  o.stored = arrays[5];
-  o.lone_crc = arrays[6];
-  o.capacity = n[0];
-  for (int k = 1; k < 7; k++) if (n[k] < o.capacity) o.capacity = n[k];
+  o.capacity = records_len / RECORD_ARRAYS;
+  o.shard = records + RECORD_SHARD * o.capacity;
+  o.offset = records + RECORD_OFFSET * o.capacity;
+  o.length = records + RECORD_LENGTH * o.capacity;
+  o.size = records + RECORD_SIZE * o.capacity;
+  o.stored = records + RECORD_STORED * o.capacity;
+  o.lone_crc = records + RECORD_LONE_CRC * o.capacity;
+  o.members = (uint32_t *)(records + RECORD_MEMBERS * o.capacity);
   o.first_key_cap = first_cap;
   o.key_cap = key_cap;
   o.out[OUT_COUNT] = scan_leaf(page, page_len, page_no, &o);
@@ -408,35 +410,33 @@ SK_HW_TARGET static inline uint32_t span_crc_insn(const uint8_t *p, size_t n) {
 SK_HW_TARGET static uint32_t take_lones_insn(TAKE_LONES_PARAMS) { TAKE_LONES_BODY(span_crc_insn) }
 #endif
 
-#define TAKE_ARGS 6
+#define TAKE_ARGS 3
 
-/* verifyTakeLones(chunk, shard, offset, length, loneCrc, io) */
+/* verifyTakeLones(chunk, records, io) */
 napi_value sk_verify_take_lones(napi_env env, napi_callback_info info) {
   size_t argc = TAKE_ARGS;
   napi_value argv[TAKE_ARGS];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < TAKE_ARGS) return throw_arg(env, "shardkit native: verifyTakeLones needs 6 arguments");
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < TAKE_ARGS) return throw_arg(env, "shardkit native: verifyTakeLones needs 3 arguments");
   uint8_t *chunk;
-  size_t chunk_len, n[4], io_len;
-  void *arrays[4];
-  double *io;
+  size_t chunk_len, records_len, io_len;
+  double *records, *io;
   if (!typed(env, argv[0], napi_uint8_array, (void **)&chunk, &chunk_len)) return throw_arg(env, "shardkit native: verifyTakeLones needs a chunk (Uint8Array)");
-  for (int k = 0; k < 4; k++) {
-    if (!typed(env, argv[1 + k], napi_float64_array, &arrays[k], &n[k])) return throw_arg(env, "shardkit native: verifyTakeLones needs four Float64Arrays for the records");
-  }
-  if (!typed(env, argv[5], napi_float64_array, (void **)&io, &io_len) || io_len < TAKE_IO_COUNT) return throw_arg(env, "shardkit native: verifyTakeLones needs a Float64Array io");
+  if (!typed(env, argv[1], napi_float64_array, (void **)&records, &records_len)) return throw_arg(env, "shardkit native: verifyTakeLones needs a Float64Array for the records");
+  if (!typed(env, argv[2], napi_float64_array, (void **)&io, &io_len) || io_len < TAKE_IO_COUNT) return throw_arg(env, "shardkit native: verifyTakeLones needs a Float64Array io");
   double from_d = io[IO_FROM], count_d = io[IO_COUNT];
-  size_t capacity = n[0];
-  for (int k = 1; k < 4; k++) if (n[k] < capacity) capacity = n[k];
+  size_t capacity = records_len / RECORD_ARRAYS;
   if (!(from_d >= 0 && count_d >= from_d && count_d <= (double)capacity) || (double)(uint32_t)from_d != from_d || (double)(uint32_t)count_d != count_d) {
     return throw_arg(env, "shardkit native: verifyTakeLones: records [from, count) outside the arrays");
   }
+  const double *shards = records + RECORD_SHARD * capacity, *offsets = records + RECORD_OFFSET * capacity;
+  const double *lengths = records + RECORD_LENGTH * capacity, *lone_crc = records + RECORD_LONE_CRC * capacity;
   uint32_t from = (uint32_t)from_d, count = (uint32_t)count_d;
 #ifdef SK_HW_CRC
   if (sk_crc32c_has_insn()) {
-    io[IO_NEXT] = take_lones_insn(chunk, chunk_len, arrays[0], arrays[1], arrays[2], arrays[3], from, count, io);
+    io[IO_NEXT] = take_lones_insn(chunk, chunk_len, shards, offsets, lengths, lone_crc, from, count, io);
     return NULL;
   }
 #endif
-  io[IO_NEXT] = take_lones(chunk, chunk_len, arrays[0], arrays[1], arrays[2], arrays[3], from, count, io);
+  io[IO_NEXT] = take_lones(chunk, chunk_len, shards, offsets, lengths, lone_crc, from, count, io);
   return NULL;
 }

@@ -9,7 +9,7 @@
  * one declines, and a page it declines is read here again, so what the walk sees is the same either way.
  */
 import type { NativeAddon } from '../native/native.js';
-import { LeafScanOut } from '../native/native.js';
+import { LeafScanOut, RecordArrays } from '../native/native.js';
 import { Codec } from '../../formats/index-entry.js';
 import {
   MEMBER_CODEC_MASK,
@@ -42,15 +42,17 @@ export class LeafScan {
   count = 0;
   /** The leaf's link to the next leaf (0 for the last). */
   next = 0;
-  shard = new Float64Array(256);
-  offset = new Float64Array(256);
-  length = new Float64Array(256);
-  members = new Uint32Array(256);
+  /** The arrays below, views of this one (laid out as {@link RecordArrays} says): what the native addon fills. */
+  records = new Float64Array(0);
+  shard = new Float64Array(0);
+  offset = new Float64Array(0);
+  length = new Float64Array(0);
+  members = new Uint32Array(0);
   /** Sums over the record's members: original and stored bytes. */
-  size = new Float64Array(256);
-  stored = new Float64Array(256);
+  size = new Float64Array(0);
+  stored = new Float64Array(0);
   /** CRC32C of a record that is one member stored as is (it then fills its span), else -1. */
-  loneCrc = new Float64Array(256);
+  loneCrc = new Float64Array(0);
   /** Sums over the leaf's records: members, span bytes, original and stored member bytes. */
   totalMembers = 0;
   totalLength = 0;
@@ -82,7 +84,9 @@ export class LeafScan {
   private readonly out = new Float64Array(LeafScanOut.LENGTH);
 
   /** `native`: the addon whose scan runs first (undefined: this JavaScript scan only). */
-  constructor(private readonly native?: NativeAddon) {}
+  constructor(private readonly native?: NativeAddon) {
+    this.grow(256);
+  }
 
   /**
    * Reads leaf page `pageNo` (its bytes: `page`); true when it is a leaf this walk takes and every record was
@@ -100,7 +104,7 @@ export class LeafScan {
     if (this.shard.length < count) this.grow(count);
     this.keyRoom(page.length);
     const out = this.out;
-    native.verifyLeafScan(page, pageNo, this.shard, this.offset, this.length, this.members, this.size, this.stored, this.loneCrc, this.firstKeyBytes, this.lastKeyBytes, out);
+    native.verifyLeafScan(page, pageNo, this.records, this.firstKeyBytes, this.lastKeyBytes, out);
     if (out[LeafScanOut.COUNT] === 0) return false;
     this.count = out[LeafScanOut.COUNT] as number;
     this.next = out[LeafScanOut.NEXT] as number;
@@ -384,13 +388,16 @@ export class LeafScan {
 
   private grow(count: number): void {
     const n = Math.max(count, 2 * this.shard.length);
-    this.shard = new Float64Array(n);
-    this.offset = new Float64Array(n);
-    this.length = new Float64Array(n);
-    this.members = new Uint32Array(n);
-    this.size = new Float64Array(n);
-    this.stored = new Float64Array(n);
-    this.loneCrc = new Float64Array(n);
+    const records = new Float64Array(RecordArrays.COUNT * n);
+    const part = (k: number): Float64Array<ArrayBuffer> => new Float64Array(records.buffer, k * n * Float64Array.BYTES_PER_ELEMENT, n);
+    this.records = records;
+    this.shard = part(RecordArrays.SHARD);
+    this.offset = part(RecordArrays.OFFSET);
+    this.length = part(RecordArrays.LENGTH);
+    this.size = part(RecordArrays.SIZE);
+    this.stored = part(RecordArrays.STORED);
+    this.loneCrc = part(RecordArrays.LONE_CRC);
+    this.members = new Uint32Array(records.buffer, RecordArrays.MEMBERS * n * Float64Array.BYTES_PER_ELEMENT, n);
   }
 }
 

@@ -16,7 +16,7 @@ import { LeafScan } from './leaf-scan.js';
 
 /** Takes the run (see above), natively when `native` is given and the records are a LeafScan's. */
 export function takeLoneRun(chunk: Uint8Array, r: LeafRecords, io: Float64Array, native: NativeAddon | undefined): void {
-  if (native !== undefined && r instanceof LeafScan) native.verifyTakeLones(chunk, r.shard, r.offset, r.length, r.loneCrc, io);
+  if (native !== undefined && r instanceof LeafScan) native.verifyTakeLones(chunk, r.records, io);
   else takeLoneRunJs(chunk, r, io);
 }
 

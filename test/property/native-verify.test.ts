@@ -13,7 +13,7 @@ import { crc32cReference } from '../../formats/checksum.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
 import { LeafRecordEncoder, PAGE_CRC, PAGE_HEADER_BYTES, PageType, pageChecksum, sealPage } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
-import { LeafScanOut, TakeLonesIo, nativeAddon, nativeAvailable, type NativeAddon } from '../../src/native/native.js';
+import { LeafScanOut, RecordArrays, TakeLonesIo, nativeAddon, nativeAvailable, type NativeAddon } from '../../src/native/native.js';
 import { LeafScan } from '../../src/verify/leaf-scan.js';
 import { takeLoneRunJs } from '../../src/verify/lone-run.js';
 import { DatasetWriter } from '../../src/pack/dataset-writer.js';
@@ -55,6 +55,17 @@ const entriesArb = fc
     });
   });
 
+
+/** The record arrays in one Float64Array, as verifyTakeLones reads them (native.ts RecordArrays). */
+function recordBlock(r: Run['records']): Float64Array {
+  const n = r.count;
+  const block = new Float64Array(RecordArrays.COUNT * n);
+  block.set(r.shard, RecordArrays.SHARD * n);
+  block.set(r.offset, RecordArrays.OFFSET * n);
+  block.set(r.length, RecordArrays.LENGTH * n);
+  block.set(r.loneCrc, RecordArrays.LONE_CRC * n);
+  return block;
+}
 
 /** Everything a scan read: equal for the two scans when both took the page. */
 function readOf(s: LeafScan): unknown {
@@ -206,7 +217,7 @@ describe.skipIf(!nativeAvailable())('native verify loop against the JavaScript o
         const js = io.slice();
         const native = io.slice();
         takeLoneRunJs(chunk, records, js);
-        addon.verifyTakeLones(chunk, records.shard, records.offset, records.length, records.loneCrc, native);
+        addon.verifyTakeLones(chunk, recordBlock(records), native);
         expect(Array.from(native)).toEqual(Array.from(js));
         if (js[TakeLonesIo.NEXT]! > io[TakeLonesIo.FROM]!) tookSome++;
         if (js[TakeLonesIo.NEXT]! < records.count) stoppedEarly++;
@@ -244,37 +255,43 @@ describe.skipIf(!nativeAvailable())('native verify loop against the JavaScript o
     const out = f(LeafScanOut.LENGTH);
     const scanWith = (records: number, keyRoom: number, o = out): number => {
       o.fill(7);
-      addon.verifyLeafScan(page, n, f(records), f(records), f(records), new Uint32Array(records), f(records), f(records), f(records), new Uint8Array(keyRoom), new Uint8Array(keyRoom), o);
+      addon.verifyLeafScan(page, n, f(RecordArrays.COUNT * records), new Uint8Array(keyRoom), new Uint8Array(keyRoom), o);
       return o[LeafScanOut.COUNT]!;
     };
     expect(scanWith(40, 1024)).toBe(40);
     expect(scanWith(39, 1024)).toBe(0); // arrays one record short
+    out.fill(7);
+    addon.verifyLeafScan(page, n, f(RecordArrays.COUNT * 40 - 1), new Uint8Array(1024), new Uint8Array(1024), out);
+    expect(out[LeafScanOut.COUNT]).toBe(0); // one number short: room for 39 records
     expect(scanWith(40, 4)).toBe(0); // no room for a key
     const refused = expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_ARG' });
     expect(() => scanWith(40, 1024, f(LeafScanOut.LENGTH - 1))).toThrow(refused);
-    expect(() => addon.verifyLeafScan(page, n, f(40), f(40), f(40), f(40) as never, f(40), f(40), f(40), new Uint8Array(9), new Uint8Array(9), out)).toThrow(refused);
+    expect(() => addon.verifyLeafScan(page, n, new Uint32Array(RecordArrays.COUNT * 40) as never, new Uint8Array(9), new Uint8Array(9), out)).toThrow(refused);
     expect(() => (addon.verifyLeafScan as (...a: unknown[]) => void)(page, n)).toThrow(refused);
 
     const io = f(TakeLonesIo.LENGTH);
-    const take = (from: number, count: number, arrays = 4): void => {
+    const take = (from: number, count: number, records = 4): void => {
       io[TakeLonesIo.FROM] = from;
       io[TakeLonesIo.COUNT] = count;
-      addon.verifyTakeLones(new Uint8Array(64), f(arrays), f(4), f(4), f(4), io);
+      addon.verifyTakeLones(new Uint8Array(64), f(RecordArrays.COUNT * records), io);
     };
     take(0, 4);
     expect(io[TakeLonesIo.NEXT]).toBe(0); // zero-length spans: none taken
     // a NaN anywhere stops the run (the scan never gives one; JavaScript's comparisons would let it through)
     for (const [off, len] of [[Number.NaN, 1], [0, Number.NaN], [0.5, 1], [0, 1.5], [-1, 1], [2 ** 60, 1]] as const) {
       io.set([0, 1, 3, 0, 0, -1]);
-      addon.verifyTakeLones(new Uint8Array(64), Float64Array.of(3), Float64Array.of(off), Float64Array.of(len), Float64Array.of(0), io);
+      addon.verifyTakeLones(new Uint8Array(64), recordBlock({ shard: Float64Array.of(3), offset: Float64Array.of(off), length: Float64Array.of(len), loneCrc: Float64Array.of(0), count: 1 }), io);
       expect(io[TakeLonesIo.NEXT]).toBe(0);
     }
     expect(() => take(0, 5)).toThrow(refused); // records past the arrays
     expect(() => take(0, 4, 3)).toThrow(refused);
+    // one number short of 4 records: 3 records' room
+    expect(() => addon.verifyTakeLones(new Uint8Array(64), f(RecordArrays.COUNT * 4 - 1), io.fill(0).fill(4, TakeLonesIo.COUNT, TakeLonesIo.COUNT + 1))).toThrow(refused);
     expect(() => take(2, 1)).toThrow(refused);
     expect(() => take(0.5, 4)).toThrow(refused);
     expect(() => take(Number.NaN, 4)).toThrow(refused);
-    expect(() => addon.verifyTakeLones(new Uint8Array(64), f(4), f(4), f(4), f(4), f(TakeLonesIo.LENGTH - 1))).toThrow(refused);
+    expect(() => addon.verifyTakeLones(new Uint8Array(64), f(RecordArrays.COUNT * 4), f(TakeLonesIo.LENGTH - 1))).toThrow(refused);
+    expect(() => (addon.verifyTakeLones as (...a: unknown[]) => void)(new Uint8Array(64), f(RecordArrays.COUNT * 4))).toThrow(refused);
   });
 
   it('verify reports the same with and without the addon: tiny samples over small chunks, bytes flipped anywhere', async () => {
