@@ -40,6 +40,14 @@
 #define RECORD_CONTIGUOUS 0x02
 #define RECORD_SAME_SHAPE 0x04
 #define KNOWN_RECORD_FLAGS (RECORD_SAME_SHARD | RECORD_CONTIGUOUS | RECORD_SAME_SHAPE)
+/*
+ * The record flags a record may have, as a bit set over the values 0..KNOWN_RECORD_FLAGS: the first record of a
+ * page 0 alone; the others any known flags, but "contiguous" only with "same shard".
+ */
+#define FIRST_RECORD_FLAGS (1u << 0)
+#define NEXT_RECORD_FLAGS                                                                                                  \
+  ((1u << 0) | (1u << RECORD_SAME_SHARD) | (1u << (RECORD_SAME_SHARD | RECORD_CONTIGUOUS)) | (1u << RECORD_SAME_SHAPE) | \
+   (1u << (RECORD_SAME_SHAPE | RECORD_SAME_SHARD)) | (1u << (RECORD_SAME_SHAPE | RECORD_SAME_SHARD | RECORD_CONTIGUOUS)))
 #define MEMBER_CODEC_MASK 0x0f
 #define MEMBER_EXT_SAME 0x10
 #define KNOWN_MEMBER_FLAGS (MEMBER_CODEC_MASK | MEMBER_EXT_SAME)
@@ -155,8 +163,9 @@ static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_
   double gap_a[MAX_MEMBERS], gap_b[MAX_MEMBERS];
   uint8_t *codecs = codec_a, *prev_codecs = codec_b;
   double *gaps = gap_a, *prev_gaps = gap_b;
-  uint32_t prev_members = 0;
-  double shard = 0, prev_end = 0, total_members = 0, total_length = 0, total_size = 0, total_stored = 0, first_shard = -1, max_end = 0;
+  uint32_t prev_members = 0, valid_flags = FIRST_RECORD_FLAGS, total_members = 0;
+  int lone_shape = 0; /* the shape records take over is one member stored as is */
+  double shard = 0, prev_end = 0, total_length = 0, total_size = 0, total_stored = 0, first_shard = -1, max_end = 0;
   int one_shard = 1;
   for (uint32_t i = 0; i < count; i++) {
     /* key: bytes shared with the key before, then the suffix */
@@ -166,7 +175,8 @@ static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_
     if (suffix_v < 0) return 0;
     if ((uint64_t)shared_v > key_length || (uint64_t)suffix_v > end - pos) return 0;
     size_t shared = (size_t)shared_v, suffix = (size_t)suffix_v;
-    if (i > 0 && (suffix == 0 || (shared < key_length && page[pos] <= key[shared]))) return 0;
+    /* (the first key has key_length 0 before it: an empty one fails bad_segment below) */
+    if (suffix == 0 || (shared < key_length && page[pos] <= key[shared])) return 0;
     if (shared + suffix > key_cap) return 0; /* the caller gives room for the longest key a page holds */
     size_t segment = last_segment < shared ? last_segment : shared;
     while (segment > 0 && key[segment - 1] != SLASH) segment--;
@@ -191,8 +201,8 @@ static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_
     /* the record: flags, shard and offset, members */
     if (pos >= end) return 0;
     uint8_t flags = page[pos++];
-    if ((flags & ~KNOWN_RECORD_FLAGS) != 0 || (i == 0 && flags != 0)) return 0;
-    if ((flags & RECORD_CONTIGUOUS) != 0 && (flags & RECORD_SAME_SHARD) == 0) return 0;
+    if (flags > KNOWN_RECORD_FLAGS || ((valid_flags >> flags) & 1) == 0) return 0;
+    valid_flags = NEXT_RECORD_FLAGS;
     double offset;
     if ((flags & RECORD_SAME_SHARD) == 0) {
       int64_t shard_v = varint(page, &pos, end);
@@ -200,6 +210,9 @@ static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_
       if (shard_v < 0 || offset_v < 0) return 0;
       shard = (double)shard_v;
       offset = (double)offset_v;
+      /* (the first record has flags 0: it comes here) */
+      if (i == 0) first_shard = shard;
+      else if (shard != first_shard) one_shard = 0;
     } else if ((flags & RECORD_CONTIGUOUS) != 0) {
       offset = prev_end;
     } else {
@@ -277,6 +290,7 @@ static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_
         stored += stored_size;
       }
       /* this record's shape is the one the next records may take over */
+      lone_shape = member_count == 1 && codecs[0] == CODEC_NONE;
       uint8_t *c = prev_codecs;
       prev_codecs = codecs;
       codecs = c;
@@ -291,20 +305,18 @@ static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_
     members_out[i] = member_count;
     size_out[i] = size;
     stored_out[i] = stored;
-    lone_crc_out[i] = member_count == 1 && prev_codecs[0] == CODEC_NONE ? (double)crc_m : -1;
+    lone_crc_out[i] = lone_shape ? (double)crc_m : -1;
     prev_end = offset + member_end;
     total_members += member_count;
     total_length += member_end;
     total_size += size;
     total_stored += stored;
-    if (i == 0) first_shard = shard;
-    else if (shard != first_shard) one_shard = 0;
     if (prev_end > max_end) max_end = prev_end;
     prev_members = member_count;
   }
   double *out = o->out;
   out[OUT_NEXT] = next;
-  out[OUT_TOTAL_MEMBERS] = total_members;
+  out[OUT_TOTAL_MEMBERS] = (double)total_members;
   out[OUT_TOTAL_LENGTH] = total_length;
   out[OUT_TOTAL_SIZE] = total_size;
   out[OUT_TOTAL_STORED] = total_stored;
