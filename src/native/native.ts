@@ -84,7 +84,7 @@ export interface NativeAddon {
    * verify's member check on a shard chunk (ShardCheck.takeLones in JavaScript): from record io[FROM] to
    * io[COUNT], the run of records that a chunk holding shard bytes [io[POS], io[POS] + chunk.length) holds intact
    * (see {@link TakeLonesIo}); io gets the first record not taken and the state after the run. `records` as
-   * verifyLeafScan fills it.
+   * verifyLeafScan fills it; `records` and `io` must not share memory.
    */
   verifyTakeLones(chunk: Uint8Array, records: Float64Array, io: Float64Array): void;
 }
