@@ -1,9 +1,11 @@
 /**
  * Index leaves for the leaf-scan property tests (test/property/leaf-scan.test.ts, native-verify.test.ts): members
- * laid out from a generated shape, and the leaf pages a BTreeBuilder writes for a list of entries.
+ * laid out from a generated shape, the leaf pages a BTreeBuilder writes for a list of entries, and a leaf sealed
+ * as given (out of order, repeated keys: what a BTreeBuilder refuses to write).
  */
 import { BTreeBuilder } from '../../formats/btree-builder.js';
 import type { IndexEntry, MemberEntry } from '../../formats/index-entry.js';
+import { LeafRecordEncoder, PAGE_HEADER_BYTES, PageType, sealPage } from '../../formats/index-page.js';
 
 /** A member's shape: extension, size, LZ4 or stored (stored at half its size), gap before it (not the first). */
 export type MemberShape = [ext: string, size: number, lz4: boolean, gap: number];
@@ -28,4 +30,18 @@ export function leafPages(entries: IndexEntry[], pageSize: number): [number, Uin
   for (const e of entries) b.add(e);
   b.finish();
   return pages.filter(([, page]) => page[0] === 2);
+}
+
+/** One sealed leaf page (number 3, no next leaf) holding `entries` in the order given, sorted or not. */
+export function sealedLeaf(entries: IndexEntry[], pageSize = 1024): Uint8Array {
+  const bytes = new Uint8Array(pageSize);
+  const encoder = new LeafRecordEncoder();
+  let at = PAGE_HEADER_BYTES;
+  for (const e of entries) {
+    const record = encoder.encode(e, new TextEncoder().encode(e.key));
+    bytes.set(record, at);
+    at += record.length;
+  }
+  sealPage(bytes, PageType.leaf, entries.length, 3, 0);
+  return bytes;
 }

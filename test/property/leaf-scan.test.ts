@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { IndexEntry, MemberEntry } from '../../formats/index-entry.js';
-import { LeafRecordEncoder, PAGE_CRC, PAGE_HEADER_BYTES, PageType, decodePage, pageChecksum, sealPage, type LeafPage } from '../../formats/index-page.js';
+import { PAGE_CRC, PAGE_HEADER_BYTES, decodePage, pageChecksum, type LeafPage } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { checkKeyAndExts } from '../../formats/sample-layout.js';
 import { LeafScan, safeAsciiKey } from '../../src/verify/leaf-scan.js';
-import { layMembers, leafPages } from '../helpers/leaf-pages.js';
+import { layMembers, leafPages, sealedLeaf } from '../helpers/leaf-pages.js';
 
 const asciiKey = fc.string({ unit: fc.constantFrom('a', 'b', '.', '/', '\\', '\0', 'z'), minLength: 0, maxLength: 8 });
 const keyArb = fc.oneof(fc.string({ minLength: 1, maxLength: 24 }), asciiKey, fc.string({ unit: 'grapheme', minLength: 1, maxLength: 6 }));
@@ -124,18 +124,7 @@ describe('verify leaf scan (property)', () => {
 
   it('takes no leaf whose records are out of key order or whose span does not start at its first member', () => {
     const member = (offset: number): MemberEntry => ({ ext: 'bin', offset, size: 4, storedSize: 4, codec: 0, crc32c: 1 });
-    const page = (entries: IndexEntry[]): Uint8Array => {
-      const bytes = new Uint8Array(1024);
-      const encoder = new LeafRecordEncoder();
-      let at = PAGE_HEADER_BYTES;
-      for (const e of entries) {
-        const record = encoder.encode(e, new TextEncoder().encode(e.key));
-        bytes.set(record, at);
-        at += record.length;
-      }
-      sealPage(bytes, PageType.leaf, entries.length, 3, 0);
-      return bytes;
-    };
+    const page = (entries: IndexEntry[]): Uint8Array => sealedLeaf(entries);
     const entry = (key: string, offset: number): IndexEntry => ({ key, shard: 0, offset: 8 * offset, length: 4 + offset, members: [member(offset)] });
     const scan = new LeafScan();
     expect(scan.scan(page([entry('a/1', 0), entry('a/2', 0)]), 3)).toBe(true);

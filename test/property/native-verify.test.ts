@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { crc32cReference } from '../../formats/checksum.js';
 import type { IndexEntry } from '../../formats/index-entry.js';
-import { LeafRecordEncoder, PAGE_CRC, PAGE_HEADER_BYTES, PageType, pageChecksum, sealPage } from '../../formats/index-page.js';
+import { PAGE_CRC, PAGE_HEADER_BYTES, pageChecksum } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { LeafScanOut, RecordArrays, TakeLonesIo, nativeAddon, nativeAvailable, type NativeAddon } from '../../src/native/native.js';
 import { LeafScan } from '../../src/verify/leaf-scan.js';
@@ -20,7 +20,7 @@ import { DatasetWriter } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { layMembers, leafPages } from '../helpers/leaf-pages.js';
+import { layMembers, leafPages, sealedLeaf } from '../helpers/leaf-pages.js';
 
 /** Keys that mostly pass the writer's rules (class folders, like an image set), some that do not, some not ASCII. */
 const keyArb = fc.oneof(
@@ -229,18 +229,7 @@ describe.skipIf(!nativeAvailable())('native verify loop against the JavaScript o
   });
 
   it('declines, as the JavaScript scan does, leaves out of key order, with a key repeated, or a span not starting at its first member', () => {
-    const page = (entries: IndexEntry[]): Uint8Array => {
-      const bytes = new Uint8Array(1024);
-      const encoder = new LeafRecordEncoder();
-      let at = PAGE_HEADER_BYTES;
-      for (const e of entries) {
-        const record = encoder.encode(e, new TextEncoder().encode(e.key));
-        bytes.set(record, at);
-        at += record.length;
-      }
-      sealPage(bytes, PageType.leaf, entries.length, 3, 0);
-      return bytes;
-    };
+    const page = (entries: IndexEntry[]): Uint8Array => sealedLeaf(entries);
     const entry = (key: string, gap: number): IndexEntry => ({ key, shard: 0, offset: 8 * gap, length: 4 + gap, members: [{ ext: 'bin', offset: gap, size: 4, storedSize: 4, codec: 0, crc32c: 1 }] });
     expect(expectSameScan(addon, page([entry('a/1', 0), entry('a/2', 0)]), 3)).toBe(true);
     for (const bad of [[entry('a/2', 0), entry('a/1', 0)], [entry('a/1', 0), entry('a/1', 0)], [entry('a/1', 0), entry('a/', 0)], [entry('a/1', 0), entry('a/2', 3)], [entry('a/1', 0), entry('a/1/..', 0)]]) {
