@@ -199,8 +199,9 @@ const children = {
   /** verifyDataset in a fresh process, on a cold (`cold`) or warm (`warm`) page cache: wall, CPU, peak RSS. */
   async verify(dir, _n, _count, _extra, mode) {
     const { verifyDataset } = await import('../dist/src/verify/verify-dataset.js');
+    const { readFilesOnce } = await import('../dist/src/bench/cache.js');
     if (mode === 'cold') dropCaches(dir);
-    else readSequentially(datasetFiles(dir), Buffer.allocUnsafe(VERIFY_READ_BYTES));
+    else readFilesOnce(datasetFiles(dir), VERIFY_READ_BYTES);
     const c0 = process.cpuUsage();
     const t0 = performance.now();
     const report = await verifyDataset(dir);
@@ -213,31 +214,18 @@ const children = {
    * the page cache with the kernel's read-ahead, 4 MiB reads into one buffer: what `cat` does), cold or warm.
    */
   async seqread(dir, _n, _count, _extra, mode) {
+    const { readFilesOnce } = await import('../dist/src/bench/cache.js');
     if (mode === 'cold') dropCaches(dir);
     const files = datasetFiles(dir);
     const c0 = process.cpuUsage();
-    const t0 = performance.now();
-    const bytes = readSequentially(files, Buffer.allocUnsafe(VERIFY_READ_BYTES));
-    return { ms: performance.now() - t0, cpuMs: cpuMs(c0), bytes };
+    const { bytes, seconds } = readFilesOnce(files, VERIFY_READ_BYTES);
+    return { ms: seconds * 1000, cpuMs: cpuMs(c0), bytes };
   },
 };
 
 const VERIFY_READ_BYTES = 4 << 20;
 /** The files verify reads: the index, then the shards in name order. */
 const datasetFiles = (dir) => ['index.skidx', ...fs.readdirSync(dir).filter((f) => f.startsWith('shard-')).sort()].map((f) => path.join(dir, f));
-/** Reads `files` front to back into `buffer`; returns the bytes read. */
-function readSequentially(files, buffer) {
-  let bytes = 0;
-  for (const file of files) {
-    const fd = fs.openSync(file, 'r');
-    try {
-      for (let n; (n = fs.readSync(fd, buffer, 0, buffer.length, null)) > 0; ) bytes += n;
-    } finally {
-      fs.closeSync(fd);
-    }
-  }
-  return bytes;
-}
 
 /**
  * verify against the disk, in alternated fresh processes (--reps of each): the sequential read of the same files

@@ -13,10 +13,11 @@ const WARM_UP_CHUNK_BYTES = 1 << 20;
 /**
  * Reads every byte of `files` once, into one reused buffer, so a warm bench times page-cache hits from its first
  * epoch on instead of whatever an earlier command happened to leave cached. Returns what it read and how long it took.
+ * `chunkBytes`: the size of each read (bench/scale.mjs reads as verify does, 4 MiB at a time).
  */
-export function readFilesOnce(files: readonly string[]): { files: number; bytes: number; seconds: number } {
+export function readFilesOnce(files: readonly string[], chunkBytes = WARM_UP_CHUNK_BYTES): { files: number; bytes: number; seconds: number } {
   const t0 = performance.now();
-  const buffer = Buffer.allocUnsafe(WARM_UP_CHUNK_BYTES);
+  const buffer = Buffer.allocUnsafe(chunkBytes);
   let bytes = 0;
   for (const file of files) {
     const fd = fs.openSync(file, 'r');
