@@ -69,6 +69,27 @@ function leafPage(entries: IndexEntry[]): { page: Uint8Array; count: number } {
   return { page, count };
 }
 
+/**
+ * A leaf of well-formed sorted keys whose bytes are then damaged (up to 4 bytes set) and sealed again with a good
+ * checksum, sometimes claiming another record count; `claimed` is the count its header gives.
+ */
+const damagedLeafArb = fc
+  .tuple(
+    fc.uniqueArray(keyArb, { minLength: 1, maxLength: 60 }).map((raw) => raw.filter((k) => k.isWellFormed()).sort(compareKeys)),
+    fc.array(recordArb, { minLength: 1, maxLength: 6 }),
+    fc.array(fc.tuple(fc.nat(), fc.nat(255)), { minLength: 1, maxLength: 4 }),
+    fc.nat(0xffff),
+  )
+  .filter(([keys]) => keys.length > 0)
+  .map(([keys, records, flips, countDelta]) => {
+    const { page, count } = leafPage(entriesFor(keys, records));
+    const end = page.findLastIndex((b) => b !== 0) + 1;
+    for (const [at, value] of flips) page[PAGE_HEADER_BYTES + (at % Math.max(1, end - PAGE_HEADER_BYTES + 4))] = value;
+    const claimed = countDelta % 4 === 0 ? (count + (countDelta >> 2)) % 0x10000 || 1 : count;
+    sealPage(page, PageType.leaf, claimed, 1, 0);
+    return { page, claimed };
+  });
+
 /** decodePage's result on a leaf, or its error, in the terms the reference decoder gives. */
 function outcome(page: Uint8Array): unknown {
   try {
@@ -112,23 +133,9 @@ describe('leaf decoding into columns (formats/leaf-decode.ts)', () => {
 
   it('gives the same error, word for word, or the same result on a damaged leaf with a good checksum', () => {
     fc.assert(
-      fc.property(
-        fc.uniqueArray(keyArb, { minLength: 1, maxLength: 60 }),
-        fc.array(recordArb, { minLength: 1, maxLength: 6 }),
-        fc.array(fc.tuple(fc.nat(), fc.nat(255)), { minLength: 1, maxLength: 4 }),
-        fc.nat(0xffff),
-        (raw, records, flips, countDelta) => {
-          const keys = raw.filter((k) => k.isWellFormed()).sort(compareKeys);
-          fc.pre(keys.length > 0);
-          const { page, count } = leafPage(entriesFor(keys, records));
-          const end = page.findLastIndex((b) => b !== 0) + 1;
-          for (const [at, value] of flips) page[PAGE_HEADER_BYTES + (at % Math.max(1, end - PAGE_HEADER_BYTES + 4))] = value;
-          // sometimes claim another record count
-          const claimed = countDelta % 4 === 0 ? (count + (countDelta >> 2)) % 0x10000 || 1 : count;
-          sealPage(page, PageType.leaf, claimed, 1, 0);
-          expect(outcome(page)).toEqual(referenceOutcome(page));
-        },
-      ),
+      fc.property(damagedLeafArb, ({ page }) => {
+        expect(outcome(page)).toEqual(referenceOutcome(page));
+      }),
       { numRuns: 1500 },
     );
   });
@@ -218,20 +225,11 @@ describe('decoding a leaf up to one record (decodePageTo, decode-to-slot)', () =
   it('on a damaged leaf with a good checksum, gives the error the reference decoder meets first up to that record, word for word, or its record', () => {
     fc.assert(
       fc.property(
-        fc.uniqueArray(keyArb, { minLength: 1, maxLength: 60 }),
-        fc.array(recordArb, { minLength: 1, maxLength: 6 }),
-        fc.array(fc.tuple(fc.nat(), fc.nat(255)), { minLength: 1, maxLength: 4 }),
-        fc.nat(0xffff),
+        damagedLeafArb,
         fc.nat(),
         fc.option(keyArb, { nil: undefined }),
-        (raw, records, flips, countDelta, at, key) => {
-          const keys = raw.filter((k) => k.isWellFormed()).sort(compareKeys);
-          fc.pre(keys.length > 0 && (key === undefined || key.isWellFormed()));
-          const { page, count } = leafPage(entriesFor(keys, records));
-          const end = page.findLastIndex((b) => b !== 0) + 1;
-          for (const [pos, value] of flips) page[PAGE_HEADER_BYTES + (pos % Math.max(1, end - PAGE_HEADER_BYTES + 4))] = value;
-          const claimed = countDelta % 4 === 0 ? (count + (countDelta >> 2)) % 0x10000 || 1 : count;
-          sealPage(page, PageType.leaf, claimed, 1, 0);
+        ({ page, claimed }, at, key) => {
+          fc.pre(key === undefined || key.isWellFormed());
           const stop: LeafStop = key === undefined ? { slot: at % claimed, key: undefined } : { slot: -1, key };
           const got = toOutcome(page, stop);
           expect(got).toEqual(referenceToOutcome(page, stop, claimed));
