@@ -63,6 +63,7 @@ def test_the_dataloaders_workers_and_only_they_keep_freed_memory(small_dir, tune
     from shardkit.torch import ShardkitDataset
     from torch_workers import key_and_heap_kept
     data = ShardkitDataset(small_dir, key_and_heap_kept, tune_worker_malloc=tune)
+    assert data[0] == ('k0', False)  # read in the main process first: forked workers must still see to their heap
     for batch_size in (None, 4):  # ds[i] and __getitems__
         loader = DataLoader(data, batch_size=batch_size, num_workers=2, collate_fn=list if batch_size else None,
                             multiprocessing_context=context, timeout=120)
