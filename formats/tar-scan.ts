@@ -59,6 +59,9 @@ interface Pending {
   sparse?: boolean;
 }
 
+/** No pax or long-name records for the next entry (shared, and frozen: onMetaComplete makes a new one to fill). */
+const NO_PENDING: Pending = Object.freeze({});
+
 /** Old GNU sparse headers: the byte that says the sparse map continues in another block, in the header and in each such block. */
 const SPARSE_EXTENDED_IN_HEADER = 482;
 const SPARSE_EXTENDED_IN_BLOCK = 504;
@@ -73,7 +76,7 @@ export class TarScanner {
   private meta: Uint8Array = new Uint8Array(0);
   private metaFill = 0;
   private metaPadding = 0;
-  private pending: Pending = {};
+  private pending: Pending = NO_PENDING;
   private entryHeaderOffset = -1;
   private current: TarEntry | undefined;
   private remaining = 0;
@@ -175,7 +178,7 @@ export class TarScanner {
 
   private onHeaderBlock(): void {
     const headerOffset = this.pos - TAR_BLOCK;
-    const h = decodeTarHeader(this.block, `${this.where} (header at byte ${headerOffset})`);
+    const h = decodeTarHeader(this.block, this.where, headerOffset);
     if (h === undefined) {
       if (this.entryHeaderOffset >= 0) this.fail('archive ends after a pax or long-name header without its entry', this.entryHeaderOffset);
       this.state = 'end';
@@ -222,8 +225,9 @@ export class TarScanner {
       linkname: p.linkpath ?? h.linkname,
       sparse: h.type === TarType.gnuSparse || p.sparse === true,
     };
-    entry.name = decodeUtf8(entry.nameBytes);
-    this.pending = {};
+    // the header's own name was decoded with it; a pax `path` or GNU long name is decoded here
+    entry.name = p.path === undefined ? (h.nameIsUtf8 ? h.name : undefined) : decodeUtf8(p.path);
+    if (p !== NO_PENDING) this.pending = NO_PENDING;
     this.entryHeaderOffset = -1;
     this.current = entry;
     this.handler.onEntry(entry);
@@ -241,6 +245,7 @@ export class TarScanner {
   }
 
   private onMetaComplete(): void {
+    if (this.pending === NO_PENDING) this.pending = {};
     const data = this.meta;
     const at = this.entryHeaderOffset;
     this.meta = new Uint8Array(0);
