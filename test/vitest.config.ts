@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
  * verify's damage tests run twice: with the native addon's per-sample loop (src/native/verify-scan.c) and with the
  * JavaScript one it replaces (SHARDKIT_NATIVE=0), which must name the same samples with the same messages.
  */
-const VERIFY_TESTS = ['test/unit/verify-dataset.test.ts', 'test/unit/verify-stream.test.ts', 'test/unit/index-damage.test.ts', 'test/unit/big-members.test.ts', 'test/unit/adopt-tars.test.ts'];
+const VERIFY_TESTS = ['test/unit/verify-dataset.test.ts', 'test/unit/verify-tar-names.test.ts', 'test/unit/verify-stream.test.ts', 'test/unit/index-damage.test.ts', 'test/unit/big-members.test.ts', 'test/unit/adopt-tars.test.ts'];
 
 export default defineConfig({
   test: {

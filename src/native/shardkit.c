@@ -20,7 +20,7 @@
  *                                     pack's source read in one call (read-file.c)
  *   verifyLeafScan(...), verifyTakeLones(...)
  *                                     verify's per-sample loop: a leaf page's records, and the run of them whose
- *                                     bytes a shard chunk holds intact (verify-scan.c)
+ *                                     bytes a shard chunk holds intact (verify-scan.c, verify-take.c)
  *
  *
  * The map and its copies live in map.c; this file registers the addon's functions and holds the CRC32C entry points.
@@ -96,7 +96,7 @@ napi_value sk_read_samples(napi_env env, napi_callback_info info);
 napi_value sk_thread_cpu_ms(napi_env env, napi_callback_info info);
 /* list-dir.c */
 napi_value sk_list_directory(napi_env env, napi_callback_info info);
-/* verify-scan.c */
+/* verify-scan.c, verify-take.c */
 napi_value sk_verify_leaf_scan(napi_env env, napi_callback_info info);
 napi_value sk_verify_take_lones(napi_env env, napi_callback_info info);
 

@@ -1,30 +1,26 @@
 /*
- * verify's per-sample hot loop, in C (src/verify/leaf-scan.ts and shard-check.ts hold the same loops in JavaScript,
- * the fallback, and the reference these must equal: test/property/native-verify.test.ts compares them).
+ * verify's leaf scan, in C (src/verify/leaf-scan.ts holds the same loop in JavaScript, the fallback and the
+ * reference this must equal: test/property/native-verify.test.ts compares them). verify-take.c checks the samples
+ * the scan lists.
  *
- *   verifyLeafScan(page, pageNo, records, firstKey, lastKey, out)
+ *   verifyLeafScan(page, pageNo, records, firstKey, lastKey, names, out)
  *       LeafScan.scan: reads a leaf page's records into `records` (a Float64Array of RECORD_ARRAYS x capacity: see
- *       RECORD_* below) at index i for record i; out (Float64Array, LEAF_OUT_COUNT) gets count (0: the page is not one this walk takes), next,
- *       the totals, the one shard, the last end and the lengths of the first and last keys, whose bytes go to
- *       firstKey and lastKey.
- *   verifyTakeLones(chunk, records, io)
- *       ShardCheck.takeLones: from record io[FROM], the run of records of shard io[SHARD] that are one member
- *       stored as is, inside the chunk (shard bytes [io[POS], io[POS] + chunk.length)), in offset order after
- *       io[PREV_END] and io[LAST], and whose CRC32C matches; io gets the first record not taken, the new PREV_END
- *       and LAST, and the bytes taken.
+ *       verify-records.h) at index i for record i; out (Float64Array, LEAF_OUT_COUNT) gets count (0: the page is
+ *       not one this walk takes), next, the totals, the one shard, the last end and the lengths of the first and
+ *       last keys, whose bytes go to firstKey and lastKey. When `names` is not empty, each record that is one member
+ *       stored as is gets its member's name (key, ".", extension: the tar layout's member name) in `names`, at
+ *       NAME_START for NAME_LENGTH bytes (-1 and 0 for the others, and for names past the end of `names`); out's
+ *       NAMES_WANTED says how many bytes all of them needed.
  *
- * Both take the page or chunk as hostile: every length and offset is checked before a byte is read, and anything
- * unusual returns "not taken", leaving the record to the JavaScript path, which names what is wrong. Numbers are
- * doubles, added in the same order as in JavaScript, so every sum and bound is the same to the last bit.
+ * It takes the page as hostile: every length and offset is checked before a byte is read, and anything unusual
+ * returns "not taken", leaving the page to the JavaScript path, which names what is wrong. Numbers are doubles,
+ * added in the same order as in JavaScript, so every sum and bound is the same to the last bit.
  */
-#define NAPI_VERSION 8
-#include <node_api.h>
-
 #include <stdint.h>
 #include <string.h>
 
 #include "crc32c.h"
-#include "crc32c-hw.h"
+#include "verify-records.h"
 
 /* formats/index-page.ts: the page header */
 #define PAGE_HEADER_BYTES 16
@@ -60,35 +56,6 @@
 #define DOT 0x2e
 #define BACKSLASH 0x5c
 #define MAX_SAFE_INTEGER 9007199254740991.0
-/* Spans up to this long are checksummed by sk_crc32c_short (the folding kernels pay off on longer ones). */
-#define SHORT_CRC_BYTES 256
-
-/*
- * The record arrays, one after the other in one Float64Array (src/native/native.ts RecordArrays): each `capacity`
- * numbers long, capacity = length / RECORD_ARRAYS; members are uint32 in the first half of theirs. One typed array a
- * call, not seven: each costs N-API ~400 instructions to unwrap, ~10 a record on tiny samples.
- */
-enum { RECORD_SHARD, RECORD_OFFSET, RECORD_LENGTH, RECORD_SIZE, RECORD_STORED, RECORD_LONE_CRC, RECORD_MEMBERS, RECORD_ARRAYS };
-
-/* verifyLeafScan's out: indices (src/native/native.ts LeafScanOut) */
-enum { OUT_COUNT, OUT_NEXT, OUT_TOTAL_MEMBERS, OUT_TOTAL_LENGTH, OUT_TOTAL_SIZE, OUT_TOTAL_STORED, OUT_ONE_SHARD, OUT_MAX_END,
-       OUT_FIRST_KEY_LENGTH, OUT_LAST_KEY_LENGTH, LEAF_OUT_COUNT };
-/* verifyTakeLones' io: indices (src/native/native.ts TakeLonesIo) */
-enum { IO_FROM, IO_COUNT, IO_SHARD, IO_POS, IO_PREV_END, IO_LAST, IO_NEXT, IO_BYTES, TAKE_IO_COUNT };
-
-static napi_value throw_arg(napi_env env, const char *message) {
-  napi_throw_error(env, "ERR_SHARDKIT_NATIVE_ARG", message);
-  return NULL;
-}
-
-/* The data and element count of a typed array of `type`; 0 when `value` is something else. */
-static int typed(napi_env env, napi_value value, napi_typedarray_type type, void **data, size_t *length) {
-  napi_typedarray_type t;
-  napi_value ab;
-  size_t offset;
-  if (napi_get_typedarray_info(env, value, &t, length, data, &ab, &offset) != napi_ok || t != type) return 0;
-  return *data != NULL || *length == 0;
-}
 
 /*
  * A LEB128 varint of a safe integer at *pos (pos moves past it), or -1 when it is not one or runs past end. Signed
@@ -132,8 +99,9 @@ typedef struct {
   double *shard, *offset, *length, *size, *stored, *lone_crc;
   uint32_t *members;
   size_t capacity;
-  uint8_t *first_key, *key;
-  size_t first_key_cap, key_cap;
+  double *name_start, *name_length;
+  uint8_t *first_key, *key, *names;
+  size_t first_key_cap, key_cap, names_cap;
   double *out;
 } leaf_out;
 
@@ -163,6 +131,14 @@ static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_
   double gap_a[MAX_MEMBERS], gap_b[MAX_MEMBERS];
   uint8_t *codecs = codec_a, *prev_codecs = codec_b;
   double *gaps = gap_a, *prev_gaps = gap_b;
+  /* each member's extension: where it is in the page and its length (the shape's, swapped with codecs and gaps) */
+  size_t ext_at_a[MAX_MEMBERS], ext_at_b[MAX_MEMBERS], ext_len_a[MAX_MEMBERS], ext_len_b[MAX_MEMBERS];
+  size_t *ext_at = ext_at_a, *prev_ext_at = ext_at_b, *ext_len = ext_len_a, *prev_ext_len = ext_len_b;
+  uint8_t *restrict names = o->names;
+  double *restrict name_start_out = o->name_start, *restrict name_length_out = o->name_length;
+  const size_t names_cap = o->names_cap;
+  size_t names_used = 0;
+  double names_wanted = 0;
   uint32_t prev_members = 0, valid_flags = FIRST_RECORD_FLAGS, total_members = 0;
   int lone_shape = 0; /* the shape records take over is one member stored as is */
   double shard = 0, prev_end = 0, total_length = 0, total_size = 0, total_stored = 0, first_shard = -1, max_end = 0;
@@ -258,6 +234,8 @@ static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_
         if ((member_flags & ~KNOWN_MEMBER_FLAGS) != 0 || (codec != CODEC_NONE && codec != CODEC_LZ4)) return 0;
         if ((member_flags & MEMBER_EXT_SAME) != 0) {
           if (i == 0 || m >= prev_members) return 0;
+          ext_at[m] = prev_ext_at[m];
+          ext_len[m] = prev_ext_len[m];
         } else {
           /* an extension: ASCII, with none of "/", a backslash or NUL */
           int64_t n = varint(page, &pos, end);
@@ -266,6 +244,8 @@ static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_
             uint8_t b = page[j];
             if (b >= 0x80 || b == SLASH || b == BACKSLASH || b == 0) return 0;
           }
+          ext_at[m] = pos;
+          ext_len[m] = (size_t)n;
           pos += (size_t)n;
         }
         int64_t gap_v = varint(page, &pos, end);
@@ -297,6 +277,12 @@ static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_
       double *g = prev_gaps;
       prev_gaps = gaps;
       gaps = g;
+      size_t *e = prev_ext_at;
+      prev_ext_at = ext_at;
+      ext_at = e;
+      e = prev_ext_len;
+      prev_ext_len = ext_len;
+      ext_len = e;
     }
     if (!(member_end <= MAX_SAFE_INTEGER)) return 0;
     shard_out[i] = shard;
@@ -306,6 +292,24 @@ static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_
     size_out[i] = size;
     stored_out[i] = stored;
     lone_crc_out[i] = lone_shape ? (double)crc_m : -1;
+    /* the lone member's name (its shape, this record's, is in the prev_ arrays now) */
+    double name_at = -1, name_length = 0;
+    if (names_cap > 0 && lone_shape) {
+      size_t n = key_length + (prev_ext_len[0] > 0 ? 1 + prev_ext_len[0] : 0);
+      if (n <= names_cap - names_used) {
+        memcpy(names + names_used, key, key_length);
+        if (prev_ext_len[0] > 0) {
+          names[names_used + key_length] = DOT;
+          memcpy(names + names_used + key_length + 1, page + prev_ext_at[0], prev_ext_len[0]);
+        }
+        name_at = (double)names_used;
+        name_length = (double)n;
+        names_used += n;
+      }
+      names_wanted += (double)n;
+    }
+    name_start_out[i] = name_at;
+    name_length_out[i] = name_length;
     prev_end = offset + member_end;
     total_members += member_count;
     total_length += member_end;
@@ -324,18 +328,19 @@ static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_
   out[OUT_MAX_END] = max_end;
   out[OUT_FIRST_KEY_LENGTH] = (double)first_key_length;
   out[OUT_LAST_KEY_LENGTH] = (double)key_length;
+  out[OUT_NAMES_WANTED] = names_wanted;
   return count;
 }
 
-#define LEAF_ARGS 6
+#define LEAF_ARGS 7
 
-/* verifyLeafScan(page, pageNo, records, firstKey, lastKey, out) */
+/* verifyLeafScan(page, pageNo, records, firstKey, lastKey, names, out) */
 napi_value sk_verify_leaf_scan(napi_env env, napi_callback_info info) {
   size_t argc = LEAF_ARGS;
   napi_value argv[LEAF_ARGS];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < LEAF_ARGS) return throw_arg(env, "shardkit native: verifyLeafScan needs 6 arguments");
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < LEAF_ARGS) return throw_arg(env, "shardkit native: verifyLeafScan needs 7 arguments");
   uint8_t *page;
-  size_t page_len, records_len, first_cap, key_cap, out_len;
+  size_t page_len, records_len, first_cap, key_cap, names_cap, out_len;
   double page_no;
   double *records;
   leaf_out o;
@@ -344,8 +349,9 @@ napi_value sk_verify_leaf_scan(napi_env env, napi_callback_info info) {
   }
   if (!typed(env, argv[2], napi_float64_array, (void **)&records, &records_len)) return throw_arg(env, "shardkit native: verifyLeafScan needs a Float64Array for the records");
   if (!typed(env, argv[3], napi_uint8_array, (void **)&o.first_key, &first_cap) || !typed(env, argv[4], napi_uint8_array, (void **)&o.key, &key_cap) ||
-      !typed(env, argv[5], napi_float64_array, (void **)&o.out, &out_len) || out_len < LEAF_OUT_COUNT) {
-    return throw_arg(env, "shardkit native: verifyLeafScan needs two Uint8Arrays for the keys and a Float64Array out");
+      !typed(env, argv[5], napi_uint8_array, (void **)&o.names, &names_cap) ||
+      !typed(env, argv[6], napi_float64_array, (void **)&o.out, &out_len) || out_len < LEAF_OUT_COUNT) {
+    return throw_arg(env, "shardkit native: verifyLeafScan needs three Uint8Arrays for the keys and names and a Float64Array out");
   }
   o.capacity = records_len / RECORD_ARRAYS;
   o.shard = records + RECORD_SHARD * o.capacity;
@@ -355,100 +361,12 @@ napi_value sk_verify_leaf_scan(napi_env env, napi_callback_info info) {
   o.stored = records + RECORD_STORED * o.capacity;
   o.lone_crc = records + RECORD_LONE_CRC * o.capacity;
   o.members = (uint32_t *)(records + RECORD_MEMBERS * o.capacity);
+  o.name_start = records + RECORD_NAME_START * o.capacity;
+  o.name_length = records + RECORD_NAME_LENGTH * o.capacity;
+  o.names_cap = names_cap;
   o.first_key_cap = first_cap;
   o.key_cap = key_cap;
   o.out[OUT_COUNT] = scan_leaf(page, page_len, page_no, &o);
   return NULL;
 }
 
-/*
- * ShardCheck.takeLones over io (see the top of this file): the index of the first record not taken. CRC(p, n) is the
- * CRC32C of a span; take_lones_insn checksums short spans with the CRC32C instruction inline (a call per 8-byte span
- * cost more than the checksum). A record is taken when, as in lone-run.ts, it is of the shard, one member stored as
- * is (crc >= 0), not empty, after the span before (prev_end), the last sample fed (last) and the chunk's start
- * (pos), and ends inside the chunk. After a record is taken the three lower bounds are its end, so they are kept
- * as one: `lower`.
- */
-#define TAKE_LONES_BODY(CRC)                                                                                           \
-  double shard = io[IO_SHARD], pos = io[IO_POS], prev_end = io[IO_PREV_END], last = io[IO_LAST];                       \
-  double chunk_d = (double)(int64_t)chunk_len, end = pos + chunk_d, bytes = 0;                                         \
-  /* written so that a NaN anywhere stops the run: a NaN lower or end fails every comparison below */                \
-  double lower = prev_end;                                                                                             \
-  if (pos > lower) lower = pos;                                                                                        \
-  if (last > lower) lower = last;                                                                                      \
-  if (pos != pos || last != last) lower = pos + last;                                                                  \
-  uint32_t i = from;                                                                                                   \
-  for (; i < count; i++) {                                                                                             \
-    double off = offsets[i], len = lengths[i], crc = lone_crc[i];                                                      \
-    if (!(shards[i] == shard && crc >= 0 && len > 0 && off >= lower && off + len <= end)) break;                       \
-    double start_d = off - pos;                                                                                        \
-    if (!(start_d <= chunk_d && len <= chunk_d)) break;                                                                \
-    /* both in [0, chunk.length]: signed conversions, exact; a fraction is refused */                                 \
-    int64_t start = (int64_t)start_d, n = (int64_t)len;                                                                \
-    if ((double)start != start_d || (double)n != len || n > (int64_t)chunk_len - start) break;                        \
-    if ((double)CRC(chunk + start, (size_t)n) != crc) break;                                                           \
-    lower = off + len;                                                                                                 \
-    prev_end = lower;                                                                                                  \
-    last = off;                                                                                                        \
-    bytes += len;                                                                                                      \
-  }                                                                                                                    \
-  io[IO_PREV_END] = prev_end;                                                                                          \
-  io[IO_LAST] = last;                                                                                                  \
-  io[IO_BYTES] = bytes;                                                                                                \
-  return i;
-
-#define TAKE_LONES_PARAMS                                                                                              \
-  const uint8_t *restrict chunk, size_t chunk_len, const double *restrict shards, const double *restrict offsets,      \
-      const double *restrict lengths, const double *restrict lone_crc, uint32_t from, uint32_t count, double *restrict io
-
-static inline uint32_t span_crc(const uint8_t *p, size_t n) { return n <= SHORT_CRC_BYTES ? sk_crc32c_short(0, p, n) : sk_crc32c(0, p, n); }
-
-static uint32_t take_lones(TAKE_LONES_PARAMS) { TAKE_LONES_BODY(span_crc) }
-
-#ifdef SK_HW_CRC
-/* CRC32C of a short span by the instruction, inline (SK_HW_TARGET callers only); longer spans by sk_crc32c. */
-SK_HW_TARGET static inline uint32_t span_crc_insn(const uint8_t *p, size_t n) {
-  if (n > SHORT_CRC_BYTES) return sk_crc32c(0, p, n);
-  uint64_t state = 0xffffffffu;
-  for (; n >= 8; p += 8, n -= 8) {
-    uint64_t word;
-    memcpy(&word, p, 8);
-    state = HW_CRC64(state, word);
-  }
-  for (; n > 0; n--) state = HW_CRC8(state, *p++);
-  return ~(uint32_t)state;
-}
-
-SK_HW_TARGET static uint32_t take_lones_insn(TAKE_LONES_PARAMS) { TAKE_LONES_BODY(span_crc_insn) }
-#endif
-
-#define TAKE_ARGS 3
-
-/* verifyTakeLones(chunk, records, io) */
-napi_value sk_verify_take_lones(napi_env env, napi_callback_info info) {
-  size_t argc = TAKE_ARGS;
-  napi_value argv[TAKE_ARGS];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < TAKE_ARGS) return throw_arg(env, "shardkit native: verifyTakeLones needs 3 arguments");
-  uint8_t *chunk;
-  size_t chunk_len, records_len, io_len;
-  double *records, *io;
-  if (!typed(env, argv[0], napi_uint8_array, (void **)&chunk, &chunk_len)) return throw_arg(env, "shardkit native: verifyTakeLones needs a chunk (Uint8Array)");
-  if (!typed(env, argv[1], napi_float64_array, (void **)&records, &records_len)) return throw_arg(env, "shardkit native: verifyTakeLones needs a Float64Array for the records");
-  if (!typed(env, argv[2], napi_float64_array, (void **)&io, &io_len) || io_len < TAKE_IO_COUNT) return throw_arg(env, "shardkit native: verifyTakeLones needs a Float64Array io");
-  double from_d = io[IO_FROM], count_d = io[IO_COUNT];
-  size_t capacity = records_len / RECORD_ARRAYS;
-  if (!(from_d >= 0 && count_d >= from_d && count_d <= (double)capacity) || (double)(uint32_t)from_d != from_d || (double)(uint32_t)count_d != count_d) {
-    return throw_arg(env, "shardkit native: verifyTakeLones: records [from, count) outside the arrays");
-  }
-  const double *shards = records + RECORD_SHARD * capacity, *offsets = records + RECORD_OFFSET * capacity;
-  const double *lengths = records + RECORD_LENGTH * capacity, *lone_crc = records + RECORD_LONE_CRC * capacity;
-  uint32_t from = (uint32_t)from_d, count = (uint32_t)count_d;
-#ifdef SK_HW_CRC
-  if (sk_crc32c_has_insn()) {
-    io[IO_NEXT] = take_lones_insn(chunk, chunk_len, shards, offsets, lengths, lone_crc, from, count, io);
-    return NULL;
-  }
-#endif
-  io[IO_NEXT] = take_lones(chunk, chunk_len, shards, offsets, lengths, lone_crc, from, count, io);
-  return NULL;
-}

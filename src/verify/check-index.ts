@@ -14,7 +14,7 @@ import { isHttpDeadline } from '../io/http-client.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { Codec, type IndexEntry } from '../../formats/index-entry.js';
 import type { IndexHeader, ShardRecord } from '../../formats/index-layout.js';
-import { PAGE_FLAGS, decodePage, type LeafPage, type Page } from '../../formats/index-page.js';
+import { PAGE_FLAGS, decodePage, entryAt, type LeafPage, type Page } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
 import { checkStoredKeyAndExts } from '../../formats/sample-layout.js';
 import { LeafScan } from './leaf-scan.js';
@@ -37,6 +37,8 @@ export interface LeafRecords {
 /** Takes each leaf's records as the walk reads them, in key order (a shard number may be outside the table). */
 export interface LeafSink {
   leaf(records: LeafRecords, pageNo: number): void | Promise<void>;
+  /** The sink checks tar member names: the walk's scan lists the name of each record of one stored member. */
+  readonly names?: boolean;
 }
 
 export interface IndexProblem {
@@ -129,8 +131,8 @@ export class PageReader {
 
   /** The entry in slot `slot` of leaf `pageNo` (as a {@link LeafSink} saw it). */
   async entry(pageNo: number, slot: number): Promise<IndexEntry> {
-    const page = (await this.load(pageNo)) as LeafPage;
-    return page.entries[slot] as IndexEntry;
+    // that entry alone: `entries` would make (and keep) every entry of the page for the one or two asked for
+    return entryAt((await this.load(pageNo)) as LeafPage, slot);
   }
 }
 
@@ -169,7 +171,7 @@ export async function checkIndex(
     return lastKey;
   };
   let prevLeaf: { pageNo: number; next: number } | undefined;
-  const scan = new LeafScan(native);
+  const scan = new LeafScan(native, sink.names === true);
 
   /**
    * The leaf walk without an object per sample (leaf-scan.ts): a leaf it reads, and in which nothing is wrong, is

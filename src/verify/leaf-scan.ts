@@ -9,6 +9,7 @@
  * one declines, and a page it declines is read here again, so what the walk sees is the same either way.
  */
 import type { NativeAddon } from '../native/native.js';
+import { LeafKeys, badSegment } from './leaf-keys.js';
 import { LeafScanOut, RecordArrays } from '../native/native.js';
 import { Codec } from '../../formats/index-entry.js';
 import {
@@ -36,9 +37,11 @@ const DOT = 0x2e;
 const BACKSLASH = 0x5c;
 const KNOWN_RECORD_FLAGS = RECORD_SAME_SHARD | RECORD_CONTIGUOUS | RECORD_SAME_SHAPE;
 const KNOWN_MEMBER_FLAGS = MEMBER_CODEC_MASK | MEMBER_EXT_SAME;
+/** Bytes for names at first with `names` on: a page of 4 KiB holds ~100 records of short keys; it grows as needed. */
+const INITIAL_NAMES_BYTES = 16 * 1024;
 
 /** The records of the last leaf read by {@link LeafScan.scan}: record i's fields at index i. */
-export class LeafScan {
+export class LeafScan extends LeafKeys {
   count = 0;
   /** The leaf's link to the next leaf (0 for the last). */
   next = 0;
@@ -53,6 +56,14 @@ export class LeafScan {
   stored = new Float64Array(0);
   /** CRC32C of a record that is one member stored as is (it then fills its span), else -1. */
   loneCrc = new Float64Array(0);
+  /**
+   * With `names` on: the name of a record that is one member stored as is (`memberPath(key, ext)`, its tar member
+   * name) in `names` from `nameStart` for `nameLength` bytes; -1 and 0 for other records, and for names that did
+   * not fit (`names` then grows for the next page).
+   */
+  nameStart = new Float64Array(0);
+  nameLength = new Float64Array(0);
+  names = new Uint8Array(0);
   /** Sums over the leaf's records: members, span bytes, original and stored member bytes. */
   totalMembers = 0;
   totalLength = 0;
@@ -61,31 +72,38 @@ export class LeafScan {
   /** The shard of every record when they share one, else -1; and the end of the span that ends last. */
   oneShard = -1;
   maxEnd = 0;
-  /**
-   * The first and last keys of the leaf, as bytes (ASCII: the scan takes no other) in `firstKeyBytes[0,
-   * firstKeyLength)` and `lastKeyBytes[0, lastKeyLength)`; {@link firstKey} and {@link lastKey} make strings of them
-   * on demand (two strings a page were 5-7% of verify's time on tiny samples, where the walk needs none). A caller
-   * may take `lastKeyBytes` and put another buffer in its place (any size: the next scan makes room).
-   */
-  firstKeyBytes = new Uint8Array(0);
-  firstKeyLength = 0;
-  lastKeyBytes = new Uint8Array(0);
-  lastKeyLength = 0;
 
   private key = new Uint8Array(256);
   private pos = 0;
   private end = 0;
+  /** The length of the extension safeAsciiExt read last. */
+  private extLength = 0;
+  /** The bytes the names of the page read last needed. */
+  private namesWanted = 0;
   private page: Uint8Array = new Uint8Array(0);
   // the previous record's members: codec and gap after the member before
   private prevCodec = new Uint8Array(MAX_MEMBERS);
   private prevGap = new Float64Array(MAX_MEMBERS);
   private curCodec = new Uint8Array(MAX_MEMBERS);
   private curGap = new Float64Array(MAX_MEMBERS);
+  // each member's extension: where it is in the page and its length (the shape's, swapped with codecs and gaps)
+  private prevExtAt = new Float64Array(MAX_MEMBERS);
+  private prevExtLength = new Float64Array(MAX_MEMBERS);
+  private curExtAt = new Float64Array(MAX_MEMBERS);
+  private curExtLength = new Float64Array(MAX_MEMBERS);
   private readonly out = new Float64Array(LeafScanOut.LENGTH);
 
-  /** `native`: the addon whose scan runs first (undefined: this JavaScript scan only). */
-  constructor(private readonly native?: NativeAddon) {
+  /**
+   * `native`: the addon whose scan runs first (undefined: this JavaScript scan only). `names`: list the names of
+   * records of one stored member (the tar layout checks them against the shard's tar headers).
+   */
+  constructor(
+    private readonly native?: NativeAddon,
+    names = false,
+  ) {
+    super();
     this.grow(256);
+    if (names) this.names = new Uint8Array(INITIAL_NAMES_BYTES);
   }
 
   /**
@@ -104,8 +122,10 @@ export class LeafScan {
     if (this.shard.length < count) this.grow(count);
     this.keyRoom(page.length);
     const out = this.out;
-    native.verifyLeafScan(page, pageNo, this.records, this.firstKeyBytes, this.lastKeyBytes, out);
+    this.namesRoom();
+    native.verifyLeafScan(page, pageNo, this.records, this.firstKeyBytes, this.lastKeyBytes, this.names, out);
     if (out[LeafScanOut.COUNT] === 0) return false;
+    this.namesWanted = out[LeafScanOut.NAMES_WANTED] as number;
     this.count = out[LeafScanOut.COUNT] as number;
     this.next = out[LeafScanOut.NEXT] as number;
     this.totalMembers = out[LeafScanOut.TOTAL_MEMBERS] as number;
@@ -119,44 +139,12 @@ export class LeafScan {
     return true;
   }
 
-  /** The leaf's first key (a string made on each call). */
-  get firstKey(): string {
-    return ascii(this.firstKeyBytes, this.firstKeyLength);
-  }
-
-  /** The leaf's last key (a string made on each call). */
-  get lastKey(): string {
-    return ascii(this.lastKeyBytes, this.lastKeyLength);
-  }
-
-  /** Whether the leaf's first key is `key`, without making a string. */
-  firstKeyIs(key: string): boolean {
-    const n = this.firstKeyLength;
-    if (key.length !== n) return false;
-    const bytes = this.firstKeyBytes;
-    for (let i = 0; i < n; i++) if (key.charCodeAt(i) !== bytes[i]) return false;
-    return true;
-  }
-
   /**
-   * Whether the leaf's first key comes after the ASCII key `prev[0, prevLength)` (see key-order.ts: for ASCII keys,
-   * byte order is compareKeys' order).
+   * With names on, before a scan: room for twice the names the last page wanted when they did not all fit (the
+   * names of the page read last stay where they are until then).
    */
-  firstKeyAfter(prev: Uint8Array, prevLength: number): boolean {
-    const bytes = this.firstKeyBytes;
-    const n = Math.min(prevLength, this.firstKeyLength);
-    for (let i = 0; i < n; i++) {
-      const a = prev[i] as number;
-      const b = bytes[i] as number;
-      if (a !== b) return b > a;
-    }
-    return this.firstKeyLength > prevLength;
-  }
-
-  /** Room for the first and last keys of a page of `pageBytes` (a key is shorter than its page). */
-  private keyRoom(pageBytes: number): void {
-    if (this.firstKeyBytes.length < pageBytes) this.firstKeyBytes = new Uint8Array(pageBytes);
-    if (this.lastKeyBytes.length < pageBytes) this.lastKeyBytes = new Uint8Array(pageBytes);
+  private namesRoom(): void {
+    if (this.names.length > 0 && this.namesWanted > this.names.length) this.names = new Uint8Array(2 * this.namesWanted);
   }
 
   /**
@@ -185,6 +173,14 @@ export class LeafScan {
     let gaps = this.curGap;
     let prevCodecs = this.prevCodec;
     let prevGaps = this.prevGap;
+    let extAt = this.curExtAt;
+    let extLength = this.curExtLength;
+    let prevExtAt = this.prevExtAt;
+    let prevExtLength = this.prevExtLength;
+    this.namesRoom();
+    const { names, nameStart, nameLength } = this;
+    let namesUsed = 0;
+    let namesWanted = 0;
     let prevMembers = 0;
     let shard = 0;
     let prevEnd = 0;
@@ -281,9 +277,13 @@ export class LeafScan {
           if ((memberFlags & ~KNOWN_MEMBER_FLAGS) !== 0 || (codec !== Codec.none && codec !== Codec.lz4)) return false;
           if ((memberFlags & MEMBER_EXT_SAME) !== 0) {
             if (i === 0 || m >= prevMembers) return false;
+            extAt[m] = prevExtAt[m] as number;
+            extLength[m] = prevExtLength[m] as number;
           } else {
             this.pos = pos;
             if (!this.safeAsciiExt()) return false;
+            extAt[m] = this.pos - this.extLength;
+            extLength[m] = this.extLength;
             pos = this.pos;
           }
           gap = this.varintAt(pos);
@@ -334,13 +334,44 @@ export class LeafScan {
         const g = prevGaps;
         prevGaps = gaps;
         gaps = g;
+        let e = prevExtAt;
+        prevExtAt = extAt;
+        extAt = e;
+        e = prevExtLength;
+        prevExtLength = extLength;
+        extLength = e;
       }
+      // the lone member's name (its shape, this record's, is in the prev arrays now)
+      let at = -1;
+      let length = 0;
+      if (names.length > 0 && loneCrc[i] !== -1) {
+        const ext = prevExtLength[0] as number;
+        const n = keyLength + (ext > 0 ? 1 + ext : 0);
+        if (n <= names.length - namesUsed) {
+          names.set(key.subarray(0, keyLength), namesUsed);
+          if (ext > 0) {
+            names[namesUsed + keyLength] = DOT;
+            const from = prevExtAt[0] as number;
+            names.set(page.subarray(from, from + ext), namesUsed + keyLength + 1);
+          }
+          at = namesUsed;
+          length = n;
+          namesUsed += n;
+        }
+        namesWanted += n;
+      }
+      nameStart[i] = at;
+      nameLength[i] = length;
       prevMembers = memberCount;
     }
     this.curCodec = codecs;
     this.prevCodec = prevCodecs;
     this.curGap = gaps;
     this.prevGap = prevGaps;
+    this.curExtAt = extAt;
+    this.prevExtAt = prevExtAt;
+    this.curExtLength = extLength;
+    this.prevExtLength = prevExtLength;
     this.count = count;
     this.next = next;
     this.totalMembers = totalMembers;
@@ -351,6 +382,7 @@ export class LeafScan {
     this.maxEnd = maxEnd;
     this.lastKeyBytes.set(key.subarray(0, keyLength));
     this.lastKeyLength = keyLength;
+    this.namesWanted = namesWanted;
     return true;
   }
 
@@ -360,10 +392,11 @@ export class LeafScan {
     return this.varint();
   }
 
-  /** Reads an extension: ASCII, with none of "/", a backslash or NUL (checkKeyAndExts' rules). */
+  /** Reads an extension: ASCII, with none of "/", a backslash or NUL (checkKeyAndExts' rules); its length in extLength. */
   private safeAsciiExt(): boolean {
     const n = this.varint();
     if (n < 0 || this.pos + n > this.end) return false;
+    this.extLength = n;
     for (let j = this.pos; j < this.pos + n; j++) {
       const b = this.page[j] as number;
       if (b >= 0x80 || b === SLASH || b === BACKSLASH || b === 0) return false;
@@ -398,33 +431,7 @@ export class LeafScan {
     this.stored = part(RecordArrays.STORED);
     this.loneCrc = part(RecordArrays.LONE_CRC);
     this.members = new Uint32Array(records.buffer, RecordArrays.MEMBERS * n * Float64Array.BYTES_PER_ELEMENT, n);
+    this.nameStart = part(RecordArrays.NAME_START);
+    this.nameLength = part(RecordArrays.NAME_LENGTH);
   }
-}
-
-/**
- * checkKeyAndExts' key rules for an ASCII key (`key[0, length)`): not empty, no NUL or backslash, no empty, "." or
- * ".." path segment.
- */
-export function safeAsciiKey(key: Uint8Array, length: number): boolean {
-  if (length === 0) return false;
-  let segment = 0;
-  for (let i = 0; i < length; i++) {
-    const b = key[i] as number;
-    if (b === 0 || b === BACKSLASH) return false;
-    if (b === SLASH) {
-      if (badSegment(key, segment, i)) return false;
-      segment = i + 1;
-    }
-  }
-  return !badSegment(key, segment, length);
-}
-
-/** An empty, "." or ".." path segment: `key[start, end)`. */
-function badSegment(key: Uint8Array, start: number, end: number): boolean {
-  const n = end - start;
-  return n === 0 || (n <= 2 && key[start] === DOT && (n === 1 || key[start + 1] === DOT));
-}
-
-function ascii(bytes: Uint8Array, length: number): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, length).toString('latin1');
 }

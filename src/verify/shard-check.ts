@@ -20,6 +20,7 @@ import type { ByteSource } from '../io/byte-source.js';
 import type { CopyWriter } from '../cache/copy-writer.js';
 import { TakeLonesIo, type NativeAddon } from '../native/native.js';
 import type { LeafRecords, PageReader } from './check-index.js';
+import { LeafScan } from './leaf-scan.js';
 import { takeLoneRun } from './lone-run.js';
 import { MemberStream } from './member-stream.js';
 import { ReadAhead } from './read-ahead.js';
@@ -87,7 +88,7 @@ export class ShardCheck {
   private prevEnd = 0;
   private prevPage = -1;
   private prevSlot = 0;
-  /** True while {@link takeLones} may take samples: open, not failed, no tar headers to check. */
+  /** True while {@link takeLones} may take samples: open, not failed. */
   private fast = false;
   private source: ByteSource | undefined;
   private size = 0;
@@ -118,7 +119,7 @@ export class ShardCheck {
     this.source = opened.source;
     this.size = opened.size;
     this.state = 'open';
-    this.fast = this.tar === undefined;
+    this.fast = true;
     // a copy for the cache, kept only if the streamed bytes turn out to be the shard the index describes
     if (this.input.cache !== undefined && this.size === this.input.record.bytes) this.copy = await this.input.cache.start(this.input.index);
   }
@@ -131,9 +132,12 @@ export class ShardCheck {
    */
   takeLones(r: LeafRecords, from: number, count: number, shard: number, pageNo: number): number {
     if (!this.fast) return from;
+    // the tar layout: only records whose tar header gives their name and size (the scan lists names then)
+    const last = this.tar === undefined ? count : r instanceof LeafScan ? this.tar.namedRun(r, from, count, shard) : from;
+    if (last === from) return from;
     const io = takeIo;
     io[TakeLonesIo.FROM] = from;
-    io[TakeLonesIo.COUNT] = count;
+    io[TakeLonesIo.COUNT] = last;
     io[TakeLonesIo.SHARD] = shard;
     io[TakeLonesIo.POS] = this.pos;
     io[TakeLonesIo.PREV_END] = this.prevEnd;
@@ -146,6 +150,7 @@ export class ShardCheck {
       this.prevPage = pageNo;
       this.prevSlot = i - 1;
       this.result.memberBytes += io[TakeLonesIo.BYTES] as number;
+      this.tar?.forgetBefore(this.lastOffset);
     }
     return i;
   }

@@ -33,9 +33,13 @@ export class ShardStream implements LeafSink {
   private current: ShardCheck | undefined;
   private currentShard = -1;
 
+  /**
+   * `names`: the shards are tars, whose checks compare each member's tar header with its name (LeafSink.names).
+   */
   constructor(
     shardCount: number,
     private readonly start: (shard: number) => ShardCheck,
+    readonly names = false,
     private readonly maxOpen = MAX_OPEN_SHARDS,
   ) {
     this.results = new Array<ShardResult | undefined>(shardCount).fill(undefined);

@@ -8,13 +8,14 @@ import type { IndexEntry } from '../../formats/index-entry.js';
 import { memberPath } from '../../formats/sample.js';
 import { LZ4_NAME_SUFFIX } from '../../formats/sample-layout.js';
 import { TarType } from '../../formats/tar-header.js';
-import { TarScanner } from '../../formats/tar-scan.js';
+import { TarScanner, type TarEntry } from '../../formats/tar-scan.js';
 import { isHttpDeadline } from '../io/http-client.js';
 import { normalizedName } from '../adopt/member-rules.js';
+import type { LeafScan } from './leaf-scan.js';
 
 export class TarHeaderCheck {
-  /** Entries read ahead of the samples being checked (data offset -> name and size). */
-  private readonly headers = new Map<number, { name: string | undefined; size: number }>();
+  /** Entries read ahead of the samples being checked, by data offset. */
+  private readonly headers = new Map<number, TarEntry>();
   private readonly scanner: TarScanner;
   /** Where the scan stopped on a damaged header: it is reported once, with the first member after it. */
   private scanError: { message: string; at: number; reported: boolean } | undefined;
@@ -22,7 +23,7 @@ export class TarHeaderCheck {
   constructor(file: string) {
     this.scanner = new TarScanner(file, {
       onEntry: (e) => {
-        if (e.type === TarType.file || e.type === TarType.oldFile || e.type === TarType.contiguous) this.headers.set(e.dataOffset, { name: e.name, size: e.size });
+        if (e.type === TarType.file || e.type === TarType.oldFile || e.type === TarType.contiguous) this.headers.set(e.dataOffset, e);
       },
     });
   }
@@ -61,6 +62,24 @@ export class TarHeaderCheck {
     if (h.size !== storedSize) bad(`tar header says ${h.size} bytes, the index says ${storedSize}`);
   }
 
+  /**
+   * verify's hot path in the tar layout: from record `from` of a leaf scan with names, the first record in [from,
+   * count) that is not of `shard`, not one stored member, or whose tar header (the one whose data starts at the
+   * record's offset) does not give its name and size. The records before it need only their bytes checked; the
+   * record it returns goes to {@link check}, which names what is wrong.
+   */
+  namedRun(r: LeafScan, from: number, count: number, shard: number): number {
+    const { names, nameStart, nameLength } = r;
+    let i = from;
+    for (; i < count; i++) {
+      const start = nameStart[i] as number;
+      if (r.shard[i] !== shard || start < 0) break;
+      const h = this.headers.get(r.offset[i] as number);
+      if (h === undefined || h.size !== r.length[i] || !sameName(h.nameBytes, names, start, nameLength[i] as number)) break;
+    }
+    return i;
+  }
+
   /** Forgets the headers of members before `offset` (their samples have been checked). */
   forgetBefore(offset: number): void {
     for (const k of this.headers.keys()) {
@@ -69,3 +88,15 @@ export class TarHeaderCheck {
     }
   }
 }
+
+/** Whether a tar name, after its leading "./" segments (as normalizedName), is names[start, start + length). */
+function sameName(tarName: Uint8Array, names: Uint8Array, start: number, length: number): boolean {
+  let k = 0;
+  while (tarName[k] === DOT && tarName[k + 1] === SLASH) k += 2;
+  if (tarName.length - k !== length) return false;
+  for (let j = 0; j < length; j++) if (tarName[k + j] !== names[start + j]) return false;
+  return true;
+}
+
+const DOT = 0x2e;
+const SLASH = 0x2f;

@@ -180,7 +180,7 @@ async function verifyWith(
         native,
       });
     // the full check streams the shards during the index walk (shard-stream.ts); a quick one reads no member
-    stream = quick ? undefined : new ShardStream(shards.length, (i) => shardCheck(i));
+    stream = quick ? undefined : new ShardStream(shards.length, (i) => shardCheck(i), manifest.layout === 'tar');
     const sink: LeafSink = stream ?? { leaf: () => undefined };
     if (opened !== undefined && pages !== undefined) {
       walking = true;

@@ -3,13 +3,15 @@ import { describe, expect, it } from 'vitest';
 import type { IndexEntry, MemberEntry } from '../../formats/index-entry.js';
 import { PAGE_CRC, PAGE_HEADER_BYTES, decodePage, pageChecksum, type LeafPage } from '../../formats/index-page.js';
 import { compareKeys } from '../../formats/key-order.js';
+import { memberPath } from '../../formats/sample.js';
 import { checkKeyAndExts } from '../../formats/sample-layout.js';
-import { LeafScan, safeAsciiKey } from '../../src/verify/leaf-scan.js';
+import { safeAsciiKey } from '../../src/verify/leaf-keys.js';
+import { LeafScan } from '../../src/verify/leaf-scan.js';
 import { layMembers, leafPages, sealedLeaf } from '../helpers/leaf-pages.js';
 
 const asciiKey = fc.string({ unit: fc.constantFrom('a', 'b', '.', '/', '\\', '\0', 'z'), minLength: 0, maxLength: 8 });
 const keyArb = fc.oneof(fc.string({ minLength: 1, maxLength: 24 }), asciiKey, fc.string({ unit: 'grapheme', minLength: 1, maxLength: 6 }));
-const extArb = fc.constantFrom('bin', 'jpg', 'seg.png', '', 'é', 'a/b', 'x'.repeat(30));
+const extArb = fc.constantFrom('bin', 'jpg', 'seg.png', 'x', '', 'é', 'a/b', 'x'.repeat(30));
 
 /** Sorted unique entries with 1-20 members (over 16 take decodePage's path), stored or LZ4, often repeating a shape. */
 const entriesArb = fc
@@ -54,6 +56,19 @@ function expectSame(scan: LeafScan, leaf: LeafPage): void {
       entry.members.reduce((t, m) => t + m.storedSize, 0),
       lone ? entry.members[0]!.crc32c : -1,
     ]);
+    // with names listed: a lone member's tar name (names that did not fit are -1: see expectNames)
+    const start = scan.nameStart[i]!;
+    if (scan.names.length === 0 || !lone) expect([start, scan.nameLength[i]]).toEqual([-1, 0]);
+    else if (start >= 0) expect(Buffer.from(scan.names.subarray(start, start + scan.nameLength[i]!)).toString('latin1')).toBe(memberPath(entry.key, entry.members[0]!.ext));
+  });
+}
+
+/** A second scan of a page gets every lone member's name: the names that did not fit the first time made room. */
+function expectNames(scan: LeafScan, page: Uint8Array, n: number, leaf: LeafPage): void {
+  expect(scan.scan(page, n)).toBe(true);
+  expectSame(scan, leaf);
+  leaf.entries.forEach((entry, i) => {
+    if (entry.members.length === 1 && entry.members[0]!.codec === 0) expect(scan.nameStart[i]).toBeGreaterThanOrEqual(0);
   });
 }
 
@@ -82,13 +97,14 @@ describe('verify leaf scan (property)', () => {
 
   it('reads every leaf of ASCII, writer-accepted names with up to 16 members as decodePage does, and no other leaf', () => {
     fc.assert(
-      fc.property(entriesArb, fc.constantFrom(1024, 4096), (entries, pageSize) => {
-        const scan = new LeafScan();
+      fc.property(entriesArb, fc.constantFrom(1024, 4096), fc.boolean(), (entries, pageSize, names) => {
+        const scan = new LeafScan(undefined, names);
         for (const [n, page] of leafPages(entries, pageSize)) {
           const leaf = decodePage(page, n, 'idx', true) as LeafPage;
           const takes = leaf.entries.every((e) => ascii(e.key) && e.members.every((m) => ascii(m.ext)) && e.members.length <= 16 && writerAccepts(e));
           expect(scan.scan(page, n)).toBe(takes);
           if (takes) expectSame(scan, leaf);
+          if (takes && names) expectNames(scan, page, n, leaf);
           expect(scan.scan(page, n + 1)).toBe(false); // a page read from the wrong place
         }
       }),
@@ -98,8 +114,8 @@ describe('verify leaf scan (property)', () => {
 
   it('on damaged leaves (checksum made to match): takes none that decodePage refuses, and reads the others as it does', () => {
     fc.assert(
-      fc.property(entriesArb, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 1, max: 255 })), { minLength: 1, maxLength: 3 }), (entries, flips) => {
-        const scan = new LeafScan();
+      fc.property(entriesArb, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 1, max: 255 })), { minLength: 1, maxLength: 3 }), fc.boolean(), (entries, flips, names) => {
+        const scan = new LeafScan(undefined, names);
         for (const [n, clean] of leafPages(entries, 1024)) {
           const page = clean.slice();
           // inside the records (the zero tail is read by neither)
@@ -119,6 +135,40 @@ describe('verify leaf scan (property)', () => {
         }
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it("lists each lone stored member's tar name (key.ext), -1 for other records; names that did not fit come on a rescan", () => {
+    const validKey = fc.tuple(fc.constantFrom('train', 'val', 'a.b'), fc.nat(30), fc.nat(99_999)).map(([d, c, i]) => `${d}/c${c}/${String(i).padStart(5, '0')}`);
+    const validExt = fc.constantFrom('jpg', 'x', 'seg.png', 'cls', '');
+    const memberArb = fc.tuple(validExt, fc.nat({ max: 3000 }), fc.boolean(), fc.nat({ max: 9 }));
+    const entries = fc
+      .tuple(fc.uniqueArray(validKey, { minLength: 1, maxLength: 300 }), fc.array(fc.array(memberArb, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 4 }))
+      .map(([raw, shapes]) => {
+        let end = 0;
+        return [...new Set(raw)].sort(compareKeys).map((key, i): IndexEntry => {
+          const { members, length } = layMembers(shapes[i % shapes.length]!, i);
+          const offset = end;
+          end += length;
+          return { key, shard: 0, offset, length, members };
+        });
+      })
+      .filter((es) => es.every(writerAccepts));
+    fc.assert(
+      fc.property(entries, fc.constantFrom(1024, 4096), fc.nat(200), (es, pageSize, room) => {
+        const scan = new LeafScan(undefined, true);
+        let lone = 0;
+        for (const [n, page] of leafPages(es, pageSize)) {
+          const leaf = decodePage(page, n, 'idx', true) as LeafPage;
+          scan.names = new Uint8Array(room + 1); // a small arena: some names do not fit, then it grows
+          expect(scan.scan(page, n)).toBe(true);
+          expectSame(scan, leaf);
+          expectNames(scan, page, n, leaf);
+          lone += leaf.entries.filter((e) => e.members.length === 1 && e.members[0]!.codec === 0).length;
+        }
+        return lone >= 0;
+      }),
+      { numRuns: 150 },
     );
   });
 

@@ -79,16 +79,24 @@ function readOf(s: LeafScan): unknown {
     maxEnd: s.maxEnd,
     keys: [s.firstKey, s.lastKey],
     records: [slice(s.shard), slice(s.offset), slice(s.length), slice(s.members), slice(s.size), slice(s.stored), slice(s.loneCrc)],
+    names: Array.from({ length: n }, (_, i) => (s.nameStart[i]! < 0 ? s.nameStart[i] : Buffer.from(s.names.subarray(s.nameStart[i], s.nameStart[i]! + s.nameLength[i]!)).toString('latin1'))),
   };
 }
 
-/** Both scans over one page: the same answer, and when taken, the same records. Returns whether they took it. */
+/**
+ * Both scans over one page, with names listed and without: the same answer, and when taken, the same records and
+ * names (without, every name -1). Returns whether they took it.
+ */
 function expectSameScan(addon: NativeAddon, page: Uint8Array, pageNo: number): boolean {
-  const js = new LeafScan();
-  const native = new LeafScan(addon);
-  const took = js.scanJs(page, pageNo);
-  expect(native.scanNative(page, pageNo)).toBe(took);
-  if (took) expect(readOf(native)).toEqual(readOf(js));
+  let took = false;
+  for (const names of [false, true]) {
+    const js = new LeafScan(undefined, names);
+    const native = new LeafScan(addon, names);
+    took = js.scanJs(page, pageNo);
+    expect(native.scanNative(page, pageNo)).toBe(took);
+    if (took) expect(readOf(native)).toEqual(readOf(js));
+    if (took && !names) expect(readOf(native)).toMatchObject({ names: new Array(native.count).fill(-1) });
+  }
   return took;
 }
 
@@ -242,20 +250,33 @@ describe.skipIf(!nativeAvailable())('native verify loop against the JavaScript o
     const [[n, page]] = leafPages(entries, 1024) as [[number, Uint8Array]];
     const f = (k: number) => new Float64Array(k);
     const out = f(LeafScanOut.LENGTH);
+    const none = new Uint8Array(0);
     const scanWith = (records: number, keyRoom: number, o = out): number => {
       o.fill(7);
-      addon.verifyLeafScan(page, n, f(RecordArrays.COUNT * records), new Uint8Array(keyRoom), new Uint8Array(keyRoom), o);
+      addon.verifyLeafScan(page, n, f(RecordArrays.COUNT * records), new Uint8Array(keyRoom), new Uint8Array(keyRoom), none, o);
       return o[LeafScanOut.COUNT]!;
     };
     expect(scanWith(40, 1024)).toBe(40);
     expect(scanWith(39, 1024)).toBe(0); // arrays one record short
     out.fill(7);
-    addon.verifyLeafScan(page, n, f(RecordArrays.COUNT * 40 - 1), new Uint8Array(1024), new Uint8Array(1024), out);
+    addon.verifyLeafScan(page, n, f(RecordArrays.COUNT * 40 - 1), new Uint8Array(1024), new Uint8Array(1024), none, out);
     expect(out[LeafScanOut.COUNT]).toBe(0); // one number short: room for 39 records
     expect(scanWith(40, 4)).toBe(0); // no room for a key
+    // names: as many as fit in the view given, the rest -1, nothing written past it; NAMES_WANTED says what all need
+    const records = f(RecordArrays.COUNT * 40);
+    const backing = new Uint8Array(64).fill(0xee);
+    addon.verifyLeafScan(page, n, records, new Uint8Array(1024), new Uint8Array(1024), backing.subarray(0, 20), out);
+    expect(out[LeafScanOut.COUNT]).toBe(40);
+    expect(out[LeafScanOut.NAMES_WANTED]).toBe(40 * 'a/000.bin'.length);
+    const starts = records.subarray(RecordArrays.NAME_START * 40, RecordArrays.NAME_START * 40 + 40);
+    expect(Array.from(starts.subarray(0, 3))).toEqual([0, 9, -1]); // two names of 9 bytes fit in 20
+    expect(Array.from(starts.subarray(2)).every((x) => x === -1)).toBe(true);
+    expect(Buffer.from(backing.subarray(0, 18)).toString('latin1')).toBe('a/000.bina/001.bin');
+    expect(Array.from(backing.subarray(18)).every((b) => b === 0xee)).toBe(true);
     const refused = expect.objectContaining({ code: 'ERR_SHARDKIT_NATIVE_ARG' });
     expect(() => scanWith(40, 1024, f(LeafScanOut.LENGTH - 1))).toThrow(refused);
-    expect(() => addon.verifyLeafScan(page, n, new Uint32Array(RecordArrays.COUNT * 40) as never, new Uint8Array(9), new Uint8Array(9), out)).toThrow(refused);
+    expect(() => addon.verifyLeafScan(page, n, new Uint32Array(RecordArrays.COUNT * 40) as never, new Uint8Array(9), new Uint8Array(9), none, out)).toThrow(refused);
+    expect(() => addon.verifyLeafScan(page, n, records, new Uint8Array(9), new Uint8Array(9), new Uint16Array(9) as never, out)).toThrow(refused);
     expect(() => (addon.verifyLeafScan as (...a: unknown[]) => void)(page, n)).toThrow(refused);
 
     const io = f(TakeLonesIo.LENGTH);

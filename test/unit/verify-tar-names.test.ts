@@ -1,0 +1,103 @@
+/**
+ * verify in the tar layout checks each member's tar header against the index (its name and size), also on its fast
+ * path for samples of one stored member (the walk's scan lists their names: leaf-scan.ts, tar-header-check.ts
+ * namedRun). A header rewritten with a valid checksum, so that the tar still parses, names the sample.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { F_CHKSUM, F_NAME, F_SIZE, TAR_BLOCK, headerChecksum } from '../../formats/tar-header.js';
+import { DatasetWriter } from '../../src/pack/dataset-writer.js';
+import { openDataset } from '../../src/read/dataset.js';
+import { verifyDataset } from '../../src/verify/verify-dataset.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+const N = 80;
+/** In write order, as a pack of a sorted tree gives them: long runs of one shard, which verify takes on its fast path. */
+const keyOf = (i: number): string => `train/c${Math.floor(i / 27)}/${String(i).padStart(4, '0')}`;
+/** One stored member a sample (noise does not compress), 100-1,400 bytes: many samples to a 16 KiB shard. */
+function sampleOf(i: number) {
+  let x = i + 1;
+  return { key: keyOf(i), members: { jpg: Uint8Array.from({ length: 100 + ((i * 37) % 1300) }, () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) >>> 24) } };
+}
+
+interface Span {
+  key: string;
+  shard: string;
+  /** Where the member's data starts in its shard (its header is the block before). */
+  start: number;
+  size: number;
+}
+
+/** Rewrites field [off, off + len) of the tar header before `span`'s data, then makes its checksum match again. */
+function rewriteHeader(dir: string, span: Span, [off, len]: readonly [number, number], text: string): void {
+  const file = path.join(dir, span.shard);
+  const bytes = fs.readFileSync(file);
+  const header = bytes.subarray(span.start - TAR_BLOCK, span.start);
+  header.fill(0, off, off + len);
+  header.write(text, off, 'latin1');
+  header.write(`${headerChecksum(header).toString(8).padStart(6, '0')}\0 `, F_CHKSUM[0], 'latin1');
+  fs.writeFileSync(file, bytes);
+}
+
+describe('verify: tar headers of samples of one stored member', () => {
+  let clean: string;
+  let spans: Span[];
+  beforeAll(async () => {
+    clean = tmpDir();
+    const w = new DatasetWriter({ dir: clean, layout: 'tar', compress: 'none', shardBytes: 16 * 1024, pageSize: 1024 });
+    for (let i = 0; i < N; i++) w.add(sampleOf(i));
+    await w.finish();
+    const ds = await openDataset(clean);
+    spans = [];
+    for await (const e of ds.entries()) {
+      expect(e.members.length).toBe(1);
+      spans.push({ key: e.key, shard: ds.shardName(e.shard), start: e.offset, size: e.length });
+    }
+    await ds.close();
+  });
+
+  const copy = (): string => {
+    const dir = tmpDir();
+    for (const f of fs.readdirSync(clean)) fs.copyFileSync(path.join(clean, f), path.join(dir, f));
+    return dir;
+  };
+
+  it('passes the intact dataset', async () => {
+    const r = await verifyDataset(clean);
+    expect([r.ok, r.checked.samples, r.damaged]).toEqual([true, N, []]);
+  });
+
+  it('names the sample whose header names another file, and only it (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.nat(N - 1), fc.constantFrom('other', 'ext', 'dot-slash'), async (i, how) => {
+        const span = spans[i]!;
+        const dir = copy();
+        const renamed = how === 'other' ? `${keyOf((i + 1) % N)}.jpg` : how === 'ext' ? `${span.key}.png` : `./${span.key}.jpg`;
+        rewriteHeader(dir, span, F_NAME, renamed);
+        const r = await verifyDataset(dir);
+        if (how === 'dot-slash') {
+          // "./" before a name is what `tar -C dir -cf x.tar .` writes: the same member (only the shard's CRC32C changed)
+          expect(r.damaged).toEqual([]);
+        } else {
+          expect(r.damaged.map((d) => [d.key, d.shard])).toEqual([[span.key, span.shard]]);
+          expect(r.damaged[0]!.what).toBe(`member "jpg": tar header names ${JSON.stringify(renamed)}, the index says ${JSON.stringify(`${span.key}.jpg`)}`);
+        }
+        expect(r.ok).toBe(false); // the shard's whole-file CRC32C no longer matches either
+        fs.rmSync(dir, { recursive: true, force: true });
+      }),
+      { numRuns: 12 },
+    );
+  });
+
+  it('names the sample whose header gives another size (one that keeps the tar parsing)', async () => {
+    // size - 1 pads to the same blocks unless size is one past a block: the next header is where it was. Not the
+    // first sample of its shard (verify reads a shard's first chunk on the way that names what is wrong)
+    const span = spans.find((s, i) => i > 0 && spans[i - 1]!.shard === s.shard && s.size % TAR_BLOCK !== 1)!;
+    const dir = copy();
+    rewriteHeader(dir, span, F_SIZE, `${(span.size - 1).toString(8).padStart(11, '0')}`);
+    const r = await verifyDataset(dir);
+    expect(r.damaged.map((d) => [d.key, d.what])).toEqual([[span.key, `member "jpg": tar header says ${span.size - 1} bytes, the index says ${span.size}`]]);
+  });
+});
