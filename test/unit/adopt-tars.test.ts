@@ -16,6 +16,7 @@ import { openDataset } from '../../src/read/dataset.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
 import { hasTool, run } from '../helpers/tools.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { flipBits } from '../helpers/checked.js';
 
 const content = (name: string): Buffer => Buffer.from(createHash('sha256').update(name).digest('hex').repeat(1 + (name.length % 40)));
 
@@ -263,7 +264,7 @@ with tarfile.open(sys.argv[1], 'w', format=tarfile.PAX_FORMAT) as t:
     fs.writeFileSync(t, bytes.subarray(0, 1200));
     await expect(adoptTars([t], { out: path.join(tmpDir(), 'o') })).rejects.toMatchObject({ code: ErrorCodes.TRUNCATED });
     const bad = Buffer.from(bytes);
-    bad[10] ^= 1;
+    flipBits(bad, 10, 1);
     fs.writeFileSync(t, bad);
     await expect(adoptTars([t], { out: path.join(tmpDir(), 'o') })).rejects.toMatchObject({ code: ErrorCodes.CORRUPT_SHARD });
     await expect(adoptTars([], { out: tmpDir() })).rejects.toMatchObject({ code: ErrorCodes.INVALID_ARG });
