@@ -10,6 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { DatasetWriter } from '../../src/pack/dataset-writer.js';
 import { hasTool, run } from '../helpers/tools.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { bufferChunk } from '../helpers/stream-chunks.js';
 
 const names = [
   'plain/0001.jpg',
@@ -108,7 +109,7 @@ print(json.dumps(out))
       const done = new Promise<void>((resolve, reject) => {
         extract.on('entry', (header, stream, next) => {
           const chunks: Buffer[] = [];
-          stream.on('data', (c: Buffer) => chunks.push(c));
+          stream.on('data', (c) => chunks.push(bufferChunk(c)));
           stream.on('end', () => {
             expect(header.type).toBe('file');
             got.set(header.name, Buffer.concat(chunks));

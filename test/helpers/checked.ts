@@ -18,3 +18,9 @@ export function countAt(counts: number[], at: number): void {
   checkIndex(counts.length, at, 'countAt');
   counts[at] = (counts[at] as number) + 1;
 }
+
+/** `value`, which the test expects to be there; throws naming `what` when it is undefined. */
+export function defined<T>(value: T | undefined, what: string): T {
+  if (value === undefined) throw new Error(`expected ${what} to be defined`);
+  return value;
+}

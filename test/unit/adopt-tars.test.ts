@@ -38,7 +38,7 @@ async function samplesOf(dir: string): Promise<Map<string, Record<string, string
   return out;
 }
 
-function tarStreamTar(file: string, entries: (tarStream.Headers & { body?: Buffer })[]): Promise<void> {
+function tarStreamTar(file: string, entries: (Parameters<tarStream.Pack['entry']>[0] & { body: Buffer })[]): Promise<void> {
   const pack = tarStream.pack();
   const out = fs.createWriteStream(file);
   pack.pipe(out);

@@ -7,6 +7,7 @@ import { encodeFileHeader, F_SIZE, headerChecksum, TAR_BLOCK, tarPadding } from 
 import { MAX_TAR_META_BYTES, TarScanner, type TarEntry } from '../../formats/tar-scan.js';
 import { hasTool, run } from '../helpers/tools.js';
 import { flipBits } from '../helpers/checked.js';
+import { bufferChunk } from '../helpers/stream-chunks.js';
 
 interface Seen {
   name: string | undefined;
@@ -50,10 +51,14 @@ function ourTar(files: [string, string][]): Uint8Array {
 async function tarStreamBytes(entries: { name: string; body: string; type?: 'file' | 'symlink' | 'directory'; linkname?: string }[]): Promise<Uint8Array> {
   const pack = tarStream.pack();
   const chunks: Buffer[] = [];
-  pack.on('data', (c: Buffer) => chunks.push(c));
-  for (const e of entries) pack.entry({ name: e.name, type: e.type ?? 'file', ...(e.linkname ? { linkname: e.linkname } : {}) }, e.type === undefined ? Buffer.from(e.body, 'latin1') : undefined);
+  pack.on('data', (c) => chunks.push(bufferChunk(c)));
+  for (const e of entries) {
+    const header = { name: e.name, type: e.type ?? 'file', ...(e.linkname ? { linkname: e.linkname } : {}) };
+    if (e.type === undefined) pack.entry(header, Buffer.from(e.body, 'latin1'));
+    else pack.entry(header);
+  }
   pack.finalize();
-  await new Promise((r) => pack.on('end', r));
+  await new Promise<void>((r) => pack.on('end', () => r()));
   return Buffer.concat(chunks);
 }
 
