@@ -294,7 +294,8 @@ describe('renderers', () => {
       expect(md).toContain(formatSeconds(s.medianSeconds));
       for (const e of s.epochSeconds) expect(md).toContain(formatSeconds(e));
     }
-    expect(md).toContain(`${formatRatio(report.comparison.speedup)} faster`);
+    // the ratio printed with a range is the median of the ratios the range is over
+    expect(md).toContain(`${formatRatio(report.comparison.speedupSpread!.median)} faster (`);
     for (const row of report.projections.rows) {
       expect(md).toContain(row.profile.label);
       expect(md).toContain(formatSeconds(row.seconds.raw));
