@@ -8,9 +8,9 @@ import path from 'node:path';
 import tarStream from 'tar-stream';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DatasetWriter } from '../../src/pack/dataset-writer.js';
+import { bufferChunk } from '../helpers/stream-chunks.js';
 import { hasTool, run } from '../helpers/tools.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { bufferChunk } from '../helpers/stream-chunks.js';
 
 const names = [
   'plain/0001.jpg',

@@ -15,9 +15,9 @@ import { ErrorCodes } from '../../formats/errors.js';
 import { lz4DecompressMember } from '../../formats/lz4.js';
 import { DatasetWriter, INDEX_FILE } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
+import { flipBits } from '../helpers/checked.js';
 import { CLI } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { flipBits } from '../helpers/checked.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const N = 200;

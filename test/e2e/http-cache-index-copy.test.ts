@@ -5,9 +5,9 @@ import { indexChecksOut } from '../../src/cache/index-copy.js';
 import type { CacheEvent } from '../../src/cache/shard-cache.js';
 import { openDataset, type Dataset } from '../../src/read/dataset.js';
 import { batches, type BytesLoaderOptions, cachedBytes, expectLocalBatches, flipByte, indexCopies, serveCacheDatasets } from '../helpers/cache-server.js';
+import { flipBits } from '../helpers/checked.js';
 import { nginxSkipReason } from '../helpers/nginx.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { flipBits } from '../helpers/checked.js';
 
 /**
  * Issue #25: the index file is copied into the shard cache (index-copy.ts), so a new process on a fully cached dir

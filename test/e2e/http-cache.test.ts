@@ -6,13 +6,13 @@ import { ErrorCodes } from '../../formats/errors.js';
 import { hasProof, writeProof } from '../../src/cache/copy-proof.js';
 import type { CacheEvent, CacheOptions } from '../../src/cache/shard-cache.js';
 import { openDataset } from '../../src/read/dataset.js';
+import { flipBits } from '../helpers/checked.js';
 import { shardkit, shardkitAsync } from '../helpers/cli.js';
 import { startFlakyServer } from '../helpers/flaky-server.js';
 import { collect, expectLocalSamples, flipByte, rangeBytes, serveCacheDatasets, shardCopies, shardLog } from '../helpers/cache-server.js';
 import { sameBytes } from '../helpers/loader-dataset.js';
 import { nginxSkipReason, type AccessLogEntry } from '../helpers/nginx.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { flipBits } from '../helpers/checked.js';
 
 /** Issue #25, part 1: the node-local shard cache, against a real nginx on loopback and the fault server. */
 const N = 1200;

@@ -14,9 +14,9 @@ import { reindexDataset } from '../../src/adopt/reindex.js';
 import { DatasetWriter } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
+import { flipBits } from '../helpers/checked.js';
 import { hasTool, run } from '../helpers/tools.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { flipBits } from '../helpers/checked.js';
 
 const content = (name: string): Buffer => Buffer.from(createHash('sha256').update(name).digest('hex').repeat(1 + (name.length % 40)));
 

@@ -21,11 +21,11 @@ import { verifyDataset } from '../../src/verify/verify-dataset.js';
 import { extractDataset } from '../../src/verify/extract.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { writeMember } from '../../src/read/inspect.js';
+import { flipBits } from '../helpers/checked.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { hasTool, run } from '../helpers/tools.js';
 import { closeStreamedSample, openStreamedSample } from '../../src/pack/streamed-sample.js';
 import { tarPadding } from '../../formats/tar-header.js';
-import { flipBits } from '../helpers/checked.js';
 
 afterEach(() => {
   delete process.env.SHARDKIT_TEST_MAX_SPAN_BYTES;

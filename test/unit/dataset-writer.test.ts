@@ -6,8 +6,8 @@ import { ErrorCodes } from '../../formats/errors.js';
 import { reindexDataset } from '../../src/adopt/reindex.js';
 import { DatasetWriter, INDEX_FILE } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
-import { tmpDir } from '../helpers/tmp.js';
 import { defined } from '../helpers/checked.js';
+import { tmpDir } from '../helpers/tmp.js';
 
 const enc = new TextEncoder();
 

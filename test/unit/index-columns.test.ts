@@ -10,8 +10,8 @@ import { Codec } from '../../formats/index-entry.js';
 import { ErrorCodes } from '../../formats/errors.js';
 import { DatasetWriter } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
-import { tmpDir } from '../helpers/tmp.js';
 import { flipBits } from '../helpers/checked.js';
+import { tmpDir } from '../helpers/tmp.js';
 
 describe('index leaves (columns)', () => {
   it('get/at, their sync and view twins, locate and the loader never make a leaf\'s entry objects, LZ4 or not (a cached leaf keeps its columns only)', async () => {

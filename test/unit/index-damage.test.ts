@@ -7,8 +7,8 @@ import { ErrorCodes, isShardkitError } from '../../formats/errors.js';
 import { DatasetWriter, INDEX_FILE } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
-import { tmpDir } from '../helpers/tmp.js';
 import { flipBits } from '../helpers/checked.js';
+import { tmpDir } from '../helpers/tmp.js';
 
 const N = 400;
 const keyOf = (i: number) => `s/${String(i).padStart(4, '0')}`;

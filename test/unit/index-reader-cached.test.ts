@@ -5,9 +5,9 @@ import { MANIFEST_FILE, parseManifest } from '../../formats/manifest.js';
 import type { ByteSource } from '../../src/io/byte-source.js';
 import { FileSource } from '../../src/io/file-source.js';
 import { IndexReader } from '../../src/read/index-reader.js';
+import { flipBits } from '../helpers/checked.js';
 import { writeLoaderDataset } from '../helpers/loader-dataset.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { flipBits } from '../helpers/checked.js';
 
 /** An index read as over http: asynchronous reads only (no readSync), each counted. */
 class AsyncOnlySource implements ByteSource {

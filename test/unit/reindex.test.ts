@@ -11,8 +11,8 @@ import { partOfKey, partShardPrefix } from '../../src/pack/partition.js';
 import { DatasetWriter, INDEX_FILE } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
-import { tmpDir } from '../helpers/tmp.js';
 import { flipBits } from '../helpers/checked.js';
+import { tmpDir } from '../helpers/tmp.js';
 
 const enc = new TextEncoder();
 

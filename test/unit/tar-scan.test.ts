@@ -5,9 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../formats/errors.js';
 import { encodeFileHeader, F_SIZE, headerChecksum, TAR_BLOCK, tarPadding } from '../../formats/tar-header.js';
 import { MAX_TAR_META_BYTES, TarScanner, type TarEntry } from '../../formats/tar-scan.js';
-import { hasTool, run } from '../helpers/tools.js';
 import { flipBits } from '../helpers/checked.js';
 import { bufferChunk } from '../helpers/stream-chunks.js';
+import { hasTool, run } from '../helpers/tools.js';
 
 interface Seen {
   name: string | undefined;

@@ -13,8 +13,8 @@ import { DatasetWriter } from '../../src/pack/dataset-writer.js';
 import { createFresh, replaceFile } from '../../src/pack/replace-file.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { errorOf } from '../helpers/error-of.js';
-import { tmpDir } from '../helpers/tmp.js';
 import { bufferChunk } from '../helpers/stream-chunks.js';
+import { tmpDir } from '../helpers/tmp.js';
 
 async function makeTar(file: string): Promise<Buffer> {
   const pack = tarStream.pack();
