@@ -3,7 +3,8 @@ import { ErrorCodes, ShardkitError } from '../../formats/errors.js';
 import type { BenchProgress } from '../../src/bench/bench-options.js';
 import type { BenchReport, FirstAndSteady, SideResult } from '../../src/bench/report.js';
 import { epochsReadFromStorage } from '../../src/bench/report-build.js';
-import { formatSpread, ratioSpread } from '../../src/bench/report-spread.js';
+import { formatRatio } from '../../src/bench/report-format.js';
+import { formatSpread, formatSpreadNote, type RatioSpread } from '../../src/bench/report-spread.js';
 import { runBench, writeReport } from '../../src/on-demand.js';
 import { expectLocalPath } from '../../src/io/location.js';
 import { CACHE_DIR_FLAGS, CACHE_SIZE_FLAGS, cacheOption, parseChoice, parseCount } from '../args.js';
@@ -70,6 +71,17 @@ function warmSuffix(sides: readonly SideResult[]): string {
   return n === 0 ? '' : ` (${n} epoch${n === 1 ? '' : 's'} read from storage, NOT warm: see report)`;
 }
 
+/** `epochs 1.75x faster (note)`, or `epochs 2x SLOWER (raw/shards time ratio 0.5x, note)`: a time ratio read the right way round. */
+function epochsVsRaw(ratio: number, note: string): string {
+  return ratio >= 1 ? `epochs ${formatRatio(ratio)} faster (${note})` : `epochs ${formatRatio(1 / ratio)} SLOWER (raw/shards time ratio ${formatRatio(ratio)}, ${note})`;
+}
+
+/** A ratio with its range: the median of the per-run ratios (inside the range); without one, the pooled ratio, labelled. */
+function ratioWithSpread(spread: RatioSpread | null | undefined, pooled: number | null | undefined, show: (ratio: number, note: string) => string): string {
+  if (spread !== null && spread !== undefined) return show(spread.median, formatSpreadNote(spread));
+  return pooled === null || pooled === undefined ? 'n/a' : show(pooled, `medians of all epochs; ${formatSpread(null)}`);
+}
+
 /** The short table printed after a bench. */
 export function benchSummary(report: BenchReport): string {
   const sides = [report.sides.raw, report.sides.shards, ...(report.sides.lmdb ? [report.sides.lmdb] : [])];
@@ -89,15 +101,14 @@ export function benchSummary(report: BenchReport): string {
   ];
   const c = report.comparison;
   const d = report.dataset;
-  // a ratio moves between identical runs: its range goes with it
-  const spread = formatSpread(ratioSpread(report, report.sides.raw, report.sides.shards));
+  // a ratio moves between identical runs: its range goes with it, and the figure is the median of the same ratios
   const lines = [
     `${count(d.samples, 'sample')}, ${count(d.rawFiles, 'raw file')} (${humanBytes(d.rawBytes)}, ${humanBytes(d.rawAllocatedBytes)} allocated) vs ${count(d.shards, 'shard')} + index (${humanBytes(d.shardBytes + d.indexBytes)})`,
     `cache: ${report.options.cache.mode}${report.options.cache.mode === 'cold' ? `${report.options.cache.coldVerified ? ' (verified)' : ' (NOT verified: see report)'}, each epoch in a fresh process` : warmSuffix(sides)}, order ${report.options.order}, batch ${report.options.batch}, concurrency ${report.options.concurrency}, decode ${report.options.decode}`,
     table(rows),
-    `shards vs raw: ${c.speedup === null ? 'n/a' : c.speedup >= 1 ? `epochs ${fixed(c.speedup)}x faster (${spread})` : `epochs ${fixed(1 / c.speedup)}x SLOWER (raw/shards time ratio ${spread})`}, ${fixed(c.syscallsPerSampleRatio, 3)}x the syscalls per sample in a process's first epoch${c.steadyStateSyscallsPerSampleRatio === null ? '' : ` (${fixed(c.steadyStateSyscallsPerSampleRatio, 3)}x in later epochs)`}, break-even after ${d.packSeconds === null ? 'unknown (no usable pack time: see the report\'s notes)' : c.breakEvenEpochs === null ? 'never (shards not faster here)' : `${fixed(c.breakEvenEpochs)} epochs (pack took ${fixed(d.packSeconds)} s)`}`,
+    `shards vs raw: ${ratioWithSpread(c.speedupSpread, c.speedup, epochsVsRaw)}, ${fixed(c.syscallsPerSampleRatio, 3)}x the syscalls per sample in a process's first epoch${c.steadyStateSyscallsPerSampleRatio === null ? '' : ` (${fixed(c.steadyStateSyscallsPerSampleRatio, 3)}x in later epochs)`}, break-even after ${d.packSeconds === null ? 'unknown (no usable pack time: see the report\'s notes)' : c.breakEvenEpochs === null ? 'never (shards not faster here)' : `${fixed(c.breakEvenEpochs)} epochs (pack took ${fixed(d.packSeconds)} s)`}`,
   ];
-  if (c.lmdbVsShards !== undefined) lines.push(`lmdb epoch / shards epoch: ${fixed(c.lmdbVsShards)}`);
+  if (c.lmdbVsShards !== undefined) lines.push(`lmdb epoch / shards epoch: ${ratioWithSpread(c.lmdbVsShardsSpread, c.lmdbVsShards, (r, note) => `${formatRatio(r)} (${note})`)}`);
   lines.push(...throttledSummary(report), ...remoteSummary(report));
   return `${lines.join('\n')}\n`;
 }

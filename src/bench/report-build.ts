@@ -21,6 +21,7 @@ import type {
   StraceCheck,
 } from './report.js';
 import { formatRunEpoch } from './report-format.js';
+import { ratioSpread } from './report-spread.js';
 import { downsampledCdf, median, percentileSorted } from './report-stats.js';
 import { throttledSection, type ThrottledMeasurement } from './report-throttled.js';
 import type { NodeModelSection, RemoteSection } from './remote-section.js';
@@ -192,17 +193,18 @@ export function breakEvenEpochs(packSeconds: number | null, rawEpochSeconds: num
   return saved > 0 ? packSeconds / saved : null;
 }
 
-export function compareSides(raw: SideResult, shards: SideResult, packSeconds: number | null, lmdb?: SideResult): Comparison {
+export function compareSides(options: BenchOptions, raw: SideResult, shards: SideResult, packSeconds: number | null, lmdb?: SideResult): Comparison {
   const steadyShards = shards.syscallsPerSample.steadyState;
   const steadyRaw = raw.syscallsPerSample.steadyState;
   return {
     speedup: ratio(raw.medianSeconds, shards.medianSeconds),
+    speedupSpread: ratioSpread({ options }, raw, shards),
     throughputRatio: ratio(shards.samplesPerSecond, raw.samplesPerSecond),
     syscallsPerSampleRatio: ratio(shards.syscallsPerSample.firstEpoch, raw.syscallsPerSample.firstEpoch),
     steadyStateSyscallsPerSampleRatio: steadyShards === null || steadyRaw === null ? null : ratio(steadyShards, steadyRaw),
     opensRatio: ratio(shards.opensPerEpoch.firstEpoch, raw.opensPerEpoch.firstEpoch),
     breakEvenEpochs: breakEvenEpochs(packSeconds, raw.medianSeconds, shards.medianSeconds),
-    ...(lmdb ? { lmdbVsShards: ratio(lmdb.medianSeconds, shards.medianSeconds) } : {}),
+    ...(lmdb ? { lmdbVsShards: ratio(lmdb.medianSeconds, shards.medianSeconds), lmdbVsShardsSpread: ratioSpread({ options }, lmdb, shards) } : {}),
   };
 }
 
@@ -245,7 +247,7 @@ export function buildReport(input: BenchMeasurements): BenchReport {
     options: input.options,
     dataset,
     sides,
-    comparison: compareSides(raw, shards, dataset.packSeconds, lmdb),
+    comparison: compareSides(input.options, raw, shards, dataset.packSeconds, lmdb),
     projections: projectSides(sides, input.profiles, input.options.concurrency, dataset.packSeconds),
     ...(input.throttled === undefined ? {} : { throttled: throttledSection(input.throttled) }),
     ...(input.remote === undefined ? {} : { remote: input.remote }),

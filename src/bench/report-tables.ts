@@ -5,7 +5,6 @@
 import { epochsReadFromStorage } from './report-build.js';
 import { formatBytes, formatEpochs, formatNumber, formatPercent, formatRatio, formatRunEpoch, formatSeconds } from './report-format.js';
 import type { BenchReport, FirstAndSteady, SideResult, ThrottledSide } from './report.js';
-import { ratioSpread } from './report-spread.js';
 
 export interface Table {
   title: string;
@@ -39,29 +38,37 @@ function cacheCaption(report: BenchReport): string {
   return `warm cache${c.warmUp ? ' (every file read once before timing)' : ''}${notWarm > 0 ? `, but ${notWarm} epoch${notWarm === 1 ? '' : 's'} read from storage: NOT warm, see notes` : ''}`;
 }
 
-/** `2.91–3.60x`: the min–max of the raw-over-shards time ratio, after the ratio it qualifies; empty without one. */
-function spreadCell(report: BenchReport): string {
-  const spread = ratioSpread(report, report.sides.raw, report.sides.shards);
-  return spread === null ? '' : ` (${formatNumber(spread.min)}–${formatRatio(spread.max)})`;
+/**
+ * `3.24x faster (2.91–3.6x)`: the raw-over-shards time ratio with its min–max over the runs, the ratio being their
+ * median so that it lies in the range; without a range, the ratio of the pooled medians (`pooled`).
+ */
+function ratioCell(report: BenchReport, pooled: number | null, word = ''): string {
+  const spread = report.comparison.speedupSpread;
+  return spread === null ? `${formatRatio(pooled)}${word}` : `${formatRatio(spread.median)}${word} (${formatNumber(spread.min)}–${formatRatio(spread.max)})`;
 }
 
 /** The first table a reader sees: one row per headline figure, one column per side, then shards vs raw. */
 export function summaryTable(report: BenchReport): Table {
   const sides = sidesOf(report);
   const { comparison: cmp } = report;
-  const spread = spreadCell(report);
-  const over = report.options.repeat > 1 ? `its min–max over the ${report.options.repeat} alternated runs` : 'its min–max over the paired epochs of the one run';
+  const spread = cmp.speedupSpread;
+  const over =
+    spread === null
+      ? ''
+      : spread.over === 'runs'
+        ? `; a time ratio with a range is the median of the ${spread.count} alternated runs' ratios, with their min–max`
+        : `; a time ratio with a range is the median of the ratios of the ${spread.count} paired epochs of the one run, with their min–max`;
   const row = (name: string, f: (s: SideResult) => string, vs: string): string[] => [name, ...sides.map(f), vs];
   const steady = cmp.steadyStateSyscallsPerSampleRatio !== null;
   const split = steady ? ', first epoch of a process (opens the shards) / later epochs (steady state)' : ', first epoch of a process (opens the shards)';
   return {
     title: 'Summary (measured)',
-    caption: `${report.dataset.samples.toLocaleString('en-US')} samples, ${report.options.epochs} epochs x ${report.options.repeat} runs per side, ${report.options.order} order, batch ${report.options.batch}, concurrency ${report.options.concurrency}, ${cacheCaption(report)}${spread === '' ? '' : `; the range after a time ratio is ${over}`}`,
+    caption: `${report.dataset.samples.toLocaleString('en-US')} samples, ${report.options.epochs} epochs x ${report.options.repeat} runs per side, ${report.options.order} order, batch ${report.options.batch}, concurrency ${report.options.concurrency}, ${cacheCaption(report)}${over}`,
     header: ['', ...sides.map((s) => s.label), 'shards vs raw'],
     rows: [
-      row('median epoch', (s) => formatSeconds(s.medianSeconds), `${formatRatio(cmp.speedup)} faster${spread}`),
+      row('median epoch', (s) => formatSeconds(s.medianSeconds), ratioCell(report, cmp.speedup, ' faster')),
       row('min / max epoch', (s) => `${formatSeconds(s.minSeconds)} / ${formatSeconds(s.maxSeconds)}`, ''),
-      row('samples/s', (s) => formatNumber(s.samplesPerSecond), `${formatRatio(cmp.throughputRatio)}${spread}`),
+      row('samples/s', (s) => formatNumber(s.samplesPerSecond), ratioCell(report, cmp.throughputRatio)),
       row('payload MB/s (member bytes)', (s) => formatNumber(s.megabytesPerSecond), ''),
       row('bytes read from files per epoch (headers, padding, merged reads)', (s) => formatBytes(s.bytesReadPerEpoch), ''),
       row(report.options.batch === 1 ? 'sample wait p50 / p99' : `batch wait p50 / p99 (batches of ${report.options.batch})`, (s) => `${formatSeconds(s.latency.p50)} / ${formatSeconds(s.latency.p99)}`, ''),

@@ -7,6 +7,7 @@
  */
 import type { StorageProfile } from './profiles.js';
 import type { NodeModelSection, RemoteSection } from './remote-section.js';
+import type { RatioSpread } from './report-spread.js';
 
 export const BENCH_REPORT_VERSION = 1;
 
@@ -175,8 +176,14 @@ export interface SideResult {
 }
 
 export interface Comparison {
-  /** raw median / shards median: how many times faster an epoch is on shards. */
+  /** raw median / shards median (medians of all epochs, runs pooled): how many times faster an epoch is on shards. */
   speedup: number | null;
+  /**
+   * raw / shards epoch time per alternated run (the ratio of that run's medians), or per paired epoch with one run:
+   * their median, min and max. The text prints this median with this range, never `speedup`, which can fall
+   * outside it. null when the epochs do not pair up or a time is zero.
+   */
+  speedupSpread: RatioSpread | null;
   /** shards samples/s / raw samples/s. */
   throughputRatio: number | null;
   /** shards / raw syscalls per sample, first epoch of a process (syscallsPerSample.firstEpoch). */
@@ -189,6 +196,8 @@ export interface Comparison {
   breakEvenEpochs: number | null;
   /** LMDB vs shards, when LMDB was measured: lmdb median / shards median. */
   lmdbVsShards?: number | null;
+  /** LMDB vs shards, when LMDB was measured, per run as {@link Comparison.speedupSpread} is: what the text prints. */
+  lmdbVsShardsSpread?: RatioSpread | null;
 }
 
 export interface ProfileProjection {

@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isShardkitError } from '../../formats/errors.js';
 import { mergeRankStates, planEpoch, type Partition } from '../../src/read/epoch-plan.js';
+import type { EpochState, RankState } from '../../src/read/epoch-state.js';
 import { mixtureCounts, type SourceShare } from '../../src/read/mixture-counts.js';
 import { planMixtureEpoch, type MixtureEpoch } from '../../src/read/mixture-plan.js';
 import { planRehearsalEpoch, rehearsalShape } from '../../src/read/rehearsal-plan.js';
@@ -24,7 +25,7 @@ interface Options {
   partition: Partition;
   batchSize: number;
   dropLast: boolean;
-  resumeFrom?: unknown;
+  resumeFrom?: EpochState | RankState;
 }
 type Reply<T> = T | { error: string; message: string };
 type Pair = [number, number];
@@ -59,7 +60,7 @@ function outcome<T>(fn: () => T): T | { error: string } {
 /** Node's batches for one rank: the mixture loader's deal of the epoch table (see mixture-loader.ts). */
 function nodeBatches(table: MixtureEpoch, o: Options, rank: number): Pair[][] {
   const { resumeFrom, ...rest } = o;
-  const plan = planEpoch({ ...rest, shardSizes: [table.source.length], shuffle: 'none', rank, ...(resumeFrom === undefined ? {} : { resumeFrom: resumeFrom as never }) });
+  const plan = planEpoch({ ...rest, shardSizes: [table.source.length], shuffle: 'none', rank, ...(resumeFrom === undefined ? {} : { resumeFrom }) });
   const out: Pair[][] = [];
   for (let first = 0; first < plan.length; first += o.batchSize) {
     out.push(Array.from({ length: Math.min(o.batchSize, plan.length - first) }, (_, i) => {

@@ -8,6 +8,7 @@ import path from 'node:path';
 import tarStream from 'tar-stream';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DatasetWriter } from '../../src/pack/dataset-writer.js';
+import { bufferChunk } from '../helpers/stream-chunks.js';
 import { hasTool, run } from '../helpers/tools.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -108,7 +109,7 @@ print(json.dumps(out))
       const done = new Promise<void>((resolve, reject) => {
         extract.on('entry', (header, stream, next) => {
           const chunks: Buffer[] = [];
-          stream.on('data', (c: Buffer) => chunks.push(c));
+          stream.on('data', (c) => chunks.push(bufferChunk(c)));
           stream.on('end', () => {
             expect(header.type).toBe('file');
             got.set(header.name, Buffer.concat(chunks));

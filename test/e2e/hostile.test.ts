@@ -15,6 +15,7 @@ import { ErrorCodes } from '../../formats/errors.js';
 import { lz4DecompressMember } from '../../formats/lz4.js';
 import { DatasetWriter, INDEX_FILE } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
+import { flipBits } from '../helpers/checked.js';
 import { CLI } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -172,7 +173,7 @@ describe('faults are detected, each with its own code, in one line', () => {
 
     const replaced = copy();
     const b = fs.readFileSync(path.join(replaced, 'shard-000000.tar'));
-    b[100] ^= 1;
+    flipBits(b, 100, 1);
     fs.writeFileSync(path.join(replaced, 'shard-000000.tar'), b);
     expectOneLineError(cli(['get', replaced, key, '--ext', 'cls']), ErrorCodes.SHARD_MISMATCH);
 
@@ -197,7 +198,7 @@ describe('faults are detected, each with its own code, in one line', () => {
     const shard = path.join(dir, ds.shardName(entry.shard));
     await ds.close();
     const b = fs.readFileSync(shard);
-    b[entry.offset + jpg.offset + 150] ^= 0x40;
+    flipBits(b, entry.offset + jpg.offset + 150, 0x40);
     fs.writeFileSync(shard, b);
     const ds2 = await openDataset(dir, { checkShards: 'size' });
     await expect(ds2.get(keyOf(7))).rejects.toMatchObject({ code: ErrorCodes.CHECKSUM, key: keyOf(7) });
@@ -220,7 +221,7 @@ describe('faults are detected, each with its own code, in one line', () => {
     await ds.close();
     expect(shard).not.toBe('shard-000000.tar');
     const b = fs.readFileSync(path.join(dir, shard));
-    b[entry.offset + jpg.offset + 10] ^= 0x01;
+    flipBits(b, entry.offset + jpg.offset + 10, 0x01);
     fs.writeFileSync(path.join(dir, shard), b);
     // a directory where shard 0 should be: refused when it is opened (UNSAFE_PATH); the unit test fails the reads of a
     // regular file

@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { indexChecksOut } from '../../src/cache/index-copy.js';
 import type { CacheEvent } from '../../src/cache/shard-cache.js';
 import { openDataset, type Dataset } from '../../src/read/dataset.js';
-import type { LoaderOptions } from '../../src/read/loader-options.js';
-import { batches, cachedBytes, expectLocalBatches, flipByte, indexCopies, serveCacheDatasets } from '../helpers/cache-server.js';
+import { batches, type BytesLoaderOptions, cachedBytes, expectLocalBatches, flipByte, indexCopies, serveCacheDatasets } from '../helpers/cache-server.js';
+import { flipBits } from '../helpers/checked.js';
 import { nginxSkipReason } from '../helpers/nginx.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -25,7 +25,7 @@ describe.skipIf(nginxSkipReason !== undefined)('the index file in the shard cach
   for (const shuffle of ['none', 'block', 'full'] as const) {
     it(`${shuffle} shuffle: a new process on a fully cached dir sends no index request and reads its first epoch locally (no miss, no stall)`, async () => {
       const cache = { dir: tmpDir(), maxBytes: 2 * fx.datasetBytes };
-      const options: LoaderOptions = { batchSize: 24, shuffle, seed: 3, ...(shuffle === 'block' ? { windowShards: 3 } : {}) };
+      const options: BytesLoaderOptions = { batchSize: 24, shuffle, seed: 3, ...(shuffle === 'block' ? { windowShards: 3 } : {}) };
       const logStart = (await fx.server.accessLog()).length;
       const filler = await openDataset(`${fx.server.url}/ds`, { cache });
       await batches(filler.loader(options));
@@ -55,7 +55,7 @@ describe.skipIf(nginxSkipReason !== undefined)('the index file in the shard cach
     const bytes = fs.readFileSync(copy as string);
     const stat = fs.statSync(copy as string);
     const pageSize = fx.local.manifest.index.pageSize;
-    bytes[pageSize + (pageSize >> 1)] ^= 0x5a; // inside page 1
+    flipBits(bytes, pageSize + (pageSize >> 1), 0x5a); // inside page 1
     fs.writeFileSync(copy as string, bytes);
     fs.utimesSync(copy as string, stat.atime, stat.mtime); // its times as they were (its ctime moves all the same)
     expect(indexChecksOut(bytes, fx.local.manifest.index)).toBe(false);
@@ -66,7 +66,7 @@ describe.skipIf(nginxSkipReason !== undefined)('the index file in the shard cach
     expect(await indexGets(before)).toBe(1);
     expect(indexChecksOut(fs.readFileSync(copy as string), fx.local.manifest.index)).toBe(true);
     expect(fs.existsSync(`${copy as string}.ok`)).toBe(true);
-    const options: LoaderOptions = { batchSize: 32, shuffle: 'full', seed: 8 };
+    const options: BytesLoaderOptions = { batchSize: 32, shuffle: 'full', seed: 8 };
     await expectLocalBatches(fx.local, (await batches(ds.loader(options))).got, options);
     await ds.close();
   });
@@ -84,7 +84,7 @@ describe.skipIf(nginxSkipReason !== undefined)('the index file in the shard cach
       flipByte(copy as string, fx.local.index.tree.header.rootPage * pageSize + 60);
       const before = (await fx.server.accessLog()).length;
       if (via === 'loader') {
-        const options: LoaderOptions = { batchSize: 32, shuffle: 'full', seed: 6 };
+        const options: BytesLoaderOptions = { batchSize: 32, shuffle: 'full', seed: 6 };
         await expectLocalBatches(fx.local, (await batches(ds.loader(options))).got, options);
       } else {
         for (const p of [0, 700, N - 1]) {
@@ -111,7 +111,7 @@ describe.skipIf(nginxSkipReason !== undefined)('the index file in the shard cach
     const dir = tmpDir();
     const maxBytes = Math.floor(fx.datasetBytes / 2);
     const ds = await openDataset(`${fx.server.url}/ds`, { cache: { dir, maxBytes } });
-    const options: LoaderOptions = { batchSize: 32, shuffle: 'block', seed: 2, windowShards: 2 };
+    const options: BytesLoaderOptions = { batchSize: 32, shuffle: 'block', seed: 2, windowShards: 2 };
     for (const epoch of [0, 1]) {
       await expectLocalBatches(fx.local, (await batches(ds.loader({ ...options, epoch }))).got, { ...options, epoch });
       expect(cachedBytes(dir)).toBeLessThanOrEqual(maxBytes);
@@ -131,7 +131,7 @@ describe.skipIf(nginxSkipReason !== undefined)('the index file in the shard cach
       expect(indexCopies(cache.dir)).toHaveLength(1);
       expect(indexChecksOut(fs.readFileSync(indexCopies(cache.dir)[0] as string), fx.local.manifest.index)).toBe(true);
       // the same dataset subdirectory as its shard copies
-      const options: LoaderOptions = { batchSize: 24, shuffle: 'full', seed: 4 };
+      const options: BytesLoaderOptions = { batchSize: 24, shuffle: 'full', seed: 4 };
       const filler = await openDataset(dsDir, { cache });
       await batches(filler.loader(options));
       await filler.close();
@@ -151,7 +151,7 @@ describe.skipIf(nginxSkipReason !== undefined)('the index file in the shard cach
       const events: CacheEvent[] = [];
       const ds = await openDataset(path.join(fx.root, 'ds'), { cache: { dir: tmpDir(), maxBytes: 1000, onEvent: (e) => events.push(e) } });
       expect(events).toEqual([{ type: 'bypass', shard: indexFile(), reason: expect.stringContaining("the index is read from the dataset's directory: it is larger than the cache") }]);
-      const options: LoaderOptions = { batchSize: 32, seed: 1, shuffle: 'block' };
+      const options: BytesLoaderOptions = { batchSize: 32, seed: 1, shuffle: 'block' };
       await expectLocalBatches(fx.local, (await batches(ds.loader(options))).got, options);
       await ds.close();
     });
@@ -165,7 +165,7 @@ describe.skipIf(nginxSkipReason !== undefined)('the index file in the shard cach
       const { pageSize, pageCount } = fx.local.index.header;
       for (let p = 1; p < pageCount; p++) flipByte(copy as string, p * pageSize + 64); // every page past the header
       const readsAtOpen = ioReads(ds);
-      const options: LoaderOptions = { batchSize: 32, shuffle: 'full', seed: 9 };
+      const options: BytesLoaderOptions = { batchSize: 32, shuffle: 'full', seed: 9 };
       await expectLocalBatches(fx.local, (await batches(ds.loader(options))).got, options);
       expect(events).toEqual([{ type: 'corrupt', shard: indexFile(), reason: expect.stringContaining("pages are read from the dataset's directory from now on") }]);
       expect(indexCopies(cache.dir)).toEqual([]);

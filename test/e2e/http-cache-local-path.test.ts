@@ -5,8 +5,7 @@ import type { Sample } from '../../formats/sample.js';
 import type { CacheEvent, ShardCache } from '../../src/cache/shard-cache.js';
 import { nativeAvailable } from '../../src/native/native.js';
 import { openDataset } from '../../src/read/dataset.js';
-import type { LoaderOptions } from '../../src/read/loader-options.js';
-import { batches, expectLocalBatches, flipByte, rangeBytes, serveCacheDatasets, shardCopies, shardLog } from '../helpers/cache-server.js';
+import { batches, type BytesLoaderOptions, expectLocalBatches, flipByte, rangeBytes, serveCacheDatasets, shardCopies, shardLog } from '../helpers/cache-server.js';
 import { nginxSkipReason } from '../helpers/nginx.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -26,7 +25,7 @@ describe.skipIf(nginxSkipReason !== undefined)('fully cached epochs read as loca
     for (const shuffle of ['none', 'block', 'full'] as const) {
       it(`${shuffle} shuffle${native ? '' : ', pread (no addon)'}: after the first epoch, the same batches as local disk, no request, no miss, no stall`, async () => {
         const ds = await openDataset(`${fx.server.url}/ds`, { native, cache: { dir: tmpDir(), maxBytes: 2 * fx.datasetBytes } });
-        const options: LoaderOptions = { batchSize: 24, shuffle, seed: 5, ...(shuffle === 'block' ? { windowShards: 3 } : {}) };
+        const options: BytesLoaderOptions = { batchSize: 24, shuffle, seed: 5, ...(shuffle === 'block' ? { windowShards: 3 } : {}) };
         const first = await batches(ds.loader(options));
         await expectLocalBatches(fx.local, first.got, options);
         for (const epoch of [1, 2]) {
@@ -48,7 +47,7 @@ describe.skipIf(nginxSkipReason !== undefined)('fully cached epochs read as loca
 
   it('a new process opens copies its proofs vouch for synchronously: once its index pages are decoded, no miss and no stall', async () => {
     const cache = { dir: tmpDir(), maxBytes: 2 * fx.datasetBytes };
-    const options: LoaderOptions = { batchSize: 32, shuffle: 'full', seed: 4 };
+    const options: BytesLoaderOptions = { batchSize: 32, shuffle: 'full', seed: 4 };
     const filler = await openDataset(`${fx.server.url}/ds`, { cache });
     await batches(filler.loader(options));
     await filler.close();
@@ -67,7 +66,7 @@ describe.skipIf(nginxSkipReason !== undefined)('fully cached epochs read as loca
     const dir = tmpDir();
     const maxBytes = Math.ceil(fx.datasetBytes * 1.1);
     const ds = await openDataset(`${fx.server.url}/ds`, { cache: { dir, maxBytes } });
-    const options: LoaderOptions = { batchSize: 16, shuffle: 'block', seed: 9, windowShards: 2 };
+    const options: BytesLoaderOptions = { batchSize: 16, shuffle: 'block', seed: 9, windowShards: 2 };
     await batches(ds.loader(options));
     expect(shardCopies(dir).length).toBe(fx.local.shards.length);
     const loader = ds.loader({ ...options, epoch: 1 });
@@ -111,7 +110,7 @@ describe.skipIf(nginxSkipReason !== undefined)('fully cached epochs read as loca
     const ds = await openDataset(`${fx.server.url}/ds`, { cache: { dir, maxBytes, policy: 'lru' } });
     const cache = ds.cache as ShardCache;
     for (const epoch of [0, 1]) {
-      const options: LoaderOptions = { batchSize: 32, shuffle: 'full', seed: 1, epoch };
+      const options: BytesLoaderOptions = { batchSize: 32, shuffle: 'full', seed: 1, epoch };
       await expectLocalBatches(fx.local, (await batches(ds.loader(options))).got, options);
       const onDisk = new Set(shardCopies(dir).map((f) => path.basename(f).split('~')[0]));
       const ready = fx.local.shards.filter((_, s) => cache.isReady(s));
@@ -139,7 +138,7 @@ describe.skipIf(nginxSkipReason !== undefined)('fully cached epochs read as loca
       const maxOpenShards = 3;
       expect(fx.local.shards.length).toBeGreaterThan(3 * maxOpenShards);
       const ds = await openDataset(`${fx.server.url}/ds`, { native, maxOpenShards, cache: { dir, maxBytes: 2 * fx.datasetBytes } });
-      const options: LoaderOptions = { batchSize: 8, shuffle: 'full', seed: 11 };
+      const options: BytesLoaderOptions = { batchSize: 8, shuffle: 'full', seed: 11 };
       await expectLocalBatches(fx.local, (await batches(ds.loader(options))).got, options);
       const before = (await fx.server.accessLog()).length;
       for (const epoch of [1, 2]) {
@@ -172,7 +171,7 @@ describe.skipIf(nginxSkipReason !== undefined)('fully cached epochs read as loca
       const dir = tmpDir();
       const events: CacheEvent[] = [];
       const ds = await openDataset(`${fx.server.url}/ds`, { native, cache: { dir, maxBytes: 2 * fx.datasetBytes, onEvent: (e) => events.push(e) } });
-      const options: LoaderOptions = { batchSize: 32 };
+      const options: BytesLoaderOptions = { batchSize: 32 };
       await batches(ds.loader(options));
       // a byte of sample 700's `bin` member, changed in place: the file is the inode the copy's map and descriptor hold
       const entry = await fx.local.locate('s/000700');

@@ -6,6 +6,7 @@ import { ErrorCodes } from '../../formats/errors.js';
 import { hasProof, writeProof } from '../../src/cache/copy-proof.js';
 import type { CacheEvent, CacheOptions } from '../../src/cache/shard-cache.js';
 import { openDataset } from '../../src/read/dataset.js';
+import { flipBits } from '../helpers/checked.js';
 import { shardkit, shardkitAsync } from '../helpers/cli.js';
 import { startFlakyServer } from '../helpers/flaky-server.js';
 import { collect, expectLocalSamples, flipByte, rangeBytes, serveCacheDatasets, shardCopies, shardLog } from '../helpers/cache-server.js';
@@ -75,7 +76,7 @@ describe.skipIf(nginxSkipReason !== undefined)('node-local shard cache (real ngi
     const { dir, events, cache } = await fullCache();
     const [victim] = shardCopies(dir).sort();
     const bytes = fs.readFileSync(victim as string);
-    bytes[bytes.length >> 1] ^= 0xff; // inside some sample's member
+    flipBits(bytes, bytes.length >> 1, 0xff); // inside some sample's member
     fs.writeFileSync(victim as string, bytes);
     const again = await openDataset(`${fx.server.url}/ds`, { cache });
     const before = (await fx.server.accessLog()).length;
@@ -130,7 +131,7 @@ describe.skipIf(nginxSkipReason !== undefined)('node-local shard cache (real ngi
     const [victim] = shardCopies(dir).sort();
     const bytes = fs.readFileSync(victim as string);
     const stat = fs.statSync(victim as string);
-    bytes[bytes.length >> 1] ^= 0xff;
+    flipBits(bytes, bytes.length >> 1, 0xff);
     fs.writeFileSync(victim as string, bytes);
     fs.utimesSync(victim as string, stat.atime, stat.mtime); // its times as they were
     fs.rmSync(`${victim as string}.ok`);
@@ -221,8 +222,8 @@ describe.skipIf(nginxSkipReason !== undefined)('node-local shard cache (real ngi
 
   for (const shuffle of ['none', 'block'] as const) {
     it(`${shuffle} shuffle, half the dataset cached: a loader prefetches, and the next epoch fetches about what MIN would`, async () => {
-      const remoteBytes: Record<string, number[]> = { lru: [], clairvoyant: [] };
-      const prefetched: Record<string, number> = { lru: 0, clairvoyant: 0 };
+      const remoteBytes: Record<'lru' | 'clairvoyant', number[]> = { lru: [], clairvoyant: [] };
+      const prefetched: Record<'lru' | 'clairvoyant', number> = { lru: 0, clairvoyant: 0 };
       const maxBytes = Math.floor(fx.datasetBytes / 2);
       for (const policy of ['lru', 'clairvoyant'] as const) {
         const dir = tmpDir();
@@ -232,7 +233,7 @@ describe.skipIf(nginxSkipReason !== undefined)('node-local shard cache (real ngi
           const loader = ds.loader(options);
           await expectLocalSamples(fx.local, await collect(loader), options);
           const stats = loader.stats().cache;
-          remoteBytes[policy]?.push(stats?.remoteBytes ?? NaN);
+          remoteBytes[policy].push(stats?.remoteBytes ?? NaN);
           prefetched[policy] += stats?.prefetchedBytes ?? NaN;
           // every shard is read from a copy: a prefetch that found no room left its read to fetch it, not to range reads
           if (policy === 'clairvoyant') expect(stats?.bypassReads).toBe(0);
@@ -246,8 +247,8 @@ describe.skipIf(nginxSkipReason !== undefined)('node-local shard cache (real ngi
       expect(prefetched.lru).toBe(0);
       // MIN's optimum is what does not fit (shards are whole: give or take two, one being fetched, one in use)
       const largestShard = Math.max(...fx.local.shards.map((s) => s.bytes));
-      expect(remoteBytes.clairvoyant?.[0]).toBe(fx.datasetBytes);
-      expect(remoteBytes.clairvoyant?.[1]).toBeLessThanOrEqual(fx.datasetBytes - maxBytes + 2 * largestShard);
+      expect(remoteBytes.clairvoyant[0]).toBe(fx.datasetBytes);
+      expect(remoteBytes.clairvoyant[1]).toBeLessThanOrEqual(fx.datasetBytes - maxBytes + 2 * largestShard);
       // LRU's figures depend on timing (file mtimes): bench/cache.mjs compares them; here they only bound the dir.
     });
   }
@@ -346,7 +347,7 @@ describe.skipIf(nginxSkipReason !== undefined)('node-local shard cache (real ngi
     const fresh = tmpDir();
     const shard = path.join(fx.root, 'moving', otherLocal.shards[0]?.file as string);
     const bytes = fs.readFileSync(shard);
-    bytes[bytes.length - 700] ^= 0x01;
+    flipBits(bytes, bytes.length - 700, 0x01);
     fs.writeFileSync(shard, bytes);
     const replaced = await openDataset(`${fx.server.url}/moving`, { cache: { dir: fresh, maxBytes: 4 * fx.datasetBytes } });
     const err = await collect(replaced.loader({ batchSize: 64 })).catch((e: unknown) => e);

@@ -15,6 +15,9 @@ import { sameBytes, writeLoaderDataset } from './loader-dataset.js';
 import { startNginx, type AccessLogEntry, type NginxServer } from './nginx.js';
 import { tmpDir } from './tmp.js';
 
+/** A loader's options without decoding, so that its samples are bytes (the `decode: 'none'` overload of `loader`). */
+export type BytesLoaderOptions = LoaderOptions & { decode?: 'none' };
+
 /** Filled in by the describe block's beforeAll (see serveCacheDatasets). */
 export interface CacheServer {
   /** The directory nginx serves: one subdirectory per dataset. */
@@ -59,14 +62,14 @@ export async function collect<S>(loader: Loader<S>): Promise<S[]> {
 }
 
 /** `got` is batch for batch, sample for sample, member for member and byte for byte what `local`'s loader yields. */
-export async function expectLocalBatches(local: Dataset, got: Sample[][], options: LoaderOptions): Promise<void> {
+export async function expectLocalBatches(local: Dataset, got: Sample[][], options: BytesLoaderOptions): Promise<void> {
   const want = (await batches(local.loader(options))).got;
   expect(got.map((b) => b.length)).toEqual(want.map((b) => b.length));
   expectSameSamples(got.flat(), want.flat());
 }
 
 /** {@link expectLocalBatches} for samples whose batches were joined (collect). */
-export async function expectLocalSamples(local: Dataset, got: Sample[], options: LoaderOptions): Promise<void> {
+export async function expectLocalSamples(local: Dataset, got: Sample[], options: BytesLoaderOptions): Promise<void> {
   expectSameSamples(got, await collect(local.loader(options)));
 }
 

@@ -34,8 +34,11 @@ const memberArb = fc.record({
 });
 const recordArb = fc.record({ shard: fc.nat(3), gap: fc.oneof(fc.constant(0), fc.constant(-1), fc.nat(5000)), members: fc.array(memberArb, { minLength: 1, maxLength: 3 }) });
 
+/** What `recordArb` draws. */
+type RecordDraw = typeof recordArb extends fc.Arbitrary<infer T> ? T : never;
+
 /** Entries for sorted unique `keys`, each record's span after the previous one's (or anywhere with gap -1). */
-function entriesFor(keys: string[], records: fc.RecordValue<{ shard: number; gap: number; members: fc.RecordValue<{ ext: string; gap: number; size: number; lz4: boolean; crc32c: number }>[] }>[]): IndexEntry[] {
+function entriesFor(keys: string[], records: RecordDraw[]): IndexEntry[] {
   let end = 0;
   return keys.map((key, i) => {
     const rec = records[i % records.length]!;

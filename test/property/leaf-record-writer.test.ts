@@ -50,7 +50,7 @@ describe('leaf records written in place (property)', () => {
       fc.property(entriesArb, fc.array(fc.boolean(), { minLength: 1, maxLength: 50 }), (entries, resets) => {
         const encoder = new LeafRecordEncoder();
         let prev: IndexEntry | undefined;
-        let prevKey = new Uint8Array(0);
+        let prevKey: Uint8Array = new Uint8Array(0);
         entries.forEach((entry, i) => {
           if (resets[i % resets.length]) {
             encoder.reset();

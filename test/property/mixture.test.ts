@@ -39,7 +39,10 @@ function mixtureOf(which: number[], shares: ({ weight: number } | { samples: num
   return new Mixture(picked, counts, []);
 }
 
-async function batchesOf(mix: Mixture, options: MixtureLoaderOptions, stopAfter = Infinity): Promise<{ batches: string[][]; state: MixtureState }> {
+/** A mixture loader's options without decoding, so that its samples are bytes. */
+type BytesMixtureOptions = MixtureLoaderOptions & { decode?: 'none' };
+
+async function batchesOf(mix: Mixture, options: BytesMixtureOptions, stopAfter = Infinity): Promise<{ batches: string[][]; state: MixtureState }> {
   const loader = mix.loader(options);
   const batches: string[][] = [];
   for await (const batch of loader) {
@@ -127,7 +130,7 @@ describe('mixture loader (property)', () => {
     await fc.assert(
       fc.asyncProperty(sourcesArb, fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 6 }), fc.nat(6), fc.nat(), async ([which, shares], worldSize, batchSize, stopAfter, seed) => {
         const mix = mixtureOf(which, shares);
-        const options = (rank: number): MixtureLoaderOptions => ({ batchSize, seed, epoch: 2, rank, worldSize });
+        const options = (rank: number): BytesMixtureOptions => ({ batchSize, seed, epoch: 2, rank, worldSize });
         const full = await Promise.all(Array.from({ length: worldSize }, (_, rank) => batchesOf(mix, options(rank))));
         const stopped = await Promise.all(Array.from({ length: worldSize }, (_, rank) => batchesOf(mix, options(rank), Math.max(1, stopAfter))));
         stopped.forEach((s, rank) => expect(s.batches).toEqual((full[rank] as { batches: string[][] }).batches.slice(0, s.batches.length)));

@@ -7,7 +7,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDataset, type Dataset } from '../../src/read/dataset.js';
-import type { MixtureSample } from '../../src/read/mixture-loader.js';
+import type { MixtureLoaderOptions, MixtureSample } from '../../src/read/mixture-loader.js';
 import { mergeMixtureStates } from '../../src/read/mixture-state.js';
 import { Rehearsal } from '../../src/read/rehearsal.js';
 import { writeLoaderDataset } from '../helpers/loader-dataset.js';
@@ -27,7 +27,7 @@ afterAll(async () => {
 
 const label = (s: MixtureSample): string => `${s.source}:${s.key}`;
 
-async function run(r: Rehearsal, options: Parameters<Rehearsal['loader']>[0], stopAfter = Infinity): Promise<{ batches: MixtureSample[][]; state: ReturnType<ReturnType<Rehearsal['loader']>['state']> }> {
+async function run(r: Rehearsal, options: MixtureLoaderOptions & { decode?: 'none' }, stopAfter = Infinity): Promise<{ batches: MixtureSample[][]; state: ReturnType<ReturnType<Rehearsal['loader']>['state']> }> {
   const loader = r.loader(options);
   const batches: MixtureSample[][] = [];
   for await (const b of loader) {

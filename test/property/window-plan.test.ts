@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { RECORD_COLUMNS, RecordColumn, type LeafPage } from '../../formats/index-page.js';
 import { planWindowReads, type WindowRequest } from '../../src/read/window-plan.js';
 import { SpanWindow } from '../../src/read/window-read.js';
+import { countAt } from '../helpers/checked.js';
 
 /**
  * A synthetic packed epoch: shards of records laid out as tar would (a 512-byte header, the span, padding to 512),
@@ -78,7 +79,7 @@ describe('planWindowReads (read each byte once)', () => {
             expect(run.waste).toBeLessThanOrEqual(maxWaste * (run.length - run.waste) + 1e-9);
             if (run.slices.length > 1) expect(run.length).toBeLessThanOrEqual(Math.max(maxReadBytes, ...run.slices.map((s) => s.length)));
             for (const s of run.slices) {
-              served[s.request]++;
+              countAt(served, s.request);
               const r = picked[s.request] as WindowRequest;
               expect(run.shard).toBe(r.shard);
               expect(run.offset + s.start).toBe(r.offset);
@@ -123,13 +124,13 @@ describe('planWindowReads (read each byte once)', () => {
             const toRead: WindowRequest[] = [];
             for (let i = first; i < first + count; i++) {
               const p = positions[i] as number;
-              if (window.take(p) !== undefined) obtained[p]++;
+              if (window.take(p) !== undefined) countAt(obtained, p);
               else toRead.push(requests[p] as WindowRequest);
             }
             window.advance(first, count);
             for (const run of planWindowReads(toRead, window.upcoming, { gapBytes: 64 * 1024, maxReadBytes: 1 << 20, maxWaste })) {
               fetched += run.length;
-              for (const s of run.slices) obtained[(toRead[s.request] as WindowRequest).position]++;
+              for (const s of run.slices) countAt(obtained, (toRead[s.request] as WindowRequest).position);
               for (const g of run.gapSamples) window.hold(g.position, Promise.resolve(new Uint8Array(g.length)), g.length);
             }
           }

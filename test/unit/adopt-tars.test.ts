@@ -14,6 +14,7 @@ import { reindexDataset } from '../../src/adopt/reindex.js';
 import { DatasetWriter } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
+import { flipBits } from '../helpers/checked.js';
 import { hasTool, run } from '../helpers/tools.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -37,7 +38,7 @@ async function samplesOf(dir: string): Promise<Map<string, Record<string, string
   return out;
 }
 
-function tarStreamTar(file: string, entries: (tarStream.Headers & { body?: Buffer })[]): Promise<void> {
+function tarStreamTar(file: string, entries: (Parameters<tarStream.Pack['entry']>[0] & { body: Buffer })[]): Promise<void> {
   const pack = tarStream.pack();
   const out = fs.createWriteStream(file);
   pack.pipe(out);
@@ -263,7 +264,7 @@ with tarfile.open(sys.argv[1], 'w', format=tarfile.PAX_FORMAT) as t:
     fs.writeFileSync(t, bytes.subarray(0, 1200));
     await expect(adoptTars([t], { out: path.join(tmpDir(), 'o') })).rejects.toMatchObject({ code: ErrorCodes.TRUNCATED });
     const bad = Buffer.from(bytes);
-    bad[10] ^= 1;
+    flipBits(bad, 10, 1);
     fs.writeFileSync(t, bad);
     await expect(adoptTars([t], { out: path.join(tmpDir(), 'o') })).rejects.toMatchObject({ code: ErrorCodes.CORRUPT_SHARD });
     await expect(adoptTars([], { out: tmpDir() })).rejects.toMatchObject({ code: ErrorCodes.INVALID_ARG });

@@ -21,6 +21,7 @@ import { verifyDataset } from '../../src/verify/verify-dataset.js';
 import { extractDataset } from '../../src/verify/extract.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { writeMember } from '../../src/read/inspect.js';
+import { flipBits } from '../helpers/checked.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { hasTool, run } from '../helpers/tools.js';
 import { closeStreamedSample, openStreamedSample } from '../../src/pack/streamed-sample.js';
@@ -67,7 +68,7 @@ describe('MemberStream', () => {
         let k = flipAt % total;
         const victim = datas.findIndex((d) => (k < d.length ? true : ((k -= d.length), false)));
         const bad = Buffer.from(span);
-        bad[members[victim]!.offset + k] ^= 0xff;
+        flipBits(bad, members[victim]!.offset + k, 0xff);
         expect(run(bad).map((p) => p !== undefined)).toEqual(datas.map((_, i) => i === victim));
       }),
     );
@@ -91,7 +92,7 @@ describe('verify streams the spans it cannot hold', () => {
       const at = bytes.indexOf(noise(17, 20_000 + 17_000).subarray(5000, 5064));
       if (compress === 'none') expect(at).toBeGreaterThan(0);
       const where = at > 0 ? at : bytes.indexOf(Buffer.from('k17.bin')) + 2000;
-      bytes[where] ^= 0xff;
+      flipBits(bytes, where, 0xff);
       fs.writeFileSync(shard, bytes);
       const r = await verifyDataset(dir);
       expect(r.ok).toBe(false);
@@ -322,7 +323,9 @@ describe('get --out and extract stream the members they cannot hold', () => {
       // one byte of k4's bin flipped in the shard
       const shard = path.join(dir, fs.readdirSync(dir).find((f) => f.endsWith('.tar'))!);
       const bytes = fs.readFileSync(shard);
-      bytes[bytes.indexOf(noise(4, 50_000).subarray(40_000, 40_064)) + 10] ^= 0xff;
+      const k4Bytes = bytes.indexOf(noise(4, 50_000).subarray(40_000, 40_064));
+      expect(k4Bytes).toBeGreaterThanOrEqual(0);
+      flipBits(bytes, k4Bytes + 10, 0xff);
       fs.writeFileSync(shard, bytes);
       const damaged = await openDataset(dir, { checkShards: 'size' });
       const target = path.join(tmpDir(), 'bad.bin');

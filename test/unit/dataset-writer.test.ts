@@ -6,6 +6,7 @@ import { ErrorCodes } from '../../formats/errors.js';
 import { reindexDataset } from '../../src/adopt/reindex.js';
 import { DatasetWriter, INDEX_FILE } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
+import { defined } from '../helpers/checked.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const enc = new TextEncoder();
@@ -35,7 +36,7 @@ describe('DatasetWriter', () => {
         for (const i of [0, 1, 250, 499]) {
           const want = sample(i, 100 + (i % 50) * 40);
           const got = await ds.get(want.key);
-          expect(Buffer.from(got.members.bin!).equals(Buffer.from(want.members.bin))).toBe(true);
+          expect(Buffer.from(got.members.bin!).equals(Buffer.from(defined(want.members.bin, 'the bin member of the sample written')))).toBe(true);
           expect(new TextDecoder().decode(got.members.cls)).toBe(String(i % 7));
           expect(ds.getSync(want.key).key).toBe(want.key);
           expect((await ds.at(i)).key).toBe(want.key);
@@ -78,7 +79,7 @@ describe('DatasetWriter', () => {
   it('writes the same index live (keys in order) as from the runs, streamed or sorted, merged back', async () => {
     // keys in order stream into runs; out of order, with ascending streaks, they switch between streaming and sorting
     for (const order of [Array.from({ length: 400 }, (_, i) => i), Array.from({ length: 400 }, (_, i) => (i * 37) % 400)]) {
-      const dirs = [tmpDir(), tmpDir()];
+      const dirs = [tmpDir(), tmpDir()] as const;
       // the first builds its index as samples come (when they come in order); the second from dozens of runs
       for (const [dir, runEntries, liveIndex] of [[dirs[0], 1000, true], [dirs[1], 9, false]] as const) {
         const w = new DatasetWriter({ dir, shardBytes: 8 * 1024, runEntries, liveIndex });

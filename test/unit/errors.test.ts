@@ -15,7 +15,9 @@ describe('ShardkitError', () => {
   });
 
   it('an error from a second copy of the module (the CLI bundle against the package) is one too', async () => {
-    const copy = (await import('../../formats/errors.js?second-copy')) as typeof import('../../formats/errors.js');
+    // vite loads a module again for a new query; TypeScript knows no file by that name, so the specifier is a plain string
+    const secondCopy: string = '../../formats/errors.js?second-copy';
+    const copy = (await (import(secondCopy) as Promise<unknown>)) as typeof import('../../formats/errors.js');
     expect(copy.ShardkitError).not.toBe(ShardkitError); // really another class
     const other = new copy.ShardkitError(ErrorCodes.INPUT, 'from the other copy');
     expect(other instanceof ShardkitError).toBe(true);

@@ -10,6 +10,7 @@ import { Codec } from '../../formats/index-entry.js';
 import { ErrorCodes } from '../../formats/errors.js';
 import { DatasetWriter } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
+import { flipBits } from '../helpers/checked.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 describe('index leaves (columns)', () => {
@@ -62,7 +63,7 @@ describe('index leaves (columns)', () => {
     const shard = path.join(dir, probe.shardName(entry.shard));
     await probe.close();
     const bytes = fs.readFileSync(shard);
-    bytes[entry.offset + txt.offset] ^= 0xff; // the frame's magic number
+    flipBits(bytes, entry.offset + txt.offset, 0xff); // the frame's magic number
     fs.writeFileSync(shard, bytes);
     for (const verify of [true, false]) {
       const ds = await openDataset(dir, { checkShards: 'size', verify });

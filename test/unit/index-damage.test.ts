@@ -7,6 +7,7 @@ import { ErrorCodes, isShardkitError } from '../../formats/errors.js';
 import { DatasetWriter, INDEX_FILE } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
+import { flipBits } from '../helpers/checked.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const N = 400;
@@ -106,7 +107,7 @@ describe('what a damaged or lost index tells the user to do', () => {
     const page = await make(0);
     const index = path.join(page, INDEX_FILE);
     const bytes = fs.readFileSync(index);
-    bytes[1024 + 40] ^= 1; // inside page 1
+    flipBits(bytes, 1024 + 40, 1); // inside page 1
     fs.writeFileSync(index, bytes);
     const lost = await make(0);
     fs.rmSync(path.join(lost, INDEX_FILE));

@@ -4,6 +4,7 @@ import { decodeIndexHeader, encodeIndexHeader, HEADER_BYTES } from '../../format
 import { LeafRecordEncoder, decodePage, sealPage, PageType, PAGE_FLAGS, PAGE_HEADER_BYTES } from '../../formats/index-page.js';
 import { Codec, type IndexEntry } from '../../formats/index-entry.js';
 import { utf8Bytes } from '../../formats/bytes.js';
+import { flipBits } from '../helpers/checked.js';
 
 const header = {
   layout: 'packed' as const, pageSize: 1024, entryCount: 3, rootPage: 1, height: 1, pageCount: 2, firstLeaf: 1,
@@ -42,7 +43,7 @@ describe('index header', () => {
     future[8] = 2;
     expect(() => decodeIndexHeader(future, 'i')).toThrow(expect.objectContaining({ code: ErrorCodes.UNSUPPORTED_VERSION }));
     const flipped = page.slice();
-    flipped[20] ^= 1;
+    flipBits(flipped, 20, 1);
     expect(() => decodeIndexHeader(flipped, 'i')).toThrow(expect.objectContaining({ code: ErrorCodes.CORRUPT_INDEX }));
     expect(() => decodeIndexHeader(page, 'i', 2000)).toThrow(expect.objectContaining({ code: ErrorCodes.TRUNCATED }));
     expect(() => decodeIndexHeader(page.subarray(0, 100), 'i')).toThrow(expect.objectContaining({ code: ErrorCodes.TRUNCATED }));
@@ -72,7 +73,7 @@ describe('leaf records', () => {
     sealPage(page, PageType.leaf, 3, 1, 0);
     const decoded = decodePage(page, 1, 'i');
     expect(decoded.type === 'leaf' && decoded.entries).toEqual([a, b, c]);
-    page[PAGE_HEADER_BYTES + 3] ^= 0x40;
+    flipBits(page, PAGE_HEADER_BYTES + 3, 0x40);
     expect(() => decodePage(page, 1, 'i')).toThrow(expect.objectContaining({ code: ErrorCodes.CORRUPT_INDEX }));
   });
 

@@ -5,6 +5,7 @@ import { MANIFEST_FILE, parseManifest } from '../../formats/manifest.js';
 import type { ByteSource } from '../../src/io/byte-source.js';
 import { FileSource } from '../../src/io/file-source.js';
 import { IndexReader } from '../../src/read/index-reader.js';
+import { flipBits } from '../helpers/checked.js';
 import { writeLoaderDataset } from '../helpers/loader-dataset.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -98,7 +99,7 @@ describe('IndexReader.leafOfIfCached (the cached loader path\'s synchronous look
     function damagedCopy(pages: number[], from = indexFile): string {
       const bytes = fs.readFileSync(from);
       const pageSize = 4096; // the default: the dataset is written with it (checked below)
-      for (const p of pages) bytes[p * pageSize + 77] ^= 0x20;
+      for (const p of pages) flipBits(bytes, p * pageSize + 77, 0x20);
       const copy = path.join(tmpDir(), 'index.copy');
       fs.writeFileSync(copy, bytes);
       return copy;

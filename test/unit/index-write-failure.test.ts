@@ -21,7 +21,7 @@ function sample(i: number): { key: string; members: Record<string, Uint8Array> }
 function diskFullOnIndexWrite(): { arm: () => void } {
   const real = fs.writeSync;
   let armed = false;
-  vi.spyOn(fs, 'writeSync').mockImplementation(((...args: Parameters<typeof fs.writeSync>) => {
+  vi.spyOn(fs, 'writeSync').mockImplementation(((...args: unknown[]) => {
     if (armed && args.length === 5) {
       armed = false;
       throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' });

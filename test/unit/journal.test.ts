@@ -33,8 +33,9 @@ describe('JournalWriter', () => {
     const before = readJournal(out);
     expect(before?.shards.length).toBe(2);
     // the write fails after half of the new text (the rewrite goes to a temporary renamed over the journal)
-    fs.writeSync = ((fd: number, data: NodeJS.ArrayBufferView) => {
-      realWrite(fd, (data as Uint8Array).subarray(0, 20));
+    fs.writeSync = ((fd: number, data: string | NodeJS.ArrayBufferView): never => {
+      const bytes = typeof data === 'string' ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+      realWrite(fd, bytes.subarray(0, 20));
       throw new Error('killed');
     }) as typeof fs.writeSync;
     expect(() => journal.rewrite({ options, shards: [shardLine(0)] })).toThrow();

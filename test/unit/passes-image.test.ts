@@ -108,9 +108,9 @@ describe('normalize', () => {
   });
 
   it('keeps the precision of 16-bit images: values are pixel / 65535, RGB and grey', async () => {
-    // sharp makes a true 16-bit PNG from 16-bit samples tagged rgb16 / grey16
+    // sharp makes a true 16-bit PNG from 16-bit samples tagged rgb16 / grey16 (a Uint16Array's raw depth is ushort)
     const rgb = Uint16Array.from([65535, 32768, 0, 1000, 2000, 3000]);
-    const png = await sharp(rgb, { raw: { width: 2, height: 1, channels: 3, depth: 'ushort' } }).toColourspace('rgb16').png().toBuffer();
+    const png = await sharp(rgb, { raw: { width: 2, height: 1, channels: 3 } }).toColourspace('rgb16').png().toBuffer();
     expect((await meta(png)).depth).toBe('ushort');
     const out = await spec('normalize=0,0,0:1,1,1').run({ key: 'k', members: { png } }, {});
     if (out === 'skip') throw new Error('skip');
@@ -119,7 +119,7 @@ describe('normalize', () => {
     // planar: R of both pixels, then G, then B; 8-bit rounding would give 128/255 for 32768 and 4/255 for 1000
     expect(Array.from(t.data)).toEqual([65535, 1000, 32768, 2000, 0, 3000].map((v) => Math.fround(v / 65535)));
     const grey = Uint16Array.from([0, 20000, 40000, 60000]);
-    const greyPng = await sharp(grey, { raw: { width: 4, height: 1, channels: 1, depth: 'ushort' } }).toColourspace('grey16').png().toBuffer();
+    const greyPng = await sharp(grey, { raw: { width: 4, height: 1, channels: 1 } }).toColourspace('grey16').png().toBuffer();
     const g = await spec('normalize=0.5:0.25').run({ key: 'k', members: { png: greyPng } }, {});
     if (g === 'skip') throw new Error('skip');
     expect(Array.from(decodeNpy(member(g, 'npy')).data)).toEqual([0, 20000, 40000, 60000].map((v) => Math.fround((v / 65535 - 0.5) / 0.25)));
@@ -207,7 +207,7 @@ describe('undecodable images and non-images', () => {
 
 describe('depth and greyness', () => {
   it('resize, format and contrast normalize keep 16-bit and grey images as they are where the format can store them', async () => {
-    const rgb16 = await sharp(new Uint16Array(4 * 4 * 3).map((_, i) => [1000, 2000, 60000][i % 3] as number), { raw: { width: 4, height: 4, channels: 3, depth: 'ushort' } })
+    const rgb16 = await sharp(new Uint16Array(4 * 4 * 3).map((_, i) => [1000, 2000, 60000][i % 3] as number), { raw: { width: 4, height: 4, channels: 3 } })
       .toColourspace('rgb16')
       .png()
       .toBuffer();

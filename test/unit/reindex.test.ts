@@ -11,6 +11,7 @@ import { partOfKey, partShardPrefix } from '../../src/pack/partition.js';
 import { DatasetWriter, INDEX_FILE } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
+import { flipBits } from '../helpers/checked.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const enc = new TextEncoder();
@@ -98,7 +99,7 @@ describe('reindexDataset', () => {
     await writeDataset(dir, 'none');
     const shard = path.join(dir, 'shard-000001.tar');
     const bytes = fs.readFileSync(shard);
-    bytes[0] ^= 0x20; // first header's name
+    flipBits(bytes, 0, 0x20); // first header's name
     fs.writeFileSync(shard, bytes);
     await expect(reindexDataset(dir)).rejects.toMatchObject({ code: ErrorCodes.CORRUPT_SHARD, message: expect.stringContaining('shard-000001.tar') });
     fs.rmSync(shard);
@@ -118,7 +119,7 @@ describe('reindexDataset', () => {
     const index = read(dir, INDEX_FILE);
     const manifest = read(dir, 'manifest.json');
     const damaged = Buffer.from(good);
-    damaged[target!.offset] ^= 0x01; // a member's first data byte: the tar headers still scan
+    flipBits(damaged, target!.offset, 0x01); // a member's first data byte: the tar headers still scan
     fs.writeFileSync(shard, damaged);
     await expect(reindexDataset(dir)).rejects.toMatchObject({
       code: ErrorCodes.CHECKSUM,

@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { benchSummary } from '../../cli/commands/bench.js';
 import { buildReport } from '../../src/bench/report-build.js';
-import { formatSpread, headline, ratioSpread } from '../../src/bench/report-spread.js';
+import { formatRatio } from '../../src/bench/report-format.js';
+import { formatSpread, formatSpreadNote, headline, ratioSpread } from '../../src/bench/report-spread.js';
 import type { BenchReport } from '../../src/bench/report.js';
 import { renderMarkdown } from '../../src/bench/render-md.js';
 import { makeMeasurements } from '../helpers/bench-measurements.js';
@@ -16,8 +17,8 @@ function shape(epochs: number, repeat: number): BenchReport {
 
 describe('ratioSpread', () => {
   it('takes one ratio per alternated run (the medians of its epochs), or per paired epoch of a single run', () => {
-    expect(ratioSpread(shape(2, 2), { epochSeconds: [2, 4, 3, 3] }, { epochSeconds: [1, 1, 2, 2] })).toEqual({ min: 1.5, max: 3, count: 2, over: 'runs' });
-    expect(ratioSpread(shape(3, 1), { epochSeconds: [2, 6, 3] }, { epochSeconds: [1, 2, 3] })).toEqual({ min: 1, max: 3, count: 3, over: 'epochs' });
+    expect(ratioSpread(shape(2, 2), { epochSeconds: [2, 4, 3, 3] }, { epochSeconds: [1, 1, 2, 2] })).toEqual({ median: 2.25, min: 1.5, max: 3, count: 2, over: 'runs' });
+    expect(ratioSpread(shape(3, 1), { epochSeconds: [2, 6, 3] }, { epochSeconds: [1, 2, 3] })).toEqual({ median: 2, min: 1, max: 3, count: 3, over: 'epochs' });
     // nothing to pair: fewer epochs than the options say, or a zero time
     expect(ratioSpread(shape(2, 2), { epochSeconds: [2, 4, 3] }, { epochSeconds: [1, 1, 2] })).toBeNull();
     expect(ratioSpread(shape(2, 1), { epochSeconds: [2, 4] }, { epochSeconds: [0, 1] })).toBeNull();
@@ -52,13 +53,14 @@ describe('headline', () => {
     const spread = ratioSpread(report, report.sides.raw, report.sides.shards)!;
     expect(spread.over).toBe('runs');
     const lines = headline(report);
-    expect(lines[0]).toMatch(/^Shards were [\d.]+x faster per epoch \(median of 9 epochs\) than raw files \(min–max [\d.]+–[\d.]+x over 3 alternated runs\)\.$/);
+    expect(lines[0]).toMatch(/^Shards were [\d.]+x faster per epoch than raw files \(the median of the runs' ratios; min–max [\d.]+–[\d.]+x over 3 alternated runs\)\.$/);
+    expect(lines[0]).toContain(`Shards were ${formatRatio(spread.median)} faster`);
     expect(lines[0]).toContain(formatSpread(spread));
     expect(lines.some((l) => l.startsWith('Against LMDB, shards were '))).toBe(true);
     expect(lines.some((l) => /^Packing paid for itself after [\d.]+ epochs\.$/.test(l))).toBe(true);
     // report.md: the headline right under the title
     expect(renderMarkdown(report).split('\n')[2]).toBe(lines.join(' '));
-    expect(benchSummary(report)).toContain(`x faster (${formatSpread(spread)})`);
+    expect(benchSummary(report)).toContain(`epochs ${formatRatio(spread.median)} faster (${formatSpreadNote(spread)})`);
   });
 
   it('with one run, says it shows no run-to-run spread and how to see it', () => {

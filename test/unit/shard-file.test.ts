@@ -19,7 +19,12 @@ describe('ShardFile', () => {
       file.write(data.subarray(0, 10));
       file.write(data.subarray(10));
       const sums = file.commit(false);
-      const lengths = write.mock.calls.map((c) => c[3] as number);
+      // writeSync(fd, buffer, offset, length, position): the length is the fourth argument
+      const lengths = write.mock.calls.map((c) => {
+        const length: unknown = c[3];
+        if (typeof length !== 'number') throw new TypeError(`expected writeSync's fourth argument to be a length, got ${String(length)}`);
+        return length;
+      });
       expect(Math.max(...lengths)).toBeLessThanOrEqual(limit);
       expect(lengths.reduce((a, b) => a + b, 0)).toBe(data.length);
       expect(sums.crc32c).toBe(crc32c(data));

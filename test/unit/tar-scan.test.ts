@@ -5,6 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../formats/errors.js';
 import { encodeFileHeader, F_SIZE, headerChecksum, TAR_BLOCK, tarPadding } from '../../formats/tar-header.js';
 import { MAX_TAR_META_BYTES, TarScanner, type TarEntry } from '../../formats/tar-scan.js';
+import { flipBits } from '../helpers/checked.js';
+import { bufferChunk } from '../helpers/stream-chunks.js';
 import { hasTool, run } from '../helpers/tools.js';
 
 interface Seen {
@@ -49,10 +51,14 @@ function ourTar(files: [string, string][]): Uint8Array {
 async function tarStreamBytes(entries: { name: string; body: string; type?: 'file' | 'symlink' | 'directory'; linkname?: string }[]): Promise<Uint8Array> {
   const pack = tarStream.pack();
   const chunks: Buffer[] = [];
-  pack.on('data', (c: Buffer) => chunks.push(c));
-  for (const e of entries) pack.entry({ name: e.name, type: e.type ?? 'file', ...(e.linkname ? { linkname: e.linkname } : {}) }, e.type === undefined ? Buffer.from(e.body, 'latin1') : undefined);
+  pack.on('data', (c) => chunks.push(bufferChunk(c)));
+  for (const e of entries) {
+    const header = { name: e.name, type: e.type ?? 'file', ...(e.linkname ? { linkname: e.linkname } : {}) };
+    if (e.type === undefined) pack.entry(header, Buffer.from(e.body, 'latin1'));
+    else pack.entry(header);
+  }
   pack.finalize();
-  await new Promise((r) => pack.on('end', r));
+  await new Promise<void>((r) => pack.on('end', () => r()));
   return Buffer.concat(chunks);
 }
 
@@ -104,13 +110,15 @@ describe('TarScanner', () => {
       Buffer.from(h.buffer, h.byteOffset).write(`${headerChecksum(h).toString(8).padStart(6, '0')}\0 `, 148, 'latin1');
       return h;
     };
+    const NUL_SIZE_FIELD = '\x00\x00' + '0000001000';
+    expect([NUL_SIZE_FIELD.length, parseInt(NUL_SIZE_FIELD.replaceAll('\x00', ''), 8)]).toEqual([F_SIZE[1], 512]);
     const body = (text: string): Uint8Array => Buffer.concat([Buffer.from(text), Buffer.alloc(tarPadding(text.length))]);
     const nested = Buffer.concat([header('evil.txt', 5), body('evil!')]);
     const tars = {
       // a v7 directory (type NUL, name ending in /) with a size: tarfile reads no data after it, GNU tar skips 512
       v7dir: Buffer.concat([header('dir/', 512, (h) => (h[156] = 0)), header('inner.bin', 1024), nested, Buffer.alloc(1024)]),
-      // a size field behind two NULs: tarfile reads 0, an old shardkit read 512
-      nulSize: Buffer.concat([header('a.txt', 0, (h) => Buffer.from(h.buffer, h.byteOffset).write('\0\00000001000', F_SIZE[0], 'latin1')), header('inner.bin', 1024), nested, Buffer.alloc(1024)]),
+      // a size field behind two NULs: tarfile reads 0, an old shardkit read 512 (octal 1000; the 12 bytes fill the field)
+      nulSize: Buffer.concat([header('a.txt', 0, (h) => Buffer.from(h.buffer, h.byteOffset).write(NUL_SIZE_FIELD, F_SIZE[0], 'latin1')), header('inner.bin', 1024), nested, Buffer.alloc(1024)]),
     };
     const script = [
       'import sys, json, tarfile, io',
@@ -136,7 +144,7 @@ describe('TarScanner', () => {
     expect(() => scan(huge)).toThrow(expect.objectContaining({ code: ErrorCodes.CORRUPT_SHARD }));
     const ok = ourTar([['a.txt', 'abc']]);
     const bad = Buffer.from(ok);
-    bad[3] ^= 1;
+    flipBits(bad, 3, 1);
     expect(() => scan(bad)).toThrow(expect.objectContaining({ code: ErrorCodes.CORRUPT_SHARD }));
     expect(() => scan(ok.subarray(0, 600))).toThrow(expect.objectContaining({ code: ErrorCodes.TRUNCATED }));
     expect(scan(ok.subarray(0, 1024))).toHaveLength(1); // no end blocks: accepted, as tarfile does

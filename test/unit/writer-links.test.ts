@@ -13,12 +13,13 @@ import { DatasetWriter } from '../../src/pack/dataset-writer.js';
 import { createFresh, replaceFile } from '../../src/pack/replace-file.js';
 import { openDataset } from '../../src/read/dataset.js';
 import { errorOf } from '../helpers/error-of.js';
+import { bufferChunk } from '../helpers/stream-chunks.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 async function makeTar(file: string): Promise<Buffer> {
   const pack = tarStream.pack();
   const chunks: Buffer[] = [];
-  pack.on('data', (c: Buffer) => chunks.push(c));
+  pack.on('data', (c) => chunks.push(bufferChunk(c)));
   const done = new Promise<void>((resolve) => pack.on('end', resolve));
   pack.entry({ name: 's0.txt' }, Buffer.from('zero'));
   pack.entry({ name: 's1.txt' }, Buffer.from('one'));
