@@ -3,13 +3,13 @@
  * makes an entry, a member array, member objects and a key string for each: most of verify's time and garbage on
  * tiny samples). It takes only leaves that are well formed, whose keys and extensions are ASCII, and whose keys and
  * extensions break none of the writer's name rules (checkKeyAndExts); on anything else it says so, and the caller
- * decodes the page with decodePage, whose errors and checks say exactly what is wrong.
+ * decodes the page with decodePage, whose errors and checks say exactly what is wrong. For the tar layout it also
+ * lists each lone stored member's name (key.ext), which verify compares with the member's tar header.
  *
  * With the native addon the same loop runs in C (src/native/verify-scan.c: 2-3x faster); it declines what this
  * one declines, and a page it declines is read here again, so what the walk sees is the same either way.
  */
 import type { NativeAddon } from '../native/native.js';
-import { LeafKeys, badSegment } from './leaf-keys.js';
 import { LeafScanOut, RecordArrays } from '../native/native.js';
 import { Codec } from '../../formats/index-entry.js';
 import {
@@ -28,6 +28,7 @@ import {
   RECORD_SAME_SHARD,
   pageChecksum,
 } from '../../formats/index-page.js';
+import { LeafKeys, badSegment } from './leaf-keys.js';
 
 const MAX_VARINT_BYTES = 8;
 /** Records with more members take decodePage's path (the shape of the record before is kept in fixed arrays). */
