@@ -10,20 +10,26 @@ import { Codec, type IndexEntry, type MemberEntry } from '../../formats/index-en
 import { lz4DecompressMember } from '../../formats/lz4.js';
 
 /**
- * Spans that cross a read chunk and are longer than this are checked as they stream (see {@link MemberStream});
- * shorter ones are gathered whole. Gathering costs a fresh buffer of the span's size and a copy: on /usr/share packed
- * as one tar (50,442 samples, 768 MB, files up to 50 MB), 1 MiB here instead of 256 MiB took verify's peak RSS from
- * 211-221 MiB to 122-125 MiB and its time to ~0.92x.
+ * Samples longer than this are read member by member as a stream (get --out, extract: see member-stream-read.ts),
+ * and verify checks spans longer than this as they stream past (see {@link MemberStream}); shorter ones are
+ * gathered whole.
  */
-export const MAX_GATHERED_SPAN_BYTES = 1 << 20;
+export const MAX_GATHERED_SPAN_BYTES = 256 << 20;
 
 /**
- * {@link MAX_GATHERED_SPAN_BYTES}, or the smaller SHARDKIT_TEST_MAX_SPAN_BYTES (tests only: so that the streamed
- * path runs on small shards).
+ * verify's own bound for a span that crosses a read chunk: gathering costs a fresh buffer of the span's size and a
+ * copy. On /usr/share packed as one tar (50,442 samples, 768 MB, files up to 50 MB), 1 MiB here instead of 256 MiB
+ * took verify's peak RSS from 211-221 MiB to 122-125 MiB and its time to ~0.92x.
  */
-export function maxGatheredSpanBytes(): number {
+export const VERIFY_MAX_GATHERED_BYTES = 1 << 20;
+
+/**
+ * `limit` ({@link MAX_GATHERED_SPAN_BYTES} unless given), or the smaller SHARDKIT_TEST_MAX_SPAN_BYTES (tests only: so
+ * that the streamed paths run on small shards).
+ */
+export function maxGatheredSpanBytes(limit = MAX_GATHERED_SPAN_BYTES): number {
   const test = Number(process.env.SHARDKIT_TEST_MAX_SPAN_BYTES);
-  return Number.isSafeInteger(test) && test > 0 ? Math.min(test, MAX_GATHERED_SPAN_BYTES) : MAX_GATHERED_SPAN_BYTES;
+  return Number.isSafeInteger(test) && test > 0 ? Math.min(test, limit) : limit;
 }
 
 /**

@@ -11,7 +11,7 @@
  * shard that cannot be read (EIO, a directory) is a problem of its own, and the shards after it are still checked.
  */
 import { isHttpDeadline } from '../io/http-client.js';
-import { maxGatheredSpanBytes, verifyChunkBytes } from './member-stream.js';
+import { VERIFY_MAX_GATHERED_BYTES, maxGatheredSpanBytes, verifyChunkBytes } from './member-stream.js';
 import { crc32cHex } from '../../formats/checksum.js';
 import { ErrorCodes, ShardkitError, isShardkitError } from '../../formats/errors.js';
 import { HEADER_BYTES, decodeIndexHeader, decodeShardTable, indexRemedy, type IndexHeader, type ShardRecord } from '../../formats/index-layout.js';
@@ -172,7 +172,7 @@ async function verifyWith(
         cache: withCache ? cache : undefined,
         maxReported,
         chunkBytes: verifyChunkBytes(VERIFY_CHUNK_BYTES),
-        maxGathered: maxGatheredSpanBytes(),
+        maxGathered: maxGatheredSpanBytes(VERIFY_MAX_GATHERED_BYTES),
         onBytes: (n) => {
           done += n;
           if (!walking) onProgress?.({ phase: 'shards', done, total });
