@@ -1,5 +1,6 @@
 import { journalProgress } from '../src/pack/journal.js';
 import { shellWord } from '../src/read/missing-manifest.js';
+import { removeStreamingTemporaries } from '../src/pack/replace-file.js';
 import { releaseHeldLocks } from '../src/pack/write-lock.js';
 import { count } from './format.js';
 
@@ -8,13 +9,15 @@ import { count } from './format.js';
  * in the middle of a write too, and leaves that file's temporary behind (`.shardkit-tmp-*`, see replace-file.ts).
  * With a handler the signal waits for the event loop; extract and get write each file (temporary, write, rename) in
  * one synchronous step, so the handler runs between two files, and ends the process by the same signal, as a
- * shell expects of a child it interrupted.
+ * shell expects of a child it interrupted. A member too large for one step (over 256 MiB) is written in pieces:
+ * the handler can run between two of them, and removes that file's temporary (the file is not written).
  */
 export function stopBetweenFiles(): void {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     // once: the listener is gone when it runs, so this kill takes the default action
     process.once(signal, () => {
-      // the target's lock goes with the process: nothing of extract's stays in the user's tree
+      // the target's lock and any member written in pieces go with the process: nothing of extract's stays
+      removeStreamingTemporaries();
       releaseHeldLocks();
       process.kill(process.pid, signal);
     });

@@ -89,6 +89,19 @@ export function replaceFile(file: string, bytes: Uint8Array, options: ReplaceFil
   }
 }
 
+/** Temporaries of {@link replaceFileStreamed} being filled: a signal handler removes them (removeStreamingTemporaries). */
+const streaming = new Set<string>();
+
+/**
+ * Removes the temporaries of the streamed writes in progress: for a command ended by a signal it handles (Ctrl-C in
+ * an extract of a member too large to write in one step), so that no `.shardkit-tmp-*` is left in the user's tree.
+ * The process must end right after: those writes are not finished.
+ */
+export function removeStreamingTemporaries(): void {
+  for (const tmp of streaming) quietly(() => fs.unlinkSync(tmp));
+  streaming.clear();
+}
+
 /**
  * {@link replaceFile} for bytes that come in pieces: `fill` is given a function that appends a piece; the file is
  * renamed into place only once `fill` resolves, and removed if it (or a write) fails: a member whose checksum
@@ -102,6 +115,7 @@ export async function replaceFileStreamed(file: string, fill: (write: (piece: Ui
   } catch (cause) {
     throw ioError(cause, 'create', file);
   }
+  streaming.add(tmp);
   let open = true;
   try {
     if (options.keepMode !== undefined) fs.fchmodSync(fd, options.keepMode);
@@ -120,6 +134,8 @@ export async function replaceFileStreamed(file: string, fill: (write: (piece: Ui
     quietly(() => fs.unlinkSync(tmp));
     if (cause instanceof ShardkitError) throw cause;
     throw ioError(cause, 'write', file);
+  } finally {
+    streaming.delete(tmp);
   }
 }
 

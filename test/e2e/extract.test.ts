@@ -119,6 +119,20 @@ describe('shardkit extract', () => {
     expect(names.length).toBeLessThan(24);
     for (const name of names) expect(sameBytes(path.join(out, name), path.join(src, name)), name).toBe(true);
   });
+
+  it('Ctrl-C while a member too large for one step is written in pieces: its temporary is removed, no cut-short file', async () => {
+    const src = bigSource();
+    const ds = path.join(tmpDir(), 'ds');
+    expect(shardkit(['pack', src, '--out', ds]).status).toBe(0);
+    const out = tmpDir();
+    // members past 1 MB are streamed (as those past 256 MiB are), in pieces of 300 kB
+    const streamed = { SHARDKIT_TEST_MAX_SPAN_BYTES: '1000000', SHARDKIT_TEST_VERIFY_CHUNK_BYTES: '300000' };
+    expect(await interruptMidFile(['extract', ds, out], out, 'SIGINT', streamed)).toBe('SIGINT');
+    const names = fs.readdirSync(out);
+    expect(names.filter((n) => n.startsWith('.shardkit-tmp-'))).toEqual([]);
+    expect(names.length).toBeLessThan(24);
+    for (const name of names) expect(sameBytes(path.join(out, name), path.join(src, name)), name).toBe(true);
+  });
 });
 
 /** 24 members of 2 MB: writes long enough to be caught in. */
@@ -146,8 +160,8 @@ function expectSameFiles(out: string, src: string): void {
  * gets `signal` and then SIGCONT. Resolves to the signal that ended it (null: it exited). A kill that lands at a
  * random moment would hit a write only some of the time.
  */
-async function interruptMidFile(args: string[], dir: string, signal: NodeJS.Signals): Promise<NodeJS.Signals | null> {
-  const child = shardkitAsync(args);
+async function interruptMidFile(args: string[], dir: string, signal: NodeJS.Signals, env: Record<string, string> = {}): Promise<NodeJS.Signals | null> {
+  const child = shardkitAsync(args, env);
   let ended: NodeJS.Signals | null | undefined;
   const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, by) => resolve((ended = by))));
   // a member's temporary, not the probe file extract makes first to learn how the file system folds names

@@ -20,9 +20,9 @@ export function shardkit(args: string[], options: { cwd?: string; env?: Record<s
   return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** Starts the CLI without waiting (for kill tests). */
-export function shardkitAsync(args: string[]) {
-  return spawn(process.execPath, [CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts the CLI without waiting (for kill tests); `env` is added to this process's environment. */
+export function shardkitAsync(args: string[], env: Record<string, string> = {}) {
+  return spawn(process.execPath, [CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
 }
 
 /**
