@@ -336,9 +336,8 @@ static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_
 
 /* verifyLeafScan(page, pageNo, records, firstKey, lastKey, names, out) */
 napi_value sk_verify_leaf_scan(napi_env env, napi_callback_info info) {
-  size_t argc = LEAF_ARGS;
   napi_value argv[LEAF_ARGS];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < LEAF_ARGS) return throw_arg(env, "shardkit native: verifyLeafScan needs 7 arguments");
+  if (!call_args(env, info, LEAF_ARGS, argv, "shardkit native: verifyLeafScan needs 7 arguments")) return NULL;
   uint8_t *page;
   size_t page_len, records_len, first_cap, key_cap, names_cap, out_len;
   double page_no;
