@@ -77,10 +77,12 @@ export interface NativeAddon {
    * reads leaf page `pageNo` into `records` (the record arrays laid out as {@link RecordArrays} says, record i at
    * index i) and the bytes of its first and last keys; when `names` is not empty, the tar member name of each record
    * that is one member stored as is (NAME_START and NAME_LENGTH into `names`; -1 and 0 for the others and for names
-   * past its end); `out` gets the counts and sums at {@link LeafScanOut}. Its count is 0 when the page is not one the scan takes (or the arrays are too short for it): the JavaScript path then
-   * reads it and names what is wrong. The arguments must not share memory.
+   * past its end), and rows in `table` ({@link MemberRow}) for a record of several members all stored as they are
+   * (MEMBER_ROW: its first row, or -1); `out` gets the counts and sums at {@link LeafScanOut}. Its count is 0 when
+   * the page is not one the scan takes (or the arrays are too short for it): the JavaScript path then reads it and
+   * names what is wrong. The arguments must not share memory.
    */
-  verifyLeafScan(page: Uint8Array, pageNo: number, records: Float64Array, firstKey: Uint8Array, lastKey: Uint8Array, names: Uint8Array, out: Float64Array): void;
+  verifyLeafScan(page: Uint8Array, pageNo: number, records: Float64Array, firstKey: Uint8Array, lastKey: Uint8Array, names: Uint8Array, table: Float64Array, out: Float64Array): void;
   /**
    * verify's member check on a shard chunk (ShardCheck.takeLones in JavaScript): from record io[FROM] to
    * io[COUNT], the run of records that a chunk holding shard bytes [io[POS], io[POS] + chunk.length) holds intact
@@ -93,10 +95,13 @@ export interface NativeAddon {
 /**
  * verifyLeafScan's and verifyTakeLones' `records`: RecordArrays.COUNT arrays of `capacity` numbers one after the
  * other in one Float64Array (capacity = length / COUNT), array k from k x capacity: shard, offset, length, size,
- * stored, loneCrc, members as uint32 (a Uint32Array over the first half of its part), then nameStart and nameLength.
- * One typed array a call, not nine: N-API unwraps each at a cost (src/native/verify-scan.c).
+ * stored, loneCrc, members as uint32 (a Uint32Array over the first half of its part), then nameStart, nameLength and
+ * memberRow. One typed array a call, not ten: N-API unwraps each at a cost (src/native/verify-scan.c).
  */
-export const RecordArrays = { SHARD: 0, OFFSET: 1, LENGTH: 2, SIZE: 3, STORED: 4, LONE_CRC: 5, MEMBERS: 6, NAME_START: 7, NAME_LENGTH: 8, COUNT: 9 } as const;
+export const RecordArrays = { SHARD: 0, OFFSET: 1, LENGTH: 2, SIZE: 3, STORED: 4, LONE_CRC: 5, MEMBERS: 6, NAME_START: 7, NAME_LENGTH: 8, MEMBER_ROW: 9, COUNT: 10 } as const;
+
+/** verifyLeafScan's member table: COLUMNS numbers a member (its start in its sample's span, size, CRC32C, name in `names`). */
+export const MemberRow = { START: 0, SIZE: 1, CRC: 2, NAME_START: 3, NAME_LENGTH: 4, COLUMNS: 5 } as const;
 
 /** Indices into verifyLeafScan's `out` (src/native/verify-scan.c). */
 export const LeafScanOut = {

@@ -16,7 +16,11 @@
  * numbers long, capacity = length / RECORD_ARRAYS; members are uint32 in the first half of theirs. One typed array a
  * call, not seven: each costs N-API ~400 instructions to unwrap, ~10 a record on tiny samples.
  */
-enum { RECORD_SHARD, RECORD_OFFSET, RECORD_LENGTH, RECORD_SIZE, RECORD_STORED, RECORD_LONE_CRC, RECORD_MEMBERS, RECORD_NAME_START, RECORD_NAME_LENGTH, RECORD_ARRAYS };
+enum { RECORD_SHARD, RECORD_OFFSET, RECORD_LENGTH, RECORD_SIZE, RECORD_STORED, RECORD_LONE_CRC, RECORD_MEMBERS, RECORD_NAME_START, RECORD_NAME_LENGTH,
+       RECORD_MEMBER_ROW, RECORD_ARRAYS };
+
+/* verifyLeafScan's member table: a row a member, these columns (src/native/native.ts MemberRow) */
+enum { ROW_START, ROW_SIZE, ROW_CRC, ROW_NAME_START, ROW_NAME_LENGTH, ROW_COLUMNS };
 
 /* verifyLeafScan's out: indices (src/native/native.ts LeafScanOut) */
 enum { OUT_COUNT, OUT_NEXT, OUT_TOTAL_MEMBERS, OUT_TOTAL_LENGTH, OUT_TOTAL_SIZE, OUT_TOTAL_STORED, OUT_ONE_SHARD, OUT_MAX_END,

@@ -3,14 +3,16 @@
  * reference this must equal: test/property/native-verify.test.ts compares them). verify-take.c checks the samples
  * the scan lists.
  *
- *   verifyLeafScan(page, pageNo, records, firstKey, lastKey, names, out)
+ *   verifyLeafScan(page, pageNo, records, firstKey, lastKey, names, table, out)
  *       LeafScan.scan: reads a leaf page's records into `records` (a Float64Array of RECORD_ARRAYS x capacity: see
  *       verify-records.h) at index i for record i; out (Float64Array, LEAF_OUT_COUNT) gets count (0: the page is
  *       not one this walk takes), next, the totals, the one shard, the last end and the lengths of the first and
  *       last keys, whose bytes go to firstKey and lastKey. When `names` is not empty, each record that is one member
  *       stored as is gets its member's name (key, ".", extension: the tar layout's member name) in `names`, at
  *       NAME_START for NAME_LENGTH bytes (-1 and 0 for the others, and for names past the end of `names`); out's
- *       NAMES_WANTED says how many bytes all of them needed.
+ *       NAMES_WANTED says how many bytes all of them needed. A record of several members, all stored as they are,
+ *       gets rows in `table` from MEMBER_ROW (ROW_COLUMNS numbers a member: its start in the span, size, CRC32C and
+ *       name), when they and their names fit; -1 otherwise.
  *
  * It takes the page as hostile: every length and offset is checked before a byte is read, and anything unusual
  * returns "not taken", leaving the page to the JavaScript path, which names what is wrong. Numbers are doubles,
@@ -99,11 +101,26 @@ typedef struct {
   double *shard, *offset, *length, *size, *stored, *lone_crc;
   uint32_t *members;
   size_t capacity;
-  double *name_start, *name_length;
+  double *name_start, *name_length, *member_row, *table;
   uint8_t *first_key, *key, *names;
-  size_t first_key_cap, key_cap, names_cap;
+  size_t first_key_cap, key_cap, names_cap, table_rows;
   double *out;
 } leaf_out;
+
+/* key, ".", ext (the key alone for no ext) at names[*used]: its start there, or -1 when it does not fit in cap. */
+static inline double put_name(uint8_t *restrict names, size_t cap, size_t *used, const uint8_t *key, size_t key_length, const uint8_t *ext,
+                              size_t ext_length) {
+  size_t n = key_length + (ext_length > 0 ? 1 + ext_length : 0);
+  if (n > cap - *used) return -1;
+  memcpy(names + *used, key, key_length);
+  if (ext_length > 0) {
+    names[*used + key_length] = DOT;
+    memcpy(names + *used + key_length + 1, ext, ext_length);
+  }
+  double at = (double)*used;
+  *used += n;
+  return at;
+}
 
 /* LeafScan.scan: the record count, or 0 when the page is not a leaf this walk takes (see leaf-scan.ts). */
 static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_no, const leaf_out *o) {
@@ -137,8 +154,13 @@ static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_
   uint8_t *restrict names = o->names;
   double *restrict name_start_out = o->name_start, *restrict name_length_out = o->name_length;
   const size_t names_cap = o->names_cap;
-  size_t names_used = 0;
+  size_t names_used = 0, rows_used = 0;
   double names_wanted = 0;
+  double *restrict member_row_out = o->member_row, *restrict table = o->table;
+  const size_t table_rows = o->table_rows;
+  /* the record's members: start in the span, stored size, CRC32C (for its rows) */
+  double m_start[MAX_MEMBERS], m_stored[MAX_MEMBERS];
+  uint32_t m_crc[MAX_MEMBERS];
   uint32_t prev_members = 0, valid_flags = FIRST_RECORD_FLAGS, total_members = 0;
   int lone_shape = 0; /* the shape records take over is one member stored as is */
   double shard = 0, prev_end = 0, total_length = 0, total_size = 0, total_stored = 0, first_shard = -1, max_end = 0;
@@ -219,6 +241,9 @@ static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_
         if (end - pos < 4) return 0;
         crc_m = le32(page + pos);
         pos += 4;
+        m_start[m] = member_end + prev_gaps[m];
+        m_stored[m] = stored_size;
+        m_crc[m] = crc_m;
         member_end += prev_gaps[m] + stored_size;
         size += member_size;
         stored += stored_size;
@@ -265,6 +290,9 @@ static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_
         crc_m = le32(page + pos);
         pos += 4;
         if (m == 0 && gap != 0) return 0; /* the span starts at its first member */
+        m_start[m] = member_end + gap;
+        m_stored[m] = stored_size;
+        m_crc[m] = crc_m;
         member_end += gap + stored_size;
         size += member_size;
         stored += stored_size;
@@ -293,23 +321,40 @@ static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_
     stored_out[i] = stored;
     lone_crc_out[i] = lone_shape ? (double)crc_m : -1;
     /* the lone member's name (its shape, this record's, is in the prev_ arrays now) */
-    double name_at = -1, name_length = 0;
+    double name_at = -1, name_length = 0, row_at = -1;
     if (names_cap > 0 && lone_shape) {
       size_t n = key_length + (prev_ext_len[0] > 0 ? 1 + prev_ext_len[0] : 0);
-      if (n <= names_cap - names_used) {
-        memcpy(names + names_used, key, key_length);
-        if (prev_ext_len[0] > 0) {
-          names[names_used + key_length] = DOT;
-          memcpy(names + names_used + key_length + 1, page + prev_ext_at[0], prev_ext_len[0]);
-        }
-        name_at = (double)names_used;
-        name_length = (double)n;
-        names_used += n;
-      }
+      name_at = put_name(names, names_cap, &names_used, key, key_length, page + prev_ext_at[0], prev_ext_len[0]);
+      if (name_at >= 0) name_length = (double)n;
       names_wanted += (double)n;
+    } else if (names_cap > 0) {
+      /* several members: rows when all are stored as they are and all their names fit */
+      size_t n = 0;
+      int stored_all = 1;
+      for (uint32_t m = 0; m < member_count; m++) {
+        n += key_length + (prev_ext_len[m] > 0 ? 1 + prev_ext_len[m] : 0);
+        if (prev_codecs[m] != CODEC_NONE) stored_all = 0;
+      }
+      if (stored_all) {
+        names_wanted += (double)n;
+        if (n <= names_cap - names_used && member_count <= table_rows - rows_used) {
+          row_at = (double)rows_used;
+          for (uint32_t m = 0; m < member_count; m++) {
+            double *row = table + (rows_used + m) * ROW_COLUMNS;
+            size_t at = names_used;
+            row[ROW_NAME_START] = put_name(names, names_cap, &names_used, key, key_length, page + prev_ext_at[m], prev_ext_len[m]);
+            row[ROW_NAME_LENGTH] = (double)(names_used - at);
+            row[ROW_START] = m_start[m];
+            row[ROW_SIZE] = m_stored[m];
+            row[ROW_CRC] = (double)m_crc[m];
+          }
+          rows_used += member_count;
+        }
+      }
     }
     name_start_out[i] = name_at;
     name_length_out[i] = name_length;
+    member_row_out[i] = row_at;
     prev_end = offset + member_end;
     total_members += member_count;
     total_length += member_end;
@@ -332,14 +377,14 @@ static uint32_t scan_leaf(const uint8_t *restrict page, size_t end, double page_
   return count;
 }
 
-#define LEAF_ARGS 7
+#define LEAF_ARGS 8
 
-/* verifyLeafScan(page, pageNo, records, firstKey, lastKey, names, out) */
+/* verifyLeafScan(page, pageNo, records, firstKey, lastKey, names, table, out) */
 napi_value sk_verify_leaf_scan(napi_env env, napi_callback_info info) {
   napi_value argv[LEAF_ARGS];
-  if (!call_args(env, info, LEAF_ARGS, argv, "shardkit native: verifyLeafScan needs 7 arguments")) return NULL;
+  if (!call_args(env, info, LEAF_ARGS, argv, "shardkit native: verifyLeafScan needs 8 arguments")) return NULL;
   uint8_t *page;
-  size_t page_len, records_len, first_cap, key_cap, names_cap, out_len;
+  size_t page_len, records_len, first_cap, key_cap, names_cap, table_len, out_len;
   double page_no;
   double *records;
   leaf_out o;
@@ -348,9 +393,9 @@ napi_value sk_verify_leaf_scan(napi_env env, napi_callback_info info) {
   }
   if (!typed(env, argv[2], napi_float64_array, (void **)&records, &records_len)) return throw_arg(env, "shardkit native: verifyLeafScan needs a Float64Array for the records");
   if (!typed(env, argv[3], napi_uint8_array, (void **)&o.first_key, &first_cap) || !typed(env, argv[4], napi_uint8_array, (void **)&o.key, &key_cap) ||
-      !typed(env, argv[5], napi_uint8_array, (void **)&o.names, &names_cap) ||
-      !typed(env, argv[6], napi_float64_array, (void **)&o.out, &out_len) || out_len < LEAF_OUT_COUNT) {
-    return throw_arg(env, "shardkit native: verifyLeafScan needs three Uint8Arrays for the keys and names and a Float64Array out");
+      !typed(env, argv[5], napi_uint8_array, (void **)&o.names, &names_cap) || !typed(env, argv[6], napi_float64_array, (void **)&o.table, &table_len) ||
+      !typed(env, argv[7], napi_float64_array, (void **)&o.out, &out_len) || out_len < LEAF_OUT_COUNT) {
+    return throw_arg(env, "shardkit native: verifyLeafScan needs three Uint8Arrays for the keys and names and Float64Arrays for the table and out");
   }
   o.capacity = records_len / RECORD_ARRAYS;
   o.shard = records + RECORD_SHARD * o.capacity;
@@ -363,6 +408,8 @@ napi_value sk_verify_leaf_scan(napi_env env, napi_callback_info info) {
   o.name_start = records + RECORD_NAME_START * o.capacity;
   o.name_length = records + RECORD_NAME_LENGTH * o.capacity;
   o.names_cap = names_cap;
+  o.member_row = records + RECORD_MEMBER_ROW * o.capacity;
+  o.table_rows = table_len / ROW_COLUMNS;
   o.first_key_cap = first_cap;
   o.key_cap = key_cap;
   o.out[OUT_COUNT] = scan_leaf(page, page_len, page_no, &o);

@@ -10,7 +10,7 @@
  * one declines, and a page it declines is read here again, so what the walk sees is the same either way.
  */
 import type { NativeAddon } from '../native/native.js';
-import { LeafScanOut, RecordArrays } from '../native/native.js';
+import { LeafScanOut, MemberRow, RecordArrays } from '../native/native.js';
 import { Codec } from '../../formats/index-entry.js';
 import {
   MEMBER_CODEC_MASK,
@@ -29,12 +29,12 @@ import {
   pageChecksum,
 } from '../../formats/index-page.js';
 import { LeafKeys, badSegment } from './leaf-keys.js';
+import { loneName, memberRows } from './leaf-names.js';
 
 const MAX_VARINT_BYTES = 8;
 /** Records with more members take decodePage's path (the shape of the record before is kept in fixed arrays). */
 const MAX_MEMBERS = 16;
 const SLASH = 0x2f;
-const DOT = 0x2e;
 const BACKSLASH = 0x5c;
 const KNOWN_RECORD_FLAGS = RECORD_SAME_SHARD | RECORD_CONTIGUOUS | RECORD_SAME_SHAPE;
 const KNOWN_MEMBER_FLAGS = MEMBER_CODEC_MASK | MEMBER_EXT_SAME;
@@ -65,6 +65,16 @@ export class LeafScan extends LeafKeys {
   nameStart = new Float64Array(0);
   nameLength = new Float64Array(0);
   names = new Uint8Array(0);
+  /**
+   * With `names` on: for a record of several members all stored as they are, its first row in `table`
+   * ({@link MemberRow}: a row a member, with its name in `names`), or -1 (see leaf-names.ts).
+   */
+  memberRow = new Float64Array(0);
+  table = new Float64Array(0);
+  /** Bytes of `names` and rows of `table` used by the page read last, and the bytes its names needed. */
+  namesUsed = 0;
+  rowsUsed = 0;
+  namesWanted = 0;
   /** Sums over the leaf's records: members, span bytes, original and stored member bytes. */
   totalMembers = 0;
   totalLength = 0;
@@ -79,8 +89,6 @@ export class LeafScan extends LeafKeys {
   private end = 0;
   /** The length of the extension safeAsciiExt read last. */
   private extLength = 0;
-  /** The bytes the names of the page read last needed. */
-  private namesWanted = 0;
   private page: Uint8Array = new Uint8Array(0);
   // the previous record's members: codec and gap after the member before
   private prevCodec = new Uint8Array(MAX_MEMBERS);
@@ -92,6 +100,8 @@ export class LeafScan extends LeafKeys {
   private prevExtLength = new Float64Array(MAX_MEMBERS);
   private curExtAt = new Float64Array(MAX_MEMBERS);
   private curExtLength = new Float64Array(MAX_MEMBERS);
+  // the record's members (for its rows): start in the span, stored size, CRC32C
+  private readonly rowOf = { codecs: this.prevCodec, extAt: this.prevExtAt, extLength: this.prevExtLength, start: new Float64Array(MAX_MEMBERS), stored: new Float64Array(MAX_MEMBERS), crc: new Float64Array(MAX_MEMBERS) };
   private readonly out = new Float64Array(LeafScanOut.LENGTH);
 
   /**
@@ -103,8 +113,8 @@ export class LeafScan extends LeafKeys {
     names = false,
   ) {
     super();
-    this.grow(256);
     if (names) this.names = new Uint8Array(INITIAL_NAMES_BYTES);
+    this.grow(256);
   }
 
   /**
@@ -124,7 +134,7 @@ export class LeafScan extends LeafKeys {
     this.keyRoom(page.length);
     const out = this.out;
     this.namesRoom();
-    native.verifyLeafScan(page, pageNo, this.records, this.firstKeyBytes, this.lastKeyBytes, this.names, out);
+    native.verifyLeafScan(page, pageNo, this.records, this.firstKeyBytes, this.lastKeyBytes, this.names, this.table, out);
     if (out[LeafScanOut.COUNT] === 0) return false;
     this.namesWanted = out[LeafScanOut.NAMES_WANTED] as number;
     this.count = out[LeafScanOut.COUNT] as number;
@@ -179,9 +189,11 @@ export class LeafScan extends LeafKeys {
     let prevExtAt = this.prevExtAt;
     let prevExtLength = this.prevExtLength;
     this.namesRoom();
-    const { names, nameStart, nameLength } = this;
-    let namesUsed = 0;
-    let namesWanted = 0;
+    const { nameStart, nameLength, memberRow, rowOf } = this;
+    const listNames = this.names.length > 0;
+    this.namesUsed = 0;
+    this.rowsUsed = 0;
+    this.namesWanted = 0;
     let prevMembers = 0;
     let shard = 0;
     let prevEnd = 0;
@@ -307,6 +319,9 @@ export class LeafScan extends LeafKeys {
         crc = (page[pos] as number) | ((page[pos + 1] as number) << 8) | ((page[pos + 2] as number) << 16) | ((page[pos + 3] as number) << 24);
         pos += 4;
         if (m === 0 && gap !== 0) return false; // the span starts at its first member
+        rowOf.start[m] = memberEnd + gap;
+        rowOf.stored[m] = storedSize;
+        rowOf.crc[m] = crc >>> 0;
         memberEnd += gap + storedSize;
         size += memberSize;
         stored += storedSize;
@@ -342,27 +357,19 @@ export class LeafScan extends LeafKeys {
         prevExtLength = extLength;
         extLength = e;
       }
-      // the lone member's name (its shape, this record's, is in the prev arrays now)
+      // names (the record's shape, its own or the one it took over, is in the prev arrays now)
       let at = -1;
-      let length = 0;
-      if (names.length > 0 && loneCrc[i] !== -1) {
-        const ext = prevExtLength[0] as number;
-        const n = keyLength + (ext > 0 ? 1 + ext : 0);
-        if (n <= names.length - namesUsed) {
-          names.set(key.subarray(0, keyLength), namesUsed);
-          if (ext > 0) {
-            names[namesUsed + keyLength] = DOT;
-            const from = prevExtAt[0] as number;
-            names.set(page.subarray(from, from + ext), namesUsed + keyLength + 1);
-          }
-          at = namesUsed;
-          length = n;
-          namesUsed += n;
-        }
-        namesWanted += n;
+      let row = -1;
+      if (listNames && loneCrc[i] !== -1) at = loneName(this, key, keyLength, page, prevExtAt[0] as number, prevExtLength[0] as number);
+      else if (listNames) {
+        rowOf.codecs = prevCodecs;
+        rowOf.extAt = prevExtAt;
+        rowOf.extLength = prevExtLength;
+        row = memberRows(this, memberCount, key, keyLength, page, rowOf);
       }
       nameStart[i] = at;
-      nameLength[i] = length;
+      nameLength[i] = at < 0 ? 0 : this.namesUsed - at;
+      memberRow[i] = row;
       prevMembers = memberCount;
     }
     this.curCodec = codecs;
@@ -383,7 +390,6 @@ export class LeafScan extends LeafKeys {
     this.maxEnd = maxEnd;
     this.lastKeyBytes.set(key.subarray(0, keyLength));
     this.lastKeyLength = keyLength;
-    this.namesWanted = namesWanted;
     return true;
   }
 
@@ -434,5 +440,7 @@ export class LeafScan extends LeafKeys {
     this.members = new Uint32Array(records.buffer, RecordArrays.MEMBERS * n * Float64Array.BYTES_PER_ELEMENT, n);
     this.nameStart = part(RecordArrays.NAME_START);
     this.nameLength = part(RecordArrays.NAME_LENGTH);
+    this.memberRow = part(RecordArrays.MEMBER_ROW);
+    if (this.names.length > 0) this.table = new Float64Array(n * MAX_MEMBERS * MemberRow.COLUMNS);
   }
 }

@@ -18,7 +18,7 @@ import type { Manifest } from '../../formats/manifest.js';
 import { checkPackedHeader, PACKED_HEADER_BYTES } from '../../formats/packed-layout.js';
 import type { ByteSource } from '../io/byte-source.js';
 import type { CopyWriter } from '../cache/copy-writer.js';
-import { TakeLonesIo, type NativeAddon } from '../native/native.js';
+import { MemberRow, TakeLonesIo, type NativeAddon } from '../native/native.js';
 import type { LeafRecords, PageReader } from './check-index.js';
 import { LeafScan } from './leaf-scan.js';
 import { takeLoneRun } from './lone-run.js';
@@ -125,16 +125,32 @@ export class ShardCheck {
   }
 
   /**
-   * The hot path, for tiny samples: from record `from` of leaf `pageNo` (`count` records), the run of samples of
-   * shard `shard` that are each one member stored as is (`loneCrc`), inside the chunk read last, after the spans
-   * before them, and intact (lone-run.ts). Returns the first record it did not take: a sample of another shard, or
-   * one for {@link sample}, which checks it and names what is wrong.
+   * The hot path: from record `from` of leaf `pageNo` (`count` records), the run of samples of shard `shard` that are
+   * each one member stored as is (`loneCrc`), inside the chunk read last, after the spans before them, and intact
+   * (lone-run.ts). In the tar layout, also each member's tar header (name and size), and samples of several stored
+   * members one by one. Returns the first record it did not take: a sample of another shard, or one for
+   * {@link sample}, which checks it and names what is wrong.
    */
   takeLones(r: LeafRecords, from: number, count: number, shard: number, pageNo: number): number {
     if (!this.fast) return from;
-    // the tar layout: only records whose tar header gives their name and size (the scan lists names then)
-    const last = this.tar === undefined ? count : r instanceof LeafScan ? this.tar.namedRun(r, from, count, shard) : from;
-    if (last === from) return from;
+    if (this.tar === undefined) return this.loneRun(r, from, count, shard, pageNo);
+    // the tar layout needs the names the scan lists (a decoded page has none: its samples take sample())
+    if (!(r instanceof LeafScan)) return from;
+    let i = from;
+    while (i < count) {
+      const named = this.tar.namedRun(r, i, count, shard);
+      if (named > i) {
+        const next = this.loneRun(r, i, named, shard, pageNo);
+        if (next < named) return next;
+        i = next;
+      } else if (this.takeMembers(r, i, shard, pageNo)) i++;
+      else break;
+    }
+    return i;
+  }
+
+  /** The run of lone samples in records [from, last) (lone-run.ts, natively when it can): the first not taken. */
+  private loneRun(r: LeafRecords, from: number, last: number, shard: number, pageNo: number): number {
     const io = takeIo;
     io[TakeLonesIo.FROM] = from;
     io[TakeLonesIo.COUNT] = last;
@@ -153,6 +169,32 @@ export class ShardCheck {
       this.tar?.forgetBefore(this.lastOffset);
     }
     return i;
+  }
+
+  /**
+   * Tar layout, record `i` of several members all stored as they are (the scan's member rows): taken when it is of
+   * `shard`, inside the chunk after the spans before it, and each member has its tar header and its CRC32C.
+   */
+  private takeMembers(r: LeafScan, i: number, shard: number, pageNo: number): boolean {
+    const row = r.memberRow[i] as number;
+    const off = r.offset[i] as number;
+    const len = r.length[i] as number;
+    if (r.shard[i] !== shard || row < 0 || len === 0 || off < this.prevEnd || off < this.pos || off < this.lastOffset || off + len > this.end) return false;
+    const count = r.members[i] as number;
+    if (!(this.tar as TarHeaderCheck).membersNamed(r, row, count, off)) return false;
+    const t = r.table;
+    for (let k = 0; k < count; k++) {
+      const at = (row + k) * MemberRow.COLUMNS;
+      const start = off + (t[at + MemberRow.START] as number) - this.pos;
+      if (crc32cSpan(this.chunk, start, start + (t[at + MemberRow.SIZE] as number)) !== t[at + MemberRow.CRC]) return false;
+    }
+    this.prevEnd = off + len;
+    this.lastOffset = off;
+    this.prevPage = pageNo;
+    this.prevSlot = i;
+    this.result.memberBytes += r.size[i] as number;
+    this.tar?.forgetBefore(off);
+    return true;
   }
 
   /** Checks the sample at `off` (`len` bytes; entry in slot `slot` of leaf `pageNo`), reading as far as it ends. */

@@ -10,6 +10,7 @@ import { LZ4_NAME_SUFFIX } from '../../formats/sample-layout.js';
 import { TarType } from '../../formats/tar-header.js';
 import { TarScanner, type TarEntry } from '../../formats/tar-scan.js';
 import { isHttpDeadline } from '../io/http-client.js';
+import { MemberRow } from '../native/native.js';
 import { normalizedName } from '../adopt/member-rules.js';
 import type { LeafScan } from './leaf-scan.js';
 
@@ -78,6 +79,20 @@ export class TarHeaderCheck {
       if (h === undefined || h.size !== r.length[i] || !sameName(h.nameBytes, names, start, nameLength[i] as number)) break;
     }
     return i;
+  }
+
+  /**
+   * Whether the `count` members of a sample at shard offset `off` (rows from `row` of the scan's member table) each
+   * have the tar header that names them and gives their size.
+   */
+  membersNamed(r: LeafScan, row: number, count: number, off: number): boolean {
+    const t = r.table;
+    for (let k = 0; k < count; k++) {
+      const at = (row + k) * MemberRow.COLUMNS;
+      const h = this.headers.get(off + (t[at + MemberRow.START] as number));
+      if (h === undefined || h.size !== t[at + MemberRow.SIZE] || !sameName(h.nameBytes, r.names, t[at + MemberRow.NAME_START] as number, t[at + MemberRow.NAME_LENGTH] as number)) return false;
+    }
+    return true;
   }
 
   /** Forgets the headers of members before `offset` (their samples have been checked). */

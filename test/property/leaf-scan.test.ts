@@ -6,6 +6,8 @@ import { compareKeys } from '../../formats/key-order.js';
 import { memberPath } from '../../formats/sample.js';
 import { checkKeyAndExts } from '../../formats/sample-layout.js';
 import { safeAsciiKey } from '../../src/verify/leaf-keys.js';
+import { MemberRow } from '../../src/native/native.js';
+import { nameAt } from '../../src/verify/leaf-names.js';
 import { LeafScan } from '../../src/verify/leaf-scan.js';
 import { layMembers, leafPages, sealedLeaf } from '../helpers/leaf-pages.js';
 
@@ -56,10 +58,21 @@ function expectSame(scan: LeafScan, leaf: LeafPage): void {
       entry.members.reduce((t, m) => t + m.storedSize, 0),
       lone ? entry.members[0]!.crc32c : -1,
     ]);
-    // with names listed: a lone member's tar name (names that did not fit are -1: see expectNames)
+    // with names listed: a lone member's tar name; the rows of a sample of several stored members (names that did
+    // not fit are -1: see expectNames)
     const start = scan.nameStart[i]!;
     if (scan.names.length === 0 || !lone) expect([start, scan.nameLength[i]]).toEqual([-1, 0]);
-    else if (start >= 0) expect(Buffer.from(scan.names.subarray(start, start + scan.nameLength[i]!)).toString('latin1')).toBe(memberPath(entry.key, entry.members[0]!.ext));
+    else if (start >= 0) expect(nameAt(scan, start, scan.nameLength[i]!)).toBe(memberPath(entry.key, entry.members[0]!.ext));
+    const row = scan.memberRow[i]!;
+    if (scan.names.length === 0 || lone || entry.members.some((m) => m.codec !== 0)) expect(row).toBe(-1);
+    else if (row >= 0) {
+      const t = scan.table;
+      const rows = entry.members.map((_, k) => {
+        const at = (row + k) * MemberRow.COLUMNS;
+        return { start: t[at + MemberRow.START], size: t[at + MemberRow.SIZE], crc: t[at + MemberRow.CRC], name: nameAt(scan, t[at + MemberRow.NAME_START]!, t[at + MemberRow.NAME_LENGTH]!) };
+      });
+      expect(rows).toEqual(entry.members.map((m) => ({ start: m.offset, size: m.storedSize, crc: m.crc32c, name: memberPath(entry.key, m.ext) })));
+    }
   });
 }
 
@@ -69,6 +82,7 @@ function expectNames(scan: LeafScan, page: Uint8Array, n: number, leaf: LeafPage
   expectSame(scan, leaf);
   leaf.entries.forEach((entry, i) => {
     if (entry.members.length === 1 && entry.members[0]!.codec === 0) expect(scan.nameStart[i]).toBeGreaterThanOrEqual(0);
+    else if (entry.members.every((m) => m.codec === 0)) expect(scan.memberRow[i]).toBeGreaterThanOrEqual(0);
   });
 }
 
@@ -138,7 +152,7 @@ describe('verify leaf scan (property)', () => {
     );
   });
 
-  it("lists each lone stored member's tar name (key.ext), -1 for other records; names that did not fit come on a rescan", () => {
+  it("lists each lone stored member's tar name (key.ext) and rows for samples of several stored members; names that did not fit come on a rescan", () => {
     const validKey = fc.tuple(fc.constantFrom('train', 'val', 'a.b'), fc.nat(30), fc.nat(99_999)).map(([d, c, i]) => `${d}/c${c}/${String(i).padStart(5, '0')}`);
     const validExt = fc.constantFrom('jpg', 'x', 'seg.png', 'cls', '');
     const memberArb = fc.tuple(validExt, fc.nat({ max: 3000 }), fc.boolean(), fc.nat({ max: 9 }));

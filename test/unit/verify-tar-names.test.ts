@@ -1,7 +1,8 @@
 /**
  * verify in the tar layout checks each member's tar header against the index (its name and size), also on its fast
- * path for samples of one stored member (the walk's scan lists their names: leaf-scan.ts, tar-header-check.ts
- * namedRun). A header rewritten with a valid checksum, so that the tar still parses, names the sample.
+ * path, for samples of one stored member and of several (the walk's scan lists their names: leaf-scan.ts,
+ * leaf-names.ts; tar-header-check.ts namedRun and membersNamed). A header rewritten with a valid checksum, so that
+ * the tar still parses, names the sample; so does a flipped byte in any member.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -24,10 +25,17 @@ function sampleOf(i: number) {
 
 interface Span {
   key: string;
+  ext: string;
   shard: string;
   /** Where the member's data starts in its shard (its header is the block before). */
   start: number;
   size: number;
+}
+
+function copyDir(src: string): string {
+  const dir = tmpDir();
+  for (const f of fs.readdirSync(src)) fs.copyFileSync(path.join(src, f), path.join(dir, f));
+  return dir;
 }
 
 /** Rewrites field [off, off + len) of the tar header before `span`'s data, then makes its checksum match again. */
@@ -41,28 +49,34 @@ function rewriteHeader(dir: string, span: Span, [off, len]: readonly [number, nu
   fs.writeFileSync(file, bytes);
 }
 
+/** Sample i: one stored member, or with `cls`, a second one (its class, a few bytes), as `pack --pass tag` makes. */
+function sampleWith(i: number, cls: boolean) {
+  const { key, members } = sampleOf(i);
+  return { key, members: cls ? { ...members, cls: new TextEncoder().encode(String(i % 7)) } : members };
+}
+
+async function packed(cls: boolean): Promise<{ dir: string; spans: Span[] }> {
+  const dir = tmpDir();
+  const w = new DatasetWriter({ dir, layout: 'tar', compress: 'none', shardBytes: 16 * 1024, pageSize: 1024 });
+  for (let i = 0; i < N; i++) w.add(sampleWith(i, cls));
+  await w.finish();
+  const ds = await openDataset(dir);
+  const spans: Span[] = [];
+  for await (const e of ds.entries()) {
+    expect(e.members.map((m) => m.ext)).toEqual(cls ? ['cls', 'jpg'] : ['jpg']);
+    for (const m of e.members) spans.push({ key: e.key, ext: m.ext, shard: ds.shardName(e.shard), start: e.offset + m.offset, size: m.storedSize });
+  }
+  await ds.close();
+  return { dir, spans };
+}
+
 describe('verify: tar headers of samples of one stored member', () => {
   let clean: string;
   let spans: Span[];
   beforeAll(async () => {
-    clean = tmpDir();
-    const w = new DatasetWriter({ dir: clean, layout: 'tar', compress: 'none', shardBytes: 16 * 1024, pageSize: 1024 });
-    for (let i = 0; i < N; i++) w.add(sampleOf(i));
-    await w.finish();
-    const ds = await openDataset(clean);
-    spans = [];
-    for await (const e of ds.entries()) {
-      expect(e.members.length).toBe(1);
-      spans.push({ key: e.key, shard: ds.shardName(e.shard), start: e.offset, size: e.length });
-    }
-    await ds.close();
+    ({ dir: clean, spans } = await packed(false));
   });
-
-  const copy = (): string => {
-    const dir = tmpDir();
-    for (const f of fs.readdirSync(clean)) fs.copyFileSync(path.join(clean, f), path.join(dir, f));
-    return dir;
-  };
+  const copy = (): string => copyDir(clean);
 
   it('passes the intact dataset', async () => {
     const r = await verifyDataset(clean);
@@ -99,5 +113,41 @@ describe('verify: tar headers of samples of one stored member', () => {
     rewriteHeader(dir, span, F_SIZE, `${(span.size - 1).toString(8).padStart(11, '0')}`);
     const r = await verifyDataset(dir);
     expect(r.damaged.map((d) => [d.key, d.what])).toEqual([[span.key, `member "jpg": tar header says ${span.size - 1} bytes, the index says ${span.size}`]]);
+  });
+});
+
+describe('verify: tar headers and bytes of samples of several stored members', () => {
+  let clean: string;
+  let spans: Span[];
+  beforeAll(async () => {
+    ({ dir: clean, spans } = await packed(true));
+  });
+
+  it('passes the intact dataset', async () => {
+    const r = await verifyDataset(clean);
+    expect([r.ok, r.checked.samples, r.checked.members, r.damaged]).toEqual([true, N, 2 * N, []]);
+  });
+
+  it('names the sample one of whose members is renamed, or has a byte flipped, and only it (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.nat(spans.length - 1), fc.constantFrom('rename', 'flip'), fc.nat(), async (s, how, at) => {
+        const span = spans[s]!;
+        const dir = copyDir(clean);
+        const want = `${span.key}.${span.ext}`;
+        if (how === 'rename') rewriteHeader(dir, span, F_NAME, `${span.key}.bin`);
+        else {
+          const file = path.join(dir, span.shard);
+          const bytes = fs.readFileSync(file);
+          bytes[span.start + (at % span.size)]! ^= 0x20;
+          fs.writeFileSync(file, bytes);
+        }
+        const r = await verifyDataset(dir);
+        expect(r.damaged.map((d) => [d.key, d.shard])).toEqual([[span.key, span.shard]]);
+        expect(r.damaged[0]!.what).toMatch(how === 'rename' ? `member "${span.ext}": tar header names ${JSON.stringify(`${span.key}.bin`)}, the index says ${JSON.stringify(want)}` : new RegExp(`^member "${span.ext}": checksum mismatch`));
+        expect(r.ok).toBe(false);
+        fs.rmSync(dir, { recursive: true, force: true });
+      }),
+      { numRuns: 16 },
+    );
   });
 });
