@@ -35,8 +35,9 @@
  *   npm run build && node bench/scale.mjs [--min 1e6] [--max 1e7] [--dir DIR] [--lookups 20000] [--cold 30]
  *                                         [--opens 5] [--reps 3] [--drop file|global] [--no-lmdb] [--no-verify] [--keep] [--json FILE]
  *                                         [--verify-only [--reuse]]   (verify against the disk alone; --reuse: a kept dataset in --dir)
- *                                         [--real A|B | --tree DIR [--reuse]]   (verify against the disk on a real tree
- *                                                                             packed in the tar layout, --key-rule path)
+ *                                         [--real A|B | --tree DIR [--pass SPEC]... [--reuse]]   (verify against the disk
+ *                                                 on a real tree packed in the tar layout, --key-rule path, the passes given:
+ *                                                 --pass tag=dirname gives samples of two members)
  *
  * Goals: index build >= 2x lmdb-js bulk load at 10^7; peak RSS while packing < 400 MB at 10^8; open < 20 ms at 10^8;
  * verify >= 0.8x the disk's sequential read rate. For reference: Megatron-Energon users report indexing 244M
@@ -321,7 +322,8 @@ async function main() {
   const canDrop = !globalDrop || (process.getuid?.() === 0 && fs.existsSync('/proc/sys/vm/drop_caches'));
   const real = opt('--real', '');
   const treeDir = opt('--tree', '');
-  if (real !== '' || treeDir !== '') return verifyTree(real !== '' ? realTree(real) : { name: path.basename(treeDir), dir: treeDir }, root, reps, canDrop, { json: opt('--json', ''), reuse: args.includes('--reuse'), keep: args.includes('--keep') });
+  const passes = args.flatMap((a, i) => (a === '--pass' ? ['--pass', args[i + 1]] : []));
+  if (real !== '' || treeDir !== '') return verifyTree(real !== '' ? realTree(real) : { name: path.basename(treeDir), dir: treeDir }, root, reps, canDrop, { json: opt('--json', ''), reuse: args.includes('--reuse'), keep: args.includes('--keep'), passes });
   const sizes = [];
   for (let n = min; n <= max; n *= 10) sizes.push(n);
 
@@ -402,14 +404,14 @@ async function main() {
  * in the tar layout, one sample a file (--key-rule path: file names with several dots, as in package docs, would
  * otherwise make one key); files pack cannot take (symlinks) are skipped and listed by it.
  */
-function verifyTree(tree, root, reps, canDrop, { json, reuse, keep }) {
+function verifyTree(tree, root, reps, canDrop, { json, reuse, keep, passes }) {
   const dir = path.join(root, `tree-${tree.name}`);
   if (!(reuse && fs.existsSync(path.join(dir, 'manifest.json')))) {
     fs.rmSync(dir, { recursive: true, force: true });
     fs.mkdirSync(root, { recursive: true });
     process.stderr.write(`packing ${tree.dir} into ${dir}\n`);
     const cli = path.join(path.dirname(SELF), '..', 'dist', 'bin', 'shardkit.cjs');
-    const res = spawnSync(process.execPath, [cli, 'pack', tree.dir, '--out', dir, '--key-rule', 'path', '--on-error', 'skip'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const res = spawnSync(process.execPath, [cli, 'pack', tree.dir, '--out', dir, '--key-rule', 'path', '--on-error', 'skip', ...passes], { stdio: ['ignore', 'ignore', 'inherit'] });
     if (res.status !== 0) throw new Error(`pack of ${tree.dir} failed (exit ${res.status})`);
   }
   const verify = verifyAgainstDisk(dir, reps, canDrop);
@@ -417,7 +419,7 @@ function verifyTree(tree, root, reps, canDrop, { json, reuse, keep }) {
     machine: { cpus: os.cpus().length, node: process.version, loadAverage: os.loadavg().map((x) => Math.round(x * 10) / 10) },
     coldBy: process.env.SHARDKIT_BENCH_DROP === 'global' ? 'drop_caches' : 'posix_fadvise(DONTNEED) on the dataset files',
     tree: { name: tree.name, dir: tree.dir, ...(tree.fingerprint === undefined ? {} : { files: tree.files, bytes: tree.bytes, fingerprint: tree.fingerprint }) },
-    layout: 'tar, --key-rule path',
+    layout: `tar, --key-rule path${passes.length > 0 ? ` ${passes.join(' ')}` : ''}`,
     verify,
   };
   const text = JSON.stringify(report, null, 2);

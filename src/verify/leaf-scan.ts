@@ -101,7 +101,14 @@ export class LeafScan extends LeafKeys {
   private curExtAt = new Float64Array(MAX_MEMBERS);
   private curExtLength = new Float64Array(MAX_MEMBERS);
   // the record's members (for its rows): start in the span, stored size, CRC32C
-  private readonly rowOf = { codecs: this.prevCodec, extAt: this.prevExtAt, extLength: this.prevExtLength, start: new Float64Array(MAX_MEMBERS), stored: new Float64Array(MAX_MEMBERS), crc: new Float64Array(MAX_MEMBERS) };
+  private readonly rowOf = {
+    codecs: this.prevCodec,
+    extAt: this.prevExtAt,
+    extLength: this.prevExtLength,
+    start: new Float64Array(MAX_MEMBERS),
+    stored: new Float64Array(MAX_MEMBERS),
+    crc: new Float64Array(MAX_MEMBERS),
+  };
   private readonly out = new Float64Array(LeafScanOut.LENGTH);
 
   /**
