@@ -56,9 +56,29 @@ export class ShardStream implements LeafSink {
         i = this.current.takeLones(r, i, n, this.currentShard, pageNo);
         if (i === n) break;
       }
+      // a sample of another open shard (keys interleave across shards after an append or a merge): that shard's
+      // fast path first; what it does not take goes to route (the next turn, the shard is the current one)
+      if (r.shard[i] !== this.currentShard && this.switchTo(r.shard[i] as number, r.offset[i] as number)) continue;
       await this.route(r.shard[i] as number, r.offset[i] as number, r.length[i] as number, r.loneCrc[i] as number, pageNo, i);
       i++;
     }
+  }
+
+  /** Makes the open check of `shard` the current one, when a sample at `off` comes in its order: true if so. */
+  private switchTo(shard: number, off: number): boolean {
+    const check = this.checks[shard];
+    if (check === undefined || this.state[shard] !== OPEN || off < check.lastOffset) return false;
+    this.touch(shard);
+    this.current = check;
+    this.currentShard = shard;
+    return true;
+  }
+
+  /** Moves `shard` to the end of the open list (most recently fed). */
+  private touch(shard: number): void {
+    if (this.open[this.open.length - 1] === shard) return;
+    this.open.splice(this.open.indexOf(shard), 1);
+    this.open.push(shard);
   }
 
   /** Closes the checks still open, in shard order; returns the shards left for a pass in offset order. */
@@ -101,10 +121,7 @@ export class ShardStream implements LeafSink {
     } else if (off < check.lastOffset) {
       await check.abandon();
       return this.drop(shard);
-    } else if (this.open[this.open.length - 1] !== shard) {
-      this.open.splice(this.open.indexOf(shard), 1);
-      this.open.push(shard);
-    }
+    } else this.touch(shard);
     this.current = check;
     this.currentShard = shard;
     await check.sample(off, len, crc, pageNo, slot);
