@@ -20,9 +20,12 @@ export interface NameArena {
   rowsUsed: number;
 }
 
+/** The bytes of a name: the key, and "." and the extension when there is one. */
+const nameBytes = (keyLength: number, extLength: number): number => keyLength + (extLength > 0 ? 1 + extLength : 0);
+
 /** key[0, keyLength), ".", page[extAt, extAt + extLength) into the arena: its start there, or -1 when it does not fit. */
 function put(a: NameArena, key: Uint8Array, keyLength: number, page: Uint8Array, extAt: number, extLength: number): number {
-  const n = keyLength + (extLength > 0 ? 1 + extLength : 0);
+  const n = nameBytes(keyLength, extLength);
   if (n > a.names.length - a.namesUsed) return -1;
   const at = a.namesUsed;
   a.names.set(key.subarray(0, keyLength), at);
@@ -33,8 +36,6 @@ function put(a: NameArena, key: Uint8Array, keyLength: number, page: Uint8Array,
   a.namesUsed += n;
   return at;
 }
-
-const nameBytes = (keyLength: number, extLength: number): number => keyLength + (extLength > 0 ? 1 + extLength : 0);
 
 /** The name of a record of one stored member (extension at page[extAt, extAt + extLength)): its start, or -1. */
 export function loneName(a: NameArena, key: Uint8Array, keyLength: number, page: Uint8Array, extAt: number, extLength: number): number {
