@@ -58,17 +58,13 @@ export class LeafScan extends LeafKeys {
   /** CRC32C of a record that is one member stored as is (it then fills its span), else -1. */
   loneCrc = new Float64Array(0);
   /**
-   * With `names` on: the name of a record that is one member stored as is (`memberPath(key, ext)`, its tar member
-   * name) in `names` from `nameStart` for `nameLength` bytes; -1 and 0 for other records, and for names that did
-   * not fit (`names` then grows for the next page).
+   * With `names` on (leaf-names.ts): the tar name (`memberPath(key, ext)`) of a record of one stored member, in
+   * `names` from `nameStart` for `nameLength` bytes; for a record of several stored members, its first row in
+   * `table` ({@link MemberRow}); -1 (and 0) for other records and for what did not fit (`names` then grows).
    */
   nameStart = new Float64Array(0);
   nameLength = new Float64Array(0);
   names = new Uint8Array(0);
-  /**
-   * With `names` on: for a record of several members all stored as they are, its first row in `table`
-   * ({@link MemberRow}: a row a member, with its name in `names`), or -1 (see leaf-names.ts).
-   */
   memberRow = new Float64Array(0);
   table = new Float64Array(0);
   /** Bytes of `names` and rows of `table` used by the page read last, and the bytes its names needed. */
