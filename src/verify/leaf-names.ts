@@ -2,8 +2,8 @@
  * The tar member names a {@link LeafScan} lists for verify in the tar layout (verify-scan.c does the same in C): the
  * name of a record of one stored member, and rows for a record of several members all stored as they are (start in
  * the span, size, CRC32C, name). Each name is the key, ".", the extension (the key alone for none), as pack writes
- * it in the tar. A name or a record's rows that do not fit are left out (-1); the scan then grows the arena for the
- * next page from what this one wanted.
+ * it in the tar. A name or a record's rows that do not fit are left out (-1); the scan then grows the arena from
+ * what the page wanted and reads the page again (LeafScan.scan).
  */
 import { MemberRow } from '../native/native.js';
 import { Codec } from '../../formats/index-entry.js';

@@ -60,7 +60,7 @@ export class LeafScan extends LeafKeys {
   /**
    * With `names` on (leaf-names.ts): the tar name (`memberPath(key, ext)`) of a record of one stored member, in
    * `names` from `nameStart` for `nameLength` bytes; for a record of several stored members, its first row in
-   * `table` ({@link MemberRow}); -1 (and 0) for other records and for what did not fit (`names` then grows).
+   * `table` ({@link MemberRow}); -1 (and 0) for other records (see {@link scan} for names that do not fit).
    */
   nameStart = new Float64Array(0);
   nameLength = new Float64Array(0);
@@ -125,7 +125,11 @@ export class LeafScan extends LeafKeys {
    * read, false when it must be decoded by decodePage (a branch, damage, non-ASCII names, a name the writer refuses).
    */
   scan(page: Uint8Array, pageNo: number): boolean {
-    return (this.native !== undefined && this.scanNative(page, pageNo)) || this.scanJs(page, pageNo);
+    const took = (this.native !== undefined && this.scanNative(page, pageNo)) || this.scanJs(page, pageNo);
+    // names that did not fit: the page again, with room for twice what it wanted (prefix compression packs a
+    // hundred and more long keys in a page: their names can outgrow the arena on any page)
+    if (took && this.names.length > 0 && this.namesWanted > this.names.length) return this.scan(page, pageNo);
+    return took;
   }
 
   /** {@link scan} by the native addon alone (false also without one): for tests that compare the two. */
@@ -153,10 +157,7 @@ export class LeafScan extends LeafKeys {
     return true;
   }
 
-  /**
-   * With names on, before a scan: room for twice the names the last page wanted when they did not all fit (the
-   * names of the page read last stay where they are until then).
-   */
+  /** With names on, before a scan: room for twice what the last page wanted when its names did not all fit. */
   private namesRoom(): void {
     if (this.names.length > 0 && this.namesWanted > this.names.length) this.names = new Uint8Array(2 * this.namesWanted);
   }

@@ -116,6 +116,28 @@ describe('verify: tar headers of samples of one stored member', () => {
   });
 });
 
+describe('verify: long names (a ustar prefix or a pax path header)', () => {
+  it('passes intact samples whose names need more than the 100-byte name field, and names a renamed one', async () => {
+    const dir = tmpDir();
+    const w = new DatasetWriter({ dir, layout: 'tar', compress: 'none', shardBytes: 64 * 1024, pageSize: 1024 });
+    // 120-byte paths (split over the prefix field), then 300-byte ones (a pax `path` record)
+    const keyAt = (i: number): string => (i < 20 ? `${'d'.repeat(60)}/${'e'.repeat(50)}/${String(i).padStart(4, '0')}` : `${'f'.repeat(290)}/${String(i).padStart(4, '0')}`);
+    for (let i = 0; i < 40; i++) w.add({ key: keyAt(i), members: i % 2 === 0 ? sampleOf(i).members : sampleWith(i, true).members });
+    await w.finish();
+    const r = await verifyDataset(dir);
+    expect([r.ok, r.checked.samples, r.damaged]).toEqual([true, 40, []]);
+    // sample 4's name is split: its last part in the name field, the directories in the prefix field
+    const ds = await openDataset(dir);
+    const e = (await ds.locate(keyAt(4)))!;
+    const span: Span = { key: e.key, ext: 'jpg', shard: ds.shardName(e.shard), start: e.offset, size: e.length };
+    await ds.close();
+    const bad = copyDir(dir);
+    rewriteHeader(bad, span, F_NAME, '0004.png');
+    const again = await verifyDataset(bad);
+    expect(again.damaged.map((d) => [d.key, d.what])).toEqual([[span.key, `member "jpg": tar header names ${JSON.stringify(`${span.key}.png`)}, the index says ${JSON.stringify(`${span.key}.jpg`)}`]]);
+  });
+});
+
 describe('verify: tar headers and bytes of samples of several stored members', () => {
   let clean: string;
   let spans: Span[];
