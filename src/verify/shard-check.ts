@@ -133,17 +133,18 @@ export class ShardCheck {
    */
   takeLones(r: LeafRecords, from: number, count: number, shard: number, pageNo: number): number {
     if (!this.fast) return from;
-    if (this.tar === undefined) return this.loneRun(r, from, count, shard, pageNo);
+    const tar = this.tar;
+    if (tar === undefined) return this.loneRun(r, from, count, shard, pageNo);
     // the tar layout needs the names the scan lists (a decoded page has none: its samples take sample())
     if (!(r instanceof LeafScan)) return from;
     let i = from;
     while (i < count) {
-      const named = this.tar.namedRun(r, i, count, shard);
+      const named = tar.namedRun(r, i, count, shard);
       if (named > i) {
         const next = this.loneRun(r, i, named, shard, pageNo);
         if (next < named) return next;
         i = next;
-      } else if (this.takeMembers(r, i, shard, pageNo)) i++;
+      } else if (this.takeMembers(tar, r, i, shard, pageNo)) i++;
       else break;
     }
     return i;
@@ -175,13 +176,13 @@ export class ShardCheck {
    * Tar layout, record `i` of several members all stored as they are (the scan's member rows): taken when it is of
    * `shard`, inside the chunk after the spans before it, and each member has its tar header and its CRC32C.
    */
-  private takeMembers(r: LeafScan, i: number, shard: number, pageNo: number): boolean {
+  private takeMembers(tar: TarHeaderCheck, r: LeafScan, i: number, shard: number, pageNo: number): boolean {
     const row = r.memberRow[i] as number;
     const off = r.offset[i] as number;
     const len = r.length[i] as number;
     if (r.shard[i] !== shard || row < 0 || len === 0 || off < this.prevEnd || off < this.pos || off < this.lastOffset || off + len > this.end) return false;
     const count = r.members[i] as number;
-    if (!(this.tar as TarHeaderCheck).membersNamed(r, row, count, off)) return false;
+    if (!tar.membersNamed(r, row, count, off)) return false;
     const t = r.table;
     for (let k = 0; k < count; k++) {
       const at = (row + k) * MemberRow.COLUMNS;
@@ -193,7 +194,7 @@ export class ShardCheck {
     this.prevPage = pageNo;
     this.prevSlot = i;
     this.result.memberBytes += r.size[i] as number;
-    this.tar?.forgetBefore(off);
+    tar.forgetBefore(off);
     return true;
   }
 
