@@ -75,14 +75,15 @@ export interface NativeAddon {
   /**
    * verify's leaf scan (src/native/verify-scan.c; src/verify/leaf-scan.ts LeafScan.scan is the same in JavaScript):
    * reads leaf page `pageNo` into `records` (the record arrays laid out as {@link RecordArrays} says, record i at
-   * index i) and the bytes of its first and last keys; when `names` is not empty, the tar member name of each record
+   * index i) and the bytes of its first and last keys; when `names` is given (a walk that lists names: two typed
+   * arrays fewer to unwrap a page otherwise) and not empty, the tar member name of each record
    * that is one member stored as is (NAME_START and NAME_LENGTH into `names`; -1 and 0 for the others and for names
    * past its end), and rows in `table` ({@link MemberRow}) for a record of several members all stored as they are
    * (MEMBER_ROW: its first row, or -1); `out` gets the counts and sums at {@link LeafScanOut}. Its count is 0 when
    * the page is not one the scan takes (or the arrays are too short for it): the JavaScript path then reads it and
    * names what is wrong. The arguments must not share memory.
    */
-  verifyLeafScan(page: Uint8Array, pageNo: number, records: Float64Array, firstKey: Uint8Array, lastKey: Uint8Array, names: Uint8Array, table: Float64Array, out: Float64Array): void;
+  verifyLeafScan(page: Uint8Array, pageNo: number, records: Float64Array, firstKey: Uint8Array, lastKey: Uint8Array, out: Float64Array, names?: Uint8Array, table?: Float64Array): void;
   /**
    * verify's member check on a shard chunk (ShardCheck.takeLones in JavaScript): from record io[FROM] to
    * io[COUNT], the run of records that a chunk holding shard bytes [io[POS], io[POS] + chunk.length) holds intact

@@ -33,14 +33,6 @@ static inline napi_value throw_arg(napi_env env, const char *message) {
   return NULL;
 }
 
-/* The call's first `n` arguments, in argv; 0, with `message` thrown, when fewer were given. */
-static inline int call_args(napi_env env, napi_callback_info info, size_t n, napi_value *argv, const char *message) {
-  size_t argc = n;
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == napi_ok && argc >= n) return 1;
-  throw_arg(env, message);
-  return 0;
-}
-
 /* The data and element count of a typed array of `type`; 0 when `value` is something else. */
 static inline int typed(napi_env env, napi_value value, napi_typedarray_type type, void **data, size_t *length) {
   napi_typedarray_type t;

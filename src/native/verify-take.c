@@ -85,7 +85,8 @@ SK_HW_TARGET static uint32_t take_lones_insn(TAKE_LONES_PARAMS) { TAKE_LONES_BOD
 /* verifyTakeLones(chunk, records, io) */
 napi_value sk_verify_take_lones(napi_env env, napi_callback_info info) {
   napi_value argv[TAKE_ARGS];
-  if (!call_args(env, info, TAKE_ARGS, argv, "shardkit native: verifyTakeLones needs 3 arguments")) return NULL;
+  size_t argc = TAKE_ARGS;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < TAKE_ARGS) return throw_arg(env, "shardkit native: verifyTakeLones needs 3 arguments");
   uint8_t *chunk;
   size_t chunk_len, records_len, io_len;
   double *records, *io;

@@ -60,7 +60,8 @@ export class LeafScan extends LeafKeys {
   /**
    * With `names` on (leaf-names.ts): the tar name (`memberPath(key, ext)`) of a record of one stored member, in
    * `names` from `nameStart` for `nameLength` bytes; for a record of several stored members, its first row in
-   * `table` ({@link MemberRow}); -1 (and 0) for other records (see {@link scan} for names that do not fit).
+   * `table` ({@link MemberRow}); -1 (and 0) for other records (see {@link scan} for names that do not fit). Not
+   * written with `names` off.
    */
   nameStart = new Float64Array(0);
   nameLength = new Float64Array(0);
@@ -141,7 +142,8 @@ export class LeafScan extends LeafKeys {
     this.keyRoom(page.length);
     const out = this.out;
     this.namesRoom();
-    native.verifyLeafScan(page, pageNo, this.records, this.firstKeyBytes, this.lastKeyBytes, this.names, this.table, out);
+    if (this.names.length > 0) native.verifyLeafScan(page, pageNo, this.records, this.firstKeyBytes, this.lastKeyBytes, out, this.names, this.table);
+    else native.verifyLeafScan(page, pageNo, this.records, this.firstKeyBytes, this.lastKeyBytes, out);
     if (out[LeafScanOut.COUNT] === 0) return false;
     this.namesWanted = out[LeafScanOut.NAMES_WANTED] as number;
     this.count = out[LeafScanOut.COUNT] as number;
@@ -323,9 +325,11 @@ export class LeafScan extends LeafKeys {
         crc = (page[pos] as number) | ((page[pos + 1] as number) << 8) | ((page[pos + 2] as number) << 16) | ((page[pos + 3] as number) << 24);
         pos += 4;
         if (m === 0 && gap !== 0) return false; // the span starts at its first member
-        rowOf.start[m] = memberEnd + gap;
-        rowOf.stored[m] = storedSize;
-        rowOf.crc[m] = crc >>> 0;
+        if (listNames) {
+          rowOf.start[m] = memberEnd + gap;
+          rowOf.stored[m] = storedSize;
+          rowOf.crc[m] = crc >>> 0;
+        }
         memberEnd += gap + storedSize;
         size += memberSize;
         stored += storedSize;
@@ -361,19 +365,22 @@ export class LeafScan extends LeafKeys {
         prevExtLength = extLength;
         extLength = e;
       }
-      // names (the record's shape, its own or the one it took over, is in the prev arrays now)
-      let at = -1;
-      let row = -1;
-      if (listNames && loneCrc[i] !== -1) at = loneName(this, key, keyLength, page, prevExtAt[0] as number, prevExtLength[0] as number);
-      else if (listNames) {
-        rowOf.codecs = prevCodecs;
-        rowOf.extAt = prevExtAt;
-        rowOf.extLength = prevExtLength;
-        row = memberRows(this, memberCount, key, keyLength, page, rowOf);
+      // names (the record's shape, its own or the one it took over, is in the prev arrays now); without them these
+      // columns are not written: the scan of tiny samples stays within the seven it reads
+      if (listNames) {
+        let at = -1;
+        let row = -1;
+        if (loneCrc[i] !== -1) at = loneName(this, key, keyLength, page, prevExtAt[0] as number, prevExtLength[0] as number);
+        else {
+          rowOf.codecs = prevCodecs;
+          rowOf.extAt = prevExtAt;
+          rowOf.extLength = prevExtLength;
+          row = memberRows(this, memberCount, key, keyLength, page, rowOf);
+        }
+        nameStart[i] = at;
+        nameLength[i] = at < 0 ? 0 : this.namesUsed - at;
+        memberRow[i] = row;
       }
-      nameStart[i] = at;
-      nameLength[i] = at < 0 ? 0 : this.namesUsed - at;
-      memberRow[i] = row;
       prevMembers = memberCount;
     }
     this.curCodec = codecs;
