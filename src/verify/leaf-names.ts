@@ -11,13 +11,26 @@ import type { LeafScan } from './leaf-scan.js';
 
 const DOT = 0x2e;
 
-/** Where the names of the page being scanned go: the scan's arena, table and counts. */
+/** Where the names of the page being scanned go: the scan's arena, table, counts and record columns. */
 export interface NameArena {
   names: Uint8Array;
   table: Float64Array;
   namesUsed: number;
   namesWanted: number;
   rowsUsed: number;
+  nameStart: Float64Array;
+  nameLength: Float64Array;
+  memberRow: Float64Array;
+}
+
+/** A record's members: codecs, extensions, starts in the span, stored sizes and CRC32Cs at index m. */
+export interface MemberShape {
+  codecs: Uint8Array;
+  extAt: Float64Array;
+  extLength: Float64Array;
+  start: Float64Array;
+  stored: Float64Array;
+  crc: Float64Array;
 }
 
 /** The bytes of a name: the key, and "." and the extension when there is one. */
@@ -37,8 +50,19 @@ function put(a: NameArena, key: Uint8Array, keyLength: number, page: Uint8Array,
   return at;
 }
 
+/**
+ * Record `i`'s names into the arena and its columns: the name of a `lone` record (one stored member), or the rows of
+ * a record of `count` members.
+ */
+export function recordNames(a: NameArena, i: number, lone: boolean, count: number, key: Uint8Array, keyLength: number, page: Uint8Array, m: MemberShape): void {
+  const at = lone ? loneName(a, key, keyLength, page, m.extAt[0] as number, m.extLength[0] as number) : -1;
+  a.nameStart[i] = at;
+  a.nameLength[i] = at < 0 ? 0 : a.namesUsed - at;
+  a.memberRow[i] = lone ? -1 : memberRows(a, count, key, keyLength, page, m);
+}
+
 /** The name of a record of one stored member (extension at page[extAt, extAt + extLength)): its start, or -1. */
-export function loneName(a: NameArena, key: Uint8Array, keyLength: number, page: Uint8Array, extAt: number, extLength: number): number {
+function loneName(a: NameArena, key: Uint8Array, keyLength: number, page: Uint8Array, extAt: number, extLength: number): number {
   a.namesWanted += nameBytes(keyLength, extLength);
   return put(a, key, keyLength, page, extAt, extLength);
 }
@@ -47,14 +71,7 @@ export function loneName(a: NameArena, key: Uint8Array, keyLength: number, page:
  * Rows for a record of `count` members (their codecs, extensions, starts in the span, stored sizes and CRC32Cs at
  * index m of the arrays), when all are stored as they are and all fit: the first row's index, else -1.
  */
-export function memberRows(
-  a: NameArena,
-  count: number,
-  key: Uint8Array,
-  keyLength: number,
-  page: Uint8Array,
-  m: { codecs: Uint8Array; extAt: Float64Array; extLength: Float64Array; start: Float64Array; stored: Float64Array; crc: Float64Array },
-): number {
+function memberRows(a: NameArena, count: number, key: Uint8Array, keyLength: number, page: Uint8Array, m: MemberShape): number {
   let n = 0;
   for (let k = 0; k < count; k++) {
     if (m.codecs[k] !== Codec.none) return -1;

@@ -29,7 +29,7 @@ import {
   pageChecksum,
 } from '../../formats/index-page.js';
 import { LeafKeys, badSegment } from './leaf-keys.js';
-import { loneName, memberRows } from './leaf-names.js';
+import { recordNames } from './leaf-names.js';
 
 const MAX_VARINT_BYTES = 8;
 /** Records with more members take decodePage's path (the shape of the record before is kept in fixed arrays). */
@@ -195,7 +195,7 @@ export class LeafScan extends LeafKeys {
     let prevExtAt = this.prevExtAt;
     let prevExtLength = this.prevExtLength;
     this.namesRoom();
-    const { nameStart, nameLength, memberRow, rowOf } = this;
+    const { rowOf } = this;
     const listNames = this.names.length > 0;
     this.namesUsed = 0;
     this.rowsUsed = 0;
@@ -368,18 +368,10 @@ export class LeafScan extends LeafKeys {
       // names (the record's shape, its own or the one it took over, is in the prev arrays now); without them these
       // columns are not written: the scan of tiny samples stays within the seven it reads
       if (listNames) {
-        let at = -1;
-        let row = -1;
-        if (loneCrc[i] !== -1) at = loneName(this, key, keyLength, page, prevExtAt[0] as number, prevExtLength[0] as number);
-        else {
-          rowOf.codecs = prevCodecs;
-          rowOf.extAt = prevExtAt;
-          rowOf.extLength = prevExtLength;
-          row = memberRows(this, memberCount, key, keyLength, page, rowOf);
-        }
-        nameStart[i] = at;
-        nameLength[i] = at < 0 ? 0 : this.namesUsed - at;
-        memberRow[i] = row;
+        rowOf.codecs = prevCodecs;
+        rowOf.extAt = prevExtAt;
+        rowOf.extLength = prevExtLength;
+        recordNames(this, i, loneCrc[i] !== -1, memberCount, key, keyLength, page, rowOf);
       }
       prevMembers = memberCount;
     }
