@@ -98,6 +98,42 @@ static inline int bad_segment(const uint8_t *key, size_t start, size_t end) {
   return n == 0 || (n <= 2 && key[start] == DOT && (n == 1 || key[start + 1] == DOT));
 }
 
+/*
+ * key[0, n) as the fatal UTF-8 decoder the reader keys with (formats/bytes.ts utf8Decoder) takes it: 1 when it holds
+ * a character past ASCII, 0 when it is ASCII, -1 when it is not UTF-8 (an overlong form, a surrogate, past
+ * U+10FFFF, a sequence cut short): then decodePage refuses the page, and names what is wrong.
+ */
+static int utf8_key(const uint8_t *key, size_t n) {
+  int wide = 0;
+  size_t i = 0;
+  while (i < n) {
+    uint8_t b = key[i];
+    if (b < 0x80) {
+      i++;
+      continue;
+    }
+    wide = 1;
+    size_t more;
+    uint8_t lo = 0x80, hi = 0xbf; /* the second byte's range */
+    if (b >= 0xc2 && b <= 0xdf) more = 1;
+    else if (b >= 0xe0 && b <= 0xef) {
+      more = 2;
+      if (b == 0xe0) lo = 0xa0;      /* overlong below */
+      else if (b == 0xed) hi = 0x9f; /* surrogates above */
+    } else if (b >= 0xf0 && b <= 0xf4) {
+      more = 3;
+      if (b == 0xf0) lo = 0x90;      /* overlong below */
+      else if (b == 0xf4) hi = 0x8f; /* past U+10FFFF above */
+    } else return -1;
+    if (n - i <= more || key[i + 1] < lo || key[i + 1] > hi) return -1;
+    for (size_t k = 2; k <= more; k++) {
+      if ((key[i + k] & 0xc0) != 0x80) return -1;
+    }
+    i += 1 + more;
+  }
+  return wide;
+}
+
 typedef struct {
   double *shard, *offset, *length, *size, *stored, *lone_crc;
   uint32_t *members;
@@ -171,6 +207,7 @@ __attribute__((always_inline)) static inline uint32_t scan_leaf_body(const uint8
   uint32_t *restrict members_out = o->members;
   const size_t key_cap = o->key_cap;
   size_t pos = PAGE_HEADER_BYTES, key_length = 0, last_segment = 0, first_key_length = 0;
+  int wide_key = 0; /* the key before holds a character past ASCII */
   uint8_t codec_a[MAX_MEMBERS], codec_b[MAX_MEMBERS];
   double gap_a[MAX_MEMBERS], gap_b[MAX_MEMBERS];
   uint8_t *codecs = codec_a, *prev_codecs = codec_b;
@@ -205,9 +242,11 @@ __attribute__((always_inline)) static inline uint32_t scan_leaf_body(const uint8
     if (shared + suffix > key_cap) return 0; /* the caller gives room for the longest key a page holds */
     size_t segment = last_segment < shared ? last_segment : shared;
     while (segment > 0 && key[segment - 1] != SLASH) segment--;
+    uint8_t high = 0; /* every new byte ORed: a byte past ASCII sets its top bit */
     for (size_t j = shared; j < shared + suffix; j++) {
       uint8_t b = page[pos++];
-      if (b >= 0x80 || b == 0 || b == BACKSLASH) return 0;
+      if (b == 0 || b == BACKSLASH) return 0;
+      high |= b;
       key[j] = b;
       if (b == SLASH) {
         if (bad_segment(key, segment, j)) return 0;
@@ -216,6 +255,12 @@ __attribute__((always_inline)) static inline uint32_t scan_leaf_body(const uint8
     }
     key_length = shared + suffix;
     if (bad_segment(key, segment, key_length)) return 0;
+    /* a key past ASCII, or one sharing a prefix with such a key (which may cut a character), is checked whole */
+    if ((high & 0x80) != 0 || wide_key) {
+      int w = utf8_key(key, key_length);
+      if (w < 0) return 0;
+      wide_key = w;
+    }
     last_segment = segment;
     if (i == 0) {
       if (key_length > o->first_key_cap) return 0;

@@ -158,14 +158,14 @@ export async function checkIndex(
   let memberBytes = 0;
   let storedBytes = 0;
   const perShard = new Float64Array(shards.length);
-  // the last key seen: a string after a decoded page; after a scanned one its bytes (lastKeyBytes, ASCII), made a
+  // the last key seen: a string after a decoded page; after a scanned one its bytes (lastKeyBytes, UTF-8), made a
   // string only when a decoded page follows (the scan's walk makes no key string)
   let lastKey: string | undefined;
   let lastKeyBytes = new Uint8Array(0);
   let lastKeyLength = -1;
   const lastKeyString = (): string | undefined => {
     if (lastKeyLength >= 0) {
-      lastKey = Buffer.from(lastKeyBytes.buffer, lastKeyBytes.byteOffset, lastKeyLength).toString('latin1');
+      lastKey = Buffer.from(lastKeyBytes.buffer, lastKeyBytes.byteOffset, lastKeyLength).toString('utf8');
       lastKeyLength = -1;
     }
     return lastKey;

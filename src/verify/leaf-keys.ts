@@ -1,7 +1,9 @@
 /**
  * The first and last keys of the leaf a LeafScan read last, kept as bytes (the walk compares them with the
- * leaves around it and makes no string unless asked), and the writer's key rules on ASCII key bytes.
+ * leaves around it and makes no string unless asked), and the writer's key rules on a key's UTF-8 bytes.
  */
+
+import { utf8Bytes } from '../../formats/bytes.js';
 
 const SLASH = 0x2f;
 const DOT = 0x2e;
@@ -9,7 +11,7 @@ const BACKSLASH = 0x5c;
 
 export class LeafKeys {
   /**
-   * The first and last keys of the leaf, as bytes (ASCII: the scan takes no other) in `firstKeyBytes[0,
+   * The first and last keys of the leaf, as UTF-8 (the scan takes no other) in `firstKeyBytes[0,
    * firstKeyLength)` and `lastKeyBytes[0, lastKeyLength)`; {@link firstKey} and {@link lastKey} make strings of them
    * on demand (two strings a page were 5-7% of verify's time on tiny samples, where the walk needs none). A caller
    * may take `lastKeyBytes` and put another buffer in its place (any size: the next scan makes room).
@@ -21,26 +23,32 @@ export class LeafKeys {
 
   /** The leaf's first key (a string made on each call). */
   get firstKey(): string {
-    return ascii(this.firstKeyBytes, this.firstKeyLength);
+    return keyText(this.firstKeyBytes, this.firstKeyLength);
   }
 
   /** The leaf's last key (a string made on each call). */
   get lastKey(): string {
-    return ascii(this.lastKeyBytes, this.lastKeyLength);
+    return keyText(this.lastKeyBytes, this.lastKeyLength);
   }
 
   /** Whether the leaf's first key is `key`, without making a string. */
   firstKeyIs(key: string): boolean {
     const n = this.firstKeyLength;
-    if (key.length !== n) return false;
     const bytes = this.firstKeyBytes;
-    for (let i = 0; i < n; i++) if (key.charCodeAt(i) !== bytes[i]) return false;
-    return true;
+    if (key.length === n) {
+      // an ASCII key is its bytes; a key past ASCII has more bytes than UTF-16 units, so it is not this one
+      for (let i = 0; i < n; i++) {
+        const c = key.charCodeAt(i);
+        if (c !== bytes[i] || c >= 0x80) return false;
+      }
+      return true;
+    }
+    return key.length < n && Buffer.from(bytes.buffer, bytes.byteOffset, n).equals(utf8Bytes(key));
   }
 
   /**
-   * Whether the leaf's first key comes after the ASCII key `prev[0, prevLength)` (see key-order.ts: for ASCII keys,
-   * byte order is compareKeys' order).
+   * Whether the leaf's first key comes after the key whose UTF-8 is `prev[0, prevLength)` (UTF-8 byte order is
+   * compareKeys' order, see key-order.ts).
    */
   firstKeyAfter(prev: Uint8Array, prevLength: number): boolean {
     const bytes = this.firstKeyBytes;
@@ -61,10 +69,10 @@ export class LeafKeys {
 }
 
 /**
- * checkKeyAndExts' key rules for an ASCII key (`key[0, length)`): not empty, no NUL or backslash, no empty, "." or
- * ".." path segment.
+ * checkKeyAndExts' key rules on a key's UTF-8 (`key[0, length)`): not empty, no NUL or backslash, no empty, "." or
+ * ".." path segment. (Whether the bytes are UTF-8 is {@link utf8Key}'s to say.)
  */
-export function safeAsciiKey(key: Uint8Array, length: number): boolean {
+export function safeKeyBytes(key: Uint8Array, length: number): boolean {
   if (length === 0) return false;
   let segment = 0;
   for (let i = 0; i < length; i++) {
@@ -84,6 +92,43 @@ export function badSegment(key: Uint8Array, start: number, end: number): boolean
   return n === 0 || (n <= 2 && key[start] === DOT && (n === 1 || key[start + 1] === DOT));
 }
 
-function ascii(bytes: Uint8Array, length: number): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, length).toString('latin1');
+/**
+ * `key[0, n)` as the fatal UTF-8 decoder keys are read with (formats/bytes.ts utf8Decoder) takes it: 1 when it holds
+ * a character past ASCII, 0 when it is ASCII, -1 when it is not UTF-8 (an overlong form, a surrogate, past U+10FFFF,
+ * a sequence cut short): decodePage then refuses the page, and names what is wrong. As utf8_key in verify-scan.c.
+ */
+export function utf8Key(key: Uint8Array, n: number): number {
+  let wide = 0;
+  let i = 0;
+  while (i < n) {
+    const b = key[i] as number;
+    if (b < 0x80) {
+      i++;
+      continue;
+    }
+    wide = 1;
+    let more: number;
+    let lo = 0x80; // the second byte's range
+    let hi = 0xbf;
+    if (b >= 0xc2 && b <= 0xdf) more = 1;
+    else if (b >= 0xe0 && b <= 0xef) {
+      more = 2;
+      if (b === 0xe0) lo = 0xa0; // overlong below
+      else if (b === 0xed) hi = 0x9f; // surrogates above
+    } else if (b >= 0xf0 && b <= 0xf4) {
+      more = 3;
+      if (b === 0xf0) lo = 0x90; // overlong below
+      else if (b === 0xf4) hi = 0x8f; // past U+10FFFF above
+    } else return -1;
+    const second = key[i + 1] as number;
+    if (n - i <= more || second < lo || second > hi) return -1;
+    for (let k = 2; k <= more; k++) if (((key[i + k] as number) & 0xc0) !== 0x80) return -1;
+    i += 1 + more;
+  }
+  return wide;
+}
+
+/** A key's text from its UTF-8 (which the scan checked). */
+function keyText(bytes: Uint8Array, length: number): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, length).toString('utf8');
 }

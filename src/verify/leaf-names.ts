@@ -95,5 +95,5 @@ function memberRows(a: NameArena, count: number, key: Uint8Array, keyLength: num
 
 /** The name listed at `start` for `length` bytes, as text (tests, messages). */
 export function nameAt(scan: LeafScan, start: number, length: number): string {
-  return Buffer.from(scan.names.subarray(start, start + length)).toString('latin1');
+  return Buffer.from(scan.names.subarray(start, start + length)).toString('utf8');
 }

@@ -1,8 +1,8 @@
 /**
  * verify's sequential leaf walk: reads a leaf page's records into numbers, making no object per record (decodePage
  * makes an entry, a member array, member objects and a key string for each: most of verify's time and garbage on
- * tiny samples). It takes only leaves that are well formed, whose keys and extensions are ASCII, and whose keys and
- * extensions break none of the writer's name rules (checkKeyAndExts); on anything else it says so, and the caller
+ * tiny samples). It takes only leaves that are well formed, whose keys are UTF-8 and extensions ASCII, and whose keys
+ * and extensions break none of the writer's name rules (checkKeyAndExts); on anything else it says so, and the caller
  * decodes the page with decodePage, whose errors and checks say exactly what is wrong. For the tar layout it also
  * lists each lone stored member's name (key.ext), which verify compares with the member's tar header.
  *
@@ -28,7 +28,7 @@ import {
   RECORD_SAME_SHARD,
   pageChecksum,
 } from '../../formats/index-page.js';
-import { LeafKeys, badSegment } from './leaf-keys.js';
+import { LeafKeys, badSegment, utf8Key } from './leaf-keys.js';
 import { recordNames } from './leaf-names.js';
 
 const MAX_VARINT_BYTES = 8;
@@ -123,7 +123,8 @@ export class LeafScan extends LeafKeys {
 
   /**
    * Reads leaf page `pageNo` (its bytes: `page`); true when it is a leaf this walk takes and every record was
-   * read, false when it must be decoded by decodePage (a branch, damage, non-ASCII names, a name the writer refuses).
+   * read, false when it must be decoded by decodePage (a branch, damage, a key not UTF-8, an extension not ASCII, a name the writer
+   * refuses).
    */
   scan(page: Uint8Array, pageNo: number): boolean {
     const took = (this.native !== undefined && this.scanNative(page, pageNo)) || this.scanJs(page, pageNo);
@@ -186,6 +187,7 @@ export class LeafScan extends LeafKeys {
     let key = this.key;
     // where the last path segment of the key before starts: the bytes before it were checked with that key
     let lastSegment = 0;
+    let wideKey = false; // the key before holds a character past ASCII
     let codecs = this.curCodec;
     let gaps = this.curGap;
     let prevCodecs = this.prevCodec;
@@ -228,14 +230,16 @@ export class LeafScan extends LeafKeys {
         bigger.set(key.subarray(0, shared));
         this.key = key = bigger;
       }
-      // safeAsciiKey's rules, for the new bytes only: the shared prefix passed with the key before, and so did
+      // safeKeyBytes' rules, for the new bytes only: the shared prefix passed with the key before, and so did
       // every segment it holds whole; the segment it cuts starts after its last "/" (the key before had none after
       // lastSegment: when that is inside the prefix, it is where the cut segment starts)
       let segment = Math.min(lastSegment, shared);
       while (segment > 0 && key[segment - 1] !== SLASH) segment--;
+      let high = 0; // every new byte ORed: a byte past ASCII sets bit 7
       for (let j = shared; j < shared + suffixLength; j++) {
         const b = page[pos++] as number;
-        if (b >= 0x80 || b === 0 || b === BACKSLASH) return false;
+        if (b === 0 || b === BACKSLASH) return false;
+        high |= b;
         key[j] = b;
         if (b === SLASH) {
           if (badSegment(key, segment, j)) return false;
@@ -244,6 +248,12 @@ export class LeafScan extends LeafKeys {
       }
       keyLength = shared + suffixLength;
       if (badSegment(key, segment, keyLength)) return false;
+      // a key past ASCII, or one sharing a prefix with such a key (which may cut a character), is checked whole
+      if ((high & 0x80) !== 0 || wideKey) {
+        const w = utf8Key(key, keyLength);
+        if (w < 0) return false;
+        wideKey = w === 1;
+      }
       lastSegment = segment;
       if (i === 0) {
         this.keyRoom(end);

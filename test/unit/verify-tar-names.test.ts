@@ -7,10 +7,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { F_CHKSUM, F_NAME, F_SIZE, TAR_BLOCK, headerChecksum } from '../../formats/tar-header.js';
 import { DatasetWriter } from '../../src/pack/dataset-writer.js';
 import { openDataset } from '../../src/read/dataset.js';
+import { ShardCheck } from '../../src/verify/shard-check.js';
 import { verifyDataset } from '../../src/verify/verify-dataset.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -38,13 +39,13 @@ function copyDir(src: string): string {
   return dir;
 }
 
-/** Rewrites field [off, off + len) of the tar header before `span`'s data, then makes its checksum match again. */
+/** Rewrites field [off, off + len) of the tar header before `span`'s data (`text` as UTF-8), then makes its checksum match again. */
 function rewriteHeader(dir: string, span: Span, [off, len]: readonly [number, number], text: string): void {
   const file = path.join(dir, span.shard);
   const bytes = fs.readFileSync(file);
   const header = bytes.subarray(span.start - TAR_BLOCK, span.start);
   header.fill(0, off, off + len);
-  header.write(text, off, 'latin1');
+  header.write(text, off, 'utf8');
   header.write(`${headerChecksum(header).toString(8).padStart(6, '0')}\0 `, F_CHKSUM[0], 'latin1');
   fs.writeFileSync(file, bytes);
 }
@@ -171,5 +172,50 @@ describe('verify: tar headers and bytes of samples of several stored members', (
       }),
       { numRuns: 16 },
     );
+  });
+});
+
+describe('verify: names past ASCII (file names in other scripts)', () => {
+  /** The same samples as keyOf's, in folders and files named in other scripts (2-, 3- and 4-byte UTF-8). */
+  const wideKeyOf = (i: number): string => `été/画像${Math.floor(i / 27)}/ñ${String(i).padStart(4, '0')}😀`;
+
+  async function packWith(key: (i: number) => string): Promise<{ dir: string; spans: Span[] }> {
+    const dir = tmpDir();
+    const w = new DatasetWriter({ dir, layout: 'tar', compress: 'none', shardBytes: 16 * 1024, pageSize: 1024 });
+    for (let i = 0; i < N; i++) w.add({ key: key(i), members: sampleWith(i, i % 3 === 0).members });
+    await w.finish();
+    const ds = await openDataset(dir);
+    const spans: Span[] = [];
+    for await (const e of ds.entries()) for (const m of e.members) spans.push({ key: e.key, ext: m.ext, shard: ds.shardName(e.shard), start: e.offset + m.offset, size: m.storedSize });
+    await ds.close();
+    return { dir, spans };
+  }
+
+  /** verify's report, and how many samples it checked one by one (ShardCheck.sample: the general path). */
+  async function verifyCounting(dir: string) {
+    const spy = vi.spyOn(ShardCheck.prototype, 'sample');
+    try {
+      const r = await verifyDataset(dir);
+      return { r, oneByOne: spy.mock.calls.length };
+    } finally {
+      spy.mockRestore();
+    }
+  }
+
+  it('takes them on the fast path as it takes ASCII names, and names a renamed member in its own script', async () => {
+    const ascii = await packWith(keyOf);
+    const wide = await packWith(wideKeyOf);
+    const a = await verifyCounting(ascii.dir);
+    const w = await verifyCounting(wide.dir);
+    expect([w.r.ok, w.r.checked.samples, w.r.damaged]).toEqual([true, N, []]);
+    // the same samples, shards and pages but for the names: as many left to the general path
+    expect(w.oneByOne).toBe(a.oneByOne);
+    expect(w.oneByOne).toBeLessThan(N / 4);
+
+    const span = wide.spans.find((s, i) => i > 0 && s.ext === 'jpg' && wide.spans[i - 1]!.shard === s.shard)!;
+    const renamed = `${span.key.replace('ñ', 'n')}.jpg`; // one character, another UTF-8 length
+    rewriteHeader(wide.dir, span, F_NAME, renamed);
+    const r = await verifyDataset(wide.dir);
+    expect(r.damaged.map((d) => [d.key, d.what])).toEqual([[span.key, `member "jpg": tar header names ${JSON.stringify(renamed)}, the index says ${JSON.stringify(`${span.key}.jpg`)}`]]);
   });
 });
