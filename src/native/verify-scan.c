@@ -103,7 +103,7 @@ static inline int bad_segment(const uint8_t *key, size_t start, size_t end) {
  * a character past ASCII, 0 when it is ASCII, -1 when it is not UTF-8 (an overlong form, a surrogate, past
  * U+10FFFF, a sequence cut short): then decodePage refuses the page, and names what is wrong.
  */
-static int utf8_key(const uint8_t *key, size_t n) {
+__attribute__((noinline)) static int utf8_key(const uint8_t *key, size_t n) {
   int wide = 0;
   size_t i = 0;
   while (i < n) {
@@ -242,11 +242,13 @@ __attribute__((always_inline)) static inline uint32_t scan_leaf_body(const uint8
     if (shared + suffix > key_cap) return 0; /* the caller gives room for the longest key a page holds */
     size_t segment = last_segment < shared ? last_segment : shared;
     while (segment > 0 && key[segment - 1] != SLASH) segment--;
-    uint8_t high = 0; /* every new byte ORed: a byte past ASCII sets its top bit */
+    int high = 0; /* a new byte past ASCII */
     for (size_t j = shared; j < shared + suffix; j++) {
       uint8_t b = page[pos++];
-      if (b == 0 || b == BACKSLASH) return 0;
-      high |= b;
+      if (__builtin_expect(b >= 0x80 || b == 0 || b == BACKSLASH, 0)) {
+        if (b < 0x80) return 0;
+        high = 1;
+      }
       key[j] = b;
       if (b == SLASH) {
         if (bad_segment(key, segment, j)) return 0;
@@ -256,7 +258,7 @@ __attribute__((always_inline)) static inline uint32_t scan_leaf_body(const uint8
     key_length = shared + suffix;
     if (bad_segment(key, segment, key_length)) return 0;
     /* a key past ASCII, or one sharing a prefix with such a key (which may cut a character), is checked whole */
-    if ((high & 0x80) != 0 || wide_key) {
+    if (__builtin_expect(high | wide_key, 0)) {
       int w = utf8_key(key, key_length);
       if (w < 0) return 0;
       wide_key = w;

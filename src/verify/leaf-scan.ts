@@ -235,11 +235,11 @@ export class LeafScan extends LeafKeys {
       // lastSegment: when that is inside the prefix, it is where the cut segment starts)
       let segment = Math.min(lastSegment, shared);
       while (segment > 0 && key[segment - 1] !== SLASH) segment--;
-      let high = 0; // every new byte ORed: a byte past ASCII sets bit 7
+      let high = false; // a new byte past ASCII
       for (let j = shared; j < shared + suffixLength; j++) {
         const b = page[pos++] as number;
-        if (b === 0 || b === BACKSLASH) return false;
-        high |= b;
+        if (b >= 0x80) high = true;
+        else if (b === 0 || b === BACKSLASH) return false;
         key[j] = b;
         if (b === SLASH) {
           if (badSegment(key, segment, j)) return false;
@@ -249,7 +249,7 @@ export class LeafScan extends LeafKeys {
       keyLength = shared + suffixLength;
       if (badSegment(key, segment, keyLength)) return false;
       // a key past ASCII, or one sharing a prefix with such a key (which may cut a character), is checked whole
-      if ((high & 0x80) !== 0 || wideKey) {
+      if (high || wideKey) {
         const w = utf8Key(key, keyLength);
         if (w < 0) return false;
         wideKey = w === 1;
