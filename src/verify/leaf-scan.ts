@@ -33,7 +33,7 @@ import { recordNames } from './leaf-names.js';
 
 const MAX_VARINT_BYTES = 8;
 /** Records with more members take decodePage's path (the shape of the record before is kept in fixed arrays). */
-const MAX_MEMBERS = 16;
+const MAX_MEMBERS = 64;
 const SLASH = 0x2f;
 const BACKSLASH = 0x5c;
 const KNOWN_RECORD_FLAGS = RECORD_SAME_SHARD | RECORD_CONTIGUOUS | RECORD_SAME_SHAPE;

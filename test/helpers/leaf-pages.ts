@@ -45,3 +45,8 @@ export function sealedLeaf(entries: IndexEntry[], pageSize = 1024): Uint8Array {
   sealPage(bytes, PageType.leaf, entries.length, 3, 0);
   return bytes;
 }
+
+/** `pageSize`, or 4 KiB when a record has over 20 members (60-70 members with long extensions outgrow a 1 KiB page). */
+export function roomFor(entries: IndexEntry[], pageSize: number): number {
+  return entries.some((e) => e.members.length > 20) ? Math.max(pageSize, 4096) : pageSize;
+}

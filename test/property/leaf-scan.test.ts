@@ -9,15 +9,16 @@ import { safeKeyBytes } from '../../src/verify/leaf-keys.js';
 import { MemberRow } from '../../src/native/native.js';
 import { nameAt } from '../../src/verify/leaf-names.js';
 import { LeafScan } from '../../src/verify/leaf-scan.js';
-import { layMembers, leafPages, sealedLeaf } from '../helpers/leaf-pages.js';
+import { layMembers, leafPages, roomFor, sealedLeaf } from '../helpers/leaf-pages.js';
 
 const asciiKey = fc.string({ unit: fc.constantFrom('a', 'b', '.', '/', '\\', '\0', 'z'), minLength: 0, maxLength: 8 });
 const keyArb = fc.oneof(fc.string({ minLength: 1, maxLength: 24 }), asciiKey, fc.string({ unit: 'grapheme', minLength: 1, maxLength: 6 }));
 const extArb = fc.constantFrom('bin', 'jpg', 'seg.png', 'x', '', 'é', 'a/b', 'x'.repeat(30));
+const memberArb = fc.tuple(extArb, fc.nat({ max: 3000 }), fc.boolean(), fc.nat({ max: 9 }));
 
-/** Sorted unique entries with 1-20 members (over 16 take decodePage's path), stored or LZ4, often repeating a shape. */
+/** Sorted unique entries with 1-20 members, sometimes 60-70 (over 64 take decodePage's path), stored or LZ4, often repeating a shape. */
 const entriesArb = fc
-  .tuple(fc.uniqueArray(keyArb, { minLength: 1, maxLength: 300 }), fc.array(fc.tuple(fc.array(fc.tuple(extArb, fc.nat({ max: 3000 }), fc.boolean(), fc.nat({ max: 9 })), { minLength: 1, maxLength: 20 }), fc.nat({ max: 3 })), { minLength: 1, maxLength: 4 }))
+  .tuple(fc.uniqueArray(keyArb, { minLength: 1, maxLength: 300 }), fc.array(fc.tuple(fc.oneof({ weight: 5, arbitrary: fc.array(memberArb, { minLength: 1, maxLength: 20 }) }, { weight: 1, arbitrary: fc.array(memberArb, { minLength: 60, maxLength: 70 }) }), fc.nat({ max: 3 })), { minLength: 1, maxLength: 4 }))
   .map(([raw, shapes]) => {
     let shard = 0;
     let end = 0;
@@ -108,13 +109,13 @@ describe('verify leaf scan (property)', () => {
     );
   });
 
-  it('reads every leaf of writer-accepted names (extensions ASCII) with up to 16 members as decodePage does, and no other leaf', () => {
+  it('reads every leaf of writer-accepted names (extensions ASCII) with up to 64 members as decodePage does, and no other leaf', () => {
     fc.assert(
       fc.property(entriesArb, fc.constantFrom(1024, 4096), fc.boolean(), (entries, pageSize, names) => {
         const scan = new LeafScan(undefined, names);
-        for (const [n, page] of leafPages(entries, pageSize)) {
+        for (const [n, page] of leafPages(entries, roomFor(entries, pageSize))) {
           const leaf = decodePage(page, n, 'idx', true) as LeafPage;
-          const takes = leaf.entries.every((e) => e.members.every((m) => ascii(m.ext)) && e.members.length <= 16 && writerAccepts(e));
+          const takes = leaf.entries.every((e) => e.members.every((m) => ascii(m.ext)) && e.members.length <= 64 && writerAccepts(e));
           expect(scan.scan(page, n)).toBe(takes);
           if (takes) expectSame(scan, leaf);
           if (takes && names) expectNames(scan, leaf);
@@ -129,7 +130,7 @@ describe('verify leaf scan (property)', () => {
     fc.assert(
       fc.property(entriesArb, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 1, max: 255 })), { minLength: 1, maxLength: 3 }), fc.boolean(), (entries, flips, names) => {
         const scan = new LeafScan(undefined, names);
-        for (const [n, clean] of leafPages(entries, 1024)) {
+        for (const [n, clean] of leafPages(entries, roomFor(entries, 1024))) {
           const page = clean.slice();
           // inside the records (the zero tail is read by neither)
           let used = page.length;
@@ -154,9 +155,9 @@ describe('verify leaf scan (property)', () => {
   it("lists each lone stored member's tar name (key.ext) and rows for samples of several stored members, whatever the arena's room", () => {
     const validKey = fc.tuple(fc.constantFrom('train', 'val', 'a.b'), fc.nat(30), fc.nat(99_999)).map(([d, c, i]) => `${d}/c${c}/${String(i).padStart(5, '0')}`);
     const validExt = fc.constantFrom('jpg', 'x', 'seg.png', 'cls', '');
-    const memberArb = fc.tuple(validExt, fc.nat({ max: 3000 }), fc.boolean(), fc.nat({ max: 9 }));
+    const validMember = fc.tuple(validExt, fc.nat({ max: 3000 }), fc.boolean(), fc.nat({ max: 9 }));
     const entries = fc
-      .tuple(fc.uniqueArray(validKey, { minLength: 1, maxLength: 300 }), fc.array(fc.array(memberArb, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 4 }))
+      .tuple(fc.uniqueArray(validKey, { minLength: 1, maxLength: 300 }), fc.array(fc.oneof({ weight: 4, arbitrary: fc.array(validMember, { minLength: 1, maxLength: 3 }) }, { weight: 1, arbitrary: fc.array(validMember, { minLength: 17, maxLength: 30 }) }), { minLength: 1, maxLength: 4 }))
       .map(([raw, shapes]) => {
         let end = 0;
         return [...new Set(raw)].sort(compareKeys).map((key, i): IndexEntry => {
