@@ -103,9 +103,45 @@ export class TarScanner {
     return this.pos;
   }
 
+  /**
+   * True at a header boundary with nothing pending: no header block begun, no pax or long-name records waiting for
+   * their entry. A caller may then read plain headers itself and tell the scanner with {@link passHeaders}.
+   */
+  get atHeader(): boolean {
+    const p = this.pending;
+    return this.state === 'header' && this.blockFill === 0 && this.entryHeaderOffset < 0 && p.path === undefined && p.size === undefined && p.linkpath === undefined && p.sparse === undefined;
+  }
+
   push(chunk: Uint8Array): void {
-    let i = 0;
+    this.feed(chunk, 0, false);
+  }
+
+  /**
+   * Scans chunk[from...] (the bytes after those fed before) until it is {@link atHeader} again after at least one
+   * byte, or the chunk ends; returns where it stopped.
+   */
+  pushUntilHeader(chunk: Uint8Array, from: number): number {
+    return this.feed(chunk, from, true);
+  }
+
+  /**
+   * The caller read `bytes` bytes from a header boundary ({@link atHeader}): whole plain headers of regular files and
+   * their data, which it reports itself (onEntry is not called for them). The next header starts at `nextHeader`
+   * (the scanner skips the data before it that is still to come).
+   */
+  passHeaders(bytes: number, nextHeader: number): void {
+    if (!this.atHeader || bytes < 0 || nextHeader < this.pos + bytes) throw new RangeError('TarScanner.passHeaders: not at a header, or the next header is behind');
+    this.pos += bytes;
+    if (nextHeader > this.pos) {
+      this.padding = nextHeader - this.pos;
+      this.state = 'padding';
+    }
+  }
+
+  private feed(chunk: Uint8Array, from: number, untilHeader: boolean): number {
+    let i = from;
     while (i < chunk.length && this.state !== 'end') {
+      if (untilHeader && i > from && this.atHeader) return i;
       const rest = chunk.length - i;
       switch (this.state) {
         case 'header':
@@ -160,6 +196,7 @@ export class TarScanner {
           break;
       }
     }
+    return i;
   }
 
   /**

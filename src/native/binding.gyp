@@ -4,10 +4,10 @@
   "targets": [
     {
       "target_name": "shardkit",
-      "sources": ["shardkit.c", "map.c", "crc32c.c", "crc32c-fold.c", "read-file.c", "source-file.c", "list-dir.c", "verify-scan.c", "verify-take.c"],
+      "sources": ["shardkit.c", "map.c", "crc32c.c", "crc32c-fold.c", "read-file.c", "source-file.c", "list-dir.c", "verify-scan.c", "verify-take.c", "verify-tar.c"],
       "cflags": ["-O2", "-std=gnu11", "-Wall", "-Wextra", "-fvisibility=hidden"],
       "conditions": [
-        ["OS=='win'", { "type": "none", "sources!": ["shardkit.c", "map.c", "crc32c.c", "crc32c-fold.c", "read-file.c", "source-file.c", "list-dir.c", "verify-scan.c", "verify-take.c"] }]
+        ["OS=='win'", { "type": "none", "sources!": ["shardkit.c", "map.c", "crc32c.c", "crc32c-fold.c", "read-file.c", "source-file.c", "list-dir.c", "verify-scan.c", "verify-take.c", "verify-tar.c"] }]
       ]
     }
   ]

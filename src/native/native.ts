@@ -91,6 +91,14 @@ export interface NativeAddon {
    * verifyLeafScan fills it; `records` and `io` must not share memory.
    */
   verifyTakeLones(chunk: Uint8Array, records: Float64Array, io: Float64Array): void;
+  /**
+   * verify's tar headers on a shard chunk (TarScanner in JavaScript): from chunk[io[FROM]], where a header starts
+   * (the chunk holds shard bytes from io[BASE]), the run of plain headers of regular files, each a row in `rows`
+   * ({@link TarRow}, from row io[ROWS]) and its name in `names` (from io[NAMES]). io gets AT, the chunk index of the
+   * first header not read (or the chunk's length), NEXT, its offset in the shard, and the rows and name bytes used.
+   * Anything unusual stops the run (see src/native/verify-tar.c): TarScanner reads it.
+   */
+  verifyTarHeaders(chunk: Uint8Array, rows: Float64Array, names: Uint8Array, io: Float64Array): void;
 }
 
 /**
@@ -126,6 +134,12 @@ export const LeafScanOut = {
  * and LAST after the run; BYTES, the span bytes taken.
  */
 export const TakeLonesIo = { FROM: 0, COUNT: 1, SHARD: 2, POS: 3, PREV_END: 4, LAST: 5, NEXT: 6, BYTES: 7, LENGTH: 8 } as const;
+
+/** verifyTarHeaders' rows: COLUMNS numbers a header (its data's offset in the shard, its size, its name in `names`). */
+export const TarRow = { DATA: 0, SIZE: 1, NAME_START: 2, NAME_LENGTH: 3, COLUMNS: 4 } as const;
+
+/** Indices into verifyTarHeaders' `io`. In: FROM, BASE, ROWS, NAMES. Out: AT, NEXT, ROWS, NAMES. */
+export const TarHeadersIo = { FROM: 0, BASE: 1, ROWS: 2, NAMES: 3, AT: 4, NEXT: 5, LENGTH: 6 } as const;
 
 /** Numbers per copy in copyMany's spec: offset, length, target offset, CRC start, CRC length, CRC out. */
 export const COPY_MANY_ROW = 6;
@@ -181,7 +195,7 @@ function load(): { addon: NativeAddon | undefined; error: unknown } {
   try {
     const raw = createRequire(import.meta.url)(file) as RawAddon;
     // all or nothing: a module whose parameter block failed to initialise is not used (pread then)
-    if (typeof raw.copyWithParams === 'function' && typeof raw.copyMany === 'function' && typeof raw.crc32c === 'function' && typeof raw.verifyLeafScan === 'function' && typeof raw.verifyTakeLones === 'function' && Array.isArray(raw.crc32cKernels) && raw.copyParams instanceof Float64Array && raw.copyParams.length === PARAMS) {
+    if (typeof raw.copyWithParams === 'function' && typeof raw.copyMany === 'function' && typeof raw.crc32c === 'function' && typeof raw.verifyLeafScan === 'function' && typeof raw.verifyTakeLones === 'function' && typeof raw.verifyTarHeaders === 'function' && Array.isArray(raw.crc32cKernels) && raw.copyParams instanceof Float64Array && raw.copyParams.length === PARAMS) {
       return (loaded = { addon: wrap(raw), error: undefined });
     }
     return (loaded = { addon: undefined, error: new Error(`${file}: incomplete native addon (no parameter block)`) });
@@ -226,7 +240,7 @@ function wrap(raw: RawAddon): NativeAddon {
     copyWithParams(map, target);
     return params[5];
   }
-  return { map: raw.map, unmap: raw.unmap, copy, copyMany: raw.copyMany, crc32c: raw.crc32c, crc32cWith: raw.crc32cWith, crc32cKernels: raw.crc32cKernels, readFile: raw.readFile, readSamples: raw.readSamples, listDirectory: raw.listDirectory, threadCpuMs: raw.threadCpuMs, verifyLeafScan: raw.verifyLeafScan, verifyTakeLones: raw.verifyTakeLones };
+  return { map: raw.map, unmap: raw.unmap, copy, copyMany: raw.copyMany, crc32c: raw.crc32c, crc32cWith: raw.crc32cWith, crc32cKernels: raw.crc32cKernels, readFile: raw.readFile, readSamples: raw.readSamples, listDirectory: raw.listDirectory, threadCpuMs: raw.threadCpuMs, verifyLeafScan: raw.verifyLeafScan, verifyTakeLones: raw.verifyTakeLones, verifyTarHeaders: raw.verifyTarHeaders };
 }
 
 /** SHARDKIT_NATIVE=0 (or "false", "off") turns the addon off for the whole process: useful for tests and benchmarks. */

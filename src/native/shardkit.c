@@ -18,9 +18,10 @@
  *                                     first is the table: more than one means CRC instructions)
  *   readFile(path, target, offset, room)
  *                                     pack's source read in one call (read-file.c)
- *   verifyLeafScan(...), verifyTakeLones(...)
- *                                     verify's per-sample loop: a leaf page's records, and the run of them whose
- *                                     bytes a shard chunk holds intact (verify-scan.c, verify-take.c)
+ *   verifyLeafScan(...), verifyTakeLones(...), verifyTarHeaders(...)
+ *                                     verify's per-sample loop: a leaf page's records, the run of them whose
+ *                                     bytes a shard chunk holds intact, and the chunk's plain tar headers
+ *                                     (verify-scan.c, verify-take.c, verify-tar.c)
  *
  *
  * The map and its copies live in map.c; this file registers the addon's functions and holds the CRC32C entry points.
@@ -96,9 +97,10 @@ napi_value sk_read_samples(napi_env env, napi_callback_info info);
 napi_value sk_thread_cpu_ms(napi_env env, napi_callback_info info);
 /* list-dir.c */
 napi_value sk_list_directory(napi_env env, napi_callback_info info);
-/* verify-scan.c, verify-take.c */
+/* verify-scan.c, verify-take.c, verify-tar.c */
 napi_value sk_verify_leaf_scan(napi_env env, napi_callback_info info);
 napi_value sk_verify_take_lones(napi_env env, napi_callback_info info);
+napi_value sk_verify_tar_headers(napi_env env, napi_callback_info info);
 
 static napi_value init(napi_env env, napi_value exports) {
   sk_crc32c_init();
@@ -115,6 +117,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"threadCpuMs", NULL, sk_thread_cpu_ms, NULL, NULL, NULL, napi_enumerable, NULL},
       {"verifyLeafScan", NULL, sk_verify_leaf_scan, NULL, NULL, NULL, napi_enumerable, NULL},
       {"verifyTakeLones", NULL, sk_verify_take_lones, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"verifyTarHeaders", NULL, sk_verify_tar_headers, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
   napi_value kernels = crc32c_kernels(env);

@@ -27,6 +27,9 @@ enum { OUT_COUNT, OUT_NEXT, OUT_TOTAL_MEMBERS, OUT_TOTAL_LENGTH, OUT_TOTAL_SIZE,
        OUT_FIRST_KEY_LENGTH, OUT_LAST_KEY_LENGTH, OUT_NAMES_WANTED, LEAF_OUT_COUNT };
 /* verifyTakeLones' io: indices (src/native/native.ts TakeLonesIo) */
 enum { IO_FROM, IO_COUNT, IO_SHARD, IO_POS, IO_PREV_END, IO_LAST, IO_NEXT, IO_BYTES, TAKE_IO_COUNT };
+/* verifyTarHeaders' rows: columns (src/native/native.ts TarRow) and io indices (TarHeadersIo) */
+enum { TAR_ROW_DATA, TAR_ROW_SIZE, TAR_ROW_NAME_START, TAR_ROW_NAME_LENGTH, TAR_ROW_COLUMNS };
+enum { TAR_IO_FROM, TAR_IO_BASE, TAR_IO_ROWS, TAR_IO_NAMES, TAR_IO_AT, TAR_IO_NEXT, TAR_IO_COUNT };
 
 static inline napi_value throw_arg(napi_env env, const char *message) {
   napi_throw_error(env, "ERR_SHARDKIT_NATIVE_ARG", message);

@@ -105,7 +105,7 @@ export class ShardCheck {
   constructor(private readonly input: ShardCheckInput) {
     const { record, manifestShard } = input;
     if (manifestShard !== undefined && manifestShard.file !== record.file) this.result.problems.push(`the manifest names this shard ${manifestShard.file}`);
-    this.tar = input.manifest.layout === 'tar' ? new TarHeaderCheck(record.file) : undefined;
+    this.tar = input.manifest.layout === 'tar' ? new TarHeaderCheck(record.file, input.native) : undefined;
   }
 
   /** Opens the shard (a missing or unreadable one is a problem of its own: its samples are then not checked). */
