@@ -54,7 +54,7 @@
 #define CODEC_LZ4 1
 /* leaf-scan.ts */
 #define MAX_VARINT_BYTES 8
-#define MAX_MEMBERS 64
+#define MAX_MEMBERS 256
 #define SLASH 0x2f
 #define DOT 0x2e
 #define BACKSLASH 0x5c

@@ -33,7 +33,9 @@ import { recordNames } from './leaf-names.js';
 
 const MAX_VARINT_BYTES = 8;
 /** Records with more members take decodePage's path (the shape of the record before is kept in fixed arrays). */
-const MAX_MEMBERS = 64;
+const MAX_MEMBERS = 256;
+/** Member rows the table holds a record, on average (a sample whose rows do not fit takes the general path alone). */
+const TABLE_ROWS_PER_RECORD = 16;
 const SLASH = 0x2f;
 const BACKSLASH = 0x5c;
 const KNOWN_RECORD_FLAGS = RECORD_SAME_SHARD | RECORD_CONTIGUOUS | RECORD_SAME_SHAPE;
@@ -454,6 +456,6 @@ export class LeafScan extends LeafKeys {
     this.nameStart = part(RecordArrays.NAME_START);
     this.nameLength = part(RecordArrays.NAME_LENGTH);
     this.memberRow = part(RecordArrays.MEMBER_ROW);
-    if (this.names.length > 0) this.table = new Float64Array(n * MAX_MEMBERS * MemberRow.COLUMNS);
+    if (this.names.length > 0) this.table = new Float64Array(n * TABLE_ROWS_PER_RECORD * MemberRow.COLUMNS);
   }
 }

@@ -46,7 +46,8 @@ export function sealedLeaf(entries: IndexEntry[], pageSize = 1024): Uint8Array {
   return bytes;
 }
 
-/** `pageSize`, or 4 KiB when a record has over 20 members (60-70 members with long extensions outgrow a 1 KiB page). */
+/** `pageSize`, or larger pages for records of many members (60-70 with long extensions outgrow 1 KiB, 250-260 4 KiB). */
 export function roomFor(entries: IndexEntry[], pageSize: number): number {
-  return entries.some((e) => e.members.length > 20) ? Math.max(pageSize, 4096) : pageSize;
+  const most = Math.max(...entries.map((e) => e.members.length));
+  return most > 100 ? Math.max(pageSize, 16384) : most > 20 ? Math.max(pageSize, 4096) : pageSize;
 }

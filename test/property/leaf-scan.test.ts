@@ -16,9 +16,9 @@ const keyArb = fc.oneof(fc.string({ minLength: 1, maxLength: 24 }), asciiKey, fc
 const extArb = fc.constantFrom('bin', 'jpg', 'seg.png', 'x', '', 'é', 'a/b', 'x'.repeat(30));
 const memberArb = fc.tuple(extArb, fc.nat({ max: 3000 }), fc.boolean(), fc.nat({ max: 9 }));
 
-/** Sorted unique entries with 1-20 members, sometimes 60-70 (over 64 take decodePage's path), stored or LZ4, often repeating a shape. */
+/** Sorted unique entries with 1-20 members, sometimes 60-70 or 250-260 (over 256 take decodePage's path), stored or LZ4, often repeating a shape. */
 const entriesArb = fc
-  .tuple(fc.uniqueArray(keyArb, { minLength: 1, maxLength: 300 }), fc.array(fc.tuple(fc.oneof({ weight: 5, arbitrary: fc.array(memberArb, { minLength: 1, maxLength: 20 }) }, { weight: 1, arbitrary: fc.array(memberArb, { minLength: 60, maxLength: 70 }) }), fc.nat({ max: 3 })), { minLength: 1, maxLength: 4 }))
+  .tuple(fc.uniqueArray(keyArb, { minLength: 1, maxLength: 300 }), fc.array(fc.tuple(fc.oneof({ weight: 5, arbitrary: fc.array(memberArb, { minLength: 1, maxLength: 20 }) }, { weight: 1, arbitrary: fc.array(memberArb, { minLength: 60, maxLength: 70 }) }, { weight: 1, arbitrary: fc.array(memberArb, { minLength: 250, maxLength: 260 }) }), fc.nat({ max: 3 })), { minLength: 1, maxLength: 4 }))
   .map(([raw, shapes]) => {
     let shard = 0;
     let end = 0;
@@ -109,13 +109,13 @@ describe('verify leaf scan (property)', () => {
     );
   });
 
-  it('reads every leaf of writer-accepted names (extensions ASCII) with up to 64 members as decodePage does, and no other leaf', () => {
+  it('reads every leaf of writer-accepted names (extensions ASCII) with up to 256 members as decodePage does, and no other leaf', () => {
     fc.assert(
       fc.property(entriesArb, fc.constantFrom(1024, 4096), fc.boolean(), (entries, pageSize, names) => {
         const scan = new LeafScan(undefined, names);
         for (const [n, page] of leafPages(entries, roomFor(entries, pageSize))) {
           const leaf = decodePage(page, n, 'idx', true) as LeafPage;
-          const takes = leaf.entries.every((e) => e.members.every((m) => ascii(m.ext)) && e.members.length <= 64 && writerAccepts(e));
+          const takes = leaf.entries.every((e) => e.members.every((m) => ascii(m.ext)) && e.members.length <= 256 && writerAccepts(e));
           expect(scan.scan(page, n)).toBe(takes);
           if (takes) expectSame(scan, leaf);
           if (takes && names) expectNames(scan, leaf);

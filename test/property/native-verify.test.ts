@@ -38,7 +38,7 @@ const startArb = fc.oneof(fc.constant(0), fc.integer({ min: 2 ** 44, max: 2 ** 5
 const entriesArb = fc
   .tuple(
     fc.uniqueArray(keyArb, { minLength: 1, maxLength: 400 }),
-    fc.array(fc.tuple(fc.oneof({ weight: 5, arbitrary: fc.array(memberArb, { minLength: 1, maxLength: 18 }) }, { weight: 1, arbitrary: fc.array(memberArb, { minLength: 60, maxLength: 70 }) }), fc.nat(12)), { minLength: 1, maxLength: 4 }),
+    fc.array(fc.tuple(fc.oneof({ weight: 5, arbitrary: fc.array(memberArb, { minLength: 1, maxLength: 18 }) }, { weight: 1, arbitrary: fc.array(memberArb, { minLength: 60, maxLength: 70 }) }, { weight: 1, arbitrary: fc.array(memberArb, { minLength: 250, maxLength: 260 }) }), fc.nat(12)), { minLength: 1, maxLength: 4 }),
     startArb,
   )
   .map(([raw, shapes, start]) => {
