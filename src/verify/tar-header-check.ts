@@ -1,7 +1,9 @@
 /**
- * The tar layout's part of a full verify: each member's tar header, read by a {@link TarScanner} as the shard's
- * chunks stream past, checked against the index (name and size). The scanner reads ahead of the samples being
- * checked, so the headers it found wait here, by data offset, until their sample is checked.
+ * The tar layout's part of a full verify: each member's tar header, read as the shard's chunks stream past, checked
+ * against the index (name and size). The addon reads runs of plain headers (src/native/verify-tar.c); a
+ * {@link TarScanner} reads the others (pax, GNU long names, other types, damage, a header cut by a chunk's end), or
+ * all of them without the addon. Headers are read ahead of the samples being checked, so they wait here, by data
+ * offset, until their sample is checked.
  */
 import { isShardkitError } from '../../formats/errors.js';
 import type { IndexEntry } from '../../formats/index-entry.js';

@@ -5,7 +5,7 @@
  */
 import { BTreeBuilder } from '../../formats/btree-builder.js';
 import type { IndexEntry, MemberEntry } from '../../formats/index-entry.js';
-import { LeafRecordEncoder, PAGE_HEADER_BYTES, PageType, sealPage } from '../../formats/index-page.js';
+import { LeafRecordEncoder, PAGE_CRC, PAGE_HEADER_BYTES, PageType, decodePage, pageChecksum, sealPage, type LeafPage } from '../../formats/index-page.js';
 
 /** A member's shape: extension, size, LZ4 or stored (stored at half its size), gap before it (not the first). */
 export type MemberShape = [ext: string, size: number, lz4: boolean, gap: number];
@@ -50,4 +50,14 @@ export function sealedLeaf(entries: IndexEntry[], pageSize = 1024): Uint8Array {
 export function roomFor(entries: IndexEntry[], pageSize: number): number {
   const most = Math.max(...entries.map((e) => e.members.length));
   return most > 100 ? Math.max(pageSize, 16384) : most > 20 ? Math.max(pageSize, 4096) : pageSize;
+}
+
+/** Seals a page changed on purpose (its checksum made to match again) and decodes it: undefined when decodePage refuses it. */
+export function resealedLeaf(page: Uint8Array, pageNo: number): LeafPage | undefined {
+  new DataView(page.buffer, page.byteOffset).setUint32(PAGE_CRC, pageChecksum(page), true);
+  try {
+    return decodePage(page, pageNo, 'idx', true) as LeafPage;
+  } catch {
+    return undefined;
+  }
 }
