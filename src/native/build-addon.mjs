@@ -16,7 +16,8 @@ import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const addon = path.join(here, 'build', 'Release', 'shardkit.node');
-const sources = ['shardkit.c', 'map.c', 'map.h', 'napi-args.h', 'crc32c.c', 'crc32c.h', 'crc32c-hw.h', 'crc32c-fold.c', 'crc32c-fold.h', 'read-file.c', 'source-file.c', 'source-file.h', 'list-dir.c', 'verify-scan.c', 'verify-take.c', 'verify-tar.c', 'verify-records.h', 'binding.gyp'].map((f) => path.join(here, f));
+// every C source and header here, and the build file: an addon older than any of them is built again
+const sources = fs.readdirSync(here).filter((f) => /\.[ch]$/.test(f) || f === 'binding.gyp').map((f) => path.join(here, f));
 const force = process.argv.includes('--force');
 
 function say(line) {

@@ -114,7 +114,7 @@ napi_value sk_verify_tar_headers(napi_env env, napi_callback_info info) {
       memcpy(names + used_names, h + F_PREFIX, prefix_len);
       names[used_names + prefix_len] = '/';
       memcpy(names + used_names + prefix_len + 1, h + F_NAME, name_len);
-    } else {
+    } else if (name_len > 0) { /* an empty name copies nothing (`names` may be NULL when it is empty) */
       memcpy(names + used_names, h + F_NAME, name_len);
     }
     double *row = rows + used_rows * TAR_ROW_COLUMNS;
