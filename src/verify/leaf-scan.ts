@@ -125,8 +125,8 @@ export class LeafScan extends LeafKeys {
 
   /**
    * Reads leaf page `pageNo` (its bytes: `page`); true when it is a leaf this walk takes and every record was
-   * read, false when it must be decoded by decodePage (a branch, damage, a key not UTF-8, an extension not ASCII, a name the writer
-   * refuses).
+   * read, false when it must be decoded by decodePage (a branch, damage, a key not UTF-8, an extension not ASCII, a
+   * name the writer refuses).
    */
   scan(page: Uint8Array, pageNo: number): boolean {
     const took = (this.native !== undefined && this.scanNative(page, pageNo)) || this.scanJs(page, pageNo);
