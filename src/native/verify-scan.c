@@ -331,13 +331,16 @@ __attribute__((always_inline)) static inline uint32_t scan_leaf_body(const uint8
             ext_len[m] = prev_ext_len[m];
           }
         } else {
-          /* an extension: ASCII, with none of "/", a backslash or NUL */
+          /* an extension: UTF-8, with none of "/", a backslash or NUL */
           int64_t n = varint(page, &pos, end);
           if (n < 0 || (uint64_t)n > end - pos) return 0;
+          uint8_t high = 0;
           for (size_t j = pos; j < pos + (size_t)n; j++) {
             uint8_t b = page[j];
-            if (b >= 0x80 || b == SLASH || b == BACKSLASH || b == 0) return 0;
+            if (b == SLASH || b == BACKSLASH || b == 0) return 0;
+            high |= b;
           }
+          if ((high & 0x80) != 0 && utf8_key(page + pos, (size_t)n) < 0) return 0;
           if (list_names) {
             ext_at[m] = pos;
             ext_len[m] = (size_t)n;

@@ -1,8 +1,8 @@
 /**
  * verify's sequential leaf walk: reads a leaf page's records into numbers, making no object per record (decodePage
  * makes an entry, a member array, member objects and a key string for each: most of verify's time and garbage on
- * tiny samples). It takes only leaves that are well formed, whose keys are UTF-8 and extensions ASCII, and whose keys
- * and extensions break none of the writer's name rules (checkKeyAndExts); on anything else it says so, and the caller
+ * tiny samples). It takes only leaves that are well formed, whose keys and extensions are UTF-8, and whose keys and
+ * extensions break none of the writer's name rules (checkKeyAndExts); on anything else it says so, and the caller
  * decodes the page with decodePage, whose errors and checks say exactly what is wrong. For the tar layout it also
  * lists each lone stored member's name (key.ext), which verify compares with the member's tar header.
  *
@@ -86,7 +86,7 @@ export class LeafScan extends LeafKeys {
   private key = new Uint8Array(256);
   private pos = 0;
   private end = 0;
-  /** The length of the extension safeAsciiExt read last. */
+  /** The length of the extension safeExt read last. */
   private extLength = 0;
   private page: Uint8Array = new Uint8Array(0);
   // the previous record's members: codec and gap after the member before
@@ -125,8 +125,8 @@ export class LeafScan extends LeafKeys {
 
   /**
    * Reads leaf page `pageNo` (its bytes: `page`); true when it is a leaf this walk takes and every record was
-   * read, false when it must be decoded by decodePage (a branch, damage, a key not UTF-8, an extension not ASCII, a
-   * name the writer refuses).
+   * read, false when it must be decoded by decodePage (a branch, damage, a name not UTF-8, a name the writer
+   * refuses).
    */
   scan(page: Uint8Array, pageNo: number): boolean {
     const took = (this.native !== undefined && this.scanNative(page, pageNo)) || this.scanJs(page, pageNo);
@@ -312,7 +312,7 @@ export class LeafScan extends LeafKeys {
             extLength[m] = prevExtLength[m] as number;
           } else {
             this.pos = pos;
-            if (!this.safeAsciiExt()) return false;
+            if (!this.safeExt()) return false;
             extAt[m] = this.pos - this.extLength;
             extLength[m] = this.extLength;
             pos = this.pos;
@@ -414,15 +414,18 @@ export class LeafScan extends LeafKeys {
     return this.varint();
   }
 
-  /** Reads an extension: ASCII, with none of "/", a backslash or NUL (checkKeyAndExts' rules); its length in extLength. */
-  private safeAsciiExt(): boolean {
+  /** Reads an extension: UTF-8, with none of "/", a backslash or NUL (checkKeyAndExts' rules); its length in extLength. */
+  private safeExt(): boolean {
     const n = this.varint();
     if (n < 0 || this.pos + n > this.end) return false;
     this.extLength = n;
+    let high = 0;
     for (let j = this.pos; j < this.pos + n; j++) {
       const b = this.page[j] as number;
-      if (b >= 0x80 || b === SLASH || b === BACKSLASH || b === 0) return false;
+      if (b === SLASH || b === BACKSLASH || b === 0) return false;
+      high |= b;
     }
+    if ((high & 0x80) !== 0 && utf8Key(this.page.subarray(this.pos, this.pos + n), n) < 0) return false;
     this.pos += n;
     return true;
   }

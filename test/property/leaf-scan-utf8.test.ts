@@ -34,7 +34,7 @@ const wideKey = fc
 
 const entriesOf = (keys: string[]): IndexEntry[] =>
   [...new Set(keys)].sort(compareKeys).map((key, i) => {
-    const { members, length } = layMembers([['jpg', 40, false, 0]], i);
+    const { members, length } = layMembers([[['jpg', 'été', '画像'][i % 3] as string, 40, false, 0]], i); // extensions past ASCII too
     return { key, shard: 0, offset: 40 * i, length, members };
   });
 

@@ -179,10 +179,14 @@ describe('verify: names past ASCII (file names in other scripts)', () => {
   /** The same samples as keyOf's, in folders and files named in other scripts (2-, 3- and 4-byte UTF-8). */
   const wideKeyOf = (i: number): string => `été/画像${Math.floor(i / 27)}/ñ${String(i).padStart(4, '0')}😀`;
 
-  async function packWith(key: (i: number) => string): Promise<{ dir: string; spans: Span[] }> {
+  /** Samples of keyOf's sizes under `key`'s names; every third with a second member, named `ext`. */
+  async function packWith(key: (i: number) => string, ext: string): Promise<{ dir: string; spans: Span[] }> {
     const dir = tmpDir();
     const w = new DatasetWriter({ dir, layout: 'tar', compress: 'none', shardBytes: 16 * 1024, pageSize: 1024 });
-    for (let i = 0; i < N; i++) w.add({ key: key(i), members: sampleWith(i, i % 3 === 0).members });
+    for (let i = 0; i < N; i++) {
+      const { jpg } = sampleOf(i).members;
+      w.add({ key: key(i), members: i % 3 === 0 ? { jpg, [ext]: new TextEncoder().encode(String(i % 7)) } : { jpg } });
+    }
     await w.finish();
     const ds = await openDataset(dir);
     const spans: Span[] = [];
@@ -202,9 +206,9 @@ describe('verify: names past ASCII (file names in other scripts)', () => {
     }
   }
 
-  it('takes them on the fast path as it takes ASCII names, and names a renamed member in its own script', async () => {
-    const ascii = await packWith(keyOf);
-    const wide = await packWith(wideKeyOf);
+  it('takes names and extensions past ASCII on the fast path as it takes ASCII ones, and names a renamed member in its own script', async () => {
+    const ascii = await packWith(keyOf, 'cls');
+    const wide = await packWith(wideKeyOf, 'clé'); // an extension past ASCII too
     const a = await verifyCounting(ascii.dir);
     const w = await verifyCounting(wide.dir);
     expect([w.r.ok, w.r.checked.samples, w.r.damaged]).toEqual([true, N, []]);
