@@ -257,7 +257,7 @@ export class Dataset {
   }
 
   /**
-   * Zero-copy twin of {@link Dataset.getSync} for local datasets: member bytes are views into one buffer this
+   * No-allocation twin of {@link Dataset.getSync} for local datasets: member bytes are views into one buffer this
    * dataset reuses, valid only until the next `getViewSync`/`atViewSync` call or close(). Copy what you keep
    * (`bytes.slice()`: members are plain Uint8Arrays, so slice copies). LZ4-compressed members are fresh buffers.
    * The fastest read when each sample is used up before the next one is read (one pread, no allocation).
@@ -269,7 +269,7 @@ export class Dataset {
     return this.readRecordSync(found.leaf, found.slot, this.views);
   }
 
-  /** Zero-copy twin of {@link Dataset.atSync}; the same lifetime rule as {@link Dataset.getViewSync}. */
+  /** No-allocation twin of {@link Dataset.atSync}; the same lifetime rule as {@link Dataset.getViewSync}. */
   atViewSync(position: number): Sample {
     this.assertLocal('atViewSync');
     const hit = this.index.leafOfSync(position);

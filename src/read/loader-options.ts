@@ -47,7 +47,7 @@ export interface LoaderOptions {
   /** Check members' CRC32C. Default: the dataset's `verify` (true unless it was opened with verify: false). */
   verify?: boolean;
   /**
-   * Zero-copy mode for local datasets: uncompressed member bytes are views into buffers the loader reuses.
+   * No-allocation mode for local datasets: uncompressed member bytes are views into buffers the loader reuses.
    * Such bytes are valid only until the next batch is requested (the next `next()` / loop iteration) or the
    * loader is closed; copy (`bytes.slice()`) what you keep longer. Default false: every batch owns its bytes.
    * No effect on http(s) datasets, whose bytes are response bodies the caller owns anyway.

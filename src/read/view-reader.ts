@@ -1,6 +1,6 @@
 /**
- * The buffer of the synchronous zero-copy reads (`Dataset.getViewSync`/`atViewSync`): each sample span is read into
- * it, and the next call overwrites it, so a read costs one copy and no allocation. On a warm page cache that
+ * The buffer of the synchronous no-allocation reads (`Dataset.getViewSync`/`atViewSync`): each sample span is read
+ * into it, and the next call overwrites it, so a read costs one copy and no allocation. On a warm page cache that
  * allocation is most of what a small-sample read costs besides the system call: measured on 20,000 random reads
  * of 1-10 KiB samples (Node 20, 2 cores), pread into a fresh Buffer ~4.0 us CPU, into a reused one ~1.8 us.
  */
