@@ -69,6 +69,55 @@ export class LeafKeys {
 }
 
 /**
+ * checkKeyAndExts' key rules and UTF-8, checked key by key over a leaf's prefix-compressed keys (a key is the one
+ * before cut to `shared` bytes, then new bytes): only the new bytes, as the rest passed with the key before.
+ */
+export class KeyRules {
+  /** Where the last path segment of the key before starts: the bytes before it were checked with that key. */
+  private lastSegment = 0;
+  /** The key before holds a character past ASCII. */
+  private wide = false;
+
+  /** Before a leaf's first key. */
+  reset(): void {
+    this.lastSegment = 0;
+    this.wide = false;
+  }
+
+  /**
+   * Copies the new bytes page[pos, pos + length) into `key` from `shared` (the room is the caller's); false when the
+   * key breaks a rule or is not UTF-8.
+   */
+  next(page: Uint8Array, pos: number, key: Uint8Array, shared: number, length: number): boolean {
+    // the segment the prefix cuts starts after its last "/" (the key before had none after lastSegment: when that is
+    // inside the prefix, it is where the cut segment starts)
+    let segment = Math.min(this.lastSegment, shared);
+    while (segment > 0 && key[segment - 1] !== SLASH) segment--;
+    let high = false; // a new byte past ASCII
+    const end = shared + length;
+    for (let j = shared; j < end; j++) {
+      const b = page[pos++] as number;
+      if (b >= 0x80) high = true;
+      else if (b === 0 || b === BACKSLASH) return false;
+      key[j] = b;
+      if (b === SLASH) {
+        if (badSegment(key, segment, j)) return false;
+        segment = j + 1;
+      }
+    }
+    if (badSegment(key, segment, end)) return false;
+    // a key past ASCII, or one sharing a prefix with such a key (which may cut a character), is checked whole
+    if (high || this.wide) {
+      const w = utf8Key(key, end);
+      if (w < 0) return false;
+      this.wide = w === 1;
+    }
+    this.lastSegment = segment;
+    return true;
+  }
+}
+
+/**
  * checkKeyAndExts' key rules on a key's UTF-8 (`key[0, length)`): not empty, no NUL or backslash, no empty, "." or
  * ".." path segment. (Whether the bytes are UTF-8 is {@link utf8Key}'s to say.)
  */

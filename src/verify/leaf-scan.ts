@@ -28,7 +28,7 @@ import {
   RECORD_SAME_SHARD,
   pageChecksum,
 } from '../../formats/index-page.js';
-import { LeafKeys, badSegment, utf8Key } from './leaf-keys.js';
+import { KeyRules, LeafKeys, utf8Key } from './leaf-keys.js';
 import { recordNames } from './leaf-names.js';
 
 const MAX_VARINT_BYTES = 8;
@@ -84,6 +84,7 @@ export class LeafScan extends LeafKeys {
   maxEnd = 0;
 
   private key = new Uint8Array(256);
+  private readonly keyRules = new KeyRules();
   private pos = 0;
   private end = 0;
   /** The length of the extension safeExt read last. */
@@ -187,9 +188,8 @@ export class LeafScan extends LeafKeys {
     let pos = PAGE_HEADER_BYTES;
     let keyLength = 0;
     let key = this.key;
-    // where the last path segment of the key before starts: the bytes before it were checked with that key
-    let lastSegment = 0;
-    let wideKey = false; // the key before holds a character past ASCII
+    const keys = this.keyRules;
+    keys.reset();
     let codecs = this.curCodec;
     let gaps = this.curGap;
     let prevCodecs = this.prevCodec;
@@ -232,31 +232,9 @@ export class LeafScan extends LeafKeys {
         bigger.set(key.subarray(0, shared));
         this.key = key = bigger;
       }
-      // safeKeyBytes' rules, for the new bytes only: the shared prefix passed with the key before, and so did
-      // every segment it holds whole; the segment it cuts starts after its last "/" (the key before had none after
-      // lastSegment: when that is inside the prefix, it is where the cut segment starts)
-      let segment = Math.min(lastSegment, shared);
-      while (segment > 0 && key[segment - 1] !== SLASH) segment--;
-      let high = false; // a new byte past ASCII
-      for (let j = shared; j < shared + suffixLength; j++) {
-        const b = page[pos++] as number;
-        if (b >= 0x80) high = true;
-        else if (b === 0 || b === BACKSLASH) return false;
-        key[j] = b;
-        if (b === SLASH) {
-          if (badSegment(key, segment, j)) return false;
-          segment = j + 1;
-        }
-      }
+      if (!keys.next(page, pos, key, shared, suffixLength)) return false;
+      pos += suffixLength;
       keyLength = shared + suffixLength;
-      if (badSegment(key, segment, keyLength)) return false;
-      // a key past ASCII, or one sharing a prefix with such a key (which may cut a character), is checked whole
-      if (high || wideKey) {
-        const w = utf8Key(key, keyLength);
-        if (w < 0) return false;
-        wideKey = w === 1;
-      }
-      lastSegment = segment;
       if (i === 0) {
         this.keyRoom(end);
         this.firstKeyBytes.set(key.subarray(0, keyLength));
