@@ -16,6 +16,15 @@ export function utf8Bytes(text: string): Uint8Array {
 /** Strict UTF-8 that keeps a leading U+FEFF: a key or name may start with one (the default decoder drops it). */
 export const utf8Decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
+/** The bytes as UTF-8 text (utf8Decoder's rules), or undefined when they are not UTF-8. */
+export function utf8OrUndefined(bytes: Uint8Array): string | undefined {
+  try {
+    return utf8Decoder.decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Appends to a growable buffer. */
 export class ByteWriter {
   private buf: Uint8Array;

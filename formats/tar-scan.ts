@@ -9,7 +9,7 @@
  * readers do not skip (links, devices, directories, fifos: Python's tarfile reads their size as 0) carry no data.
  * Rules for what becomes a sample live with the callers (SPEC "Adopting foreign tars").
  */
-import { utf8Decoder } from './bytes.js';
+import { utf8OrUndefined } from './bytes.js';
 import { ErrorCodes, ShardkitError } from './errors.js';
 import { TAR_BLOCK, TarType, decodeTarHeader, tarPadding } from './tar-header.js';
 
@@ -263,7 +263,7 @@ export class TarScanner {
       sparse: h.type === TarType.gnuSparse || p.sparse === true,
     };
     // the header's own name was decoded with it; a pax `path` or GNU long name is decoded here
-    entry.name = p.path === undefined ? (h.nameIsUtf8 ? h.name : undefined) : decodeUtf8(p.path);
+    entry.name = p.path === undefined ? (h.nameIsUtf8 ? h.name : undefined) : utf8OrUndefined(p.path);
     if (p !== NO_PENDING) this.pending = NO_PENDING;
     this.entryHeaderOffset = -1;
     this.current = entry;
@@ -292,14 +292,14 @@ export class TarScanner {
         this.pending.path = trimNul(data).slice();
         break;
       case TarType.gnuLongLink:
-        this.pending.linkpath = decodeUtf8(trimNul(data)) ?? new TextDecoder('latin1').decode(trimNul(data));
+        this.pending.linkpath = utf8OrUndefined(trimNul(data)) ?? new TextDecoder('latin1').decode(trimNul(data));
         break;
       case TarType.paxExtended:
         for (const [key, value] of paxRecords(data, () => this.fail('malformed pax record', at))) {
           if (key === 'path') this.pending.path = value.slice();
-          else if (key === 'linkpath') this.pending.linkpath = decodeUtf8(value) ?? new TextDecoder('latin1').decode(value);
+          else if (key === 'linkpath') this.pending.linkpath = utf8OrUndefined(value) ?? new TextDecoder('latin1').decode(value);
           else if (key === 'size') {
-            const text = decodeUtf8(value) ?? '';
+            const text = utf8OrUndefined(value) ?? '';
             const n = Number(text);
             if (!/^\d+$/.test(text) || !Number.isSafeInteger(n)) this.fail(`pax size ${JSON.stringify(text.slice(0, 40))} is not a byte count`, at);
             this.pending.size = n;
@@ -335,12 +335,4 @@ export function* paxRecords(data: Uint8Array, fail: () => never): Generator<[str
 function trimNul(bytes: Uint8Array): Uint8Array {
   const nul = bytes.indexOf(0);
   return nul < 0 ? bytes : bytes.subarray(0, nul);
-}
-
-function decodeUtf8(bytes: Uint8Array): string | undefined {
-  try {
-    return utf8Decoder.decode(bytes);
-  } catch {
-    return undefined;
-  }
 }

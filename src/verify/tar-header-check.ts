@@ -11,7 +11,7 @@ import { memberPath } from '../../formats/sample.js';
 import { LZ4_NAME_SUFFIX } from '../../formats/sample-layout.js';
 import { TarType } from '../../formats/tar-header.js';
 import { TarScanner } from '../../formats/tar-scan.js';
-import { utf8Decoder } from '../../formats/bytes.js';
+import { utf8OrUndefined } from '../../formats/bytes.js';
 import { isHttpDeadline } from '../io/http-client.js';
 import { MemberRow, TarHeadersIo, TarRow, type NativeAddon } from '../native/native.js';
 import { normalizedName } from '../adopt/member-rules.js';
@@ -109,8 +109,9 @@ export class TarHeaderCheck {
     const c = row * TarRow.COLUMNS;
     const start = this.rows[c + TarRow.NAME_START] as number;
     const name = this.names.subarray(start, start + (this.rows[c + TarRow.NAME_LENGTH] as number));
-    const got = utf8OrUndefined(name);
-    if (got === undefined || normalizedName(got) !== want) bad(`tar header names ${JSON.stringify(got === undefined ? '(not UTF-8)' : normalizedName(got))}, the index says ${JSON.stringify(want)}`);
+    const text = utf8OrUndefined(name);
+    const got = text === undefined ? undefined : normalizedName(text);
+    if (got !== want) bad(`tar header names ${JSON.stringify(got ?? '(not UTF-8)')}, the index says ${JSON.stringify(want)}`);
     const size = this.rows[c + TarRow.SIZE] as number;
     if (size !== storedSize) bad(`tar header says ${size} bytes, the index says ${storedSize}`);
   }
@@ -169,7 +170,10 @@ export class TarHeaderCheck {
   private find(at: number): number {
     const rows = this.rows;
     const hint = this.hint;
-    if (hint >= this.head && hint < this.tail && rows[hint * TarRow.COLUMNS + TarRow.DATA] === at) return (this.hint = hint + 1) - 1;
+    if (hint >= this.head && hint < this.tail && rows[hint * TarRow.COLUMNS + TarRow.DATA] === at) {
+      this.hint = hint + 1;
+      return hint;
+    }
     let lo = this.head;
     let hi = this.tail;
     while (lo < hi) {
@@ -228,15 +232,6 @@ const INITIAL_NAME_BYTES = 64 * 1024;
 /** Before a native run: room for this many headers, and for as many names of the longest ustar form (prefix, "/", name). */
 const MIN_FREE_ROWS = 256;
 const MIN_FREE_NAME_BYTES = MIN_FREE_ROWS * 256;
-
-/** The bytes as UTF-8 text, or undefined when they are not UTF-8. */
-function utf8OrUndefined(bytes: Uint8Array): string | undefined {
-  try {
-    return utf8Decoder.decode(bytes);
-  } catch {
-    return undefined;
-  }
-}
 
 const DOT = 0x2e;
 const SLASH = 0x2f;
