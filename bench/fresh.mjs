@@ -5,7 +5,11 @@
  * to exit, against a process that reads the raw files with `readFileSync` in the same order. Both sides get the
  * order ready-made (the raw side a file of paths, the shardkit side a file of positions: the loader's own plan for
  * seed 1, epoch 0, shuffle 'full'), both verify what they must (shardkit checks every member's CRC32C; raw checks
- * nothing), both report the bytes they read, which must be equal. Warm page cache (every file read once before).
+ * nothing), both report the bytes they read, which must be equal. Warm page cache (every file read once before), or
+ * with --cold, what a job meets on a node that has not read the dataset yet: before every timed process, `--cold data`
+ * drops the raw files and the dataset's files from the page cache (posix_fadvise DONTNEED, through python3: Node has
+ * no fadvise; Node's and shardkit's own code stay cached, and so do the raw files' directory entries and inodes, which
+ * favours the raw side), `--cold all` drops every cached file, code included (drop_caches: root).
  *
  * Sides, alternated in fresh processes (A B C D A B C D ...), --runs times: `node -e 0` (Node's own start-up),
  * raw readFileSync, shardkit atSync (a loop over the planned positions), shardkit loader (batch 64, full shuffle).
@@ -18,11 +22,12 @@
  * side and prints the files that took the most self time.
  *
  *   npm run build && node bench/fresh.mjs [--real A|B | --tree DIR] [--runs 5] [--epochs 4] [--entry shardkit|shardkit/read]
- *                                         [--cpu-prof DIR] [--json FILE]
+ *                                         [--cold data|all] [--cpu-prof DIR] [--json FILE]
  *
- * Goal: a fresh shardkit process >= 1.5x the fresh raw process on tree A (5,000 files).
+ * Goal: a fresh shardkit process >= 1.5x the fresh raw process on tree A (5,000 files). With --cold, the epochs run
+ * back to back in one process compare a cold first epoch with warm later ones: the first-epoch goal is a warm one.
  */
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -99,6 +104,28 @@ const median = (xs) => {
   const m = s.length >> 1;
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
+
+/** Drops files from the page cache through posix_fadvise(DONTNEED): the paths, one a line, on stdin. */
+const FADVISE_DONTNEED_PY = `import os, sys
+for p in sys.stdin.read().split('\\n'):
+    if p:
+        fd = os.open(p, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)`;
+
+/** Before a timed process with --cold: `data` drops the raw files and the dataset's, `all` every cached file. */
+function dropCache(mode, dir) {
+  if (mode === '') return;
+  execFileSync('sync');
+  if (mode === 'all') {
+    fs.writeFileSync('/proc/sys/vm/drop_caches', '3');
+    return;
+  }
+  const ds = path.join(dir, 'ds');
+  const files = [fs.readFileSync(path.join(dir, 'order-files.txt'), 'utf8'), ...fs.readdirSync(ds).map((f) => `${path.join(ds, f)}\n`)].join('');
+  execFileSync('python3', ['-c', FADVISE_DONTNEED_PY], { input: files, stdio: ['pipe', 'ignore', 'inherit'] });
+}
+
 const stat = (xs) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
 const r1 = (x) => Math.round(x * 10) / 10;
 
@@ -166,8 +193,10 @@ async function main() {
     return i < 0 ? dflt : args[i + 1];
   };
   if (opt('--child')) return child(opt('--child'), opt('--dir'), Number(opt('--epochs', '1')), opt('--entry', 'shardkit'));
-  const opts = { real: opt('--real', opt('--tree') ? '' : 'A'), tree: opt('--tree', ''), dir: opt('--dir', ''), runs: Number(opt('--runs', '5')), epochs: Number(opt('--epochs', '4')), prof: opt('--cpu-prof', ''), json: opt('--json', ''), entry: opt('--entry', 'shardkit') };
+  const opts = { real: opt('--real', opt('--tree') ? '' : 'A'), tree: opt('--tree', ''), dir: opt('--dir', ''), runs: Number(opt('--runs', '5')), epochs: Number(opt('--epochs', '4')), prof: opt('--cpu-prof', ''), json: opt('--json', ''), entry: opt('--entry', 'shardkit'), cold: opt('--cold', '') };
   if (opts.entry !== 'shardkit' && opts.entry !== 'shardkit/read') throw new Error(`--entry is shardkit or shardkit/read, not ${opts.entry}`);
+  if (!['', 'data', 'all'].includes(opts.cold)) throw new Error(`--cold is data or all, not ${opts.cold}`);
+  if (opts.cold === 'all' && process.getuid?.() !== 0) throw new Error('--cold all writes /proc/sys/vm/drop_caches: run as root, or use --cold data');
   entry = opts.entry;
   const { dir, tree } = await prepare(opts);
 
@@ -179,6 +208,7 @@ async function main() {
   for (let r = -1; r < opts.runs; r++) {
     const order = r % 2 === 0 ? sides : [...sides].reverse();
     for (const side of order) {
+      dropCache(opts.cold, dir);
       const { ms, out } = side === 'node -e 0' ? spawnTimed(['-e', '0']) : spawnTimed(sideArgs(side, dir, 1, ''));
       if (out) {
         expected ??= out.bytes[0];
@@ -207,6 +237,7 @@ async function main() {
   // first epoch vs later ones, in one process per side
   const epochRuns = {};
   for (const side of ['raw', 'atSync', 'loader']) {
+    dropCache(opts.cold, dir);
     const { out } = spawnTimed(sideArgs(side, dir, opts.epochs, ''));
     const span = (x) => out.bytes.map((_, e) => x[`epoch${e}`] - (e === 0 ? x.opened : x[`epoch${e - 1}`]));
     const times = span(out.t);
@@ -230,7 +261,7 @@ async function main() {
   const report = {
     tree: { dir: tree.dir, files: n, fingerprint: tree.fingerprint, bytes: expected },
     machine: { cpus: os.cpus().length, node: process.version, loadAverage: os.loadavg().map(r1) },
-    settings: { entry: opts.entry, runs: opts.runs, order: 'full shuffle, seed 1, epoch 0 (the loader plan); same order on every side', cache: 'warm', verify: 'shardkit: CRC32C on every member; raw: none', loaderBatch: BATCH },
+    settings: { entry: opts.entry, runs: opts.runs, order: 'full shuffle, seed 1, epoch 0 (the loader plan); same order on every side', cache: { '': 'warm', data: 'cold: the raw files and the dataset dropped before every process (posix_fadvise)', all: 'cold: every cached file dropped before every process (drop_caches)' }[opts.cold], verify: 'shardkit: CRC32C on every member; raw: none', loaderBatch: BATCH },
     spawnToExitMs: Object.fromEntries(sides.map((s) => [s, { ...stat(runs[s]), runs: runs[s].map(r1) }])),
     ratios: {
       'fresh atSync vs fresh raw (goal >= 1.5)': { ofMedians: r1((median(runs.raw) / median(runs.atSync)) * 100) / 100, pairedRuns: stat(paired('atSync')) },
