@@ -1,4 +1,7 @@
-/** The "owned-copy floor" row of bench/read.mjs: getSync's copy alone, the bound of any copying read. */
+/**
+ * The floor rows of bench/read.mjs: getSync's copy alone (the bound of any copying read), and atViewSync's copy alone
+ * (the bound of the reads into a reused buffer).
+ */
 import fs from 'node:fs';
 import path from 'node:path';
 import { openDataset } from '../dist/src/read/dataset.js';
@@ -9,7 +12,8 @@ import { ReadArena } from '../dist/src/read/read-arena.js';
  * The "owned-copy floor": sample i's member bytes copied out of the mapped shard with CRC32C, by the native copy
  * getSync makes, into a buffer from the read arena getSync uses; no index lookup, no decoding, no sample object. No
  * copying read can beat it, so readFileSync / floor is the most a copying getSync or atSync can reach here, and
- * floor / getSync shows how close getSync comes. Undefined without the native addon.
+ * floor / getSync shows how close getSync comes. `readView` is the "view-copy floor": the same copies into one buffer
+ * used again for every sample, as atViewSync's view buffer is. Undefined without the native addon.
  */
 export async function ownedCopyFloor(ds, dir) {
   const addon = nativeAddon();
@@ -38,7 +42,17 @@ export async function ownedCopyFloor(ds, dir) {
     }
   });
   const arena = new ReadArena();
+  let view = new Uint8Array(1 << 20);
   return {
+    readView: (i) => {
+      let total = 0;
+      for (let j = first[i]; j < first[i + 1]; j++) {
+        if (length[j] > view.length) view = new Uint8Array(length[j]);
+        addon.copy(maps[shard[j]], offset[j], length[j], view, 0, 0, length[j]);
+        total += length[j];
+      }
+      return total;
+    },
     read: (i) => {
       let total = 0;
       for (let j = first[i]; j < first[i + 1]; j++) {

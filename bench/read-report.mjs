@@ -18,6 +18,8 @@ const GOALS = {
   'getViewSync vs lmdb getBinaryFast': '(view vs view)',
   'owned-copy floor vs readFileSync': '(the most any copying read can reach)',
   'getSync / owned-copy floor': '(1.0 = getSync costs no more than its copy)',
+  'atViewSync / view-copy floor': '(1.0 = atViewSync costs no more than its copy)',
+  'view-copy floor vs py-lmdb txn.get': '(the most a read into a reused buffer can reach)',
   'loader vs fs.promises.readFile': '>= 3',
   'atSync / loader (loader time as a share of sync)': '>= 0.83 (within 20 %)',
   'atSync / loader view': '>= 0.83',

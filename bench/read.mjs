@@ -34,6 +34,8 @@
  * concurrency and within 20 % of the sync path; ~1 syscall per sample; files opened per epoch = shards. The row
  * "owned-copy floor" times getSync's copy alone (arena buffer, native copy with CRC32C; no lookup, no sample): no
  * copying read can beat it, so "owned-copy floor vs readFileSync" bounds what getSync and atSync can reach here.
+ * "view-copy floor" times the same copies into one reused buffer: what atViewSync's copy alone costs, against which
+ * "view-copy floor vs py-lmdb txn.get" sets the most the view reads can reach against py-lmdb.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -156,7 +158,7 @@ function methods(ctx) {
     'shardkit atViewSync verify off': epochOf((i) => memberBytes(dsNoVerify.atViewSync(i))),
     'shardkit atViewSync native off': epochOf((i) => memberBytes(dsPortable.atViewSync(i))),
     // the floor of any copying read here: what getSync's copy alone costs (below)
-    ...(ctx.floor === undefined ? {} : { 'owned-copy floor': epochOf(ctx.floor.read) }),
+    ...(ctx.floor === undefined ? {} : { 'owned-copy floor': epochOf(ctx.floor.read), 'view-copy floor': epochOf(ctx.floor.readView) }),
     'lmdb getBinaryFast (view)': epochOf((i) => db.getBinaryFast(keys[i]).length),
     'lmdb get': epochOf((i) => db.get(keys[i]).length),
     'raw fs.promises.readFile': async () => {
@@ -349,6 +351,8 @@ async function main() {
     'getViewSync vs lmdb getBinaryFast': ['lmdb getBinaryFast (view)', 'shardkit getViewSync'],
     'owned-copy floor vs readFileSync': ['raw readFileSync', 'owned-copy floor'],
     'getSync / owned-copy floor': ['owned-copy floor', 'shardkit getSync'],
+    'atViewSync / view-copy floor': ['view-copy floor', 'shardkit atViewSync'],
+    'view-copy floor vs py-lmdb txn.get': ['py-lmdb txn.get', 'view-copy floor'],
     'loader vs fs.promises.readFile': ['raw fs.promises.readFile', 'shardkit loader'],
     'atSync / loader (loader time as a share of sync)': ['shardkit atSync', 'shardkit loader'],
     'atSync / loader view': ['shardkit atSync', 'shardkit loader view'],
